@@ -1,0 +1,45 @@
+# linxling — two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all demo test test-slow test-all bench system-deps venv clean
+
+all: test
+
+# System libraries: SuiteSparse headers for scikit-sparse (CHOLMOD).
+system-deps:
+	@if [ ! -f /usr/include/suitesparse/cholmod.h ]; then \
+	  echo ">> installing libsuitesparse-dev (apt)"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libsuitesparse-dev >/dev/null; \
+	fi
+
+$(STAMP): pyproject.toml | system-deps
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	# scikit-sparse<0.5 builds from source against Debian's SuiteSparse and needs numpy+Cython at build time
+	$(PY) -m pip install -q numpy "Cython<3.1"
+	$(PY) -m pip install -q --no-build-isolation "scikit-sparse<0.5"
+	$(PY) -m pip install -q -e ".[demo,test,bench]"
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/linxling demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m slow
+
+test-all: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

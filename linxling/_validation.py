@@ -1,0 +1,87 @@
+"""Input checks shared by every public entry point. Errors name the argument and the problem."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from linxling._backend import get_namespace
+
+FLOAT_DTYPES = (np.float32, np.float64)
+
+
+def check_float_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
+    """Return ``np.dtype(dtype)`` if it is float32/float64, else raise TypeError."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"{name} must be float32 or float64, got {dtype!r}") from exc
+    if dt not in FLOAT_DTYPES:
+        raise TypeError(f"{name} must be float32 or float64, got {dt}")
+    return dt
+
+
+def check_sparse_matrix(X: Any, name: str = "X", *, dtype: Any = None, nonnegative: bool = False,
+                        allow_empty: bool = False) -> sp.csr_matrix:
+    """Validate a 2-D matrix and return it as CSR with a float dtype (CuPy sparse kept on device).
+
+    Dense 2-D arrays are accepted and converted. Integer/bool data is converted to float64
+    (float32 stays float32, never upcast). Raises on NaN/inf, negative values when
+    ``nonnegative``, wrong number of dimensions, or zero rows/columns unless ``allow_empty``.
+    """
+    ns = get_namespace(X)
+    if ns.name == "cupy":  # pragma: no cover - GPU only
+        X = ns.sparse.csr_matrix(X)
+    elif sp.issparse(X):
+        X = sp.csr_matrix(X)
+    else:
+        arr = np.asarray(X)
+        if arr.dtype == object:
+            raise TypeError(f"{name} must be a numeric sparse or dense 2-D matrix, got an object array")
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (n_rows, n_cols), got {arr.ndim}-D with shape {arr.shape}")
+        X = sp.csr_matrix(arr)
+    if X.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
+    if dtype is not None:
+        X = X.astype(check_float_dtype(dtype), copy=False)
+    elif X.dtype not in FLOAT_DTYPES:
+        X = X.astype(np.float64)
+    if not allow_empty and (X.shape[0] == 0 or X.shape[1] == 0):
+        raise ValueError(f"{name} is empty: shape {X.shape}")
+    data = X.data
+    xp = ns.xp
+    if data.size and not bool(xp.all(xp.isfinite(data))):
+        bad = int(xp.sum(~xp.isfinite(data)))
+        raise ValueError(f"{name} contains {bad} non-finite value(s) (NaN or inf)")
+    if nonnegative and data.size and bool(xp.any(data < 0)):
+        raise ValueError(f"{name} contains {int(xp.sum(data < 0))} negative value(s); it must be non-negative")
+    return X
+
+
+def check_positive(value: Any, name: str, *, strict: bool = True, integer: bool = False) -> Any:
+    """Check a scalar hyper-parameter is finite and > 0 (>= 0 when ``strict=False``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if integer and int(value) != value:
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if (strict and value <= 0) or (not strict and value < 0):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} 0, got {value!r}")
+    return int(value) if integer else value
+
+
+def check_same_length(a: Any, b: Any, name_a: str, name_b: str) -> None:
+    if len(a) != len(b):
+        raise ValueError(f"{name_a} has {len(a)} entries but {name_b} has {len(b)}")
+
+
+def check_random_state(seed: Any) -> np.random.Generator:
+    """``None``/int/Generator -> ``np.random.Generator``."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or isinstance(seed, (int, np.integer)):
+        return np.random.default_rng(seed)
+    raise TypeError(f"random_state must be None, an int or a numpy Generator, got {type(seed).__name__}")
