@@ -1,0 +1,183 @@
+"""MUSE bilingual dictionaries and word-translation precision at k (Conneau et al. 2018)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from linxling._backend import get_namespace, to_numpy
+from linxling.evaluate._retrieval import (_blocked_ranks, _check_embeddings, _check_int, _check_ks,
+                                          _check_similarity, _csls_radii, _normalize_rows, _summarise)
+
+__all__ = ["read_muse_dictionary", "muse_split", "word_translation"]
+
+
+def read_muse_dictionary(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """Read a MUSE dictionary: one whitespace-separated ``src tgt`` pair per line.
+
+    Blank lines are skipped; any other line without exactly two fields is an error.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    list of (str, str)
+        Pairs in file order (duplicates kept).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        On a malformed line (the message gives the path and line number).
+    """
+    pairs: list[tuple[str, str]] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 2:
+                raise ValueError(f"{os.fspath(path)}:{lineno}: expected 2 fields 'src tgt', "
+                                 f"got {len(fields)}: {line.rstrip()!r}")
+            pairs.append((fields[0], fields[1]))
+    return pairs
+
+
+def muse_split(pairs: Iterable[tuple[str, str]], n_train: int = 5000,
+               n_test: int = 1500) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The official MUSE train/test split of a full dictionary.
+
+    Unique source words are ranked in order of first appearance; all pairs of the first
+    ``n_train`` source words form the training set and all pairs of the source words with
+    ranks ``n_train .. n_train + n_test - 1`` form the test set (for en-de with the defaults this
+    reproduces ``en-de.0-5000.txt`` and ``en-de.5000-6500.txt``).
+
+    Parameters
+    ----------
+    pairs : iterable of (str, str)
+        As returned by :func:`read_muse_dictionary`.
+    n_train, n_test : int
+        Number of unique source words in each part (``>= 0``).
+
+    Returns
+    -------
+    train_pairs, test_pairs : list of (str, str)
+        Pairs in file order. If the dictionary has fewer unique source words than
+        ``n_train + n_test``, the test set is correspondingly smaller.
+    """
+    n_train = _check_int(n_train, "n_train", low=0)
+    n_test = _check_int(n_test, "n_test", low=0)
+    rank: dict[str, int] = {}
+    train, test = [], []
+    for src, tgt in pairs:
+        r = rank.setdefault(src, len(rank))
+        if r < n_train:
+            train.append((src, tgt))
+        elif r < n_train + n_test:
+            test.append((src, tgt))
+    return train, test
+
+
+def _vocab_index(words: Sequence[str], name: str, n_rows: int, vectors_name: str) -> dict[str, int]:
+    words = list(words)
+    if len(words) != n_rows:
+        raise ValueError(f"{name} has {len(words)} words but {vectors_name} has {n_rows} rows")
+    index: dict[str, int] = {}
+    for i, w in enumerate(words):
+        index.setdefault(str(w), i)  # first occurrence wins for duplicated words
+    return index
+
+
+def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequence[str], tgt_vectors: Any,
+                     pairs: Iterable[tuple[str, str]], ks: Sequence[int] = (1, 5, 10),
+                     similarity: str = "cosine", knn: int = 10, block_size: int = 4096, *,
+                     show_progress: bool | None = None) -> dict:
+    """Word-translation precision at k, as in MUSE.
+
+    Every source word of ``pairs`` that is in ``src_words`` and has at least one gold
+    translation in ``tgt_words`` is a query; it is retrieved against *all* target words and
+    counts as correct at k if ANY of its gold translations is among the top k (ties favour the
+    gold word). Pairs with a word outside the vocabularies are skipped and counted.
+
+    Parameters
+    ----------
+    src_words : sequence of str, length n_src
+    src_vectors : array, shape (n_src, d)
+    tgt_words : sequence of str, length n_tgt
+    tgt_vectors : array, shape (n_tgt, d)
+    pairs : iterable of (str, str)
+        Gold (source, target) pairs, e.g. the test part of :func:`muse_split`.
+    ks : sequence of int
+    similarity : {"cosine", "csls"}
+        For CSLS (as in MUSE) ``r_src`` is the mean cosine of a source word to its ``knn``
+        nearest target words and ``r_tgt`` the mean cosine of a target word to its ``knn``
+        nearest words in the *whole* source vocabulary.
+    knn : int
+        ``1 <= knn <= min(n_src, n_tgt)`` (checked for CSLS only).
+    block_size : int
+        Rows scored at a time (memory O(block_size * max(n_src, n_tgt))).
+
+    Returns
+    -------
+    dict
+        ``"P@k"`` per k and ``"MRR"`` (over queries, using the best-ranked gold translation);
+        ``"n_queries"``: unique source words evaluated; ``"n_missing"``: unique source words of
+        the dictionary skipped because the word or all of its translations are out of
+        vocabulary; ``"n_pairs"`` / ``"n_pairs_missing"``: the same counted in pairs.
+
+    Raises
+    ------
+    ValueError
+        If no pair is in the vocabularies, or on invalid arrays / arguments.
+    """
+    ns = get_namespace(src_vectors, tgt_vectors)
+    xp = ns.xp
+    S = _check_embeddings(src_vectors, "src_vectors", ns)
+    T = _check_embeddings(tgt_vectors, "tgt_vectors", ns)
+    if S.shape[1] != T.shape[1]:
+        raise ValueError(f"tgt_vectors have dimension {T.shape[1]} but src_vectors have dimension {S.shape[1]}")
+    dtype = np.result_type(S.dtype, T.dtype)
+    S, T = S.astype(dtype, copy=False), T.astype(dtype, copy=False)
+    ks = _check_ks(ks)
+    similarity = _check_similarity(similarity)
+    block_size = _check_int(block_size, "block_size")
+    if similarity == "csls":
+        knn = _check_int(knn, "knn", high=min(S.shape[0], T.shape[0]), what=" (min(n_src, n_tgt))")
+    src_index = _vocab_index(src_words, "src_words", S.shape[0], "src_vectors")
+    tgt_index = _vocab_index(tgt_words, "tgt_words", T.shape[0], "tgt_vectors")
+
+    gold: dict[int, set[int]] = {}          # src row -> gold tgt rows, in query order
+    all_sources: set[str] = set()
+    n_pairs = n_pairs_missing = 0
+    for pair in pairs:
+        src, tgt = pair
+        all_sources.add(src)
+        s, t = src_index.get(src), tgt_index.get(tgt)
+        if s is None or t is None:
+            n_pairs_missing += 1
+            continue
+        n_pairs += 1
+        gold.setdefault(s, set()).add(t)
+    if not gold:
+        raise ValueError(f"none of the {n_pairs_missing} pairs has both words in the vocabularies "
+                         f"(src_words, tgt_words)")
+    query_rows = list(gold)
+    rows = np.repeat(np.arange(len(query_rows), dtype=np.int64), [len(gold[s]) for s in query_rows])
+    cols = np.fromiter((t for s in query_rows for t in sorted(gold[s])), dtype=np.int64, count=rows.size)
+
+    Sn, Tn = _normalize_rows(S, xp), _normalize_rows(T, xp)
+    q_idx = xp.asarray(np.asarray(query_rows, dtype=np.int64))
+    Qn = Sn[q_idx]
+    r_q = r_t = None
+    if similarity == "csls":
+        r_s, r_t = _csls_radii(Sn, Tn, knn, block_size, xp, show_progress)
+        r_q = r_s[q_idx]
+    ranks = _blocked_ranks(Qn, Tn, xp.asarray(rows), xp.asarray(cols), r_q, r_t, block_size, xp, show_progress)
+    out = _summarise(ranks, ks, xp)
+    out.update(n_queries=len(query_rows), n_missing=len(all_sources) - len(query_rows),
+               n_pairs=n_pairs, n_pairs_missing=n_pairs_missing)
+    return out

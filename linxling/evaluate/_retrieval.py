@@ -1,0 +1,256 @@
+"""Blocked cosine / CSLS retrieval evaluation (P@k, MRR) that never builds an n_q x n_c matrix."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from linxling._backend import get_namespace, to_numpy
+from linxling._progress import progress
+
+__all__ = ["retrieval"]
+
+_SIMILARITIES = ("cosine", "csls")
+
+
+# --------------------------------------------------------------------------- validation helpers
+def _check_embeddings(X: Any, name: str, ns) -> Any:
+    """Return ``X`` as a finite 2-D float32/float64 array of the namespace ``ns``."""
+    xp = ns.xp
+    X = xp.asarray(X)
+    if X.dtype == object or X.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must be a real numeric array, got dtype {X.dtype}")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n, d), got {X.ndim}-D with shape {X.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} is empty: shape {X.shape}")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    finite = xp.isfinite(X)
+    if not bool(xp.all(finite)):
+        raise ValueError(f"{name} contains {int(X.size - xp.sum(finite))} non-finite value(s) (NaN or inf)")
+    return X
+
+
+def _check_int(value: Any, name: str, *, low: int = 1, high: int | None = None, what: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}{what}, got {value}")
+    return value
+
+
+def _check_ks(ks: Any) -> tuple[int, ...]:
+    if isinstance(ks, (int, np.integer)) and not isinstance(ks, bool):
+        ks = (ks,)
+    try:
+        ks = tuple(ks)
+    except TypeError as exc:
+        raise TypeError(f"ks must be a sequence of positive integers, got {ks!r}") from exc
+    if not ks:
+        raise ValueError("ks must contain at least one k")
+    return tuple(_check_int(k, "ks") for k in ks)
+
+
+def _check_similarity(similarity: Any) -> str:
+    if similarity not in _SIMILARITIES:
+        raise ValueError(f"similarity must be one of {_SIMILARITIES}, got {similarity!r}")
+    return similarity
+
+
+# --------------------------------------------------------------------------- blocked kernels
+def _normalize_rows(X: Any, xp) -> Any:
+    """Rows scaled to unit L2 norm; zero rows stay zero (so their cosine with anything is 0)."""
+    norms = xp.linalg.norm(X, axis=1)
+    norms = xp.where(norms > 0, norms, xp.ones_like(norms))
+    return X / norms[:, None]
+
+
+def _csls_radii(An: Any, Bn: Any, knn: int, block_size: int, xp, show_progress=None) -> tuple[Any, Any]:
+    """Mean cosine of each row of ``An`` to its ``knn`` nearest rows of ``Bn`` and vice versa.
+
+    One blocked pass over row blocks of ``An``: each block ``S = An[b] @ Bn.T`` gives ``r_A``
+    for the block directly (row-wise partition) and is merged into a running top-``knn`` buffer
+    per column for ``r_B``. Memory is O((block_size + knn) * n_B).
+
+    Parameters
+    ----------
+    An : array, shape (n_A, d)
+        Row-normalised vectors.
+    Bn : array, shape (n_B, d)
+        Row-normalised vectors.
+    knn : int
+        ``1 <= knn <= min(n_A, n_B)``.
+
+    Returns
+    -------
+    r_A : array, shape (n_A,)
+    r_B : array, shape (n_B,)
+    """
+    n_a, n_b = An.shape[0], Bn.shape[0]
+    r_a = xp.empty(n_a, dtype=An.dtype)
+    top_b = None  # (<= knn, n_b): running largest similarities of each B row to the A rows seen
+    starts = range(0, n_a, block_size)
+    for start in progress(starts, show=show_progress, desc="CSLS radii", total=len(starts), delay=1.0):
+        stop = min(start + block_size, n_a)
+        S = An[start:stop] @ Bn.T
+        r_a[start:stop] = xp.mean(xp.partition(S, n_b - knn, axis=1)[:, n_b - knn:], axis=1)
+        b = S.shape[0]
+        if b > knn:  # keep only this block's top knn per column before merging (bounds memory)
+            S = xp.partition(S, b - knn, axis=0)[b - knn:].copy()
+        if top_b is not None:
+            merged = xp.concatenate([top_b, S], axis=0)
+            S = xp.partition(merged, merged.shape[0] - knn, axis=0)[merged.shape[0] - knn:].copy() \
+                if merged.shape[0] > knn else merged
+        top_b = S
+    r_b = xp.mean(top_b, axis=0)
+    return r_a, r_b
+
+
+def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, block_size: int, xp,
+                   show_progress=None) -> Any:
+    """Rank of the best-scoring gold candidate of every query, computed in row blocks.
+
+    ``rows``/``cols`` (sorted by ``rows``) list the gold (query, candidate) pairs; every query
+    must have at least one. The score is ``Qn @ Cn.T`` (cosine) or, when ``r_q``/``r_c`` are
+    given, ``2 cos - r_q[:, None] - r_c[None, :]`` (CSLS). Rank = 1 + number of candidates with
+    a score strictly greater than the best gold score.
+
+    Returns
+    -------
+    ranks : array of int64, shape (n_q,)
+    """
+    n_q = Qn.shape[0]
+    ranks = xp.empty(n_q, dtype=xp.int64)
+    bounds = xp.searchsorted(rows, xp.arange(0, n_q + block_size, block_size))
+    bounds = [int(b) for b in to_numpy(bounds)]
+    starts = list(range(0, n_q, block_size))
+    for i, start in enumerate(progress(starts, show=show_progress, desc="ranking", total=len(starts), delay=1.0)):
+        stop = min(start + block_size, n_q)
+        S = Qn[start:stop] @ Cn.T
+        if r_q is not None:  # CSLS, in place: 2 cos - r_q - r_c
+            S *= 2
+            S -= r_q[start:stop, None]
+            S -= r_c[None, :]
+        lo, hi = bounds[i], bounds[i + 1]
+        local, gold_cols = rows[lo:hi] - start, cols[lo:hi]
+        vals = S[local, gold_cols]
+        if hi - lo == stop - start:  # one gold per query
+            best = vals
+        else:  # best gold score per query: sort by (row, value), take each row's last entry
+            order = xp.lexsort(xp.stack([vals, local.astype(vals.dtype)]))
+            srt = local[order]
+            last = xp.concatenate([srt[1:] != srt[:-1], xp.ones(1, dtype=bool)])
+            best = vals[order][last]
+        ranks[start:stop] = 1 + xp.count_nonzero(S > best[:, None], axis=1)
+    return ranks
+
+
+def _summarise(ranks: Any, ks: Sequence[int], xp) -> dict:
+    out = {f"P@{k}": float(xp.mean(ranks <= k)) for k in ks}
+    out["MRR"] = float(xp.mean(1.0 / ranks))
+    return out
+
+
+# --------------------------------------------------------------------------- public
+def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int] = (1, 5, 10),
+              similarity: str = "cosine", knn: int = 10, block_size: int = 4096, *,
+              return_ranks: bool = False, show_progress: bool | None = None) -> dict:
+    """Precision at k and mean reciprocal rank of retrieving each query's gold candidate.
+
+    Scores are computed in blocks of ``block_size`` query rows, so memory is
+    O(block_size * n_c + (n_q + n_c) * d): a 200,000 x 200,000 similarity matrix is never built.
+
+    Parameters
+    ----------
+    queries : array, shape (n_q, d)
+        Query embeddings (NumPy or CuPy, float32/float64; other real dtypes become float64).
+    candidates : array, shape (n_c, d)
+        Candidate embeddings, same array library as ``queries``.
+    gold : array of int, shape (n_q,), optional
+        ``gold[i]`` is the index into ``candidates`` of the correct answer for query ``i``.
+        Default ``gold[i] = i`` (parallel data), which requires ``n_c >= n_q``.
+    ks : sequence of int
+        Cut-offs for precision at k (each ``>= 1``).
+    similarity : {"cosine", "csls"}
+        ``"cosine"``, or cross-domain similarity local scaling as in MUSE (Conneau et al. 2018):
+        ``score(q, c) = 2 cos(q, c) - r_q - r_c`` with ``r_q`` the mean cosine of ``q`` to its
+        ``knn`` nearest candidates and ``r_c`` the mean cosine of ``c`` to its ``knn`` nearest
+        queries. Zero vectors have cosine 0 with everything.
+    knn : int
+        Neighbourhood size for CSLS, ``1 <= knn <= min(n_q, n_c)`` (only checked for CSLS).
+    block_size : int
+        Number of query rows scored at a time.
+    return_ranks : bool
+        Also return the per-query ranks under key ``"ranks"``.
+    show_progress : bool, optional
+        Progress bar over blocks; ``None`` follows :func:`linxling.set_show_progress`.
+
+    Returns
+    -------
+    dict
+        ``"P@k"`` for each ``k`` in ``ks`` and ``"MRR"`` (Python floats); with ``return_ranks``
+        also ``"ranks"``: NumPy int64 array, shape (n_q,). The rank of query ``i`` is
+        1 + the number of candidates scoring *strictly* higher than ``gold[i]`` (ties favour
+        the gold candidate). ``P@k = mean(rank <= k)``, ``MRR = mean(1 / rank)``.
+
+    Raises
+    ------
+    ValueError
+        Non-finite values, empty or non-2-D inputs, dimension mismatch, bad ``gold``
+        (length, range), ``k < 1``, ``knn`` out of range, ``block_size < 1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.eye(3)
+    >>> retrieval(X, X, ks=(1,))
+    {'P@1': 1.0, 'MRR': 1.0}
+    """
+    ns = get_namespace(queries, candidates)
+    xp = ns.xp
+    Q = _check_embeddings(queries, "queries", ns)
+    C = _check_embeddings(candidates, "candidates", ns)
+    if Q.shape[1] != C.shape[1]:
+        raise ValueError(f"candidates have dimension {C.shape[1]} but queries have dimension {Q.shape[1]}")
+    dtype = np.result_type(Q.dtype, C.dtype)
+    Q, C = Q.astype(dtype, copy=False), C.astype(dtype, copy=False)
+    n_q, n_c = Q.shape[0], C.shape[0]
+    ks = _check_ks(ks)
+    similarity = _check_similarity(similarity)
+    block_size = _check_int(block_size, "block_size")
+    if similarity == "csls":
+        knn = _check_int(knn, "knn", high=min(n_q, n_c), what=" (min(n_queries, n_candidates))")
+    if gold is None:
+        if n_c < n_q:
+            raise ValueError(f"gold=None means gold[i] = i, which needs at least as many candidates as "
+                             f"queries; got {n_q} queries and {n_c} candidates")
+        cols = xp.arange(n_q, dtype=xp.int64)
+    else:
+        cols = xp.asarray(gold)
+        if cols.ndim != 1 or cols.shape[0] != n_q:
+            raise ValueError(f"gold must have shape ({n_q},) (one index per query), got shape {cols.shape}")
+        if cols.dtype.kind not in "iu":
+            if cols.dtype.kind == "f" and bool(xp.all(xp.isfinite(cols))) and bool(xp.all(cols == xp.round(cols))):
+                pass
+            else:
+                raise TypeError(f"gold must hold integer indices, got dtype {cols.dtype}")
+        cols = cols.astype(xp.int64)
+        bad = (cols < 0) | (cols >= n_c)
+        if bool(xp.any(bad)):
+            raise ValueError(f"gold has {int(xp.sum(bad))} index(es) out of range [0, {n_c}) "
+                             f"(n_candidates={n_c})")
+    rows = xp.arange(n_q, dtype=xp.int64)
+
+    Qn, Cn = _normalize_rows(Q, xp), _normalize_rows(C, xp)
+    r_q = r_c = None
+    if similarity == "csls":
+        r_q, r_c = _csls_radii(Qn, Cn, knn, block_size, xp, show_progress)
+    ranks = _blocked_ranks(Qn, Cn, rows, cols, r_q, r_c, block_size, xp, show_progress)
+    out = _summarise(ranks, ks, xp)
+    if return_ranks:
+        out["ranks"] = np.asarray(to_numpy(ranks))
+    return out

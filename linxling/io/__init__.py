@@ -1,0 +1,16 @@
+"""Saving and loading models: HDF5 files with a versioned layout and atomic writes.
+
+>>> from linxling.io import register_model, save, load
+>>> @register_model("Example")                    # doctest: +SKIP
+... class Example:
+...     def _get_state(self): return {"k": 2}, {"W": self.W}
+...     @classmethod
+...     def _from_state(cls, params, arrays): ...
+"""
+from __future__ import annotations
+
+from linxling.io._store import (FORMAT_VERSION, ModelFormatError, load, read_info, register_model,
+                                registered_models, save)
+
+__all__ = ["FORMAT_VERSION", "ModelFormatError", "register_model", "registered_models", "save", "load",
+           "read_info"]

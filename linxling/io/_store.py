@@ -1,0 +1,428 @@
+"""HDF5 model store: a registry of model classes plus atomic :func:`save` and checked :func:`load`.
+
+File layout (``FORMAT_VERSION = 1``)::
+
+    /                 attrs: format_version, linxling_version, model, dtype, created, params (JSON)
+    /arrays/<key>     dataset                      attrs: kind="array"
+    /arrays/<key>     dataset (UTF-8 vlen str)     attrs: kind="str", str_dtype
+    /arrays/<key>/    group                        attrs: kind="dict"        (nested dict)
+    /arrays/<key>/    group data/indices/indptr    attrs: kind="sparse", format, shape, container
+
+Keys are escaped (``%`` -> ``%25``, ``/`` -> ``%2F``, NUL -> ``%00``; ``.``, ``..`` and the
+empty string get reserved spellings) so any ``str`` works as a key, e.g. ``"zh-Hans"``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import json
+import os
+import tempfile
+from typing import Any, Callable
+from urllib.parse import unquote
+
+import h5py
+import numpy as np
+import scipy.sparse as sp
+
+from linxling._backend import to_numpy
+from linxling._version import __version__
+
+__all__ = ["FORMAT_VERSION", "ModelFormatError", "register_model", "registered_models", "save", "load",
+           "read_info"]
+
+FORMAT_VERSION = 1
+_REGISTRY: dict[str, type] = {}
+_REQUIRED_ATTRS = ("format_version", "model", "params")
+
+
+class ModelFormatError(ValueError):
+    """A file is not a (readable, supported) linxling model file."""
+
+
+# --------------------------------------------------------------------------- registry
+def register_model(name: str) -> Callable[[type], type]:
+    """Class decorator registering a model class under ``name`` for :func:`save` / :func:`load`.
+
+    The class must implement ``_get_state(self) -> (params, arrays)`` and the classmethod
+    ``_from_state(cls, params, arrays)``. Registering a *different* class under a name that is
+    already taken raises ``ValueError`` (re-registering the same class, e.g. on reload, is fine).
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register_model name must be a non-empty str, got {name!r}")
+
+    def decorator(cls: type) -> type:
+        for method in ("_get_state", "_from_state"):
+            if not callable(getattr(cls, method, None)):
+                raise TypeError(f"{cls.__qualname__} must define {method}() to be registered as model {name!r}")
+        old = _REGISTRY.get(name)
+        if old is not None and old is not cls and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise ValueError(f"model name {name!r} is already registered to {old.__module__}.{old.__qualname__}")
+        _REGISTRY[name] = cls
+        cls._linxling_model_name = name
+        return cls
+
+    return decorator
+
+
+def registered_models() -> dict[str, type]:
+    """A copy of the registry: model name -> class."""
+    return dict(_REGISTRY)
+
+
+def _name_of(model: Any) -> str:
+    cls = type(model)
+    for name, registered in _REGISTRY.items():
+        if registered is cls:
+            return name
+    raise TypeError(f"{cls.__module__}.{cls.__qualname__} is not a registered model; decorate it with "
+                    f"@linxling.io.register_model(name). Registered: {sorted(_REGISTRY) or 'none'}")
+
+
+def _lookup(name: str, path: str) -> type:
+    if name not in _REGISTRY:
+        try:  # estimators register themselves when linxling.models is imported
+            importlib.import_module("linxling.models")
+        except ImportError:
+            pass
+    if name not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise ModelFormatError(f"{path}: unknown model {name!r}; known models: {known}. "
+                               "Import the module defining it (it must use @register_model) before loading.")
+    return _REGISTRY[name]
+
+
+# --------------------------------------------------------------------------- key escaping
+def _escape(key: str) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"array dict keys must be str, got {type(key).__name__} {key!r}")
+    if key == "":
+        return "%"  # a lone '%' never comes out of the escaping below
+    out = key.replace("%", "%25").replace("/", "%2F").replace("\x00", "%00")
+    if out in (".", ".."):
+        out = out.replace(".", "%2E")
+    return out
+
+
+def _unescape(name: str) -> str:
+    return "" if name == "%" else unquote(name)
+
+
+# --------------------------------------------------------------------------- writing
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def _is_str_array(arr: np.ndarray) -> bool:
+    if arr.dtype.kind == "U":
+        return True
+    return arr.dtype == object and all(isinstance(x, str) for x in arr.flat)
+
+
+def _float_sizes(arrays: dict, acc: dict[str, int]) -> None:
+    for value in arrays.values():
+        if isinstance(value, dict):
+            _float_sizes(value, acc)
+            continue
+        dt, size = None, 0
+        if sp.issparse(value):
+            dt, size = value.dtype, value.nnz
+        elif hasattr(value, "dtype") and hasattr(value, "size"):
+            dt, size = np.dtype(value.dtype), int(value.size)
+        if dt is not None and dt.kind in "fc":
+            acc[dt.name] = acc.get(dt.name, 0) + max(size, 1)
+
+
+def _ds_kwargs(arr: np.ndarray, compression: str | None) -> dict:
+    if compression is None or arr.ndim == 0 or arr.size == 0:
+        return {}
+    kw: dict[str, Any] = {"compression": compression}
+    if arr.dtype.kind in "fiucb" and arr.dtype.itemsize > 1:
+        kw["shuffle"] = True
+    return kw
+
+
+def _write_node(group: h5py.Group, key: str, value: Any, compression: str | None, where: str) -> None:
+    name = _escape(key)
+    where = f"{where}/{key}"
+    if isinstance(value, dict):
+        sub = group.create_group(name, track_order=True)
+        sub.attrs["kind"] = "dict"
+        for k, v in value.items():
+            _write_node(sub, k, v, compression, where)
+        return
+    if sp.issparse(value):
+        fmt = value.format if value.format in ("csr", "csc") else "csr"
+        mat = value.asformat(fmt)
+        sub = group.create_group(name)
+        sub.attrs.update(kind="sparse", format=fmt, shape=np.asarray(mat.shape, dtype=np.int64),
+                         container="array" if isinstance(value, sp.sparray) else "matrix")
+        for part in ("data", "indices", "indptr"):
+            arr = np.asarray(getattr(mat, part))
+            sub.create_dataset(part, data=arr, **_ds_kwargs(arr, compression))
+        return
+    if value is None:
+        raise TypeError(f"arrays{where} is None; store only arrays, dicts and sparse matrices")
+    arr = np.asarray(to_numpy(value))
+    if _is_str_array(arr):
+        if any("\x00" in s for s in arr.flat):
+            raise ValueError(f"arrays{where} contains strings with NUL characters, which HDF5 cannot store")
+        ds = group.create_dataset(name, data=arr.astype(object), dtype=h5py.string_dtype("utf-8"),
+                                  **_ds_kwargs(arr, compression))
+        ds.attrs["kind"] = "str"
+        ds.attrs["str_dtype"] = arr.dtype.str if arr.dtype.kind == "U" else "object"
+        return
+    if arr.dtype == object or arr.dtype.kind not in "biufcSV":
+        raise TypeError(f"arrays{where} has unsupported dtype {arr.dtype} (object arrays must hold only str)")
+    ds = group.create_dataset(name, data=arr, **_ds_kwargs(arr, compression))
+    ds.attrs["kind"] = "array"
+
+
+def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip") -> None:
+    """Save a registered model to an HDF5 file, atomically.
+
+    The state is written to a temporary file in the destination directory, flushed and
+    fsync'ed, then moved over ``path`` with :func:`os.replace`. On any error or interrupt
+    (``KeyboardInterrupt`` included) the temporary file is removed and an existing file at
+    ``path`` is left untouched.
+
+    Parameters
+    ----------
+    model : object
+        Instance of a class decorated with :func:`register_model`. ``model._get_state()``
+        returns ``(params, arrays)``: ``params`` a JSON-serialisable dict (NumPy scalars are
+        converted to Python numbers, tuples become lists) and ``arrays`` a dict mapping str
+        keys to NumPy arrays (numeric, bool, bytes or str), nested dicts of the same, or
+        SciPy sparse matrices/arrays (CSR and CSC kept, other formats stored as CSR).
+        CuPy arrays are copied to the host.
+    path : str or path-like
+        Destination file (conventionally ``*.h5``).
+    compression : {"gzip", "lzf", None}
+        HDF5 filter for non-scalar datasets.
+
+    Raises
+    ------
+    TypeError
+        If the model class is not registered or the state holds unsupported values.
+    """
+    if compression not in ("gzip", "lzf", None):
+        raise ValueError(f"compression must be 'gzip', 'lzf' or None, got {compression!r}")
+    name = _name_of(model)
+    state = model._get_state()
+    if not (isinstance(state, tuple) and len(state) == 2):
+        raise TypeError(f"{type(model).__qualname__}._get_state() must return (params: dict, arrays: dict)")
+    params, arrays = state
+    if not isinstance(params, dict) or not isinstance(arrays, dict):
+        raise TypeError(f"{type(model).__qualname__}._get_state() must return (params: dict, arrays: dict), "
+                        f"got ({type(params).__name__}, {type(arrays).__name__})")
+    try:
+        params_json = json.dumps(params, default=_json_default, allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"model params are not JSON serialisable: {exc}") from exc
+    sizes: dict[str, int] = {}
+    _float_sizes(arrays, sizes)
+    main_dtype = max(sizes, key=sizes.get) if sizes else "none"
+
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        os.close(fd)
+        with h5py.File(tmp, "w") as f:
+            f.attrs["format_version"] = np.int64(FORMAT_VERSION)
+            f.attrs["linxling_version"] = __version__
+            f.attrs["model"] = name
+            f.attrs["dtype"] = main_dtype
+            f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+            f.attrs["params"] = params_json
+            group = f.create_group("arrays", track_order=True)
+            group.attrs["kind"] = "dict"
+            for key, value in arrays.items():
+                _write_node(group, key, value, compression, "")
+            f.flush()
+        _fsync_path(tmp)
+        os.chmod(tmp, _target_mode(path))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(directory)
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: str) -> None:
+    try:  # makes the rename durable; not supported everywhere (e.g. Windows)
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _target_mode(path: str) -> int:
+    """Permissions for the saved file: those of the file being replaced, else 0o666 & ~umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o644
+
+
+# --------------------------------------------------------------------------- reading
+def _read_node(node: h5py.Group | h5py.Dataset, where: str) -> Any:
+    kind = node.attrs.get("kind", "array")
+    if isinstance(kind, bytes):
+        kind = kind.decode()
+    if isinstance(node, h5py.Group):
+        if kind == "sparse":
+            fmt = node.attrs["format"]
+            shape = tuple(int(s) for s in node.attrs["shape"])
+            parts = (node["data"][()], node["indices"][()], node["indptr"][()])
+            cls = {"csr": (sp.csr_matrix, sp.csr_array), "csc": (sp.csc_matrix, sp.csc_array)}[fmt]
+            return cls[1 if node.attrs.get("container") == "array" else 0](parts, shape=shape)
+        if kind != "dict":
+            raise ModelFormatError(f"unknown group kind {kind!r} at arrays{where}")
+        return {_unescape(name): _read_node(child, f"{where}/{_unescape(name)}") for name, child in node.items()}
+    if kind == "str":
+        values = node.asstr()[()]
+        str_dtype = node.attrs.get("str_dtype", "object")
+        if str_dtype == "object":
+            arr = np.empty(np.shape(values), dtype=object)
+            arr[...] = values
+            return arr
+        return np.asarray(values, dtype=str).astype(str_dtype)
+    if kind != "array":
+        raise ModelFormatError(f"unknown dataset kind {kind!r} at arrays{where}")
+    return np.asarray(node[()])
+
+
+def _open(path: str | os.PathLike) -> tuple[str, h5py.File]:
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "No such model file", path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "Is a directory, not a model file", path)
+    with open(path, "rb"):  # raises PermissionError as such, before h5py blurs it
+        pass
+    if not h5py.is_hdf5(path):
+        raise ModelFormatError(f"{path}: not an HDF5 file (no HDF5 signature); not a linxling model")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: cannot be read as HDF5, the file is probably truncated or "
+                               f"corrupt ({exc})") from exc
+    return path, f
+
+
+def _attr_str(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _header(path: str, f: h5py.File) -> dict:
+    missing = [a for a in _REQUIRED_ATTRS if a not in f.attrs]
+    if missing:
+        raise ModelFormatError(f"{path}: HDF5 file was not written by linxling "
+                               f"(missing attribute(s) {', '.join(missing)})")
+    version = f.attrs["format_version"]
+    if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
+        raise ModelFormatError(f"{path}: invalid format_version {version!r} (expected an integer)")
+    version = int(version)
+    writer = _attr_str(f.attrs.get("linxling_version", "unknown"))
+    if version > FORMAT_VERSION:
+        raise ModelFormatError(f"{path}: written with file format version {version} (linxling {writer}); "
+                               f"this linxling {__version__} reads format versions <= {FORMAT_VERSION}. "
+                               "Upgrade linxling to load it.")
+    if version < 1:
+        raise ModelFormatError(f"{path}: invalid format_version {version}")
+    try:
+        params = json.loads(_attr_str(f.attrs["params"]))
+    except (TypeError, ValueError) as exc:
+        raise ModelFormatError(f"{path}: params attribute is not valid JSON ({exc})") from exc
+    if not isinstance(params, dict):
+        raise ModelFormatError(f"{path}: params attribute must be a JSON object")
+    if "arrays" not in f or not isinstance(f["arrays"], h5py.Group):
+        raise ModelFormatError(f"{path}: missing 'arrays' group; not a complete linxling model file")
+    return {"format_version": version, "linxling_version": writer, "model": _attr_str(f.attrs["model"]),
+            "dtype": _attr_str(f.attrs.get("dtype", "none")), "created": _attr_str(f.attrs.get("created", "")),
+            "params": params}
+
+
+def read_info(path: str | os.PathLike) -> dict:
+    """Header of a model file without loading arrays or the model class.
+
+    Returns
+    -------
+    dict
+        ``format_version``, ``linxling_version``, ``model``, ``dtype``, ``created``, ``params``.
+    """
+    path, f = _open(path)
+    try:
+        with f:
+            return _header(path, f)
+    except (OSError, KeyError, RuntimeError) as exc:
+        raise ModelFormatError(f"{path}: cannot read model header, the file is probably corrupt ({exc})") from exc
+
+
+def load(path: str | os.PathLike) -> Any:
+    """Load a model saved with :func:`save` (also available as ``linxling.load``).
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    object
+        ``cls._from_state(params, arrays)`` for the registered class named in the file.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ModelFormatError
+        (a ``ValueError``) if the file is not HDF5, is truncated/corrupt, was not written by
+        linxling, has a newer ``format_version``, or names an unknown model.
+    """
+    path, f = _open(path)
+    try:
+        with f:
+            header = _header(path, f)
+            cls = _lookup(header["model"], path)
+            arrays = _read_node(f["arrays"], "")
+    except ModelFormatError as exc:
+        if str(exc).startswith(path):
+            raise
+        raise ModelFormatError(f"{path}: {exc}") from exc
+    except (OSError, KeyError, RuntimeError) as exc:
+        raise ModelFormatError(f"{path}: cannot read model data, the file is probably truncated or "
+                               f"corrupt ({type(exc).__name__}: {exc})") from exc
+    return cls._from_state(header["params"], arrays)

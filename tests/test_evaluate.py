@@ -1,0 +1,272 @@
+"""Evaluation: blocked retrieval vs a dense reference, STS, MUSE dictionaries and word translation."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from linxling.evaluate import (muse_split, read_muse_dictionary, read_sts, retrieval, sts,
+                               word_translation)
+
+
+# --------------------------------------------------------------------------- dense reference
+def _cos_matrix(Q, C):
+    Q = np.asarray(Q, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    qn = np.linalg.norm(Q, axis=1)
+    cn = np.linalg.norm(C, axis=1)
+    S = np.zeros((len(Q), len(C)))
+    for i in range(len(Q)):
+        for j in range(len(C)):
+            if qn[i] > 0 and cn[j] > 0:
+                S[i, j] = Q[i] @ C[j] / (qn[i] * cn[j])
+    return S
+
+
+def reference_retrieval(Q, C, gold=None, ks=(1, 5, 10), similarity="cosine", knn=10):
+    """Obviously-correct dense retrieval: full score matrix, per-query loop over candidates."""
+    S = _cos_matrix(Q, C)
+    if similarity == "csls":
+        r_q = np.array([np.mean(sorted(row)[::-1][:knn]) for row in S])
+        r_c = np.array([np.mean(sorted(col)[::-1][:knn]) for col in S.T])
+        S = 2 * S - r_q[:, None] - r_c[None, :]
+    gold = np.arange(len(Q)) if gold is None else np.asarray(gold)
+    ranks = np.array([1 + sum(S[i, j] > S[i, gold[i]] for j in range(S.shape[1])) for i in range(len(Q))])
+    out = {f"P@{k}": float(np.mean(ranks <= k)) for k in ks}
+    out["MRR"] = float(np.mean(1.0 / ranks))
+    return out, ranks
+
+
+def _tied_vectors(rng, n, d=8):
+    """Unit vectors with entries in {0, +-1/2} (4 non-zeros): every dot product and CSLS sum is
+    exact in floating point, and many scores tie exactly."""
+    X = np.zeros((n, d))
+    for i in range(n):
+        idx = rng.choice(d, 4, replace=False)
+        X[i, idx] = rng.choice([-0.5, 0.5], 4)
+    return X
+
+
+def _check_equal(Q, C, gold=None, similarity="cosine", knn=3, block_size=7, ks=(1, 2, 5, 10)):
+    ref, ref_ranks = reference_retrieval(Q, C, gold, ks, similarity, knn)
+    got = retrieval(Q, C, gold, ks, similarity, knn, block_size, return_ranks=True)
+    np.testing.assert_array_equal(got.pop("ranks"), ref_ranks)
+    assert got == pytest.approx(ref)
+    assert list(got) == [f"P@{k}" for k in ks] + ["MRR"]
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "csls"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_blocked_equals_reference_random(rng, similarity, dtype):
+    Q = rng.standard_normal((41, 6))
+    C = rng.standard_normal((53, 6))
+    C[:41] += 0.8 * Q  # make gold candidates related to their queries
+    gold = rng.integers(0, 53, 41)
+    for g in (None, gold):
+        _check_equal(Q.astype(dtype), C.astype(dtype), g, similarity, knn=4, block_size=5)
+        _check_equal(Q.astype(dtype), C.astype(dtype), g, similarity, knn=4, block_size=4096)
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "csls"])
+@pytest.mark.parametrize("block_size", [1, 3, 16, 1000])
+def test_blocked_equals_reference_ties(similarity, block_size):
+    rng = np.random.default_rng(1)
+    Q = _tied_vectors(rng, 30)
+    C = np.vstack([Q[:10], _tied_vectors(rng, 25)])  # exact duplicates + random tied scores
+    C[20] = C[21]
+    gold = rng.integers(0, len(C), len(Q))
+    for g in (None, gold):
+        for dtype in (np.float64, np.float32):
+            _check_equal(Q.astype(dtype), C.astype(dtype), g, similarity, knn=3, block_size=block_size)
+
+
+def test_zero_vectors_give_zero_cosine(rng):
+    Q = rng.standard_normal((6, 4))
+    C = rng.standard_normal((8, 4))
+    Q[2] = 0
+    C[5] = 0
+    for sim in ("cosine", "csls"):
+        _check_equal(Q, C, rng.integers(0, 8, 6), sim, knn=2, block_size=4)
+    res = retrieval(np.zeros((3, 4)), np.zeros((3, 4)), return_ranks=True)
+    np.testing.assert_array_equal(res["ranks"], [1, 1, 1])  # all scores 0: ties favour gold
+
+
+def test_perfect_and_known_ranks():
+    C = np.eye(4)
+    Q = np.array([[1.0, 0, 0, 0], [1.0, 0.9, 0, 0], [0, 0, 0, 1.0]])
+    res = retrieval(Q, C, gold=[0, 1, 2], ks=(1, 2), return_ranks=True)
+    np.testing.assert_array_equal(res["ranks"], [1, 2, 2])
+    assert res["P@1"] == pytest.approx(1 / 3)
+    assert res["P@2"] == 1.0
+    assert res["MRR"] == pytest.approx((1 + 0.5 + 0.5) / 3)
+
+
+def test_csls_never_builds_full_matrix(rng, monkeypatch):
+    """Every score block has at most block_size rows (plus knn for the running top-k merge)."""
+    import linxling.evaluate._retrieval as mod
+
+    Q = rng.standard_normal((100, 5))
+    C = rng.standard_normal((120, 5))
+    seen = []
+    real_partition = np.partition
+
+    class XP:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def partition(a, *args, **kw):
+            seen.append(a.shape)
+            return real_partition(a, *args, **kw)
+
+    real_get = mod.get_namespace
+
+    def fake_get(*arrays):
+        ns = real_get(*arrays)
+        return type(ns)(ns.name, XP(), ns.sparse, ns.linalg)
+
+    monkeypatch.setattr(mod, "get_namespace", fake_get)
+    got = retrieval(Q, C, similarity="csls", knn=5, block_size=16)
+    monkeypatch.undo()
+    assert got == pytest.approx(reference_retrieval(Q, C, similarity="csls", knn=5)[0])
+    assert seen and max(s[0] for s in seen) <= 16 + 5
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"queries": np.full((3, 2), np.nan)}, "queries"),
+    ({"candidates": np.array([[np.inf, 0.0]] * 3)}, "candidates"),
+    ({"candidates": np.ones((3, 5))}, "dimension"),
+    ({"gold": [0, 1, 3]}, "gold"),
+    ({"gold": [0, 1, -1]}, "gold"),
+    ({"gold": [0, 1]}, "gold"),
+    ({"ks": (0, 1)}, "ks"),
+    ({"similarity": "csls", "knn": 0}, "knn"),
+    ({"similarity": "csls", "knn": 4}, "knn"),
+    ({"block_size": 0}, "block_size"),
+    ({"similarity": "dot"}, "similarity"),
+    ({"candidates": np.ones((2, 2))}, "candidates"),
+    ({"queries": np.ones(3)}, "queries"),
+])
+def test_retrieval_validation(kwargs, match):
+    args = {"queries": np.ones((3, 2)), "candidates": np.ones((3, 2))} | kwargs
+    with pytest.raises(ValueError, match=match):
+        retrieval(**args)
+
+
+def test_knn_unchecked_for_cosine():
+    assert retrieval(np.eye(3), np.eye(3), knn=100)["P@1"] == 1.0
+
+
+# --------------------------------------------------------------------------- STS
+def test_sts_known_example():
+    e1 = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 2.0], [3.0, 1.0]])
+    e2 = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [2.0, 1.0], [0.0, 0.0]])
+    gold = np.array([5.0, 3.0, 0.5, 4.0, 1.0])
+    cos = np.array([1.0, 1 / np.sqrt(2), 0.0, 4 / 5, 0.0])
+    res = sts(e1, e2, gold)
+    assert res["pearson"] == pytest.approx(scipy.stats.pearsonr(cos, gold)[0])
+    assert res["spearman"] == pytest.approx(scipy.stats.spearmanr(cos, gold)[0])
+    assert res["n"] == 5 and res["n_zero"] == 1
+    res32 = sts(e1.astype(np.float32), e2.astype(np.float32), gold)
+    assert res32["pearson"] == pytest.approx(res["pearson"], rel=1e-6)
+
+
+def test_sts_validation():
+    with pytest.raises(ValueError, match="emb2"):
+        sts(np.ones((3, 2)), np.ones((4, 2)), [1, 2, 3])
+    with pytest.raises(ValueError, match="gold"):
+        sts(np.ones((3, 2)), np.ones((3, 2)), [1, 2])
+    with pytest.raises(ValueError, match="emb1"):
+        sts(np.full((3, 2), np.nan), np.ones((3, 2)), [1, 2, 3])
+
+
+def test_read_sts(shared_data, tmp_path):
+    gold, s1, s2 = read_sts(shared_data / "sts17" / "track5.en-en.tsv")
+    assert gold.shape == (250,) and len(s1) == len(s2) == 250
+    assert gold.min() >= 0 and gold.max() <= 5
+    assert s1[0] == "A person is on a baseball team."
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("1.0\tonly two\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.tsv:1"):
+        read_sts(bad)
+
+
+# --------------------------------------------------------------------------- MUSE
+def test_muse_split_en_de(shared_data):
+    pairs = read_muse_dictionary(shared_data / "muse" / "en-de.txt")
+    assert pairs[0] == ("the", "die")
+    train, test = muse_split(pairs)
+    train_src = list(dict.fromkeys(s for s, _ in train))
+    test_src = list(dict.fromkeys(s for s, _ in test))
+    assert len(train_src) == 5000
+    assert len(test_src) == 1500
+    assert not set(train_src) & set(test_src)
+    all_src = list(dict.fromkeys(s for s, _ in pairs))
+    assert train_src == all_src[:5000] and test_src == all_src[5000:6500]
+    first = set(all_src[:6500])
+    assert len(train) + len(test) == sum(p[0] in first for p in pairs)
+
+
+def test_muse_split_small():
+    pairs = [("a", "1"), ("b", "2"), ("a", "3"), ("c", "4"), ("d", "5"), ("b", "6")]
+    assert muse_split(pairs, n_train=2, n_test=1) == ([("a", "1"), ("b", "2"), ("a", "3"), ("b", "6")],
+                                                       [("c", "4")])
+
+
+def test_read_muse_malformed(tmp_path):
+    p = tmp_path / "d.txt"
+    p.write_text("a b\n\nc d e\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="d.txt:3"):
+        read_muse_dictionary(p)
+
+
+def test_word_translation_toy():
+    src_words = ["cat", "dog", "house", "tree", "unknown"]
+    tgt_words = ["Katze", "Hund", "Haus", "Baum", "Mieze"]
+    S = np.array([[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0], [0, 0, 0, 1.0], [1.0, 1.0, 1.0, 1.0]])
+    T = np.array([[0.9, 0.1, 0, 0],   # Katze: nearest to cat
+                  [0, 0.5, 1.0, 0],   # Hund: closer to house than to dog
+                  [0, 1.0, 0.6, 0],   # Haus: closer to dog than to house
+                  [0, 0, 0.2, 1.0],   # Baum: nearest to tree
+                  [0.8, 0.3, 0, 0]])  # Mieze: second nearest to cat
+    pairs = [("cat", "Mieze"), ("cat", "Katze"), ("dog", "Hund"), ("house", "Haus"), ("tree", "Baum"),
+             ("tree", "Wald"), ("fish", "Fisch")]
+    res = word_translation(src_words, S, tgt_words, T, pairs, ks=(1, 2))
+    # cat: Katze top-1 (correct); dog: Hund ranks 2nd (Haus first); house: Haus 2nd; tree: Baum 1st
+    assert res["P@1"] == pytest.approx(0.5)
+    assert res["P@2"] == pytest.approx(1.0)
+    assert res["MRR"] == pytest.approx((1 + 0.5 + 0.5 + 1) / 4)
+    assert res["n_queries"] == 4 and res["n_missing"] == 1
+    assert res["n_pairs"] == 5 and res["n_pairs_missing"] == 2
+
+
+def test_word_translation_csls_matches_reference(rng):
+    n_s, n_t, d = 40, 35, 6
+    S = rng.standard_normal((n_s, d))
+    T = rng.standard_normal((n_t, d))
+    src = [f"s{i}" for i in range(n_s)]
+    tgt = [f"t{j}" for j in range(n_t)]
+    pairs = [(f"s{i}", f"t{j}") for i in range(0, n_s, 3) for j in rng.choice(n_t, 2, replace=False)]
+    knn = 5
+    cos = _cos_matrix(S, T)
+    r_s = np.sort(cos, axis=1)[:, ::-1][:, :knn].mean(axis=1)
+    r_t = np.sort(cos, axis=0)[::-1][:knn].mean(axis=0)   # over the whole source vocabulary
+    scores = 2 * cos - r_s[:, None] - r_t[None, :]
+    ranks = []
+    for i in range(0, n_s, 3):
+        golds = [int(t[1:]) for s, t in pairs if s == f"s{i}"]
+        best = max(scores[i, golds])
+        ranks.append(1 + np.sum(scores[i] > best))
+    ranks = np.array(ranks)
+    res = word_translation(src, S, tgt, T, pairs, ks=(1, 5), similarity="csls", knn=knn, block_size=7)
+    assert res["P@1"] == pytest.approx(np.mean(ranks <= 1))
+    assert res["P@5"] == pytest.approx(np.mean(ranks <= 5))
+    assert res["MRR"] == pytest.approx(np.mean(1 / ranks))
+    assert res["n_queries"] == len(range(0, n_s, 3)) and res["n_missing"] == 0
+
+
+def test_word_translation_errors():
+    with pytest.raises(ValueError, match="src_words"):
+        word_translation(["a"], np.ones((2, 2)), ["b"], np.ones((1, 2)), [("a", "b")])
+    with pytest.raises(ValueError, match="none of the"):
+        word_translation(["a"], np.ones((1, 2)), ["b"], np.ones((1, 2)), [("x", "y")])
