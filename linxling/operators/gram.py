@@ -1,0 +1,367 @@
+"""Gram operators ``X^T X + alpha I`` (plain and implicitly centred) and their inverses.
+
+Nothing here centres or densifies ``X``: the centred Gram is applied as
+``X^T (X V) - n mu (mu^T V) + alpha V`` with two SpMMs and a rank-1 correction.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from linxling._backend import get_namespace
+from linxling._validation import check_positive, check_sparse_matrix
+from linxling.operators._base import LinearOperator
+
+__all__ = ["Gram", "CenteredGram", "GramBlockInverse", "gram_nnz_estimate"]
+
+
+def _column_sumsq(X) -> np.ndarray:
+    """``diag(X^T X)`` for CSR ``X`` (n, p), in X's dtype."""
+    xp = get_namespace(X).xp
+    out = xp.zeros(X.shape[1], dtype=X.dtype)
+    if X.nnz:
+        if xp is np:
+            out = np.bincount(X.indices, weights=X.data.astype(np.float64) ** 2,
+                              minlength=X.shape[1]).astype(X.dtype)
+        else:  # pragma: no cover - GPU
+            out = xp.asarray(X.multiply(X).sum(axis=0)).ravel().astype(X.dtype)
+    return out
+
+
+class Gram(LinearOperator):
+    """``X^T X + alpha I`` for a sparse ``X`` (uncentred), applied with two SpMMs.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n_samples, n_features)
+        Converted to CSR; float32 stays float32.
+    alpha : float > 0
+        Ridge term.
+
+    Attributes
+    ----------
+    X : csr_matrix (n_samples, n_features)
+    alpha : float
+    n_samples : int
+    """
+
+    def __init__(self, X: Any, alpha: float) -> None:
+        X = check_sparse_matrix(X, "X")
+        self.alpha = float(check_positive(alpha, "alpha"))
+        self.X = X
+        self.n_samples = X.shape[0]
+        super().__init__((X.shape[1], X.shape[1]), X.dtype, symmetric=True)
+
+    def _apply_gram(self, V):
+        """``X^T (X V) + alpha V`` for V (p, m)."""
+        XV = self.X @ V                    # (n, m)   SpMM
+        Y = self.X.T @ XV                  # (p, m)   SpMM (CSC transpose view, no copy)
+        Y = get_namespace(Y).xp.asarray(Y)
+        Y += self.alpha * V
+        return Y
+
+    def _matmat(self, V):
+        return self._apply_gram(V)
+
+    def diagonal(self):
+        """``diag(X^T X) + alpha``, shape (n_features,)."""
+        return _column_sumsq(self.X) + self.X.dtype.type(self.alpha)
+
+
+class CenteredGram(Gram):
+    """``X̂^T X̂ + alpha I`` with ``X̂ = X - 1 mu^T``, never forming ``X̂``.
+
+    Applied to a block ``V`` of shape (p, m) as ``X^T (X V) - n mu (mu^T V) + alpha V``
+    (two SpMMs plus a rank-1 correction; no loop over columns).
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n_samples, n_features)
+        Converted to CSR; must be finite. float32 stays float32.
+    alpha : float > 0
+        Ridge term.
+    mean : array (n_features,), optional
+        ``mu``; defaults to the column means ``X^T 1 / n``. When given, the operator is
+        ``X^T X - n mu mu^T + alpha I`` with that ``mu`` (e.g. a mean computed elsewhere).
+
+    Attributes
+    ----------
+    mean_ : ndarray (n_features,)
+    n_samples : int
+    alpha : float
+    X : csr_matrix (n_samples, n_features)
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = sp.random(20, 5, density=0.3, format="csr", random_state=0)
+    >>> G = CenteredGram(X, alpha=0.1)
+    >>> Xc = X.toarray() - X.toarray().mean(0)
+    >>> np.allclose(G.to_dense(), Xc.T @ Xc + 0.1 * np.eye(5))
+    True
+    """
+
+    def __init__(self, X: Any, alpha: float, mean: Any = None) -> None:
+        super().__init__(X, alpha)
+        xp = get_namespace(self.X).xp
+        p = self.X.shape[1]
+        if mean is None:
+            mu = xp.asarray(self.X.sum(axis=0)).ravel() / self.n_samples
+        else:
+            mu = xp.asarray(mean)
+            if mu.shape != (p,):
+                raise ValueError(f"mean must have shape ({p},) to match X's {p} columns, got {mu.shape}")
+            if not bool(xp.all(xp.isfinite(mu))):
+                raise ValueError("mean contains non-finite values")
+        self.mean_ = mu.astype(self.X.dtype, copy=False)
+
+    def _matmat(self, V):
+        Y = self._apply_gram(V)
+        mu = self.mean_
+        Y -= (self.n_samples * mu)[:, None] * (mu @ V)[None, :]
+        return Y
+
+    def diagonal(self):
+        """``diag(X^T X) - n mu^2 + alpha``, shape (n_features,)."""
+        return super().diagonal() - self.n_samples * self.mean_ ** 2
+
+
+def gram_nnz_estimate(X: Any, *, exact_limit: float = 2e7) -> tuple[int, bool]:
+    """Estimate ``nnz(X^T X)`` for CSR ``X`` cheaply.
+
+    The bound ``sum_i nnz(row_i)^2`` (capped at ``p^2``) costs O(n). When it is at most
+    ``exact_limit`` the product's sparsity structure is computed exactly instead (its cost is
+    about that bound).
+
+    Returns
+    -------
+    nnz : int
+    exact : bool
+        Whether ``nnz`` is exact (otherwise an upper bound).
+    """
+    X = sp.csr_matrix(X)
+    p = X.shape[1]
+    row_nnz = np.diff(X.indptr).astype(np.int64)
+    bound = int(min(int((row_nnz ** 2).sum()), p * p))
+    if bound <= exact_limit:
+        S = sp.csr_matrix((np.ones_like(X.data, dtype=np.float32), X.indices, X.indptr), shape=X.shape)
+        return int((S.T @ S).nnz), True
+    return bound, False
+
+
+class GramBlockInverse(LinearOperator):
+    """``(X^T X + alpha I)^{-1}`` for one language block ``X`` (n_l, p_l), as an operator.
+
+    Parameters
+    ----------
+    X_l : sparse matrix (n_l, p_l)
+    alpha : float > 0
+    method : {"auto", "dense", "cholmod", "cg"}, default "auto"
+        * ``"dense"``: Cholesky (``scipy.linalg.cho_factor``) of the dense p_l x p_l matrix
+          ``(X^T X).toarray() + alpha I`` (built in row chunks to bound memory).
+        * ``"cholmod"``: sparse Cholesky of ``X^T X + alpha I`` straight from ``X`` with
+          ``sksparse.cholmod.cholesky_AAt(X.T.tocsc(), beta=alpha)`` (CHOLMOD works in float64;
+          results are cast back to X's dtype).
+        * ``"cg"``: block conjugate gradients on SpMM with the Jacobi preconditioner
+          ``diag(X^T X) + alpha``, stopping at ``cg_rtol`` (relative, per column).
+        * ``"auto"``: ``"dense"`` when ``p_l <= dense_max`` and two ``p_l^2`` float64 arrays fit
+          ``memory_budget``; else ``"cholmod"`` when the estimated density of ``X^T X`` is at
+          most ``cholmod_max_density`` and ``fill_factor * nnz(X^T X)`` factor entries fit the
+          budget (a heuristic; fill-in is not known before factoring); else ``"cg"``.
+    cg_rtol : float, default 1e-10
+    cg_maxiter : int, optional
+        Default ``10 * p_l``.
+    dense_max : int, default 6000
+    memory_budget : int, default 2 GiB
+        Bytes allowed for a dense Gram or a sparse factor.
+    cholmod_max_density : float, default 0.01
+    fill_factor : float, default 10.0
+        Assumed ratio nnz(L) / nnz(X^T X) used by ``"auto"``.
+
+    Attributes
+    ----------
+    method_ : str
+        The method in use.
+    reason_ : str
+        Why ``"auto"`` chose it (or "requested").
+    nnz_gram_ : int or None
+        Estimate of ``nnz(X^T X)`` when it was computed.
+    nonconverged_ : list of dict
+        One record per ``cg`` application in which some column missed ``cg_rtol``.
+    gram : Gram
+        The forward operator ``X^T X + alpha I``.
+
+    Notes
+    -----
+    The operator is symmetric. With ``"cg"`` it is only approximately the inverse (to
+    ``cg_rtol``); a failed solve warns :class:`linxling.solvers.ConvergenceWarning` and is
+    recorded in ``nonconverged_``; it never raises.
+    """
+
+    METHODS = ("auto", "dense", "cholmod", "cg")
+
+    def __init__(self, X_l: Any, alpha: float, method: str = "auto", cg_rtol: float = 1e-10,
+                 cg_maxiter: int | None = None, dense_max: int = 6000, *,
+                 memory_budget: int = 2 * 1024 ** 3, cholmod_max_density: float = 0.01,
+                 fill_factor: float = 10.0) -> None:
+        if method not in self.METHODS:
+            raise ValueError(f"method must be one of {self.METHODS}, got {method!r}")
+        self.gram = Gram(X_l, alpha)
+        X = self.gram.X
+        self.X = X
+        self.alpha = self.gram.alpha
+        self.cg_rtol = float(check_positive(cg_rtol, "cg_rtol"))
+        self.cg_maxiter = cg_maxiter
+        self.dense_max = int(dense_max)
+        self.memory_budget = int(memory_budget)
+        self.cholmod_max_density = float(cholmod_max_density)
+        self.fill_factor = float(fill_factor)
+        self.nnz_gram_: int | None = None
+        self.nonconverged_: list[dict] = []
+        super().__init__(self.gram.shape, X.dtype, symmetric=True)
+        self.method_, self.reason_ = self._choose(method)
+        self._precond_diag = None
+        self._factor = None
+        if self.method_ == "dense":
+            self._factor_dense()
+        elif self.method_ == "cholmod":
+            self._factor_cholmod()
+        else:
+            self._precond_diag = self.gram.diagonal()
+
+    # ------------------------------------------------------------------ method choice
+    def _choose(self, method: str) -> tuple[str, str]:
+        p = self.shape[0]
+        on_gpu = get_namespace(self.X).name == "cupy"
+        if method != "auto":
+            if on_gpu and method != "cg":  # pragma: no cover - GPU
+                raise NotImplementedError(f"method={method!r} is CPU-only; use method='cg' for CuPy data")
+            if method == "cholmod":
+                _import_cholmod()
+            return method, "requested"
+        if on_gpu:  # pragma: no cover - GPU
+            return "cg", "CuPy data: only the matrix-free block CG runs on the GPU"
+        dense_bytes = 2 * p * p * 8
+        if p <= self.dense_max and dense_bytes <= self.memory_budget:
+            return "dense", (f"p_l={p} <= dense_max={self.dense_max} and the dense Gram + factor "
+                             f"({dense_bytes / 2**20:.1f} MiB) fit memory_budget")
+        nnz, exact = gram_nnz_estimate(self.X)
+        self.nnz_gram_ = nnz
+        density = nnz / float(p * p)
+        factor_bytes = self.fill_factor * nnz * 12
+        kind = "" if exact else " (upper bound)"
+        if density <= self.cholmod_max_density and factor_bytes <= self.memory_budget:
+            try:
+                _import_cholmod()
+            except ImportError as exc:
+                return "cg", f"X^T X is sparse (density {density:.2g}) but CHOLMOD is unavailable: {exc}"
+            return "cholmod", (f"p_l={p} > dense_max and X^T X is sparse: nnz={nnz}{kind}, density "
+                               f"{density:.2g} <= {self.cholmod_max_density}; estimated factor "
+                               f"{factor_bytes / 2**20:.0f} MiB fits memory_budget")
+        why = (f"density {density:.2g} > cholmod_max_density={self.cholmod_max_density}"
+               if density > self.cholmod_max_density else
+               f"estimated factor {factor_bytes / 2**20:.0f} MiB exceeds memory_budget")
+        return "cg", f"p_l={p} > dense_max and X^T X (nnz={nnz}{kind}) is too dense to factor: {why}"
+
+    # ------------------------------------------------------------------ factorisations
+    def _dense_gram(self) -> np.ndarray:
+        X = self.X
+        p = X.shape[1]
+        G = np.zeros((p, p), dtype=X.dtype)
+        row_cost = np.cumsum(np.diff(X.indptr).astype(np.int64) ** 2)
+        chunk_cost = max(p * p, 1_000_000)   # sparse intermediates stay ~ the size of G
+        start, n = 0, X.shape[0]
+        while start < n:
+            base = row_cost[start - 1] if start else 0
+            stop = int(np.searchsorted(row_cost, base + chunk_cost, side="right"))
+            stop = min(max(stop, start + 1), n)
+            Xc = X[start:stop]
+            G += (Xc.T @ Xc).toarray()
+            start = stop
+        G[np.diag_indices(p)] += X.dtype.type(self.alpha)
+        return G
+
+    def _factor_dense(self) -> None:
+        from scipy.linalg import cho_factor
+        G = self._dense_gram()
+        self._factor = cho_factor(G, lower=True, overwrite_a=True, check_finite=False)
+
+    def _factor_cholmod(self) -> None:
+        cholmod = _import_cholmod()
+        XT = self.X.T.tocsc().astype(np.float64)   # (p, n): CHOLMOD factors XT XT^T + beta I
+        XT.sort_indices()
+        self._factor = cholmod.cholesky_AAt(XT, beta=self.alpha)
+
+    # ------------------------------------------------------------------ application
+    def solve(self, R: Any, x0: Any = None, rtol: float | None = None):
+        """Solve ``(X^T X + alpha I) Z = R``.
+
+        Parameters
+        ----------
+        R : array (p_l,) or (p_l, m)
+        x0 : array like ``R``, optional
+            Warm start (``"cg"`` only; ignored by the direct methods).
+        rtol : float, optional
+            Relative tolerance for ``"cg"`` (default ``cg_rtol``).
+
+        Returns
+        -------
+        SolveResult
+            ``x`` has the shape of ``R``; for direct methods ``converged`` is True and
+            ``n_iter`` is 0.
+        """
+        from linxling.solvers import SolveResult, block_cg
+
+        xp = get_namespace(R).xp
+        R = xp.asarray(R)
+        vec = R.ndim == 1
+        R2 = R[:, None] if vec else R
+        if R2.ndim != 2 or R2.shape[0] != self.shape[0]:
+            raise ValueError(f"R must have shape ({self.shape[0]},) or ({self.shape[0]}, m), got {R.shape}")
+        out_dtype = np.result_type(self.dtype, R2.dtype)
+        if self.method_ == "dense":
+            from scipy.linalg import cho_solve
+            Z = cho_solve(self._factor, R2.astype(self.dtype, copy=False), check_finite=False)
+            res = SolveResult(Z.astype(out_dtype, copy=False), True, 0, np.zeros((1, R2.shape[1])),
+                              {"method": "dense"})
+        elif self.method_ == "cholmod":
+            Z = self._factor(np.asarray(R2, dtype=np.float64))
+            res = SolveResult(np.asarray(Z).astype(out_dtype, copy=False), True, 0,
+                              np.zeros((1, R2.shape[1])), {"method": "cholmod"})
+        else:
+            d = self._precond_diag
+            X0 = None
+            if x0 is not None:
+                X0 = xp.asarray(x0)
+                X0 = X0[:, None] if X0.ndim == 1 else X0
+            res = block_cg(self.gram, R2, X0, rtol=self.cg_rtol if rtol is None else rtol,
+                           maxiter=self.cg_maxiter, M=lambda B: B / d[:, None])
+            res.info["method"] = "cg"
+            if not bool(np.all(res.converged)):
+                final = res.residual_norms[-1]
+                bn = np.linalg.norm(np.asarray(R2, dtype=np.float64), axis=0)
+                rel = np.where(bn > 0, final / np.where(bn > 0, bn, 1), final)
+                self.nonconverged_.append({"application": self.n_matmat + 1,
+                                           "n_failed": int(np.sum(~np.asarray(res.converged))),
+                                           "n_columns": R2.shape[1], "n_iter": res.n_iter,
+                                           "max_rel_residual": float(np.max(rel))})
+        if vec:
+            res.x = res.x[:, 0]
+        return res
+
+    def _matmat(self, R):
+        return self.solve(R).x
+
+    def __repr__(self) -> str:
+        return f"<GramBlockInverse shape={self.shape} dtype={self.dtype} method={self.method_!r}>"
+
+
+def _import_cholmod():
+    try:
+        from sksparse import cholmod
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError("method='cholmod' needs scikit-sparse (pip install 'scikit-sparse<0.5' "
+                          "with SuiteSparse installed)") from exc
+    return cholmod

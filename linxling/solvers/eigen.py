@@ -1,0 +1,353 @@
+"""Top-k eigenpairs of a symmetric (PSD) operator: ARPACK, LOBPCG, or a block Krylov method.
+
+``method="subspace"`` is a thick-restart block Krylov (block Lanczos/Davidson) method with
+Rayleigh–Ritz, in the family of randomized block Krylov methods (Halko, Martinsson & Tropp
+2011; Musco & Musco 2015): start from a random block of ``b = k + oversample`` columns,
+grow an orthonormal basis ``Q`` one block per iteration with the residuals of the current
+top Ritz vectors (which span the same new Krylov directions as ``A Q_last``), and keep
+``W = A Q`` alongside so that the Rayleigh–Ritz step and the exact Ritz residuals
+``||A v - theta v||`` cost no extra operator applications. Each iteration is exactly one
+block application ``A @ block``. When the basis reaches ``max_basis`` columns it restarts
+from the top ``1.5 b`` Ritz vectors (no application needed: ``A V = W S``). Converged Ritz pairs
+stop contributing new directions (soft locking), so the block shrinks as pairs converge.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse.linalg as spla
+
+from linxling._progress import progress
+from linxling._validation import check_positive, check_random_state
+from linxling.operators._base import LinearOperator, as_operator
+from linxling.solvers._results import ConvergenceWarning, EigResult
+
+__all__ = ["eigsh"]
+
+_METHODS = ("auto", "arpack", "lobpcg", "subspace", "dense")
+_WHICH = ("LA", "LM", "SA")
+
+
+def _order(theta: np.ndarray, which: str) -> np.ndarray:
+    """Indices putting the wanted eigenvalues first."""
+    if which == "LM":
+        return np.argsort(-np.abs(theta), kind="stable")
+    if which == "SA":
+        return np.argsort(theta, kind="stable")
+    return np.argsort(-theta, kind="stable")
+
+
+def _finish(theta, V, which):
+    """Return pairs sorted in descending eigenvalue order (as documented for EigResult)."""
+    o = np.argsort(-np.asarray(theta, dtype=np.float64), kind="stable")
+    return theta[o], V[:, o]
+
+
+def _residuals(op: LinearOperator, theta, V):
+    if V.shape[1] == 0:
+        return np.zeros(0)
+    AV = op.matmat(V)
+    return np.linalg.norm(np.asarray(AV, dtype=np.float64) - np.asarray(V, dtype=np.float64) * theta, axis=0)
+
+
+def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: Any = None,
+          which: str = "LA", method: str = "auto", block_size: int | None = None,
+          random_state: Any = None, callback: Callable | None = None,
+          show_progress: bool | None = None, max_basis: int | None = None) -> EigResult:
+    """``k`` extreme eigenpairs of a symmetric (PSD) operator.
+
+    Parameters
+    ----------
+    A : LinearOperator, scipy LinearOperator, sparse or dense matrix (n, n)
+        Symmetric; only applied through ``matmat``.
+    k : int
+        Number of eigenpairs, ``1 <= k <= n``.
+    tol : float, default 0.0
+        Meaning depends on ``method``:
+
+        * ``"arpack"``: ARPACK's relative accuracy of the Ritz values (0 = machine precision).
+        * ``"lobpcg"``: SciPy's absolute residual tolerance (0 = SciPy's default).
+        * ``"subspace"``: stop when ``||A v_i - theta_i v_i|| <= tol * max|theta|`` for the
+          ``k`` wanted pairs (0 = ``sqrt(eps)`` of the operator's dtype).
+    maxiter : int, optional
+        ARPACK's Arnoldi update iterations (SciPy default ``10 n``); LOBPCG / subspace
+        iterations (default 200). Each subspace iteration is one block application.
+    v0 : array (n,), optional
+        Starting vector (ARPACK), or first column of the starting block (LOBPCG, subspace).
+    which : {"LA", "LM", "SA"}, default "LA"
+        Largest algebraic, largest magnitude (same as "LA" for PSD operators), smallest
+        algebraic ("arpack", "lobpcg" and "dense" only).
+    method : {"auto", "arpack", "lobpcg", "subspace", "dense"}, default "auto"
+        ``"auto"``: ``"dense"`` when ``n <= 64`` or ``k >= n - 1``; ``"arpack"`` when
+        ``k <= 20`` or ``which == "SA"``; ``"subspace"`` otherwise. ``"dense"`` applies ``A``
+        to the identity and calls ``numpy.linalg.eigh`` (small ``n`` only).
+    block_size : int, optional
+        ``"subspace"``: block size ``b`` (default ``k + max(10, ceil(0.2 k))``, at most n);
+        ``"lobpcg"``: number of iterated vectors (default ``k``).
+    random_state : None, int or numpy Generator
+        Seeds the random starting block (and ARPACK's ``v0`` when not given), making runs
+        reproducible.
+    callback : callable, optional
+        ``callback(n_iter, eigenvalues, residual_norms)`` with the current ``k`` Ritz values
+        (descending) and residual norms: every iteration for ``"subspace"``, once at the end
+        for the other methods.
+    show_progress : bool, optional
+        tqdm bar over the subspace iterations (``None`` follows the global setting).
+    max_basis : int, optional
+        ``"subspace"`` only: the largest basis before a thick restart (default
+        ``min(n, 3 b)``). Memory is about ``2 * n * max_basis`` numbers.
+
+    Returns
+    -------
+    EigResult
+        Eigenvalues in descending order with matching orthonormal eigenvectors (n, k).
+        On non-convergence a :class:`ConvergenceWarning` is emitted and the best available
+        (for ARPACK possibly fewer than ``k``) pairs are returned with ``converged=False``.
+    """
+    op = as_operator(A)
+    n = op.shape[0]
+    if op.shape[0] != op.shape[1]:
+        raise ValueError(f"A must be square, got shape {op.shape}")
+    k = int(check_positive(k, "k", integer=True))
+    if k > n:
+        raise ValueError(f"k={k} exceeds the operator size n={n}")
+    if which not in _WHICH:
+        raise ValueError(f"which must be one of {_WHICH}, got {which!r}")
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    check_positive(tol, "tol", strict=False)
+    rng = check_random_state(random_state)
+    requested = method
+    if method == "auto":
+        if n <= 64 or k >= n - 1:
+            method = "dense"
+        elif k <= 20 or which == "SA":
+            method = "arpack"
+        else:
+            method = "subspace"
+    if method == "arpack" and k >= n:
+        method = "dense"   # ARPACK needs k < n
+    if method == "subspace" and which == "SA":
+        raise ValueError("method='subspace' finds the largest eigenvalues only; use 'arpack' or "
+                         "'lobpcg' for which='SA'")
+    if v0 is not None:
+        v0 = np.asarray(v0)
+        if v0.shape != (n,):
+            raise ValueError(f"v0 must have shape ({n},), got {v0.shape}")
+    start = op.n_matvec_equiv
+    if method == "dense":
+        res = _eig_dense(op, k, which)
+    elif method == "arpack":
+        res = _eig_arpack(op, k, tol, maxiter, v0, which, rng)
+    elif method == "lobpcg":
+        res = _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size)
+    else:
+        res = _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback,
+                            show_progress, max_basis, start)
+    if method != "subspace":
+        res.n_matvec = int(op.n_matvec_equiv - start)
+        res.residual_norms = _residuals(op, res.eigenvalues, res.eigenvectors)
+        if callback is not None:
+            callback(res.n_iter, res.eigenvalues, res.residual_norms)
+    res.info.setdefault("method", method)
+    res.info["requested_method"] = requested
+    return res
+
+
+# ---------------------------------------------------------------------- backends
+def _eig_dense(op: LinearOperator, k: int, which: str) -> EigResult:
+    D = np.asarray(op.to_dense(), dtype=np.float64)
+    D = (D + D.T) / 2
+    w, V = np.linalg.eigh(D)
+    o = _order(w, which)[:k]
+    theta, vecs = _finish(w[o].astype(op.dtype), V[:, o].astype(op.dtype), which)
+    return EigResult(theta, vecs, True, 1, 0, np.zeros(k), {"method": "dense"})
+
+
+def _eig_arpack(op, k, tol, maxiter, v0, which, rng) -> EigResult:
+    n = op.shape[0]
+    if v0 is None:
+        v0 = rng.standard_normal(n)
+    v0 = v0.astype(op.dtype)
+    converged = True
+    info: dict = {"method": "arpack", "tol": tol}
+    try:
+        w, V = spla.eigsh(op.aslinearoperator(), k=k, which=which, tol=tol, maxiter=maxiter,
+                          v0=v0, return_eigenvectors=True)
+    except spla.ArpackNoConvergence as exc:
+        converged = False
+        w, V = exc.eigenvalues, exc.eigenvectors
+        if V is None or len(w) == 0:
+            w, V = np.zeros(0, dtype=op.dtype), np.zeros((n, 0), dtype=op.dtype)
+        info["n_converged"] = len(w)
+        warnings.warn(f"ARPACK did not converge: {len(w)} of {k} eigenpairs converged "
+                      f"(maxiter={maxiter}, tol={tol}); returning the converged ones",
+                      ConvergenceWarning, stacklevel=3)
+    o = _order(np.asarray(w), which)
+    theta, vecs = _finish(np.asarray(w)[o], np.asarray(V)[:, o], which)
+    return EigResult(theta, vecs, converged, -1, 0, np.zeros(len(theta)), info)
+
+
+def _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size) -> EigResult:
+    n = op.shape[0]
+    bs = k if block_size is None else int(block_size)
+    if bs < k:
+        raise ValueError(f"block_size={bs} must be >= k={k}")
+    bs = min(bs, n)
+    X0 = rng.standard_normal((n, bs)).astype(op.dtype)
+    if v0 is not None:
+        X0[:, 0] = v0
+    maxiter = 200 if maxiter is None else int(maxiter)
+    converged = True
+    info: dict = {"method": "lobpcg", "tol": tol, "block_size": bs}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        w, V, hist = spla.lobpcg(op.aslinearoperator(), X0, tol=tol if tol > 0 else None,
+                                 maxiter=maxiter, largest=(which != "SA"),
+                                 retResidualNormsHistory=True)
+    for c in caught:
+        msg = str(c.message)
+        if "not reaching the requested tolerance" in msg or "did not converge" in msg.lower():
+            converged = False
+        elif "dense eigensolver" in msg or "too small relative to the block size" in msg:
+            info["dense_fallback"] = True
+        else:  # pass on anything unexpected
+            warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
+    if not converged:
+        warnings.warn(f"LOBPCG did not reach tol={tol or 'default'} in maxiter={maxiter} iterations",
+                      ConvergenceWarning, stacklevel=3)
+    w = np.asarray(w)
+    o = _order(w, which)[:k]
+    theta, vecs = _finish(w[o], np.asarray(V)[:, o], which)
+    return EigResult(theta, vecs, converged, len(hist) if hist is not None else -1, 0,
+                     np.zeros(len(theta)), info)
+
+
+def _orth_against(Y: np.ndarray, Q: np.ndarray | None, scale: np.ndarray, eps: float) -> np.ndarray:
+    """Orthonormal basis of the part of ``Y`` orthogonal to ``Q`` (rank-revealing, may be empty).
+
+    Two rounds of classical Gram–Schmidt against ``Q``, then a thin SVD dropping directions
+    whose size is below ``eps`` times the column scale of ``Y`` before projection.
+    """
+    if Q is not None and Q.shape[1]:
+        for _ in range(2):
+            Y = Y - Q @ (Q.T @ Y)
+    if Y.shape[1] == 0:
+        return Y
+    U, s, _ = np.linalg.svd(Y, full_matrices=False)
+    ref = float(np.max(scale)) if scale.size else 1.0
+    keep = s > eps * max(ref, np.finfo(np.float64).tiny)
+    U = U[:, keep]
+    if Q is not None and Q.shape[1] and U.shape[1]:
+        U = U - Q @ (Q.T @ U)
+        U, _ = np.linalg.qr(U)
+    return U
+
+
+def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, show_progress,
+                  max_basis, start) -> EigResult:
+    n = op.shape[0]
+    dt = op.dtype
+    eps = float(np.finfo(dt).eps)
+    tol_eff = tol if tol > 0 else math.sqrt(eps)
+    b = block_size if block_size is not None else k + max(10, math.ceil(0.2 * k))
+    b = int(min(max(int(b), k), n))
+    mb = int(min(n, 3 * b) if max_basis is None else min(int(max_basis), n))
+    if mb < min(n, b + 1) and mb < n:
+        raise ValueError(f"max_basis={mb} must exceed the block size {b}")
+    maxiter = 200 if maxiter is None else int(maxiter)
+    restart_size = math.ceil(1.5 * b)   # thick restart keeps 1.5 b Ritz vectors (measured best of b/1.5b/2b)
+
+    Y = rng.standard_normal((n, b)).astype(dt)
+    if v0 is not None:
+        Y[:, 0] = v0
+    Qnew = _orth_against(Y, None, np.linalg.norm(Y, axis=0), eps * n).astype(dt, copy=False)
+    Qbuf = np.empty((n, mb), dtype=dt)
+    Wbuf = np.empty((n, mb), dtype=dt)
+    H = np.zeros((mb, mb), dtype=np.float64)
+    m = 0
+    theta = np.zeros(0)
+    res_k = np.full(k, np.inf)
+    converged = False
+    n_restarts = 0
+    history = []
+    it = 0
+    V = np.zeros((n, 0), dtype=dt)
+    bar = progress(total=maxiter, show=show_progress, desc="eigsh(subspace)")
+    try:
+        for it in range(1, maxiter + 1):
+            nb = Qnew.shape[1]
+            Wnew = np.asarray(op.matmat(Qnew), dtype=dt)     # the one block application
+            if m:
+                C = Qbuf[:, :m].T @ Wnew
+                H[:m, m:m + nb] = C
+                H[m:m + nb, :m] = C.T
+            Hnn = Qnew.T @ Wnew
+            H[m:m + nb, m:m + nb] = (Hnn + Hnn.T) / 2
+            Qbuf[:, m:m + nb] = Qnew
+            Wbuf[:, m:m + nb] = Wnew
+            m += nb
+            # Rayleigh-Ritz on span(Q): no operator application needed since W = A Q
+            w, Sfull = np.linalg.eigh(H[:m, :m])
+            o = _order(w, which)
+            nr = min(b, m)
+            theta = w[o[:nr]]
+            S = Sfull[:, o[:nr]].astype(dt)
+            V = Qbuf[:, :m] @ S
+            AV = Wbuf[:, :m] @ S
+            Rr = AV - V * theta.astype(dt)
+            res = np.linalg.norm(Rr.astype(np.float64, copy=False), axis=0)
+            kk = min(k, nr)
+            res_k = res[:kk]
+            scale = float(np.max(np.abs(theta))) if theta.size else 0.0
+            history.append(float(np.max(res_k) / scale) if scale > 0 else 0.0)
+            done = res <= tol_eff * scale
+            if callback is not None:
+                oc = np.argsort(-theta[:kk], kind="stable")
+                callback(it, theta[:kk][oc].astype(dt), res_k[oc])
+            bar.update(1)
+            bar.set_postfix(rel_res=f"{history[-1]:.2e}", basis=m)
+            if kk == k and bool(np.all(done[:k])):
+                converged = True
+                break
+            if m >= n:     # the basis spans the whole space: Ritz pairs are exact
+                converged = True
+                break
+            # new directions: residuals of the not-yet-converged Ritz vectors among the top b
+            expand = np.flatnonzero(~done)
+            Rexp = Rr[:, expand]
+            rscale = res[expand]
+            if m + Rexp.shape[1] > mb:         # thick restart from the top Ritz vectors
+                n_restarts += 1
+                keep = max(kk, min(m, restart_size, mb - Rexp.shape[1]))
+                Sk = Sfull[:, o[:keep]].astype(dt)
+                Vk = Qbuf[:, :m] @ Sk
+                AVk = Wbuf[:, :m] @ Sk
+                Qbuf[:, :keep] = Vk
+                Wbuf[:, :keep] = AVk
+                H[:, :] = 0.0
+                Hk = Vk.T @ AVk
+                H[:keep, :keep] = (Hk + Hk.T) / 2
+                m = keep
+                Rexp, rscale = Rexp[:, :mb - m], rscale[:mb - m]
+            Qnew = _orth_against(Rexp, Qbuf[:, :m], rscale,
+                                 max(10 * eps, 1e-3 * tol_eff)).astype(dt, copy=False)
+            if Qnew.shape[1] == 0:   # no new direction survives: Ritz pairs are as good as they get
+                break
+    finally:
+        bar.close()
+    kk = min(k, len(theta))
+    oc = np.argsort(-theta[:kk], kind="stable")
+    vals = theta[:kk][oc].astype(dt)
+    vecs = V[:, :kk][:, oc]
+    ores = res_k[oc]
+    if not converged:
+        warnings.warn(f"eigsh(subspace) did not converge in maxiter={maxiter} iterations: largest "
+                      f"relative Ritz residual {history[-1] if history else float('nan'):.3e} > "
+                      f"tol={tol_eff:.3e}", ConvergenceWarning, stacklevel=3)
+    info = {"method": "subspace", "tol": tol_eff, "block_size": b, "max_basis": mb,
+            "n_restarts": n_restarts, "rel_residual_history": np.asarray(history)}
+    return EigResult(vals, vecs, converged, it, int(op.n_matvec_equiv - start), ores, info)

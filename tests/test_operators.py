@@ -1,0 +1,366 @@
+"""Operators against dense NumPy references at small size, adjoint tests, dtypes, properties."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from linxling.operators import (BlockDiagonal, CallableOperator, CenteredGram, CrossCovariance,
+                                Gram, GramBlockInverse, IdentityOperator, LinearOperator,
+                                MatrixOperator, WoodburyInverse, as_operator, dottest,
+                                gram_nnz_estimate, woodbury_from_blocks)
+from linxling.solvers import ConvergenceWarning
+
+
+def _sprand(n, p, density=0.2, seed=0, dtype=np.float64):
+    X = sp.random(n, p, density=density, format="csr", random_state=seed, dtype=np.float64)
+    return X.astype(dtype)
+
+
+def _centred(X):
+    D = X.toarray().astype(np.float64)
+    return D - D.mean(axis=0)
+
+
+# ---------------------------------------------------------------------- base class
+class _WrongAdjoint(LinearOperator):
+    def __init__(self, A):
+        super().__init__(A.shape, A.dtype)
+        self.A = A
+
+    def _matmat(self, X):
+        return self.A @ X
+
+    def _rmatmat(self, Y):
+        return self.A.T @ Y * 1.01
+
+
+def test_base_algebra_matches_dense(rng):
+    A = rng.standard_normal((6, 4))
+    B = rng.standard_normal((6, 4))
+    C = rng.standard_normal((4, 3))
+    opA, opB, opC = MatrixOperator(A), as_operator(B), as_operator(C)
+    np.testing.assert_allclose((opA + opB).to_dense(), A + B)
+    np.testing.assert_allclose((opA - opB).to_dense(), A - B)
+    np.testing.assert_allclose((2.5 * opA).to_dense(), 2.5 * A)
+    np.testing.assert_allclose((opA * -1).to_dense(), -A)
+    np.testing.assert_allclose((-opA).to_dense(), -A)
+    np.testing.assert_allclose((opA / 2).to_dense(), A / 2)
+    np.testing.assert_allclose((opA @ opC).to_dense(), A @ C)
+    np.testing.assert_allclose(opA.T.to_dense(), A.T)
+    np.testing.assert_allclose(opA.H.to_dense(), A.T)
+    assert opA.T.T is opA
+    for op in (opA + opB, 3 * opA, opA @ opC, opA.T, (opA @ opC).T):
+        assert dottest(op, rng=1)
+
+
+def test_matmul_dispatch_and_counters(rng):
+    A = rng.standard_normal((5, 3))
+    op = MatrixOperator(A)
+    x = rng.standard_normal(3)
+    X = rng.standard_normal((3, 4))
+    np.testing.assert_allclose(op @ x, A @ x)
+    np.testing.assert_allclose(op @ X, A @ X)
+    np.testing.assert_allclose(op.matvec(x[:, None]), (A @ x)[:, None])
+    np.testing.assert_allclose(op.rmatvec(np.ones(5)), A.T @ np.ones(5))
+    np.testing.assert_allclose(np.ones(5) @ op, np.ones(5) @ A)      # __rmatmul__
+    np.testing.assert_allclose(np.ones((2, 5)) @ op, np.ones((2, 5)) @ A)
+    assert op.n_matmat == 6 and op.n_matvec_equiv == 1 + 4 + 1 + 1 + 1 + 2
+    op.reset_counters()
+    assert op.n_matmat == 0 and op.n_matvec_equiv == 0
+    with pytest.raises(ValueError, match="expected 3"):
+        op.matmat(np.ones((4, 2)))
+    with pytest.raises(ValueError, match="length 4"):
+        op.matvec(np.ones(4))
+    assert isinstance(op @ sp.eye(3), LinearOperator)
+
+
+def test_aslinearoperator_wires_matmat(rng):
+    A = rng.standard_normal((5, 5))
+    op = MatrixOperator(A)
+    L = op.aslinearoperator()
+    assert isinstance(L, spla.LinearOperator)
+    X = rng.standard_normal((5, 3))
+    np.testing.assert_allclose(L.matmat(X), A @ X)
+    np.testing.assert_allclose(L.rmatvec(X[:, 0]), A.T @ X[:, 0])
+    assert op.n_matmat == 2 and op.n_matvec_equiv == 4
+    # and back
+    back = as_operator(L)
+    np.testing.assert_allclose(back.to_dense(), A)
+
+
+def test_dottest_detects_wrong_adjoint(rng):
+    A = rng.standard_normal((7, 5))
+    res = dottest(_WrongAdjoint(A), rng=0)
+    assert not res
+    passed, lhs, rhs = res
+    assert passed is False and lhs != rhs
+    assert dottest(MatrixOperator(A), rng=0).passed
+
+
+def test_simple_operators(rng):
+    I3 = IdentityOperator(3)
+    np.testing.assert_array_equal(I3.to_dense(), np.eye(3))
+    f = CallableOperator(lambda X: 2 * X, (3, 3), symmetric=True)
+    np.testing.assert_allclose(f.to_dense(), 2 * np.eye(3))
+    assert f.T is f
+    np.testing.assert_allclose((f + I3).diagonal(), [3, 3, 3])
+
+
+# ---------------------------------------------------------------------- Gram operators
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_centered_gram_dense_reference(dtype):
+    X = _sprand(40, 12, seed=1, dtype=dtype)
+    G = CenteredGram(X, alpha=0.7)
+    Xc = _centred(X)
+    ref = Xc.T @ Xc + 0.7 * np.eye(12)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    assert G.dtype == dtype and G.mean_.dtype == dtype
+    D = G.to_dense()
+    assert D.dtype == dtype
+    np.testing.assert_allclose(D, ref, rtol=rtol, atol=rtol * np.abs(ref).max())
+    np.testing.assert_allclose(G.diagonal(), np.diag(ref), rtol=rtol * 10)
+    np.testing.assert_allclose(G.mean_, X.toarray().mean(0), rtol=rtol)
+    assert G.n_samples == 40 and G.alpha == 0.7
+    assert G.symmetric and G.T is G
+    assert dottest(G, rng=2)
+    V = np.ones((12, 3), dtype=dtype)
+    assert G.matmat(V).dtype == dtype
+
+
+def test_centered_gram_given_mean_and_uncentred_gram(rng):
+    X = _sprand(30, 8, seed=3)
+    mu = rng.random(8)
+    G = CenteredGram(X, 0.5, mean=mu)
+    D = X.toarray()
+    np.testing.assert_allclose(G.to_dense(), D.T @ D - 30 * np.outer(mu, mu) + 0.5 * np.eye(8))
+    np.testing.assert_allclose(Gram(X, 0.5).to_dense(), D.T @ D + 0.5 * np.eye(8))
+
+
+def test_centered_gram_validates():
+    X = _sprand(10, 4)
+    with pytest.raises(ValueError, match="alpha"):
+        CenteredGram(X, 0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        CenteredGram(X, -1.0)
+    bad = X.toarray()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        CenteredGram(bad, 1.0)
+    with pytest.raises(ValueError, match="mean must have shape"):
+        CenteredGram(X, 1.0, mean=np.zeros(3))
+
+
+def test_centered_gram_uses_spmm_not_column_loop():
+    X = _sprand(30, 9, seed=4)
+    G = CenteredGram(X, 1.0)
+    calls = []
+
+    class Spy(sp.csr_matrix):
+        def __matmul__(self, other):
+            calls.append(np.shape(other))
+            return super().__matmul__(other)
+
+    G.X = Spy(G.X)
+    G.matmat(np.ones((9, 5)))
+    assert calls == [(9, 5)]   # one SpMM with the whole block (the X^T one goes via .T)
+
+
+# ---------------------------------------------------------------------- block diagonal
+def test_block_diagonal_dense_reference(rng):
+    mats = [rng.standard_normal((3, 2)), sp.random(4, 4, density=0.5, random_state=0),
+            rng.standard_normal((1, 3))]
+    ref = sp.block_diag([sp.csr_matrix(m) for m in mats]).toarray()
+    for n_jobs in (1, 3):
+        op = BlockDiagonal(mats, n_jobs=n_jobs)
+        assert op.shape == ref.shape
+        np.testing.assert_array_equal(op.offsets, [0, 2, 6, 9])
+        np.testing.assert_array_equal(op.row_offsets, [0, 3, 7, 8])
+        np.testing.assert_allclose(op.to_dense(), ref)
+        np.testing.assert_allclose(op.T.to_dense(), ref.T)
+        assert dottest(op, rng=3)
+    with pytest.raises(ValueError, match="empty"):
+        BlockDiagonal([])
+
+
+# ---------------------------------------------------------------------- block inverses
+@pytest.mark.parametrize("method", ["dense", "cholmod", "cg"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gram_block_inverse_methods(method, dtype):
+    X = _sprand(60, 15, density=0.2, seed=5, dtype=dtype)
+    inv = GramBlockInverse(X, 0.3, method=method, cg_rtol=1e-10 if dtype == np.float64 else 1e-5)
+    D = X.toarray().astype(np.float64)
+    ref = np.linalg.inv(D.T @ D + 0.3 * np.eye(15))
+    assert inv.method_ == method and inv.reason_ == "requested"
+    assert inv.dtype == dtype and inv.symmetric
+    out = inv.to_dense()
+    assert out.dtype == dtype
+    tol = 1e-8 if dtype == np.float64 else 2e-3
+    np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    assert dottest(inv, rng=4, rtol=1e-8)
+
+
+def test_gram_block_inverse_auto_choices():
+    X = _sprand(50, 20, seed=6)
+    inv = GramBlockInverse(X, 1.0)
+    assert inv.method_ == "dense" and "dense_max" in inv.reason_
+    # very sparse rows, p above dense_max -> cholmod
+    Xs = sp.random(400, 300, density=0.003, format="csr", random_state=1)
+    inv = GramBlockInverse(Xs, 1.0, dense_max=100)
+    assert inv.method_ == "cholmod", inv.reason_
+    assert inv.nnz_gram_ is not None and inv.nnz_gram_ <= 300 * 300
+    # dense rows -> X^T X dense -> cg
+    Xd = sp.random(30, 300, density=0.5, format="csr", random_state=2)
+    inv = GramBlockInverse(Xd, 1.0, dense_max=100)
+    assert inv.method_ == "cg" and "too dense" in inv.reason_
+    # memory budget rules out dense even when p is small
+    inv = GramBlockInverse(X, 1.0, memory_budget=10)
+    assert inv.method_ != "dense"
+    with pytest.raises(ValueError, match="method"):
+        GramBlockInverse(X, 1.0, method="lu")
+
+
+def test_gram_nnz_estimate_exact_and_bound():
+    X = _sprand(40, 25, density=0.1, seed=7)
+    nnz, exact = gram_nnz_estimate(X)
+    assert exact and nnz == (X.T @ X).nnz
+    nnz_b, exact_b = gram_nnz_estimate(X, exact_limit=0)
+    assert not exact_b and nnz_b >= nnz
+
+
+def test_gram_block_inverse_cg_solve_warm_start_and_failures():
+    X = _sprand(80, 30, density=0.15, seed=8)
+    inv = GramBlockInverse(X, 0.1, method="cg", cg_rtol=1e-12)
+    R = np.random.default_rng(0).standard_normal((30, 3))
+    res = inv.solve(R)
+    assert np.all(res.converged) and res.n_iter > 0
+    warm = inv.solve(R, x0=res.x)
+    assert warm.n_iter <= 1
+    vec = inv.solve(R[:, 0])
+    assert vec.x.shape == (30,)
+    tight = GramBlockInverse(X, 1e-3, method="cg", cg_rtol=1e-14, cg_maxiter=2)
+    with pytest.warns(ConvergenceWarning):
+        tight.matmat(R)
+    assert len(tight.nonconverged_) == 1
+    rec = tight.nonconverged_[0]
+    assert rec["n_failed"] >= 1 and rec["n_columns"] == 3 and rec["max_rel_residual"] > 1e-14
+
+
+# ---------------------------------------------------------------------- Woodbury
+def _lang_blocks(seed=0, dtype=np.float64):
+    sizes = [(50, 12), (30, 9), (40, 7)]
+    return [_sprand(n, p, density=0.25, seed=seed + i, dtype=dtype) for i, (n, p) in enumerate(sizes)]
+
+
+@pytest.mark.parametrize("method", ["dense", "cholmod", "cg"])
+def test_woodbury_matches_dense_inverse_of_centred_gram(method):
+    blocks = _lang_blocks()
+    alpha = 0.4
+    X = sp.block_diag(blocks, format="csr")
+    Xc = _centred(X)
+    ref = np.linalg.inv(Xc.T @ Xc + alpha * np.eye(X.shape[1]))
+    W = woodbury_from_blocks(blocks, alpha, method=method, cg_rtol=1e-12)
+    np.testing.assert_allclose(W.to_dense(), ref, rtol=1e-7, atol=1e-9 * np.abs(ref).max())
+    # explicit construction with a list and with a BlockDiagonal
+    invs = [GramBlockInverse(B, alpha, method=method, cg_rtol=1e-12) for B in blocks]
+    mu = np.asarray(X.mean(axis=0)).ravel()
+    for arg in (invs, BlockDiagonal(invs)):
+        W2 = WoodburyInverse(arg, mu, X.shape[0])
+        np.testing.assert_allclose(W2.to_dense(), ref, rtol=1e-7, atol=1e-9 * np.abs(ref).max())
+        assert W2.c_ > 0 and 0 < W2.denominator_ <= 1
+        np.testing.assert_allclose(W2.g_, np.linalg.solve(
+            sp.block_diag([(B.T @ B).toarray() + alpha * np.eye(B.shape[1]) for B in blocks]).toarray(), mu))
+    # inverse of the CenteredGram operator
+    G = CenteredGram(X, alpha)
+    E = W.matmat(G.matmat(np.eye(X.shape[1])))
+    np.testing.assert_allclose(E, np.eye(X.shape[1]), atol=1e-7)
+    assert dottest(W, rng=5, rtol=1e-8)
+
+
+def test_woodbury_float32():
+    blocks = _lang_blocks(dtype=np.float32)
+    W = woodbury_from_blocks(blocks, 0.5, method="dense")
+    assert W.dtype == np.float32
+    out = W.matmat(np.ones((W.shape[0], 2), dtype=np.float32))
+    assert out.dtype == np.float32
+    X = sp.block_diag(blocks, format="csr")
+    Xc = _centred(X)
+    ref = np.linalg.inv(Xc.T @ Xc + 0.5 * np.eye(X.shape[1])) @ np.ones((X.shape[1], 2))
+    np.testing.assert_allclose(out, ref, rtol=2e-3, atol=2e-3 * np.abs(ref).max())
+
+
+def test_woodbury_rejects_non_spd():
+    blocks = _lang_blocks()
+    invs = [GramBlockInverse(B, 0.4) for B in blocks]
+    p = sum(B.shape[1] for B in blocks)
+    mu = np.full(p, 5.0)   # not the data mean: B - n mu mu^T is indefinite
+    with pytest.raises(ValueError, match="not positive definite"):
+        WoodburyInverse(invs, mu, 120)
+    with pytest.raises(ValueError, match="mean must have shape"):
+        WoodburyInverse(invs, np.zeros(3), 120)
+
+
+# ---------------------------------------------------------------------- cross-covariance
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cross_covariance_dense_reference(dtype, rng):
+    X = _sprand(45, 10, seed=9, dtype=dtype)
+    labels = rng.integers(0, 6, size=45)
+    labels[labels == 4] = 5          # class 4 empty
+    K = 7                            # class 6 empty too
+    C = CrossCovariance(X, labels, n_classes=K)
+    Y = np.eye(K)[labels]
+    ref = _centred(X).T @ (Y - Y.mean(0))
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert C.shape == (10, K) and C.dtype == dtype
+    D = C.to_dense()
+    assert D.dtype == dtype
+    np.testing.assert_allclose(D, ref, atol=tol * 10)
+    np.testing.assert_allclose(C.T.to_dense(), ref.T, atol=tol * 10)
+    np.testing.assert_array_equal(C.class_counts_, np.bincount(labels, minlength=K))
+    assert dottest(C, rng=6)
+    np.testing.assert_array_equal(C.one_hot().toarray(), Y)
+
+
+def test_cross_covariance_validates():
+    X = _sprand(10, 4)
+    with pytest.raises(ValueError, match="10 rows"):
+        CrossCovariance(X, np.zeros(9, dtype=int))
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        CrossCovariance(X, np.arange(10) % 5, n_classes=3)
+    with pytest.raises(ValueError, match=r"\[0, 5\)"):
+        CrossCovariance(X, np.r_[-1, np.arange(9) % 5], n_classes=5)
+    with pytest.raises(TypeError, match="integers"):
+        CrossCovariance(X, np.linspace(0, 1, 10))
+
+
+# ---------------------------------------------------------------------- properties
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 12), p=st.integers(1, 8), m=st.integers(1, 4), K=st.integers(1, 5),
+       density=st.floats(0.0, 1.0), f32=st.booleans(), seed=st.integers(0, 2**16))
+def test_operator_shapes_and_dtypes(n, p, m, K, density, f32, seed):
+    dtype = np.float32 if f32 else np.float64
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, p, density=density, format="csr", random_state=seed).astype(dtype)
+    V = rng.standard_normal((p, m)).astype(dtype)
+    G = CenteredGram(X, 0.5)
+    out = G.matmat(V)
+    assert out.shape == (p, m) and out.dtype == dtype
+    assert G.matvec(V[:, 0]).shape == (p,)
+    Xc = _centred(X)
+    np.testing.assert_allclose(out, (Xc.T @ Xc + 0.5 * np.eye(p)) @ V.astype(np.float64),
+                               rtol=1e-4, atol=1e-4 * (1 + np.abs(V).max() * (1 + n)))
+    labels = rng.integers(0, K, size=n)
+    C = CrossCovariance(X, labels, n_classes=K)
+    U = rng.standard_normal((K, m)).astype(dtype)
+    assert C.matmat(U).shape == (p, m) and C.rmatmat(V).shape == (K, m)
+    assert C.matmat(U).dtype == dtype
+    at = 1e-5 if f32 else 1e-12
+    assert dottest(C, rng=seed, atol=at) and dottest(G, rng=seed, atol=at)
+    inv = GramBlockInverse(X, 0.5)
+    Z = inv.matmat(V)
+    assert Z.shape == (p, m) and Z.dtype == dtype

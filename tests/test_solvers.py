@@ -1,0 +1,238 @@
+"""Solvers against dense NumPy references at small size; warnings, callbacks, dtypes."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from linxling.operators import CenteredGram, MatrixOperator
+from linxling.solvers import ConvergenceWarning, EigResult, SolveResult, block_cg, cg, eigsh
+
+
+def _spd(n, seed=0, cond=100.0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    d = np.geomspace(1.0, cond, n)
+    return ((Q * d) @ Q.T).astype(dtype), d
+
+
+def _psd_decaying(n, seed=0):
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    d = 10.0 * 0.9 ** np.arange(n)
+    return (Q * d) @ Q.T, d
+
+
+# ---------------------------------------------------------------------- cg
+@pytest.mark.parametrize("kind", ["dense", "sparse", "operator", "scipy"])
+def test_cg_matches_solve(kind, rng):
+    A, _ = _spd(40)
+    b = rng.standard_normal(40)
+    Aarg = {"dense": A, "sparse": sp.csr_matrix(A), "operator": MatrixOperator(A, symmetric=True),
+            "scipy": spla.aslinearoperator(A)}[kind]
+    res = cg(Aarg, b, rtol=1e-10)
+    assert isinstance(res, SolveResult) and res.converged is True
+    np.testing.assert_allclose(res.x, np.linalg.solve(A, b), rtol=1e-7)
+    assert res.residual_norms.shape == (res.n_iter + 1,)
+    assert res.residual_norms[-1] <= 1e-10 * np.linalg.norm(b)
+
+
+def test_cg_preconditioner_x0_callback_atol(rng):
+    d = np.geomspace(1, 1e4, 60)
+    A = np.diag(d) + 0.01 * np.ones((60, 60))
+    b = rng.standard_normal(60)
+    plain = cg(A, b, rtol=1e-10)
+    seen = []
+    jac = cg(A, b, rtol=1e-10, M=lambda r: r / np.diag(A), callback=lambda xk: seen.append(xk.copy()))
+    assert jac.converged and jac.n_iter < plain.n_iter
+    assert len(seen) == jac.n_iter
+    opM = cg(A, b, rtol=1e-10, M=sp.diags(1 / np.diag(A)))
+    assert opM.n_iter == jac.n_iter
+    x = np.linalg.solve(A, b)
+    warm = cg(A, b, x0=x, rtol=1e-8)
+    assert warm.n_iter == 0 and warm.converged
+    loose = cg(A, b, atol=1e3)
+    assert loose.n_iter == 0 and loose.converged
+    zero = cg(A, np.zeros(60))
+    assert zero.converged and np.all(zero.x == 0)
+
+
+def test_cg_warns_on_non_convergence(rng):
+    A, _ = _spd(30, cond=1e4)
+    b = rng.standard_normal(30)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        res = cg(A, b, rtol=1e-12, maxiter=1)
+    assert res.converged is False and res.n_iter == 1
+
+
+def test_cg_breakdown_on_indefinite():
+    A = np.diag([1.0, -1.0])
+    with pytest.warns(ConvergenceWarning, match="breakdown"):
+        res = cg(A, np.array([1.0, 1.0]))
+    assert res.info["breakdown"] and not res.converged
+
+
+def test_cg_float32(rng):
+    A, _ = _spd(30, dtype=np.float32)
+    b = rng.standard_normal(30).astype(np.float32)
+    res = cg(A, b, rtol=1e-5)
+    assert res.x.dtype == np.float32 and res.converged
+    np.testing.assert_allclose(res.x, np.linalg.solve(A.astype(np.float64), b), rtol=1e-3, atol=1e-4)
+
+
+# ---------------------------------------------------------------------- block_cg
+def test_block_cg_matches_solve_and_uses_one_matmat_per_iteration(rng):
+    A, _ = _spd(50, cond=1e3)
+    op = MatrixOperator(A, symmetric=True)
+    B = rng.standard_normal((50, 5))
+    B[:, 2] = 0.0                          # a zero column converges immediately
+    res = block_cg(op, B, rtol=1e-10)
+    assert res.converged.shape == (5,) and res.converged.all()
+    np.testing.assert_allclose(res.x, np.linalg.solve(A, B), rtol=1e-6, atol=1e-9)
+    assert res.residual_norms.shape == (res.n_iter + 1, 5)
+    assert op.n_matmat == res.n_iter       # one block application per iteration, no x0 residual
+    assert op.n_matvec_equiv < res.n_iter * 5   # converged columns are frozen
+    # column-wise identical to cg
+    single = cg(A, B[:, 0], rtol=1e-10)
+    np.testing.assert_allclose(res.x[:, 0], single.x, rtol=1e-10, atol=1e-12)
+
+
+def test_block_cg_x0_preconditioner_callback_and_1d(rng):
+    A, _ = _spd(40, cond=1e3)
+    B = rng.standard_normal((40, 3))
+    X = np.linalg.solve(A, B)
+    warm = block_cg(A, B, X0=X, rtol=1e-8)
+    assert warm.n_iter == 0 and warm.converged.all()
+    calls = []
+    res = block_cg(A, B, rtol=1e-10, M=lambda R: R / np.diag(A)[:, None], callback=calls.append)
+    assert res.converged.all() and len(calls) == res.n_iter and calls[-1].shape == (40, 3)
+    one = block_cg(A, B[:, 0], rtol=1e-10)
+    assert one.x.shape == (40,) and one.converged is True
+    two = cg(A, B, rtol=1e-10)            # 2-D b goes to block_cg
+    np.testing.assert_allclose(two.x, X, rtol=1e-6)
+
+
+def test_block_cg_warns_and_reports_per_column(rng):
+    A, _ = _spd(40, cond=1e5)
+    B = rng.standard_normal((40, 3))
+    B[:, 1] = 0
+    with pytest.warns(ConvergenceWarning, match="2 of 3"):
+        res = block_cg(A, B, rtol=1e-12, maxiter=2)
+    np.testing.assert_array_equal(res.converged, [False, True, False])
+    assert res.n_iter == 2
+
+
+def test_block_cg_float32_on_centered_gram():
+    X = sp.random(80, 20, density=0.2, format="csr", random_state=0, dtype=np.float32)
+    G = CenteredGram(X, 0.5)
+    B = np.random.default_rng(0).standard_normal((20, 4)).astype(np.float32)
+    res = block_cg(G, B, rtol=1e-5)
+    assert res.x.dtype == np.float32 and res.converged.all()
+    np.testing.assert_allclose(res.x, np.linalg.solve(G.to_dense().astype(np.float64), B),
+                               rtol=1e-3, atol=1e-4)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 15), m=st.integers(1, 4), seed=st.integers(0, 2**16))
+def test_block_cg_property(n, m, seed):
+    A, _ = _spd(n, seed=seed, cond=10.0)
+    B = np.random.default_rng(seed).standard_normal((n, m))
+    res = block_cg(A, B, rtol=1e-10, maxiter=5 * n + 5)
+    assert res.x.shape == (n, m) and res.converged.shape == (m,)
+    np.testing.assert_allclose(A @ res.x, B, atol=1e-7 * (1 + np.abs(B).max()))
+
+
+# ---------------------------------------------------------------------- eigsh
+@pytest.mark.parametrize("method", ["arpack", "lobpcg", "subspace", "dense"])
+def test_eigsh_matches_eigh(method):
+    A, d = _psd_decaying(150, seed=1)
+    k = 6
+    res = eigsh(A, k, method=method, random_state=0, tol=1e-10 if method != "arpack" else 0.0)
+    assert isinstance(res, EigResult) and res.converged
+    np.testing.assert_allclose(res.eigenvalues, d[:k], rtol=1e-8)
+    assert np.all(np.diff(res.eigenvalues) <= 0)
+    assert res.eigenvectors.shape == (150, k)
+    np.testing.assert_allclose(res.eigenvectors.T @ res.eigenvectors, np.eye(k), atol=1e-8)
+    np.testing.assert_allclose(A @ res.eigenvectors, res.eigenvectors * res.eigenvalues, atol=1e-6)
+    assert res.residual_norms.shape == (k,) and res.residual_norms.max() < 1e-6
+    assert res.info["method"] == method
+    if method != "dense":
+        assert res.n_matvec > 0
+
+
+def test_eigsh_subspace_on_operator_counts_block_applications():
+    X = sp.random(300, 120, density=0.05, format="csr", random_state=3)
+    G = CenteredGram(X, 0.1)
+    k = 25
+    ref = np.linalg.eigvalsh(G.to_dense())[::-1][:k]
+    G.reset_counters()
+    iters = []
+    res = eigsh(G, k, method="subspace", tol=1e-9, random_state=1,
+                callback=lambda it, vals, r: iters.append((it, vals.shape, r.shape)))
+    assert res.converged
+    np.testing.assert_allclose(res.eigenvalues, ref, rtol=1e-8)
+    assert G.n_matmat == res.n_iter and G.n_matvec_equiv == res.n_matvec
+    assert len(iters) == res.n_iter and iters[0] == (1, (k,), (k,))
+    assert res.info["block_size"] == k + 10
+
+
+def test_eigsh_auto_choices():
+    A, _ = _psd_decaying(40)
+    assert eigsh(A, 3).info["method"] == "dense"
+    B, _ = _psd_decaying(120)
+    assert eigsh(B, 3, random_state=0).info["method"] == "arpack"
+    res = eigsh(B, 25, random_state=0)
+    assert res.info["method"] == "subspace" and res.info["requested_method"] == "auto"
+
+
+@pytest.mark.parametrize("method", ["arpack", "lobpcg", "subspace"])
+def test_eigsh_warns_on_non_convergence(method):
+    rng = np.random.default_rng(0)
+    d = np.sort(rng.random(300))[::-1]     # tiny gaps: one iteration cannot converge
+    A = sp.diags(d).tocsr()
+    with pytest.warns(ConvergenceWarning):
+        res = eigsh(A, 5, method=method, maxiter=1, tol=1e-12, random_state=0)
+    assert res.converged is False
+
+
+def test_eigsh_smallest_and_validation():
+    A, d = _spd(100, cond=10.0)
+    for method in ("arpack", "lobpcg"):
+        res = eigsh(A, 3, which="SA", method=method, random_state=0, tol=1e-6 if method == "lobpcg" else 0.0)
+        np.testing.assert_allclose(np.sort(res.eigenvalues), np.sort(d)[:3], rtol=1e-6)
+    assert np.all(np.diff(res.eigenvalues) <= 0)
+    with pytest.raises(ValueError, match="largest"):
+        eigsh(A, 3, which="SA", method="subspace")
+    with pytest.raises(ValueError, match="exceeds"):
+        eigsh(A, 101)
+    with pytest.raises(ValueError, match="method"):
+        eigsh(A, 3, method="qr")
+    with pytest.raises(ValueError, match="v0"):
+        eigsh(A, 3, v0=np.ones(5), method="arpack")
+
+
+def test_eigsh_float32_and_reproducible():
+    A, d = _psd_decaying(120, seed=2)
+    A32 = A.astype(np.float32)
+    r1 = eigsh(A32, 22, method="subspace", random_state=5)
+    r2 = eigsh(A32, 22, method="subspace", random_state=5)
+    assert r1.eigenvectors.dtype == np.float32 and r1.eigenvalues.dtype == np.float32
+    np.testing.assert_array_equal(r1.eigenvalues, r2.eigenvalues)
+    np.testing.assert_allclose(r1.eigenvalues, d[:22], rtol=1e-4)
+    ra = eigsh(A32, 4, method="arpack", random_state=0)
+    np.testing.assert_allclose(ra.eigenvalues, d[:4], rtol=1e-4)
+
+
+def test_eigsh_v0_and_invariant_subspace():
+    # rank-3 operator: the Krylov space becomes invariant quickly
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((80, 3)))
+    A = (U * [3.0, 2.0, 1.0]) @ U.T
+    res = eigsh(A, 3, method="subspace", block_size=3, random_state=0, v0=U[:, 0])
+    assert res.converged
+    np.testing.assert_allclose(res.eigenvalues, [3, 2, 1], rtol=1e-10)
