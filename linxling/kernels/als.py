@@ -1,0 +1,471 @@
+"""Numba kernels for weighted matrix factorisation by alternating least squares.
+
+One *half-step* of ALS for WMF (Guo & Diab 2012; Aldarmaki & Diab 2016, eqs. 2/3) solves,
+for every row ``u`` of a CSR matrix ``X`` (n_rows, n_cols) with the other factor ``Y``
+(n_cols, k) fixed,
+
+    (w_m YᵀY + Σ_{i∈nz(u)} (1 − w_m) y_i y_iᵀ + λI) x_u = Σ_{i∈nz(u)} X_ui y_i,
+
+the normal equations of Σ_i W_ui (x_uᵀy_i − X_ui)² + λ‖x_u‖² with W = 1 on nonzeros and
+W = w_m on zeros: P W^j Pᵀ = w_m PPᵀ + (1 − w_m) Σ_nz p_i p_iᵀ and P W^j X_j = Σ_nz X_ij p_i.
+The Gram ``w_m YᵀY + λI`` is formed once per half-step (BLAS); each row then costs
+O(k²·nnz_row) plus its solve (Hu, Koren & Volinsky 2008, Sec. 4).
+
+All kernels take a per-column weight ``dw`` (n_cols,) = W_nonzero − W_zero of the column
+(``1 − w_m`` for WMF); a b-WMF row whose system sums over several languages is the same
+kernel on the column-stacked matrix [X_1 | X_2 | ...] with the row-stacked factors
+[Y_1; Y_2; ...], ``G = Σ_l w_l Y_lᵀY_l + λI`` and ``dw`` = 1 − w_l on language l's columns
+(:func:`als_half_step_multi`).
+
+Solvers
+-------
+``"cholesky"``
+    Exact: per row, the lower triangle of the k × k system is accumulated (nonzeros in
+    blocks of 16 so a row of the system stays in L1), factorised in place and solved.
+``"cg"``
+    Conjugate gradient warm-started from the current row (Takács, Pilászy & Tikk 2011, as in
+    ``implicit``): ``cg_steps`` iterations, the row matrix applied implicitly in
+    O(k·nnz_row + k²) per step, never formed.
+
+Rows run in parallel (``prange``) over ``numba.get_num_threads()`` strided chunks, each with
+its own scratch buffers (no allocation per row). Rows without nonzeros get the zero vector
+(the exact solution: the right-hand side is zero). A plain NumPy version of every kernel is
+in :mod:`linxling.kernels.als_reference`.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Sequence
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+
+__all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_sums",
+           "check_blas_oversubscription", "SOLVERS"]
+
+SOLVERS = ("cholesky", "cg")
+_FM = {"reassoc", "contract", "arcp", "nsz"}  # allow SIMD reductions; keep inf/nan semantics
+_BLOCK = 16  # nonzeros accumulated together when forming a row's system
+_CG_BATCH = 8  # rows whose CG iterations share one pass over the Gram matrix
+
+
+# --------------------------------------------------------------------------------------------
+# per-row building blocks (inlined into the parallel kernels)
+# --------------------------------------------------------------------------------------------
+@njit(cache=True, fastmath=_FM, inline="always")
+def _cholesky_solve_inplace(A, b, k):
+    """Factorise the lower triangle of A (k × k, C order) in place and overwrite b with A⁻¹b.
+
+    Returns False when A is not numerically positive definite.
+    """
+    one = A.dtype.type(1)
+    for j in range(k):
+        s = A[j, j]
+        for m in range(j):
+            s -= A[j, m] * A[j, m]
+        if not s > 0:
+            return False
+        d = np.sqrt(s)
+        A[j, j] = d
+        inv = one / d
+        for i in range(j + 1, k):
+            t = A[i, j]
+            for m in range(j):
+                t -= A[i, m] * A[j, m]
+            A[i, j] = t * inv
+    # forward: L z = b (row-oriented, contiguous)
+    for i in range(k):
+        t = b[i]
+        for m in range(i):
+            t -= A[i, m] * b[m]
+        b[i] = t / A[i, i]
+    # backward: Lᵀ x = z (column sweep using rows of L, contiguous)
+    for i in range(k - 1, -1, -1):
+        xi = b[i] / A[i, i]
+        b[i] = xi
+        for m in range(i):
+            b[m] -= A[i, m] * xi
+    return True
+
+
+@njit(parallel=True, cache=True, fastmath=_FM)
+def _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads):
+    n, k = out.shape
+    nchunks = max(min(nthreads, n), 1)
+    bad = np.zeros(nchunks, dtype=np.int64)
+    for c in prange(nchunks):
+        A = np.empty((k, k), dtype=Y.dtype)
+        b = np.empty(k, dtype=Y.dtype)
+        Yb = np.empty((_BLOCK, k), dtype=Y.dtype)   # gathered factor rows of one block
+        Wb = np.empty((_BLOCK, k), dtype=Y.dtype)   # the same rows scaled by dw
+        for u in range(c, n, nchunks):
+            start = indptr[u]
+            end = indptr[u + 1]
+            if start == end:
+                for j in range(k):
+                    out[u, j] = 0
+                continue
+            for j in range(k):
+                b[j] = 0
+                for m in range(j + 1):
+                    A[j, m] = G[j, m]
+            for s0 in range(start, end, _BLOCK):
+                nb = min(_BLOCK, end - s0)
+                for q in range(nb):
+                    i = indices[s0 + q]
+                    w = dw[i]
+                    x = data[s0 + q]
+                    for j in range(k):
+                        yij = Y[i, j]
+                        Yb[q, j] = yij
+                        Wb[q, j] = w * yij
+                        b[j] += x * yij
+                # A[j, :j+1] += Σ_q Wb[q, j] Yb[q, :j+1]   (row j of A stays in L1)
+                for j in range(k):
+                    for q in range(nb):
+                        t = Wb[q, j]
+                        for m in range(j + 1):
+                            A[j, m] += t * Yb[q, m]
+            if not _cholesky_solve_inplace(A, b, k):
+                bad[c] += 1
+                for j in range(k):
+                    out[u, j] = np.nan
+                continue
+            for j in range(k):
+                out[u, j] = b[j]
+    return bad.sum()
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _gram_matvec_batch(G, V, out, active, nb, k, sign):
+    """out[b] = sign · G V[b] for the active rows b < nb (G symmetric: rows of G as columns).
+
+    G is read row by row and each row is applied to all rows of the batch while it is in L1.
+    """
+    zero = G.dtype.type(0)
+    for b in range(nb):
+        for j in range(k):
+            out[b, j] = zero
+    for m in range(k):
+        for b in range(nb):
+            if active[b]:
+                t = sign * V[b, m]
+                for j in range(k):
+                    out[b, j] += t * G[m, j]
+
+
+@njit(cache=True, fastmath=_FM)
+def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
+    """CG for rows c, c + nchunks, ... in batches of _CG_BATCH sharing each pass over G."""
+    n, k = out.shape
+    B = _CG_BATCH
+    zero = Y.dtype.type(0)
+    minus_one = Y.dtype.type(-1)
+    plus_one = Y.dtype.type(1)
+    if True:
+        x = np.empty((B, k), dtype=Y.dtype)
+        r = np.empty((B, k), dtype=Y.dtype)
+        p = np.empty((B, k), dtype=Y.dtype)
+        Ap = np.empty((B, k), dtype=Y.dtype)
+        rows = np.empty(B, dtype=np.int64)
+        active = np.empty(B, dtype=np.bool_)
+        rsold = np.empty(B, dtype=Y.dtype)
+        tiny = np.empty(B, dtype=Y.dtype)
+        u_next = np.int64(c)
+        step = np.int64(nchunks)
+        while u_next < n:
+            # gather the next batch of non-empty rows of this chunk
+            nb = 0
+            while nb < B and u_next < n:
+                u = u_next
+                u_next += step
+                if indptr[u] == indptr[u + 1]:
+                    for j in range(k):
+                        out[u, j] = zero
+                    continue
+                rows[nb] = u
+                active[nb] = True
+                for j in range(k):
+                    x[nb, j] = out[u, j]
+                nb += 1
+            if nb == 0:
+                break
+            # r = b − A x, with A x = G x + Σ dw_i (y_i·x) y_i and b = Σ X_ui y_i
+            _gram_matvec_batch(G, x, r, active, nb, k, minus_one)
+            for b in range(nb):
+                u = rows[b]
+                for idx in range(indptr[u], indptr[u + 1]):
+                    i = indices[idx]
+                    t = zero
+                    for j in range(k):
+                        t += Y[i, j] * x[b, j]
+                    coef = data[idx] - dw[i] * t
+                    for j in range(k):
+                        r[b, j] += coef * Y[i, j]
+                rs = zero
+                for j in range(k):
+                    p[b, j] = r[b, j]
+                    rs += r[b, j] * r[b, j]
+                rsold[b] = rs
+                tiny[b] = Y.dtype.type(1e-30) + Y.dtype.type(1e-24) * rs
+                active[b] = rs > 1e-30
+            for _ in range(cg_steps):
+                any_active = False
+                for b in range(nb):
+                    any_active = any_active or active[b]
+                if not any_active:
+                    break
+                _gram_matvec_batch(G, p, Ap, active, nb, k, plus_one)
+                for b in range(nb):
+                    if not active[b]:
+                        continue
+                    u = rows[b]
+                    for idx in range(indptr[u], indptr[u + 1]):
+                        i = indices[idx]
+                        t = zero
+                        for j in range(k):
+                            t += Y[i, j] * p[b, j]
+                        t *= dw[i]
+                        for j in range(k):
+                            Ap[b, j] += t * Y[i, j]
+                    pAp = zero
+                    for j in range(k):
+                        pAp += p[b, j] * Ap[b, j]
+                    if not pAp > zero:
+                        active[b] = False
+                        continue
+                    alpha = rsold[b] / pAp
+                    rsnew = zero
+                    for j in range(k):
+                        x[b, j] += alpha * p[b, j]
+                        r[b, j] -= alpha * Ap[b, j]
+                        rsnew += r[b, j] * r[b, j]
+                    if rsnew < tiny[b]:
+                        active[b] = False
+                        continue
+                    beta = rsnew / rsold[b]
+                    for j in range(k):
+                        p[b, j] = r[b, j] + beta * p[b, j]
+                    rsold[b] = rsnew
+            for b in range(nb):
+                u = rows[b]
+                for j in range(k):
+                    out[u, j] = x[b, j]
+    return 0
+
+
+@njit(parallel=True, cache=True)
+def _half_step_cg(indptr, indices, data, Y, G, dw, out, cg_steps, nthreads):
+    """Warm-started CG per row (implicit's algorithm), rows batched per pass over G."""
+    n = out.shape[0]
+    nchunks = max(min(nthreads, n), 1)
+    for c in prange(nchunks):
+        _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps)
+    return 0
+
+
+@njit(parallel=True, cache=True, fastmath=_FM)
+def _nonzero_sums(indptr, indices, data, E, V, nthreads):
+    """Return (Σ_nz (X_ui − e_u·v_i)², Σ_nz (e_u·v_i)²) accumulated in float64."""
+    n, k = E.shape
+    nchunks = max(min(nthreads, n), 1)
+    res = np.zeros(nchunks)
+    pred = np.zeros(nchunks)
+    for c in prange(nchunks):
+        s_res = 0.0
+        s_pred = 0.0
+        for u in range(c, n, nchunks):
+            for idx in range(indptr[u], indptr[u + 1]):
+                i = indices[idx]
+                t = 0.0
+                for j in range(k):
+                    t += np.float64(E[u, j]) * np.float64(V[i, j])
+                d = np.float64(data[idx]) - t
+                s_res += d * d
+                s_pred += t * t
+        res[c] = s_res
+        pred[c] = s_pred
+    return res.sum(), pred.sum()
+
+
+# --------------------------------------------------------------------------------------------
+# Python wrappers
+# --------------------------------------------------------------------------------------------
+def _csr_parts(X: sp.csr_matrix, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """indptr as int64, indices as int32 and data in the factor dtype (copies only if needed)."""
+    if not sp.issparse(X) or X.format != "csr":
+        X = sp.csr_matrix(X)
+    return (np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int32),
+            np.ascontiguousarray(X.data, dtype=dtype))
+
+
+def gram(Y: np.ndarray, weight: float = 1.0, regularization: float = 0.0) -> np.ndarray:
+    """``weight · YᵀY + regularization · I`` (k × k, C order, dtype of Y), one BLAS call."""
+    G = Y.T @ Y
+    if weight != 1.0:
+        G *= Y.dtype.type(weight)
+    if regularization:
+        G[np.diag_indices_from(G)] += Y.dtype.type(regularization)
+    return np.ascontiguousarray(G)
+
+
+def _run(parts, Y, G, dw, out, solver, cg_steps):
+    indptr, indices, data = parts
+    if solver == "cholesky":
+        bad = _half_step_cholesky(indptr, indices, data, Y, G, dw, out, numba.get_num_threads())
+        if bad:
+            raise np.linalg.LinAlgError(
+                f"{bad} row system(s) were not numerically positive definite; increase the "
+                "regularization (alpha) or use float64")
+    elif solver == "cg":
+        _half_step_cg(indptr, indices, data, Y, G, dw, out, int(cg_steps), numba.get_num_threads())
+    else:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    return out
+
+
+def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
+                  regularization: float, solver: str = "cholesky", cg_steps: int = 3,
+                  parts=None) -> np.ndarray:
+    """Solve every row of ``X`` for its factor with ``Y`` fixed (one ALS half-step), in place.
+
+    Parameters
+    ----------
+    X : sparse (n_rows, n_cols)
+        Targets; nonzeros have weight 1, zeros weight ``missing_weight``.
+    Y : ndarray (n_cols, k), float32 or float64, C-contiguous
+        The fixed factor.
+    out : ndarray (n_rows, k), same dtype as Y, C-contiguous
+        Overwritten with the solution. With ``solver="cg"`` its content is the warm start.
+    missing_weight : float
+        w_m, the weight of zero entries.
+    regularization : float
+        λ.
+    solver : {"cholesky", "cg"}
+    cg_steps : int
+        CG iterations per row (``solver="cg"``).
+    parts : tuple, optional
+        ``_csr_parts(X, dtype)`` precomputed (saves a conversion per call inside a fit loop).
+
+    Returns
+    -------
+    out : ndarray (n_rows, k)
+    """
+    dtype = Y.dtype
+    if parts is None:
+        parts = _csr_parts(X, dtype)
+    G = gram(Y, missing_weight, regularization)
+    dw = np.full(Y.shape[0], 1.0 - missing_weight, dtype=dtype)
+    return _run(parts, Y, G, dw, out, solver, cg_steps)
+
+
+def als_half_step_multi(Xs: Sequence, Ys: Sequence[np.ndarray], out: np.ndarray, *,
+                        missing_weights, regularization: float, solver: str = "cholesky",
+                        cg_steps: int = 3, stacked=None) -> np.ndarray:
+    """b-WMF half-step: each row's system sums the contributions of several languages.
+
+    Row ``u`` solves (Σ_l [w_l Y_lᵀY_l + (1 − w_l) Σ_{i∈nz(X_l,u)} y_li y_liᵀ] + λI) x_u
+    = Σ_l Σ_{i∈nz(X_l,u)} X_l[u,i] y_li (eq. 5, first line, for any number of languages).
+
+    Parameters
+    ----------
+    Xs : sequence of sparse (n_rows, n_cols_l)
+        Row-aligned matrices, one per language.
+    Ys : sequence of ndarray (n_cols_l, k)
+        Each language's fixed factor.
+    out : ndarray (n_rows, k)
+        Overwritten (warm start for CG).
+    missing_weights : float or sequence of float
+        w_l per language (one number for all).
+    regularization : float
+    solver, cg_steps : as in :func:`als_half_step`
+    stacked : tuple, optional
+        ``_csr_parts(hstack(Xs), dtype)`` precomputed.
+    """
+    L = len(Ys)
+    if Xs is not None and len(Xs) != L:
+        raise ValueError(f"Xs has {len(Xs)} matrices but Ys has {L}")
+    ws = np.broadcast_to(np.asarray(missing_weights, dtype=np.float64), (L,))
+    dtype = Ys[0].dtype
+    Ycat = np.ascontiguousarray(np.concatenate(Ys, axis=0), dtype=dtype)
+    G = sum(gram(Yl, float(w)) for Yl, w in zip(Ys, ws))
+    G[np.diag_indices_from(G)] += dtype.type(regularization)
+    dw = np.concatenate([np.full(Yl.shape[0], 1.0 - w, dtype=dtype) for Yl, w in zip(Ys, ws)])
+    if stacked is None:
+        stacked = _csr_parts(sp.hstack([sp.csr_matrix(X) for X in Xs], format="csr"), dtype)
+    return _run(stacked, Ycat, np.ascontiguousarray(G), dw, out, solver, cg_steps)
+
+
+def nonzero_sums(X, E: np.ndarray, V: np.ndarray, parts=None) -> tuple[float, float]:
+    """(Σ_nz (X_ui − e_u·v_i)², Σ_nz (e_u·v_i)²) in float64, for X (n, m), E (n, k), V (m, k)."""
+    if parts is None:
+        parts = _csr_parts(X, E.dtype)
+    return _nonzero_sums(parts[0], parts[1], parts[2], E, V, numba.get_num_threads())
+
+
+def wmf_loss(X, E: np.ndarray, V: np.ndarray, *, missing_weight: float,
+             regularization: float, parts=None) -> float:
+    """The WMF objective (eq. 1) without forming any dense n × m matrix.
+
+    C = Σ_nz (X_ui − e_u·v_i)² + w_m (tr((EᵀE)(VᵀV)) − Σ_nz (e_u·v_i)²) + λ(‖E‖² + ‖V‖²),
+    where tr((EᵀE)(VᵀV)) = Σ_{u,i} (e_u·v_i)² over all entries. Computed in float64.
+
+    Parameters
+    ----------
+    X : sparse (n_rows, n_cols)
+    E : ndarray (n_rows, k)   row factors (sentence vectors, Q transposed)
+    V : ndarray (n_cols, k)   column factors (word vectors, P transposed)
+    """
+    res, pred = nonzero_sums(X, E, V, parts)
+    E64 = E.astype(np.float64, copy=False)
+    V64 = V.astype(np.float64, copy=False)
+    total = float(np.sum((E64.T @ E64) * (V64.T @ V64)))
+    reg = float(np.sum(E64 * E64) + np.sum(V64 * V64))
+    return float(res + missing_weight * (total - pred) + regularization * reg)
+
+
+# --------------------------------------------------------------------------------------------
+# thread oversubscription check (as implicit.utils.check_blas_config)
+# --------------------------------------------------------------------------------------------
+_CHECKED = {"done": False}
+
+
+def check_blas_oversubscription(*, force: bool = False) -> bool:
+    """Warn (once per process) when BLAS and numba would both run multi-threaded.
+
+    The kernels run one numba thread per core; a BLAS thread pool that is also > 1 thread
+    (it computes the k × k Gram matrices between the parallel row loops) keeps spinning
+    threads alive that compete with numba's. Returns True if a warning was issued.
+    """
+    if _CHECKED["done"] and not force:
+        return False
+    _CHECKED["done"] = True
+    try:
+        import threadpoolctl
+    except ImportError:  # pragma: no cover - threadpoolctl ships with scipy's deps
+        return False
+    n_numba = numba.get_num_threads()
+    if n_numba <= 1:
+        return False
+    for info in threadpoolctl.threadpool_info():
+        if info.get("user_api") != "blas" or info.get("num_threads", 1) <= 1:
+            continue
+        api = info.get("internal_api", "blas")
+        env = {"openblas": "OPENBLAS_NUM_THREADS=1", "mkl": "MKL_NUM_THREADS=1",
+               "blis": "BLIS_NUM_THREADS=1"}.get(api, "OMP_NUM_THREADS=1")
+        warnings.warn(
+            f"{api} BLAS is configured to use {info['num_threads']} threads while numba uses "
+            f"{n_numba}; the two thread pools oversubscribe the cores and can slow ALS down "
+            f"severely. Limit BLAS to one thread: `with threadpoolctl.threadpool_limits(1, "
+            f"'blas'): model.fit(X)` or set the environment variable {env} before starting "
+            f"Python (NUMBA_NUM_THREADS sets the numba side).",
+            RuntimeWarning, stacklevel=3)
+        return True
+    return False
+
+
+if os.environ.get("LINXLING_ALS_NO_BLAS_CHECK"):  # opt-out for embedding applications
+    _CHECKED["done"] = True

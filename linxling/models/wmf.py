@@ -1,0 +1,817 @@
+"""Weighted matrix factorisation for (crosslingual) sentence embeddings.
+
+WMF (Guo & Diab 2012) and its crosslingual extensions b-WMF and x-WMF (Aldarmaki & Diab 2016,
+"GWU_NLP at SemEval-2016 Shared Task 1", eqs. 1–7), fitted by alternating least squares with
+the numba kernels of :mod:`linxling.kernels.als`.
+
+Orientation
+-----------
+scikit-learn's: rows are sentences, columns are words. For a tf-idf matrix X (n_sentences,
+n_words) the paper's m × n matrix is Xᵀ, its word factor P (k × m) is ``components_`` and its
+sentence factor Q (k × n) is ``embedding_.T``. The objective (eq. 1) is
+
+    C = Σ_{u,i} W_ui (q_u·p_i − X_ui)² + λ(‖P‖² + ‖Q‖²),   W_ui = 1 if X_ui ≠ 0 else w_m,
+
+with λ = ``alpha`` and w_m = ``missing_weight``. One ALS iteration solves eq. (2) for every
+sentence (P fixed), then eq. (3) for every word (Q fixed); ``loss_curve_`` records C after each
+iteration. ``transform`` solves eq. (2) exactly (Cholesky) for new sentences.
+
+Relation to ``implicit`` (Hu, Koren & Volinsky 2008)
+---------------------------------------------------
+``implicit`` 0.7.3's ``AlternatingLeastSquares`` minimises, for a user × item matrix R,
+
+    Σ_{u,i} c_ui (p_ui − x_uᵀy_i)² + reg (‖X‖² + ‖Y‖²),   c_ui = alpha·r_ui on nonzeros, 1 on
+    zeros, p_ui = 1 on nonzeros, 0 on zeros
+
+(its code forms YᵀY + reg·I and adds (c_ui − 1) y_i y_iᵀ per nonzero: the confidence is
+``alpha·r``, *not* Hu et al.'s ``1 + alpha·r``). For a binary X, dividing the WMF objective by
+w_m gives Σ_nz (1/w_m)(1 − q·p)² + Σ_zeros (q·p)² + (λ/w_m)(‖P‖² + ‖Q‖²), which is
+implicit's objective with ``alpha = 1/w_m`` and ``regularization = λ/w_m``; no offset is
+needed (with the ``1 + alpha·r`` convention of older releases one would need
+``alpha = 1/w_m − 1``). Both minimise the same function, the per-row normal equations are
+identical up to the factor w_m, so from the same initial factors (implicit's
+``user_factors`` = our ``embedding_``, ``item_factors`` = ``components_.T``) the two ALS
+iterations produce the same factors; ``tests/test_wmf.py`` checks this. For non-binary X the
+models differ (implicit's target is always 1, WMF's is X_ui).
+
+Empty rows
+----------
+A sentence without any (known) word has a zero right-hand side: its vector is exactly zero,
+both in ``embedding_`` and from ``transform``. Likewise a word that occurs in no training
+sentence gets a zero factor.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Mapping
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from linxling._progress import progress
+from linxling._validation import (check_float_dtype, check_positive, check_random_state,
+                                  check_sparse_matrix)
+
+__all__ = ["WMF", "BilingualWMF", "CrossWMF"]
+
+try:  # the model store registers the class for linxling.load(); optional at import time
+    from linxling.io import register_model as _register_model
+except ImportError:  # pragma: no cover - io is part of the package
+    def _register_model(name):
+        return lambda cls: cls
+
+_PARAM_NAMES = ("n_components", "alpha", "missing_weight", "max_iter", "solver", "cg_steps",
+                "dtype", "random_state", "tokenizer", "min_df", "max_features", "show_progress")
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+def _als():
+    from linxling.kernels import als  # numba kernels are compiled/loaded on first use
+    return als
+
+
+def _is_texts(X: Any) -> bool:
+    if isinstance(X, str):
+        raise TypeError("expected a sequence of texts (one string per sentence), got a single str")
+    if sp.issparse(X) or isinstance(X, np.ndarray):
+        return X.dtype.kind in "OUS" and X.ndim == 1
+    if isinstance(X, (list, tuple)):
+        return len(X) > 0 and all(isinstance(t, str) for t in X[: min(len(X), 100)])
+    return False
+
+
+def _make_vectorizer(est):
+    from linxling.text import TfidfVectorizer
+    kw = dict(min_df=est.min_df, max_features=est.max_features, norm=None,
+              dtype=check_float_dtype(est.dtype))
+    if est.tokenizer is not None:
+        kw["tokenizer"] = est.tokenizer
+    return TfidfVectorizer(**kw)
+
+
+def _check_matrix(X, name, dtype, n_cols=None) -> sp.csr_matrix:
+    X = check_sparse_matrix(X, name, dtype=dtype, nonnegative=True)
+    if n_cols is not None and X.shape[1] != n_cols:
+        raise ValueError(f"{name} has {X.shape[1]} columns but the model was fitted with "
+                         f"{n_cols} words")
+    X.sum_duplicates()
+    X.sort_indices()
+    return X
+
+
+def _check_init(arr, name, shape, dtype) -> np.ndarray:
+    arr = np.array(arr, dtype=dtype, order="C", copy=True)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+def _init_factor(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    """N(0, 1/k) entries: rows of unit expected norm (ALS rescales them in the first step)."""
+    k = shape[1]
+    return (rng.standard_normal(shape) / np.sqrt(k)).astype(dtype)
+
+
+def _data_term(parts, E, V, w_m) -> float:
+    """Σ W (e·v − x)² over one block (eq. 1 without the regulariser), in float64."""
+    als = _als()
+    res, pred = als.nonzero_sums(None, E, V, parts)
+    E64 = E.astype(np.float64, copy=False)
+    V64 = V.astype(np.float64, copy=False)
+    total = float(np.sum((E64.T @ E64) * (V64.T @ V64)))
+    return float(res + w_m * (total - pred))
+
+
+def _sqnorm(A) -> float:
+    A64 = A.astype(np.float64, copy=False)
+    return float(np.sum(A64 * A64))
+
+
+class _WMFParams:
+    """Hyper-parameters and checks shared by the three estimators."""
+
+    def _init_params(self, n_components, alpha, missing_weight, max_iter, solver, cg_steps,
+                     dtype, random_state, tokenizer, min_df, max_features, show_progress,
+                     callback):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.missing_weight = missing_weight
+        self.max_iter = max_iter
+        self.solver = solver
+        self.cg_steps = cg_steps
+        self.dtype = dtype
+        self.random_state = random_state
+        self.tokenizer = tokenizer
+        self.min_df = min_df
+        self.max_features = max_features
+        self.show_progress = show_progress
+        self.callback = callback
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {name: getattr(self, name) for name in (*_PARAM_NAMES, "callback")}
+
+    def set_params(self, **params):
+        for key, value in params.items():
+            if key not in (*_PARAM_NAMES, "callback"):
+                raise ValueError(f"unknown parameter {key!r} for {type(self).__name__}")
+            setattr(self, key, value)
+        return self
+
+    def _validate_params(self) -> np.dtype:
+        check_positive(self.n_components, "n_components", integer=True)
+        check_positive(self.alpha, "alpha")
+        check_positive(self.missing_weight, "missing_weight")
+        if self.missing_weight > 1:
+            raise ValueError(f"missing_weight must be in (0, 1] (the weight of the zeros "
+                             f"relative to the nonzeros), got {self.missing_weight!r}")
+        check_positive(self.max_iter, "max_iter", integer=True, strict=False)
+        check_positive(self.cg_steps, "cg_steps", integer=True)
+        if self.solver not in ("cg", "cholesky", "auto"):
+            raise ValueError(f"solver must be 'cg', 'cholesky' or 'auto', got {self.solver!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError("callback must be callable(model, iteration, loss) or None")
+        return check_float_dtype(self.dtype)
+
+    def _solver(self) -> str:
+        """'auto' = CG (monotone, cheaper) unless cg_steps ≥ n_components (Cholesky is cheaper)."""
+        if self.solver == "auto":
+            return "cholesky" if self.cg_steps >= self.n_components else "cg"
+        return self.solver
+
+    def _check_k(self, n_words: int, name: str) -> None:
+        if self.n_components > n_words:
+            raise ValueError(f"n_components={self.n_components} is larger than the vocabulary of "
+                             f"{name} ({n_words} words); use n_components <= {n_words}")
+
+    def _check_fitted(self, attr: str = "components_"):
+        if not hasattr(self, attr):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def _base_params_state(self) -> dict:
+        params = {name: getattr(self, name) for name in _PARAM_NAMES}
+        params["dtype"] = np.dtype(self.dtype).name
+        if not (params["random_state"] is None or isinstance(params["random_state"], int)):
+            params["random_state"] = None
+        if not (params["tokenizer"] is None or isinstance(params["tokenizer"], str)):
+            warnings.warn("a callable tokenizer cannot be saved; the loaded model uses the "
+                          "default tokenizer unless you set it again", UserWarning, stacklevel=3)
+            params["tokenizer"] = None
+        return params
+
+    def save(self, path) -> None:
+        """Save the fitted model to ``path`` (HDF5, :mod:`linxling.io`); ``linxling.load`` reads it."""
+        from linxling.io import save
+        save(self, path)
+
+    def _run_loop(self, n_iter, step: Callable[[], float], desc: str):
+        """Run ``step`` (one ALS iteration returning the loss) with progress and callback."""
+        self.loss_curve_ = []
+        self.n_iter_ = 0
+        bar = progress(range(n_iter), show=self.show_progress, desc=desc, unit="it")
+        for it in bar:
+            loss = step()
+            self.loss_curve_.append(loss)
+            self.n_iter_ = it + 1
+            bar.set_postfix(loss=f"{loss:.6g}")
+            if self.callback is not None:
+                self.callback(self, it, loss)
+        bar.close()
+
+
+def _vectorizer_state(vec) -> tuple[Any, Any]:
+    if vec is None:
+        return None, None
+    return vec.get_state()
+
+
+def _vectorizer_from_state(params, arrays):
+    if params is None:
+        return None
+    from linxling.text import TfidfVectorizer
+    return TfidfVectorizer.from_state(params, arrays)
+
+
+# --------------------------------------------------------------------------------------------
+# WMF
+# --------------------------------------------------------------------------------------------
+@_register_model("WMF")
+class WMF(_WMFParams):
+    """Weighted matrix factorisation of a sentence × word tf-idf matrix (Guo & Diab 2012).
+
+    Parameters
+    ----------
+    n_components : int, default 100
+        k, the dimension of word and sentence vectors.
+    alpha : float, default 20.0
+        λ, the L2 regularisation of both factors (eq. 1).
+    missing_weight : float in (0, 1], default 0.01
+        w_m, the weight of zero entries (nonzeros have weight 1).
+    max_iter : int, default 20
+        ALS iterations (the paper uses 20). No early stopping: ``loss_curve_`` shows progress.
+    solver : {"cg", "cholesky", "auto"}, default "cg"
+        Per-row solver of the training half-steps. "cholesky" solves each row exactly (the
+        loss never increases). "cg" runs ``cg_steps`` conjugate-gradient steps warm-started
+        from the previous iterate (Takács et al. 2011, as in ``implicit``): each step can only
+        lower the row's quadratic, so the loss is non-increasing too (up to rounding), at a
+        fraction of the cost. "auto" is "cg" unless ``cg_steps >= n_components``.
+        ``transform`` always solves exactly.
+    cg_steps : int, default 3
+    dtype : float32 or float64, default float64
+        Dtype of the factors and of the kernel arithmetic (the loss is accumulated in float64).
+    random_state : None, int or numpy Generator
+        Seeds the N(0, 1/k) initial factors.
+    tokenizer, min_df, max_features :
+        Options of the :class:`linxling.text.TfidfVectorizer` used when ``fit`` receives texts
+        (raw tf-idf, ``norm=None``, as in the paper).
+    show_progress : bool or None
+        tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
+    callback : callable(model, iteration, loss) or None
+        Called after every iteration with the model, the 0-based iteration and eq. (1).
+
+    Attributes
+    ----------
+    components_ : ndarray (n_components, n_words)
+        P, the word vectors (columns).
+    embedding_ : ndarray (n_sentences, n_components)
+        Qᵀ, the training sentences' vectors after fit.
+    loss_curve_ : list of float
+        Eq. (1) after each iteration.
+    n_iter_ : int
+    vectorizer_ : TfidfVectorizer or None
+        Set when ``fit`` was given texts; ``transform`` then accepts texts too.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from linxling import WMF
+    >>> X = sp.random(200, 80, density=0.05, random_state=0, format="csr")
+    >>> model = WMF(n_components=10, alpha=0.1, max_iter=5, random_state=0).fit(X)
+    >>> model.transform(X[:3]).shape
+    (3, 10)
+    """
+
+    def __init__(self, n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
+                 max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
+                 dtype: Any = np.float64, random_state: Any = None, tokenizer: Any = None,
+                 min_df: int = 3, max_features: int | None = 200_000,
+                 show_progress: bool | None = None,
+                 callback: Callable[[Any, int, float], Any] | None = None):
+        self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
+                          dtype, random_state, tokenizer, min_df, max_features, show_progress,
+                          callback)
+
+    # ---------------------------------------------------------------- input
+    def _input_matrix(self, X, *, fit: bool, name: str = "X") -> sp.csr_matrix:
+        dtype = check_float_dtype(self.dtype)
+        if _is_texts(X):
+            if fit:
+                self.vectorizer_ = _make_vectorizer(self)
+                X = self.vectorizer_.fit_transform(list(X))
+            else:
+                if getattr(self, "vectorizer_", None) is None:
+                    raise TypeError(f"{name} is a list of texts but this model was fitted on a "
+                                    "matrix; pass a tf-idf matrix with the training vocabulary")
+                X = self.vectorizer_.transform(list(X))
+        elif fit:
+            self.vectorizer_ = None
+        n_cols = None if fit else self.components_.shape[1]
+        return _check_matrix(X, name, dtype, n_cols)
+
+    # ---------------------------------------------------------------- fit
+    def fit(self, X, y=None, *, init_components=None, init_embedding=None) -> "WMF":
+        """Factorise X by ALS.
+
+        Parameters
+        ----------
+        X : sparse (n_sentences, n_words) non-negative, or sequence of n_sentences str
+            The tf-idf matrix (raw tf-idf as in the paper) or texts for the text pipeline.
+        y : ignored
+        init_components : ndarray (n_components, n_words), optional
+            Initial P (default random). The first half-step computes the sentence vectors from it.
+        init_embedding : ndarray (n_sentences, n_components), optional
+            Initial sentence vectors: only the CG solver's warm start of the first half-step
+            depends on them (default random).
+
+        Returns
+        -------
+        self
+        """
+        dtype = self._validate_params()
+        X = self._input_matrix(X, fit=True)
+        n, m = X.shape
+        k = int(self.n_components)
+        self._check_k(m, "X")
+        als = _als()
+        als.check_blas_oversubscription()
+        rng = check_random_state(self.random_state)
+        V = (_init_factor(rng, (m, k), dtype) if init_components is None else
+             _check_init(np.asarray(init_components).T, "init_components.T", (m, k), dtype))
+        E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
+             _check_init(init_embedding, "init_embedding", (n, k), dtype))
+        XT = X.T.tocsr()
+        parts, parts_t = als._csr_parts(X, dtype), als._csr_parts(XT, dtype)
+        lam, w = float(self.alpha), float(self.missing_weight)
+        solver, steps = self._solver(), int(self.cg_steps)
+        self.components_ = V.T
+        self.embedding_ = E
+
+        def step():
+            als.als_half_step(None, V, E, missing_weight=w, regularization=lam, solver=solver,
+                              cg_steps=steps, parts=parts)                      # eq. (2)
+            als.als_half_step(None, E, V, missing_weight=w, regularization=lam, solver=solver,
+                              cg_steps=steps, parts=parts_t)                    # eq. (3)
+            return als.wmf_loss(None, E, V, missing_weight=w, regularization=lam, parts=parts)
+
+        self._run_loop(int(self.max_iter), step, "WMF")
+        return self
+
+    def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
+        """Fit and return ``embedding_`` (n_sentences, n_components)."""
+        return self.fit(X, **fit_params).embedding_
+
+    # ---------------------------------------------------------------- transform
+    def transform(self, X) -> np.ndarray:
+        """Sentence vectors by eq. (2), solved exactly (Cholesky) with P fixed.
+
+        Parameters
+        ----------
+        X : sparse (n_sentences, n_words) or sequence of str (if fitted on texts)
+
+        Returns
+        -------
+        ndarray (n_sentences, n_components), the dtype of the model. Empty rows give zeros.
+        """
+        self._check_fitted()
+        X = self._input_matrix(X, fit=False)
+        return _solve_rows(X, np.ascontiguousarray(self.components_.T), self.missing_weight,
+                           self.alpha)
+
+    def score(self, X, embedding=None) -> float:
+        """Eq. (1) for X with the model's P and ``embedding`` (default: ``transform(X)``)."""
+        self._check_fitted()
+        X = self._input_matrix(X, fit=False)
+        E = self.transform(X) if embedding is None else np.asarray(embedding, dtype=self.components_.dtype)
+        return _als().wmf_loss(X, E, np.ascontiguousarray(self.components_.T),
+                               missing_weight=self.missing_weight, regularization=self.alpha)
+
+    # ---------------------------------------------------------------- store
+    def _get_state(self):
+        self._check_fitted()
+        params = self._base_params_state()
+        params.update(loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_))
+        arrays: dict[str, Any] = {"components": np.ascontiguousarray(self.components_),
+                                  "embedding": np.ascontiguousarray(self.embedding_)}
+        vp, va = _vectorizer_state(getattr(self, "vectorizer_", None))
+        params["vectorizer"] = vp
+        if va is not None:
+            arrays["vectorizer"] = va
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        params = dict(params)
+        loss_curve = params.pop("loss_curve", [])
+        n_iter = params.pop("n_iter", len(loss_curve))
+        vp = params.pop("vectorizer", None)
+        model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES})
+        dtype = check_float_dtype(model.dtype)
+        model.components_ = np.ascontiguousarray(np.asarray(arrays["components"], dtype=dtype).T).T
+        model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
+        model.loss_curve_ = list(loss_curve)
+        model.n_iter_ = int(n_iter)
+        model.vectorizer_ = _vectorizer_from_state(vp, arrays.get("vectorizer"))
+        return model
+
+
+def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float) -> np.ndarray:
+    """Eq. (2) exactly for every row of X with word factors V (n_words, k)."""
+    als = _als()
+    out = np.zeros((X.shape[0], V.shape[1]), dtype=V.dtype)
+    return als.als_half_step(X, V, out, missing_weight=w_m, regularization=lam,
+                             solver="cholesky")
+
+
+def _check_languages(mapping, name: str) -> list:
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"{name} must be a mapping language -> matrix, got {type(mapping).__name__}")
+    return list(mapping)
+
+
+# --------------------------------------------------------------------------------------------
+# b-WMF
+# --------------------------------------------------------------------------------------------
+@_register_model("BilingualWMF")
+class BilingualWMF(_WMFParams):
+    """b-WMF (Aldarmaki & Diab 2016, Sec. 3.2.1): languages share the sentence factor Q.
+
+    Minimises eq. (4) generalised to L ≥ 2 languages,
+
+        C = Σ_l Σ_{u,i} W^l_ui (q_u·a^l_i − X^l_ui)² + λ(‖Q‖² + Σ_l ‖A^l‖²),
+
+    by ALS over eq. (5): the shared sentence vectors from all languages' systems summed, then
+    each language's word vectors. With equal λ and w_m this is WMF of the column-stacked matrix
+    [X^1 | X^2 | ...]; the kernels use that identity (:func:`linxling.kernels.als.als_half_step_multi`).
+
+    Parameters
+    ----------
+    Same as :class:`WMF`.
+
+    Attributes
+    ----------
+    languages_ : list of str
+    components_ : dict language -> ndarray (n_components, n_words_l)
+        Each language's word factor (P, A, ...).
+    embedding_ : ndarray (n_sentences, n_components)
+        The shared Qᵀ of the training sentences.
+    loss_curve_ : list of float
+        Eq. (4) after each iteration.
+    vectorizers_ : dict language -> TfidfVectorizer
+        For the languages given as texts.
+    """
+
+    def __init__(self, n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
+                 max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
+                 dtype: Any = np.float64, random_state: Any = None, tokenizer: Any = None,
+                 min_df: int = 3, max_features: int | None = 200_000,
+                 show_progress: bool | None = None,
+                 callback: Callable[[Any, int, float], Any] | None = None):
+        self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
+                          dtype, random_state, tokenizer, min_df, max_features, show_progress,
+                          callback)
+
+    def _input_matrix(self, X, language, *, fit: bool) -> sp.csr_matrix:
+        dtype = check_float_dtype(self.dtype)
+        name = f"X[{language!r}]"
+        if _is_texts(X):
+            if fit:
+                vec = _make_vectorizer(self)
+                X = vec.fit_transform(list(X))
+                self.vectorizers_[language] = vec
+            else:
+                if language not in self.vectorizers_:
+                    raise TypeError(f"{name} is a list of texts but language {language!r} was "
+                                    "fitted from a matrix")
+                X = self.vectorizers_[language].transform(list(X))
+        n_cols = None if fit else self.components_[language].shape[1]
+        return _check_matrix(X, name, dtype, n_cols)
+
+    def fit(self, X: Mapping, y=None, *, init_components: Mapping | None = None,
+            init_embedding=None) -> "BilingualWMF":
+        """Fit on row-aligned matrices (or texts) of two or more languages.
+
+        Parameters
+        ----------
+        X : mapping language -> sparse (n_sentences, n_words_l) or sequence of str
+            Row u of every language is the same sentence (a parallel corpus).
+        init_components : mapping language -> ndarray (n_components, n_words_l), optional
+        init_embedding : ndarray (n_sentences, n_components), optional
+
+        Returns
+        -------
+        self
+        """
+        dtype = self._validate_params()
+        langs = _check_languages(X, "X")
+        if len(langs) < 2:
+            raise ValueError(f"BilingualWMF needs at least two languages, got {langs}")
+        self.vectorizers_ = {}
+        mats = {lang: self._input_matrix(X[lang], lang, fit=True) for lang in langs}
+        n = mats[langs[0]].shape[0]
+        for lang in langs[1:]:
+            if mats[lang].shape[0] != n:
+                raise ValueError(f"X[{lang!r}] has {mats[lang].shape[0]} rows but X[{langs[0]!r}] "
+                                 f"has {n}; the languages must be row-aligned (parallel sentences)")
+        k = int(self.n_components)
+        for lang in langs:
+            self._check_k(mats[lang].shape[1], f"X[{lang!r}]")
+        als = _als()
+        als.check_blas_oversubscription()
+        rng = check_random_state(self.random_state)
+        Vs = {}
+        for lang in langs:
+            m = mats[lang].shape[1]
+            if init_components is not None and lang in init_components:
+                Vs[lang] = _check_init(np.asarray(init_components[lang]).T,
+                                       f"init_components[{lang!r}].T", (m, k), dtype)
+            else:
+                Vs[lang] = _init_factor(rng, (m, k), dtype)
+        E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
+             _check_init(init_embedding, "init_embedding", (n, k), dtype))
+        stacked = als._csr_parts(sp.hstack([mats[lang] for lang in langs], format="csr"), dtype)
+        parts = {lang: als._csr_parts(mats[lang], dtype) for lang in langs}
+        parts_t = {lang: als._csr_parts(mats[lang].T.tocsr(), dtype) for lang in langs}
+        lam, w = float(self.alpha), float(self.missing_weight)
+        solver, steps = self._solver(), int(self.cg_steps)
+        self.languages_ = langs
+        self.embedding_ = E
+        self.components_ = {lang: Vs[lang].T for lang in langs}
+
+        def step():
+            Ys = [Vs[lang] for lang in langs]
+            als.als_half_step_multi(None, Ys, E, missing_weights=w, regularization=lam,
+                                    solver=solver, cg_steps=steps, stacked=stacked)  # eq. (5) Q
+            for lang in langs:                                                       # eq. (5) P, A
+                als.als_half_step(None, E, Vs[lang], missing_weight=w, regularization=lam,
+                                  solver=solver, cg_steps=steps, parts=parts_t[lang])
+            loss = lam * _sqnorm(E)
+            for lang in langs:
+                loss += _data_term(parts[lang], E, Vs[lang], w) + lam * _sqnorm(Vs[lang])
+            return loss
+
+        self._run_loop(int(self.max_iter), step, "b-WMF")
+        return self
+
+    def transform(self, X, language) -> np.ndarray:
+        """Sentence vectors of one language by eq. (2)/(6) with its word factor fixed.
+
+        Parameters
+        ----------
+        X : sparse (n_sentences, n_words_language) or sequence of str
+        language : a key of ``components_``
+
+        Returns
+        -------
+        ndarray (n_sentences, n_components); empty rows give zeros.
+        """
+        self._check_fitted()
+        if language not in self.components_:
+            raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
+        X = self._input_matrix(X, language, fit=False)
+        return _solve_rows(X, np.ascontiguousarray(self.components_[language].T),
+                           self.missing_weight, self.alpha)
+
+    def _get_state(self):
+        self._check_fitted()
+        params = self._base_params_state()
+        params.update(loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_),
+                      languages=list(self.languages_), vectorizers={})
+        arrays: dict[str, Any] = {
+            "components": {lang: np.ascontiguousarray(self.components_[lang])
+                           for lang in self.languages_},
+            "embedding": np.ascontiguousarray(self.embedding_)}
+        vec_arrays = {}
+        for lang, vec in self.vectorizers_.items():
+            vp, va = vec.get_state()
+            params["vectorizers"][lang] = vp
+            vec_arrays[lang] = va
+        if vec_arrays:
+            arrays["vectorizers"] = vec_arrays
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        params = dict(params)
+        model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES})
+        dtype = check_float_dtype(model.dtype)
+        model.languages_ = list(params["languages"])
+        model.components_ = {lang: np.asarray(arrays["components"][lang], dtype=dtype)
+                             for lang in model.languages_}
+        model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
+        model.loss_curve_ = list(params.get("loss_curve", []))
+        model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
+        model.vectorizers_ = {lang: _vectorizer_from_state(vp, arrays["vectorizers"][lang])
+                              for lang, vp in (params.get("vectorizers") or {}).items()}
+        return model
+
+
+# --------------------------------------------------------------------------------------------
+# x-WMF
+# --------------------------------------------------------------------------------------------
+@_register_model("CrossWMF")
+class CrossWMF(_WMFParams):
+    """x-WMF (Aldarmaki & Diab 2016, Sec. 3.2.2): a pivot WMF plus one solve per language.
+
+    1. A monolingual WMF for the pivot language is fitted (or a fitted :class:`WMF` is given).
+    2. For each other language ``l`` with parallel data (pivot side Xp, language side X_l,
+       row-aligned), the pivot sentences' vectors Q_l are computed with eq. (2) (exactly).
+    3. With Q_l fixed, the word factor A_l minimises C_2 of eq. (7): one deterministic
+       half-step (eq. 5, A-step), solved exactly by Cholesky per word.
+
+    Any number of languages; each is independent of the others.
+
+    Parameters
+    ----------
+    pivot_language : str, default "en"
+        Name of the pivot language (a key accepted by ``transform``).
+    pivot_model : WMF or None
+        A fitted monolingual WMF to use as the pivot. If None, one is fitted in ``fit`` with
+        the hyper-parameters below.
+    n_components, alpha, missing_weight, max_iter, solver, cg_steps, dtype, random_state,
+    tokenizer, min_df, max_features, show_progress, callback :
+        As in :class:`WMF`. ``alpha`` and ``missing_weight`` are also the λ and w_m of the
+        per-language A-steps (eq. 7, C_2). When ``pivot_model`` is given, ``n_components``
+        and ``dtype`` are taken from it.
+
+    Attributes
+    ----------
+    pivot_model_ : WMF
+    languages_ : list of str
+        The pivot first, then the other languages in the order given.
+    components_ : dict language -> ndarray (n_components, n_words_l)
+        The pivot's P and each language's A.
+    loss_curve_ : list of float
+        The pivot WMF's eq. (1) per iteration (empty when ``pivot_model`` was given).
+    vectorizers_ : dict language -> TfidfVectorizer
+        For languages given as texts (the pivot's is ``pivot_model_.vectorizer_``).
+    """
+
+    def __init__(self, pivot_language: str = "en", pivot_model: WMF | None = None,
+                 n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
+                 max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
+                 dtype: Any = np.float64, random_state: Any = None, tokenizer: Any = None,
+                 min_df: int = 3, max_features: int | None = 200_000,
+                 show_progress: bool | None = None,
+                 callback: Callable[[Any, int, float], Any] | None = None):
+        self.pivot_language = pivot_language
+        self.pivot_model = pivot_model
+        self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
+                          dtype, random_state, tokenizer, min_df, max_features, show_progress,
+                          callback)
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {"pivot_language": self.pivot_language, "pivot_model": self.pivot_model,
+                **super().get_params(deep)}
+
+    def fit(self, parallel: Mapping, X_pivot=None) -> "CrossWMF":
+        """Fit the pivot model (unless given) and every other language's word factor.
+
+        Parameters
+        ----------
+        parallel : mapping language -> (Xp, X_l)
+            For each non-pivot language: ``Xp`` sparse (n_l, n_words_pivot) (or texts), the
+            pivot side of its parallel corpus, and ``X_l`` sparse (n_l, n_words_l) (or
+            texts), the same sentences in language l, row-aligned.
+        X_pivot : sparse (n_sentences, n_words_pivot) or texts, optional
+            Monolingual pivot corpus for step 1 (the paper's setting). If None and no
+            ``pivot_model`` was given, the pivot is fitted on the pivot sides of all parallel
+            corpora stacked (texts or matrices, not mixed).
+
+        Returns
+        -------
+        self
+        """
+        langs = _check_languages(parallel, "parallel")
+        if not langs:
+            raise ValueError("parallel must contain at least one language")
+        if self.pivot_language in langs:
+            raise ValueError(f"parallel must not contain the pivot language {self.pivot_language!r}")
+        for lang in langs:
+            pair = parallel[lang]
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise TypeError(f"parallel[{lang!r}] must be a pair (X_pivot_side, X_{lang})")
+        if self.pivot_model is not None:
+            if not isinstance(self.pivot_model, WMF):
+                raise TypeError(f"pivot_model must be a fitted WMF, got {type(self.pivot_model).__name__}")
+            self.pivot_model._check_fitted()
+            pivot = self.pivot_model
+            self.n_components = pivot.n_components
+            self.dtype = np.dtype(pivot.components_.dtype)
+            self._validate_params()
+            self.loss_curve_ = []
+            self.n_iter_ = 0
+        else:
+            self._validate_params()
+            pivot = WMF(**{name: getattr(self, name) for name in _PARAM_NAMES},
+                        callback=(None if self.callback is None else
+                                  lambda _m, it, loss: self.callback(self, it, loss)))
+            if X_pivot is None:
+                sides = [parallel[lang][0] for lang in langs]
+                if all(_is_texts(s) for s in sides):
+                    X_pivot = [t for s in sides for t in s]
+                else:
+                    X_pivot = sp.vstack([check_sparse_matrix(s, f"parallel[{lang!r}][0]")
+                                         for s, lang in zip(sides, langs)], format="csr")
+            pivot.fit(X_pivot)
+            self.loss_curve_ = list(pivot.loss_curve_)
+            self.n_iter_ = pivot.n_iter_
+        self.pivot_model_ = pivot
+        dtype = check_float_dtype(self.dtype)
+        self.vectorizers_ = {}
+        self.components_ = {self.pivot_language: pivot.components_}
+        for lang in langs:
+            Xp, Xl = parallel[lang]
+            Q = pivot.transform(Xp)                                             # eq. (2)
+            if _is_texts(Xl):
+                vec = _make_vectorizer(self)
+                Xl = vec.fit_transform(list(Xl))
+                self.vectorizers_[lang] = vec
+            Xl = _check_matrix(Xl, f"parallel[{lang!r}][1]", dtype)
+            if Xl.shape[0] != Q.shape[0]:
+                raise ValueError(f"parallel[{lang!r}]: the pivot side has {Q.shape[0]} rows but "
+                                 f"the {lang!r} side has {Xl.shape[0]}; they must be row-aligned")
+            self._check_k(Xl.shape[1], f"parallel[{lang!r}][1]")
+            A = _solve_rows(Xl.T.tocsr(), Q, self.missing_weight, self.alpha)  # eq. (5) A-step
+            self.components_[lang] = A.T
+        self.languages_ = [self.pivot_language, *langs]
+        return self
+
+    def transform(self, X, language) -> np.ndarray:
+        """Sentence vectors of ``language`` by eq. (2) with its word factor fixed (exact).
+
+        Parameters
+        ----------
+        X : sparse (n_sentences, n_words_language) or sequence of str
+        language : the pivot or one of the fitted languages
+
+        Returns
+        -------
+        ndarray (n_sentences, n_components); empty rows give zeros.
+        """
+        self._check_fitted()
+        if language == self.pivot_language:
+            return self.pivot_model_.transform(X)
+        if language not in self.components_:
+            raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
+        if _is_texts(X):
+            if language not in self.vectorizers_:
+                raise TypeError(f"X is a list of texts but language {language!r} was fitted "
+                                "from a matrix")
+            X = self.vectorizers_[language].transform(list(X))
+        X = _check_matrix(X, "X", self.components_[language].dtype,
+                          self.components_[language].shape[1])
+        return _solve_rows(X, np.ascontiguousarray(self.components_[language].T),
+                           self.missing_weight, self.alpha)
+
+    def _get_state(self):
+        self._check_fitted()
+        params = self._base_params_state()
+        pparams, parrays = self.pivot_model_._get_state()
+        others = [lang for lang in self.languages_ if lang != self.pivot_language]
+        params.update(pivot_language=self.pivot_language, languages=list(self.languages_),
+                      loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_),
+                      pivot=pparams, vectorizers={})
+        arrays: dict[str, Any] = {
+            "pivot": parrays,
+            "components": {lang: np.ascontiguousarray(self.components_[lang]) for lang in others}}
+        vec_arrays = {}
+        for lang, vec in self.vectorizers_.items():
+            vp, va = vec.get_state()
+            params["vectorizers"][lang] = vp
+            vec_arrays[lang] = va
+        if vec_arrays:
+            arrays["vectorizers"] = vec_arrays
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        params = dict(params)
+        pivot = WMF._from_state(params["pivot"], arrays["pivot"])
+        model = cls(pivot_language=params["pivot_language"],
+                    **{k: v for k, v in params.items() if k in _PARAM_NAMES})
+        dtype = check_float_dtype(model.dtype)
+        model.pivot_model_ = pivot
+        model.languages_ = list(params["languages"])
+        model.components_ = {model.pivot_language: pivot.components_}
+        for lang in model.languages_[1:]:
+            model.components_[lang] = np.asarray(arrays["components"][lang], dtype=dtype)
+        model.loss_curve_ = list(params.get("loss_curve", []))
+        model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
+        model.vectorizers_ = {lang: _vectorizer_from_state(vp, arrays["vectorizers"][lang])
+                              for lang, vp in (params.get("vectorizers") or {}).items()}
+        return model

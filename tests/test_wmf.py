@@ -1,0 +1,370 @@
+"""WMF / b-WMF / x-WMF: kernels against their NumPy references, estimators against dense
+closed forms (eqs. 1–7 of Aldarmaki & Diab 2016) and against implicit's ALS."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from linxling.kernels import als
+from linxling.kernels import als_reference as ref
+from linxling.models.wmf import WMF, BilingualWMF, CrossWMF
+
+W_M, LAM = 0.05, 0.3
+
+
+def _X(n, m, density=0.15, seed=0, binary=False, empty_rows=()):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, m, density=density, random_state=rng, format="csr",
+                  data_rvs=lambda s: rng.uniform(0.5, 3.0, s))
+    if binary:
+        X.data[:] = 1.0
+    X = X.tolil()
+    for u in empty_rows:
+        X[u, :] = 0
+    X = X.tocsr()
+    X.eliminate_zeros()
+    return X
+
+
+def _rel(a, b):
+    return np.linalg.norm(np.asarray(a, np.float64) - b) / max(np.linalg.norm(b), 1e-300)
+
+
+TOL = {np.float64: 1e-10, np.float32: 2e-4}
+
+
+# ------------------------------------------------------------------ kernels vs reference
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cholesky_kernel_matches_reference(dtype):
+    X = _X(40, 30, empty_rows=(3,))
+    Y = np.random.default_rng(1).standard_normal((30, 6)).astype(dtype)
+    out = np.full((40, 6), 7.0, dtype=dtype)
+    als.als_half_step(X, Y, out, missing_weight=W_M, regularization=LAM, solver="cholesky")
+    expected = ref.half_step_reference(X, Y.astype(np.float64), missing_weight=W_M,
+                                       regularization=LAM)
+    assert out.dtype == dtype
+    assert _rel(out, expected) < TOL[dtype]
+    assert np.all(out[3] == 0)  # empty row -> zero vector
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cg_kernel_matches_reference(dtype):
+    X = _X(37, 30, empty_rows=(0, 20))  # 37 rows: the last CG batch is partial
+    rng = np.random.default_rng(2)
+    Y = rng.standard_normal((30, 6)).astype(dtype)
+    X0 = rng.standard_normal((37, 6)).astype(dtype)
+    out = X0.copy()
+    als.als_half_step(X, Y, out, missing_weight=W_M, regularization=LAM, solver="cg", cg_steps=3)
+    expected = ref.half_step_cg_reference(X, Y.astype(np.float64), X0.astype(np.float64),
+                                          missing_weight=W_M, regularization=LAM, cg_steps=3)
+    assert _rel(out, expected) < 100 * TOL[dtype]
+    assert np.all(out[[0, 20]] == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cg_with_many_steps_is_exact(dtype):
+    X = _X(30, 25)
+    rng = np.random.default_rng(3)
+    Y = rng.standard_normal((25, 5)).astype(dtype)
+    out = rng.standard_normal((30, 5)).astype(dtype)
+    als.als_half_step(X, Y, out, missing_weight=W_M, regularization=LAM, solver="cg", cg_steps=40)
+    exact = ref.half_step_reference(X, Y.astype(np.float64), missing_weight=W_M,
+                                    regularization=LAM)
+    assert _rel(out, exact) < (1e-9 if dtype == np.float64 else 1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("solver", ["cholesky", "cg"])
+def test_multi_language_kernel_matches_reference(dtype, solver):
+    Xs = [_X(25, 20, seed=4), _X(25, 15, seed=5), _X(25, 12, seed=6, empty_rows=(2,))]
+    rng = np.random.default_rng(7)
+    Ys = [rng.standard_normal((X.shape[1], 4)).astype(dtype) for X in Xs]
+    ws = [0.05, 0.1, 0.2]
+    out = np.zeros((25, 4), dtype=dtype)
+    als.als_half_step_multi(Xs, Ys, out, missing_weights=ws, regularization=LAM, solver=solver,
+                            cg_steps=30)
+    expected = ref.half_step_multi_reference(Xs, [Y.astype(np.float64) for Y in Ys],
+                                             missing_weights=ws, regularization=LAM)
+    assert _rel(out, expected) < (1e-9 if dtype == np.float64 else 1e-4)
+
+
+def test_wmf_loss_matches_dense_eq1():
+    X = _X(30, 20)
+    rng = np.random.default_rng(8)
+    E, V = rng.standard_normal((30, 4)), rng.standard_normal((20, 4))
+    got = als.wmf_loss(X, E, V, missing_weight=W_M, regularization=LAM)
+    want = ref.wmf_loss_reference(X.T.toarray(), ref.dense_weights(X.T, W_M), V.T, E.T, LAM)
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+# ------------------------------------------------------------------ WMF exactness
+def test_transform_equals_dense_eq2():
+    X = _X(60, 40, seed=9)
+    model = WMF(n_components=5, alpha=LAM, missing_weight=W_M, max_iter=3, random_state=0).fit(X)
+    Xnew = _X(10, 40, seed=10, empty_rows=(4,))
+    got = model.transform(Xnew)
+    P = model.components_
+    want = ref.dense_als_half_step(Xnew.T.toarray(), ref.dense_weights(Xnew.T, W_M), P, LAM).T
+    assert _rel(got, want) < 1e-8
+    assert np.all(got[4] == 0)
+
+
+@pytest.mark.parametrize("solver", ["cholesky", "cg"])
+def test_loss_never_increases_and_matches_eq1(solver):
+    X = _X(80, 50, seed=11)
+    model = WMF(n_components=6, alpha=LAM, missing_weight=W_M, max_iter=12, solver=solver,
+                random_state=1).fit(X)
+    curve = np.array(model.loss_curve_)
+    assert len(curve) == 12
+    assert np.all(np.diff(curve) <= 1e-10 * curve[:-1])
+    want = ref.wmf_loss_reference(X.T.toarray(), ref.dense_weights(X.T, W_M), model.components_,
+                                  model.embedding_.T, LAM)
+    assert curve[-1] == pytest.approx(want, rel=1e-10)
+
+
+def test_dense_oracle_als_same_factors():
+    X = _X(30, 20, seed=12, empty_rows=(5,))
+    rng = np.random.default_rng(13)
+    k = 4
+    P0, Q0 = rng.standard_normal((k, 20)), rng.standard_normal((k, 30))
+    Xd, W = X.T.toarray(), ref.dense_weights(X.T, W_M)   # paper orientation: (m words, n sents)
+    P, Q = P0.copy(), Q0.copy()
+    for _ in range(4):
+        Q = ref.dense_als_half_step(Xd, W, P, LAM)        # eq. (2)
+        P = ref.dense_als_half_step(Xd.T, W.T, Q, LAM)    # eq. (3)
+    model = WMF(n_components=k, alpha=LAM, missing_weight=W_M, max_iter=4, solver="cholesky")
+    model.fit(X, init_components=P0, init_embedding=Q0.T)
+    assert _rel(model.components_, P) < 1e-9
+    assert _rel(model.embedding_, Q.T) < 1e-9
+
+
+# ------------------------------------------------------------------ equivalence with implicit
+@pytest.mark.parametrize("n_iter", [1, 2, 3])
+def test_equivalent_to_implicit_cholesky(n_iter):
+    ials = pytest.importorskip("implicit.cpu.als")
+    X = _X(50, 35, density=0.12, seed=14, binary=True)
+    k, w_m, lam = 5, 0.01, 0.5
+    rng = np.random.default_rng(15)
+    E0, V0 = rng.random((50, k)) * 0.1, rng.random((35, k)) * 0.1
+    peer = ials.AlternatingLeastSquares(factors=k, regularization=lam / w_m, alpha=1 / w_m,
+                                        use_cg=False, use_native=True, dtype=np.float64,
+                                        iterations=n_iter, random_state=0)
+    peer.user_factors, peer.item_factors = E0.copy(), V0.copy()  # fit keeps existing factors
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # implicit's own BLAS-threads warning
+        peer.fit(X, show_progress=False)
+    model = WMF(n_components=k, alpha=lam, missing_weight=w_m, max_iter=n_iter, solver="cholesky")
+    model.fit(X, init_components=V0.T, init_embedding=E0)
+    assert _rel(model.embedding_, peer.user_factors) < 1e-8
+    assert _rel(model.components_.T, peer.item_factors) < 1e-8
+
+
+def test_equivalent_to_implicit_cg():
+    ials = pytest.importorskip("implicit.cpu.als")
+    X = _X(50, 35, density=0.12, seed=16, binary=True)
+    k, w_m, lam = 5, 0.01, 0.5
+    rng = np.random.default_rng(17)
+    E0, V0 = rng.random((50, k)) * 0.1, rng.random((35, k)) * 0.1
+    peer = ials.AlternatingLeastSquares(factors=k, regularization=lam / w_m, alpha=1 / w_m,
+                                        use_cg=True, dtype=np.float64, iterations=2)
+    peer.user_factors, peer.item_factors = E0.copy(), V0.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        peer.fit(X, show_progress=False)
+    model = WMF(n_components=k, alpha=lam, missing_weight=w_m, max_iter=2, solver="cg",
+                cg_steps=3).fit(X, init_components=V0.T, init_embedding=E0)
+    assert _rel(model.embedding_, peer.user_factors) < 1e-6
+    assert _rel(model.components_.T, peer.item_factors) < 1e-6
+
+
+# ------------------------------------------------------------------ b-WMF and x-WMF
+def test_bilingual_wmf_matches_dense_eq5():
+    Xs = {"en": _X(30, 20, seed=18), "es": _X(30, 16, seed=19), "ar": _X(30, 14, seed=20)}
+    k = 3
+    rng = np.random.default_rng(21)
+    V0 = {lang: rng.standard_normal((X.shape[1], k)) for lang, X in Xs.items()}
+    E0 = rng.standard_normal((30, k))
+    model = BilingualWMF(n_components=k, alpha=LAM, missing_weight=W_M, max_iter=2,
+                         solver="cholesky")
+    model.fit(Xs, init_components={lang: V.T for lang, V in V0.items()}, init_embedding=E0)
+    V = dict(V0)
+    for _ in range(2):
+        E = ref.half_step_multi_reference(list(Xs.values()), list(V.values()),
+                                          missing_weights=W_M, regularization=LAM)
+        V = {lang: ref.half_step_reference(X.T, E, missing_weight=W_M, regularization=LAM)
+             for lang, X in Xs.items()}
+    assert _rel(model.embedding_, E) < 1e-9
+    for lang in Xs:
+        assert _rel(model.components_[lang].T, V[lang]) < 1e-9
+    # eq. (4): one λ‖Q‖² plus each language's weighted error and λ‖A‖²
+    loss = LAM * np.sum(E * E) + sum(
+        ref.wmf_loss_reference(X.T.toarray(), ref.dense_weights(X.T, W_M), V[lang].T, E.T, LAM)
+        - LAM * np.sum(E * E) for lang, X in Xs.items())
+    assert model.loss_curve_[-1] == pytest.approx(loss, rel=1e-10)
+    # transform: eq. (6) for the second language
+    Xn = _X(5, 16, seed=22)
+    want = ref.dense_als_half_step(Xn.T.toarray(), ref.dense_weights(Xn.T, W_M),
+                                   model.components_["es"], LAM).T
+    assert _rel(model.transform(Xn, "es"), want) < 1e-8
+
+
+def test_bilingual_equals_wmf_on_stacked_columns():
+    Xa, Xb = _X(40, 20, seed=23), _X(40, 15, seed=24)
+    rng = np.random.default_rng(25)
+    Va, Vb, E0 = (rng.standard_normal((20, 3)), rng.standard_normal((15, 3)),
+                  rng.standard_normal((40, 3)))
+    b = BilingualWMF(n_components=3, alpha=LAM, missing_weight=W_M, max_iter=3, solver="cg")
+    b.fit({"a": Xa, "b": Xb}, init_components={"a": Va.T, "b": Vb.T}, init_embedding=E0)
+    w = WMF(n_components=3, alpha=LAM, missing_weight=W_M, max_iter=3, solver="cg")
+    w.fit(sp.hstack([Xa, Xb], format="csr"), init_components=np.vstack([Va, Vb]).T,
+          init_embedding=E0)
+    assert _rel(b.embedding_, w.embedding_) < 1e-10
+    assert np.allclose(b.loss_curve_, w.loss_curve_, rtol=1e-10)
+
+
+def test_cross_wmf_matches_dense_oracle():
+    Xp_mono = _X(60, 25, seed=26)
+    par = {"es": (_X(30, 25, seed=27), _X(30, 18, seed=28)),
+           "ar": (_X(20, 25, seed=29), _X(20, 12, seed=30, empty_rows=(1,)))}
+    pivot = WMF(n_components=4, alpha=LAM, missing_weight=W_M, max_iter=3, random_state=0)
+    pivot.fit(Xp_mono)
+    model = CrossWMF(pivot_language="en", pivot_model=pivot, alpha=LAM,
+                     missing_weight=W_M).fit(par)
+    assert model.languages_ == ["en", "es", "ar"]
+    for lang, (Xp, Xl) in par.items():
+        Q = ref.dense_als_half_step(Xp.T.toarray(), ref.dense_weights(Xp.T, W_M),
+                                    pivot.components_, LAM)              # eq. (2)
+        A = ref.dense_als_half_step(Xl.toarray(), ref.dense_weights(Xl, W_M), Q, LAM)  # eq. (5)
+        assert _rel(model.components_[lang], A) < 1e-8
+    Xn = par["es"][1][:4]
+    want = ref.dense_als_half_step(Xn.T.toarray(), ref.dense_weights(Xn.T, W_M),
+                                   model.components_["es"], LAM).T
+    assert _rel(model.transform(Xn, "es"), want) < 1e-8
+    assert np.allclose(model.transform(Xp_mono[:3], "en"), pivot.transform(Xp_mono[:3]))
+
+
+def test_cross_wmf_fits_its_own_pivot_with_callback():
+    par = {"es": (_X(40, 25, seed=31), _X(40, 18, seed=32))}
+    seen = []
+    model = CrossWMF(n_components=3, alpha=LAM, missing_weight=W_M, max_iter=4, random_state=0,
+                     callback=lambda m, it, loss: seen.append((type(m).__name__, it, loss)))
+    model.fit(par, X_pivot=_X(50, 25, seed=33))
+    assert [s[1] for s in seen] == [0, 1, 2, 3] and seen[0][0] == "CrossWMF"
+    assert model.loss_curve_ == [s[2] for s in seen]
+    assert model.transform(par["es"][1], "es").shape == (40, 3)
+
+
+# ------------------------------------------------------------------ API details
+def test_callback_progress_and_float32():
+    X = _X(40, 30, seed=34)
+    seen = []
+    model = WMF(n_components=3, alpha=LAM, max_iter=3, dtype=np.float32, random_state=0,
+                show_progress=False, callback=lambda m, it, loss: seen.append((it, loss)))
+    E = model.fit_transform(X)
+    assert E.dtype == np.float32 and model.components_.dtype == np.float32
+    assert [s[0] for s in seen] == [0, 1, 2] and model.n_iter_ == 3
+    assert model.transform(X).dtype == np.float32
+
+
+def test_random_state_reproducible():
+    X = _X(40, 30, seed=35)
+    a = WMF(n_components=3, alpha=LAM, max_iter=2, random_state=5).fit(X).embedding_
+    b = WMF(n_components=3, alpha=LAM, max_iter=2, random_state=5).fit(X).embedding_
+    assert np.array_equal(a, b)
+
+
+def test_oversubscription_warning(monkeypatch):
+    import threadpoolctl
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: [
+        {"user_api": "blas", "internal_api": "openblas", "num_threads": 4}])
+    monkeypatch.setattr(als.numba, "get_num_threads", lambda: 2)
+    with pytest.warns(RuntimeWarning, match="threadpool_limits"):
+        assert als.check_blas_oversubscription(force=True)
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: [
+        {"user_api": "blas", "internal_api": "openblas", "num_threads": 1}])
+    assert not als.check_blas_oversubscription(force=True)
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_inputs():
+    X = _X(20, 15, seed=36)
+    neg = X.copy()
+    neg.data[0] = -1.0
+    with pytest.raises(ValueError, match="negative"):
+        WMF(n_components=2).fit(neg)
+    nan = X.copy()
+    nan.data[0] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        WMF(n_components=2).fit(nan)
+    with pytest.raises(ValueError, match="vocabulary"):
+        WMF(n_components=16).fit(X)
+    with pytest.raises(ValueError, match="solver"):
+        WMF(n_components=2, solver="lu").fit(X)
+    with pytest.raises(ValueError, match="missing_weight"):
+        WMF(n_components=2, missing_weight=2.0).fit(X)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        WMF(n_components=2).transform(X)
+    model = WMF(n_components=2, alpha=LAM, max_iter=1).fit(X)
+    with pytest.raises(ValueError, match="columns"):
+        model.transform(_X(3, 14))
+    with pytest.raises(TypeError, match="texts"):
+        model.transform(["a sentence"])
+    with pytest.raises(ValueError, match="row-aligned"):
+        BilingualWMF(n_components=2).fit({"en": X, "es": _X(19, 15)})
+    with pytest.raises(ValueError, match="at least two"):
+        BilingualWMF(n_components=2).fit({"en": X})
+    with pytest.raises(ValueError, match="row-aligned"):
+        CrossWMF(n_components=2, max_iter=1).fit({"es": (X, _X(21, 15))})
+    with pytest.raises(ValueError, match="vocabulary"):
+        CrossWMF(n_components=3, max_iter=1).fit({"es": (X, _X(20, 2))})
+    with pytest.raises(TypeError, match="pair"):
+        CrossWMF(n_components=2, max_iter=1).fit({"es": X})
+    with pytest.raises(ValueError, match="unknown language"):
+        BilingualWMF(n_components=2, max_iter=1).fit({"en": X, "es": X}).transform(X, "de")
+
+
+def test_empty_rows_get_zero_vectors():
+    X = _X(30, 20, seed=37, empty_rows=(0, 7))
+    model = WMF(n_components=3, alpha=LAM, max_iter=3, random_state=0).fit(X)
+    assert np.all(model.embedding_[[0, 7]] == 0)
+    assert np.all(model.transform(X[[0, 7]]) == 0)
+
+
+# ------------------------------------------------------------------ store and texts
+def test_save_load_round_trip(tmp_path):
+    io = pytest.importorskip("linxling.io")
+    if not hasattr(io, "load"):
+        pytest.skip("linxling.io.load not available yet")
+    X, Y = _X(30, 20, seed=38), _X(30, 15, seed=39)
+    models = [WMF(n_components=3, alpha=LAM, max_iter=2, random_state=3).fit(X),
+              BilingualWMF(n_components=3, alpha=LAM, max_iter=2, random_state=3).fit({"en": X, "es": Y}),
+              CrossWMF(n_components=3, alpha=LAM, max_iter=2, random_state=3).fit({"es": (X, Y)})]
+    for i, model in enumerate(models):
+        path = tmp_path / f"m{i}.h5"
+        model.save(path)
+        back = io.load(path)
+        assert type(back) is type(model)
+        assert back.loss_curve_ == pytest.approx(model.loss_curve_)
+        if isinstance(model, WMF):
+            assert np.array_equal(back.transform(X), model.transform(X))
+            assert np.array_equal(back.embedding_, model.embedding_)
+        else:
+            assert np.array_equal(back.transform(Y, "es"), model.transform(Y, "es"))
+            assert np.array_equal(back.transform(X, "en"), model.transform(X, "en"))
+
+
+def test_fit_from_texts(tmp_path):
+    text = pytest.importorskip("linxling.text")
+    if not hasattr(text, "TfidfVectorizer"):
+        pytest.skip("linxling.text.TfidfVectorizer not available yet")
+    words = [f"w{i}" for i in range(12)]
+    rng = np.random.default_rng(40)
+    docs = [" ".join(rng.choice(words, 6)) for _ in range(40)]
+    model = WMF(n_components=3, alpha=LAM, max_iter=2, min_df=1, random_state=0).fit(docs)
+    assert model.vectorizer_ is not None
+    assert model.embedding_.shape == (40, 3)
+    assert np.allclose(model.transform(docs[:5]),
+                       model.transform(model.vectorizer_.transform(docs[:5])))
