@@ -207,8 +207,12 @@ def test_gram_block_inverse_methods(method, dtype):
 
 def test_gram_block_inverse_auto_choices():
     X = _sprand(50, 20, seed=6)
-    inv = GramBlockInverse(X, 1.0)
+    inv = GramBlockInverse(X, 1.0)          # small p, dense-ish Gram -> dense
     assert inv.method_ == "dense" and "dense_max" in inv.reason_
+    # small p but a very sparse Gram -> CHOLMOD (bounded by the dense budget)
+    Xv = sp.random(400, 300, density=0.003, format="csr", random_state=1)
+    inv = GramBlockInverse(Xv, 1.0)
+    assert inv.method_ == "cholmod" and "dense budget" in inv.reason_
     # very sparse rows, p above dense_max -> cholmod
     Xs = sp.random(400, 300, density=0.003, format="csr", random_state=1)
     inv = GramBlockInverse(Xs, 1.0, dense_max=100)
@@ -217,7 +221,7 @@ def test_gram_block_inverse_auto_choices():
     # dense rows -> X^T X dense -> cg
     Xd = sp.random(30, 300, density=0.5, format="csr", random_state=2)
     inv = GramBlockInverse(Xd, 1.0, dense_max=100)
-    assert inv.method_ == "cg" and "too dense" in inv.reason_
+    assert inv.method_ == "cg" and "not sparse enough" in inv.reason_
     # memory budget rules out dense even when p is small
     inv = GramBlockInverse(X, 1.0, memory_budget=10)
     assert inv.method_ != "dense"
@@ -364,3 +368,60 @@ def test_operator_shapes_and_dtypes(n, p, m, K, density, f32, seed):
     inv = GramBlockInverse(X, 0.5)
     Z = inv.matmat(V)
     assert Z.shape == (p, m) and Z.dtype == dtype
+
+
+def test_cross_covariance_gather_path_matches_precomputed(rng):
+    X = _sprand(50, 11, seed=10)
+    labels = rng.integers(0, 8, size=50)
+    A = CrossCovariance(X, labels, precompute=True)
+    B = CrossCovariance(X, labels, precompute=False)
+    assert A.XtY_ is not None and B.XtY_ is None
+    assert A.XtY_.nnz <= X.nnz
+    np.testing.assert_allclose(A.to_dense(), B.to_dense(), atol=1e-12)
+    np.testing.assert_allclose(A.T.to_dense(), B.T.to_dense(), atol=1e-12)
+    assert dottest(B, rng=1)
+
+
+def test_gram_block_inverse_float32_cg_tolerance_is_clamped():
+    X = _sprand(60, 15, density=0.2, seed=5, dtype=np.float32)
+    inv = GramBlockInverse(X, 0.3, method="cg")          # default cg_rtol=1e-10
+    assert inv.cg_rtol_effective_ > 1e-7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        out = inv.matmat(np.ones((15, 2), dtype=np.float32))
+    assert out.dtype == np.float32 and not inv.nonconverged_
+
+
+# ---------------------------------------------------------------------- dask
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dask_centered_gram_matches_in_memory(dtype):
+    da = pytest.importorskip("dask.array")
+    from linxling.operators import DaskCenteredGram
+
+    X = _sprand(230, 17, density=0.15, seed=11, dtype=dtype)
+    DX = da.from_array(X, chunks=(20, -1), asarray=False)     # 12 chunks -> 2-level tree
+    G = CenteredGram(X, 0.3)
+    DG = DaskCenteredGram(DX, 0.3, scheduler="threads", split_every=3)
+    assert DG.n_chunks == 12 and DG.n_samples == 230 and DG.dtype == dtype
+    tol = 1e-12 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(DG.mean_, G.mean_, rtol=tol)
+    V = np.random.default_rng(0).standard_normal((17, 4)).astype(dtype)
+    out = DG.matmat(V)
+    assert out.dtype == dtype
+    ref = G.matmat(V)
+    np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    np.testing.assert_allclose(DG.diagonal(), G.diagonal(), rtol=tol * 10)
+    assert dottest(DG, rng=0)
+
+
+def test_dask_centered_gram_validates():
+    da = pytest.importorskip("dask.array")
+    from linxling.operators import DaskCenteredGram
+
+    X = _sprand(40, 6)
+    with pytest.raises(TypeError, match="dask array"):
+        DaskCenteredGram(X, 1.0)
+    with pytest.raises(TypeError, match="scipy.sparse"):
+        DaskCenteredGram(da.from_array(X.toarray(), chunks=(10, -1)), 1.0)
+    with pytest.raises(ValueError, match="single chunk along columns"):
+        DaskCenteredGram(da.from_array(X, chunks=(10, 3), asarray=False), 1.0)

@@ -1,7 +1,6 @@
 """Solvers against dense NumPy references at small size; warnings, callbacks, dtypes."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest

@@ -14,4 +14,13 @@ __all__ = [
     "dottest", "DotTestResult",
     "Gram", "CenteredGram", "GramBlockInverse", "gram_nnz_estimate",
     "BlockDiagonal", "WoodburyInverse", "woodbury_from_blocks", "CrossCovariance",
+    "DaskCenteredGram",
 ]
+
+
+def __getattr__(name: str):
+    # dask is imported only when its operator is asked for
+    if name == "DaskCenteredGram":
+        from linxling.operators._dask import DaskCenteredGram
+        return DaskCenteredGram
+    raise AttributeError(f"module 'linxling.operators' has no attribute {name!r}")

@@ -24,9 +24,15 @@ class CrossCovariance(LinearOperator):
 
         Ŷ^T X̂ U = Y^T (X U) - n ȳ (mu^T U)
 
-    where ``mu = X^T 1 / n`` and ``ȳ = counts / n``. ``Y^T Z`` (summing rows of ``Z`` by label)
-    is one SpMM with a K x n CSR one-hot matrix; ``Y V`` is a row gather. Only one of ``X̂``
-    and ``Ŷ`` needs centring (``X̂^T Ŷ = X̂^T Y = X^T Ŷ``); the formula above is that identity.
+    where ``mu = X^T 1 / n`` and ``ȳ = counts / n``. Only one of ``X̂`` and ``Ŷ`` needs
+    centring (``X̂^T Ŷ = X̂^T Y = X^T Ŷ``); the formulas above are that identity.
+
+    With ``precompute=True`` (default) the sparse p x K matrix ``X^T Y`` (per-concept term
+    sums; ``nnz(X^T Y) <= nnz(X)``) is built once with one sparse product, and both
+    directions are a single SpMM with it, with no (n, m) intermediate. With
+    ``precompute=False`` the forward direction gathers ``V[labels]`` (n, m) and multiplies
+    by ``X^T``; the adjoint multiplies by ``X`` and sums rows by label with a K x n one-hot
+    CSR matrix (two SpMMs).
 
     Parameters
     ----------
@@ -37,6 +43,8 @@ class CrossCovariance(LinearOperator):
         ``K``; defaults to ``labels.max() + 1``. Classes without rows are allowed.
     mean : array (n_features,), optional
         ``mu``; defaults to the column means of ``X``.
+    precompute : bool, default True
+        Build ``X^T Y`` once (see above).
 
     Attributes
     ----------
@@ -47,9 +55,12 @@ class CrossCovariance(LinearOperator):
     class_counts_ : ndarray (n_classes,)
     class_mean_ : ndarray (n_classes,)
         ``ȳ = counts / n``.
+    XtY_ : sparse (n_features, n_classes) or None
+        ``X^T Y`` when ``precompute``.
     """
 
-    def __init__(self, X: Any, labels: Any, n_classes: int | None = None, mean: Any = None) -> None:
+    def __init__(self, X: Any, labels: Any, n_classes: int | None = None, mean: Any = None, *,
+                 precompute: bool = True) -> None:
         X = check_sparse_matrix(X, "X")
         xp = get_namespace(X).xp
         lab = xp.asarray(labels)
@@ -88,17 +99,29 @@ class CrossCovariance(LinearOperator):
         spmod = get_namespace(X).sparse
         # K x n one-hot transpose (CSR): Y^T Z sums the rows of Z by label in one SpMM
         self._YT = spmod.csr_matrix((ones, (lab, xp.arange(n))), shape=(n_classes, n))
+        self.XtY_ = None
+        self._YtX = None
+        if precompute:
+            self._YtX = (self._YT @ X).tocsr()              # K x p, nnz <= nnz(X)
+            self._YtX.sum_duplicates()
+            self.XtY_ = self._YtX.T                         # p x K (CSC view)
         super().__init__((p, n_classes), X.dtype)
 
     def _matmat(self, V):
-        Y = self.X.T @ V[self.labels]                       # X^T (Y V): gather + SpMM
+        if self.XtY_ is not None:
+            Y = self.XtY_ @ V                               # (X^T Y) V: one SpMM
+        else:
+            Y = self.X.T @ V[self.labels]                   # X^T (Y V): gather + SpMM
         Y = get_namespace(Y).xp.asarray(Y)
         Y -= (self.n_samples * self.mean_)[:, None] * (self.class_mean_ @ V)[None, :]
         return Y
 
     def _rmatmat(self, U):
-        Z = self.X @ U                                      # (n, m) SpMM
-        Y = self._YT @ Z                                    # (K, m) one-hot aggregation SpMM
+        if self._YtX is not None:
+            Y = self._YtX @ U                               # (Y^T X) U: one SpMM
+        else:
+            Z = self.X @ U                                  # (n, m) SpMM
+            Y = self._YT @ Z                                # (K, m) one-hot aggregation SpMM
         Y = get_namespace(Y).xp.asarray(Y)
         Y -= (self.n_samples * self.class_mean_)[:, None] * (self.mean_ @ U)[None, :]
         return Y

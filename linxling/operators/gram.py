@@ -166,11 +166,17 @@ class GramBlockInverse(LinearOperator):
           results are cast back to X's dtype).
         * ``"cg"``: block conjugate gradients on SpMM with the Jacobi preconditioner
           ``diag(X^T X) + alpha``, stopping at ``cg_rtol`` (relative, per column).
-        * ``"auto"``: ``"dense"`` when ``p_l <= dense_max`` and two ``p_l^2`` float64 arrays fit
-          ``memory_budget``; else ``"cholmod"`` when the estimated density of ``X^T X`` is at
-          most ``cholmod_max_density`` and ``fill_factor * nnz(X^T X)`` factor entries fit the
-          budget (a heuristic; fill-in is not known before factoring); else ``"cg"``.
+        * ``"auto"``: ``"cholmod"`` when the estimated density of ``X^T X`` is at most
+          ``cholmod_max_density`` and either ``p_l`` qualifies for "dense" (then the factor is
+          bounded by the dense budget) or ``fill_factor * nnz(X^T X)`` factor entries fit the
+          budget (a heuristic: fill-in is unknown before factoring); else ``"dense"`` when
+          ``p_l <= dense_max`` and two ``p_l^2`` float64 arrays fit ``memory_budget``; else
+          ``"cg"``. CHOLMOD is tried first because on a sparse Gram it factors and solves much
+          faster than dense LAPACK (measured: p_l=3000, density 0.009: 0.05 s vs 0.8 s to
+          factor, 8 ms vs 43 ms for 60 right-hand sides).
     cg_rtol : float, default 1e-10
+        Relative residual tolerance of ``"cg"``; raised to ``50 eps`` of the data dtype
+        (about 6e-6 for float32) so that float32 solves can converge (``cg_rtol_effective_``).
     cg_maxiter : int, optional
         Default ``10 * p_l``.
     dense_max : int, default 6000
@@ -213,6 +219,9 @@ class GramBlockInverse(LinearOperator):
         self.X = X
         self.alpha = self.gram.alpha
         self.cg_rtol = float(check_positive(cg_rtol, "cg_rtol"))
+        # a float32 solve cannot reach 1e-10; judge it at its own precision instead of
+        # iterating to maxiter and warning on every application
+        self.cg_rtol_effective_ = max(self.cg_rtol, 50 * float(np.finfo(X.dtype).eps))
         self.cg_maxiter = cg_maxiter
         self.dense_max = int(dense_max)
         self.memory_budget = int(memory_budget)
@@ -244,26 +253,36 @@ class GramBlockInverse(LinearOperator):
         if on_gpu:  # pragma: no cover - GPU
             return "cg", "CuPy data: only the matrix-free block CG runs on the GPU"
         dense_bytes = 2 * p * p * 8
-        if p <= self.dense_max and dense_bytes <= self.memory_budget:
-            return "dense", (f"p_l={p} <= dense_max={self.dense_max} and the dense Gram + factor "
-                             f"({dense_bytes / 2**20:.1f} MiB) fit memory_budget")
+        dense_ok = p <= self.dense_max and dense_bytes <= self.memory_budget
         nnz, exact = gram_nnz_estimate(self.X)
         self.nnz_gram_ = nnz
         density = nnz / float(p * p)
         factor_bytes = self.fill_factor * nnz * 12
         kind = "" if exact else " (upper bound)"
-        if density <= self.cholmod_max_density and factor_bytes <= self.memory_budget:
+        sparse_ok = density <= self.cholmod_max_density and (factor_bytes <= self.memory_budget or dense_ok)
+        if sparse_ok:
             try:
                 _import_cholmod()
-            except ImportError as exc:
-                return "cg", f"X^T X is sparse (density {density:.2g}) but CHOLMOD is unavailable: {exc}"
-            return "cholmod", (f"p_l={p} > dense_max and X^T X is sparse: nnz={nnz}{kind}, density "
-                               f"{density:.2g} <= {self.cholmod_max_density}; estimated factor "
-                               f"{factor_bytes / 2**20:.0f} MiB fits memory_budget")
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                sparse_ok = False
+        if sparse_ok:
+            # Preferred over "dense" even for small p: a sparse Gram factors ~15x faster and
+            # solves ~5x faster with CHOLMOD (measured, p=3000, density 0.009); when p fits
+            # dense_max the factor can never outgrow the dense budget, whatever the fill-in.
+            return "cholmod", (f"X^T X is sparse: nnz={nnz}{kind}, density {density:.2g} <= "
+                               f"cholmod_max_density={self.cholmod_max_density}; "
+                               + ("p_l fits dense_max so the factor is bounded by the dense budget"
+                                  if dense_ok else f"estimated factor {factor_bytes / 2**20:.0f} "
+                                  "MiB fits memory_budget"))
+        if dense_ok:
+            return "dense", (f"p_l={p} <= dense_max={self.dense_max} and the dense Gram + factor "
+                             f"({dense_bytes / 2**20:.1f} MiB) fit memory_budget; X^T X density "
+                             f"{density:.2g}{kind}")
         why = (f"density {density:.2g} > cholmod_max_density={self.cholmod_max_density}"
                if density > self.cholmod_max_density else
                f"estimated factor {factor_bytes / 2**20:.0f} MiB exceeds memory_budget")
-        return "cg", f"p_l={p} > dense_max and X^T X (nnz={nnz}{kind}) is too dense to factor: {why}"
+        return "cg", (f"p_l={p} > dense_max={self.dense_max} (or the dense Gram exceeds "
+                      f"memory_budget) and X^T X (nnz={nnz}{kind}) is not sparse enough to factor: {why}")
 
     # ------------------------------------------------------------------ factorisations
     def _dense_gram(self) -> np.ndarray:
@@ -336,7 +355,7 @@ class GramBlockInverse(LinearOperator):
             if x0 is not None:
                 X0 = xp.asarray(x0)
                 X0 = X0[:, None] if X0.ndim == 1 else X0
-            res = block_cg(self.gram, R2, X0, rtol=self.cg_rtol if rtol is None else rtol,
+            res = block_cg(self.gram, R2, X0, rtol=self.cg_rtol_effective_ if rtol is None else rtol,
                            maxiter=self.cg_maxiter, M=lambda B: B / d[:, None])
             res.info["method"] = "cg"
             if not bool(np.all(res.converged)):
