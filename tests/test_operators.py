@@ -213,11 +213,16 @@ def test_gram_block_inverse_auto_choices():
     Xv = sp.random(400, 300, density=0.003, format="csr", random_state=1)
     inv = GramBlockInverse(Xv, 1.0)
     assert inv.method_ == "cholmod" and "dense budget" in inv.reason_
-    # very sparse rows, p above dense_max -> cholmod
-    Xs = sp.random(400, 300, density=0.003, format="csr", random_state=1)
+    # very sparse Gram (density <= cholmod_max_density / 10), p above dense_max -> cholmod
+    Xs = sp.random(400, 2000, density=0.001, format="csr", random_state=1)
     inv = GramBlockInverse(Xs, 1.0, dense_max=100)
     assert inv.method_ == "cholmod", inv.reason_
-    assert inv.nnz_gram_ is not None and inv.nnz_gram_ <= 300 * 300
+    assert inv.nnz_gram_ is not None and inv.nnz_gram_ <= 2000 * 2000
+    # p above dense_max and a Gram only moderately sparse (like text co-occurrence): fill-in is
+    # unpredictable there, so block CG rather than CHOLMOD
+    Xm = sp.random(400, 300, density=0.003, format="csr", random_state=1)
+    inv = GramBlockInverse(Xm, 1.0, dense_max=100)
+    assert inv.method_ == "cg", inv.reason_
     # dense rows -> X^T X dense -> cg
     Xd = sp.random(30, 300, density=0.5, format="csr", random_state=2)
     inv = GramBlockInverse(Xd, 1.0, dense_max=100)

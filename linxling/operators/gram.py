@@ -166,10 +166,12 @@ class GramBlockInverse(LinearOperator):
           results are cast back to X's dtype).
         * ``"cg"``: block conjugate gradients on SpMM with the Jacobi preconditioner
           ``diag(X^T X) + alpha``, stopping at ``cg_rtol`` (relative, per column).
-        * ``"auto"``: ``"cholmod"`` when the estimated density of ``X^T X`` is at most
-          ``cholmod_max_density`` and either ``p_l`` qualifies for "dense" (then the factor is
-          bounded by the dense budget) or ``fill_factor * nnz(X^T X)`` factor entries fit the
-          budget (a heuristic: fill-in is unknown before factoring); else ``"dense"`` when
+        * ``"auto"``: ``"cholmod"`` when ``p_l`` qualifies for "dense" and the estimated density
+          of ``X^T X`` is at most ``cholmod_max_density`` (the factor is then bounded by the dense
+          budget), or, above ``dense_max``, when the density is at most ``cholmod_max_density/10``
+          and ``fill_factor * nnz(X^T X)`` factor entries fit the budget (fill-in of a text Gram is
+          unpredictable: on Arabic Bible verses, p_l=15k, density 0.009, CHOLMOD took 99 s to
+          factor vs 0.9 s per block-CG apply); else ``"dense"`` when
           ``p_l <= dense_max`` and two ``p_l^2`` float64 arrays fit ``memory_budget``; else
           ``"cg"``. CHOLMOD is tried first because on a sparse Gram it factors and solves much
           faster than dense LAPACK (measured: p_l=3000, density 0.009: 0.05 s vs 0.8 s to
@@ -259,7 +261,12 @@ class GramBlockInverse(LinearOperator):
         density = nnz / float(p * p)
         factor_bytes = self.fill_factor * nnz * 12
         kind = "" if exact else " (upper bound)"
-        sparse_ok = density <= self.cholmod_max_density and (factor_bytes <= self.memory_budget or dense_ok)
+        # Beyond dense_max the fill-in of a text co-occurrence Gram is unpredictable and can be
+        # catastrophic (measured: Arabic Bible verses, p_l=15163, density 0.009 -> CHOLMOD took
+        # 99 s to factor and 8.7 s per 120 right-hand sides, block CG 0.9 s). So there CHOLMOD
+        # is only chosen for a truly sparse Gram (density <= cholmod_max_density / 10).
+        sparse_ok = (density <= self.cholmod_max_density and dense_ok) or (
+            density <= self.cholmod_max_density / 10 and factor_bytes <= self.memory_budget)
         if sparse_ok:
             try:
                 _import_cholmod()
@@ -278,9 +285,14 @@ class GramBlockInverse(LinearOperator):
             return "dense", (f"p_l={p} <= dense_max={self.dense_max} and the dense Gram + factor "
                              f"({dense_bytes / 2**20:.1f} MiB) fit memory_budget; X^T X density "
                              f"{density:.2g}{kind}")
-        why = (f"density {density:.2g} > cholmod_max_density={self.cholmod_max_density}"
-               if density > self.cholmod_max_density else
-               f"estimated factor {factor_bytes / 2**20:.0f} MiB exceeds memory_budget")
+        if density > self.cholmod_max_density:
+            why = f"density {density:.2g} > cholmod_max_density={self.cholmod_max_density}"
+        elif density > self.cholmod_max_density / 10:
+            why = (f"density {density:.2g} > cholmod_max_density/10 = {self.cholmod_max_density / 10:.2g}, "
+                   "the bound used above dense_max where fill-in is unpredictable")
+        else:
+            why = f"estimated factor {factor_bytes / 2**20:.0f} MiB exceeds memory_budget"
+
         return "cg", (f"p_l={p} > dense_max={self.dense_max} (or the dense Gram exceeds "
                       f"memory_budget) and X^T X (nnz={nnz}{kind}) is not sparse enough to factor: {why}")
 
