@@ -61,7 +61,6 @@ def run_demo(languages: Sequence[str] = DEFAULT_LANGUAGES, *, n_components: int 
     from linxling.models.cllsi import CLLSI
     from linxling.models.cr5 import Cr5
 
-    rng = np.random.default_rng(random_state)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -14,7 +14,6 @@ import functools
 import importlib
 import re
 import sqlite3
-import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -6,7 +6,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from linxling._backend import get_namespace, to_numpy
+from linxling._backend import get_namespace
 from linxling.evaluate._retrieval import (_blocked_ranks, _check_embeddings, _check_int, _check_ks,
                                           _check_similarity, _csls_radii, _normalize_rows, _summarise)
 

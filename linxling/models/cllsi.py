@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from linxling.models._base import ConceptEmbeddingMixin, as_concept_list, group_by_language
 from linxling._validation import (check_positive, check_random_state, check_same_length,
                                   check_sparse_matrix)
 
@@ -34,23 +35,6 @@ try:  # the model store registers the class for linxling.load(); optional at imp
 except ImportError:  # pragma: no cover - io is part of the package
     def _register_model(name):
         return lambda cls: cls
-
-
-def _as_id_list(ids: Any, name: str) -> list:
-    """Concept ids as a list of hashables (rows of a 2-D array become tuples)."""
-    if isinstance(ids, str):
-        raise TypeError(f"{name} must be a sequence of concept ids, not a single str")
-    if isinstance(ids, np.ndarray):
-        if ids.ndim == 2:
-            return [tuple(row) for row in ids.tolist()]
-        if ids.ndim != 1:
-            raise ValueError(f"{name} must be 1-D (one concept id per document), got shape {ids.shape}")
-        return ids.tolist()
-    out = list(ids)
-    for i, c in enumerate(out):
-        if not isinstance(c, Hashable):
-            raise TypeError(f"{name}[{i}] = {c!r} is not hashable; concept ids must be hashable")
-    return out
 
 
 def _randomized_svd(M: sp.csr_matrix, k: int, rng: np.random.Generator, n_oversamples: int = 10,
@@ -70,7 +54,7 @@ def _randomized_svd(M: sp.csr_matrix, k: int, rng: np.random.Generator, n_oversa
 
 
 @_register_model("CLLSI")
-class CLLSI:
+class CLLSI(ConceptEmbeddingMixin):
     """Crosslingual LSI: truncated SVD of the concept x stacked-vocabulary matrix.
 
     Parameters
@@ -121,17 +105,6 @@ class CLLSI:
     def __repr__(self) -> str:
         return f"CLLSI(n_components={self.n_components}, scale={self.scale!r}, solver={self.solver!r})"
 
-    # ------------------------------------------------------------------ checks
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "components_"):
-            raise RuntimeError("this CLLSI instance is not fitted yet: call fit or fit_matrices first")
-
-    def _check_language(self, language: str) -> None:
-        self._check_fitted()
-        if language not in self.components_:
-            raise ValueError(f"unknown language {language!r}: the model was trained on "
-                             f"{sorted(self.components_)}")
-
     # ------------------------------------------------------------------ fitting
     def fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "CLLSI":
         """Fit from feature matrices.
@@ -154,7 +127,7 @@ class CLLSI:
         mats, ids = {}, {}
         for lang in langs:
             mats[lang] = check_sparse_matrix(blocks[lang], f"blocks[{lang!r}]")
-            ids[lang] = _as_id_list(concepts[lang], f"concepts[{lang!r}]")
+            ids[lang] = as_concept_list(concepts[lang], f"concepts[{lang!r}]")
             check_same_length(ids[lang], range(mats[lang].shape[0]), f"concepts[{lang!r}]",
                               f"the rows of blocks[{lang!r}]")
         index: dict[Hashable, int] = {}
@@ -215,19 +188,8 @@ class CLLSI:
         """
         from linxling.text import TfidfVectorizer
 
-        for name, seq in (("texts", texts), ("languages", languages), ("concepts", concepts)):
-            if isinstance(seq, str):
-                raise TypeError(f"{name} must be a sequence, not a single str")
-        texts, languages = list(texts), list(languages)
-        concepts = _as_id_list(concepts, "concepts")
-        check_same_length(texts, languages, "texts", "languages")
-        check_same_length(texts, concepts, "texts", "concepts")
-        if not texts:
-            raise ValueError("texts is empty")
+        texts, concepts, by_lang = group_by_language(texts, languages, concepts)
         params = dict(vectorizer_params or {})
-        by_lang: dict[str, list[int]] = {}
-        for i, lang in enumerate(languages):
-            by_lang.setdefault(lang, []).append(i)
         vectorizers, blocks, ids = {}, {}, {}
         for lang, idx in by_lang.items():
             vec = TfidfVectorizer(**params)
@@ -263,62 +225,19 @@ class CLLSI:
         Z = np.asarray(X @ self.components_[language].T, dtype=np.float64)
         return Z * self._inverse_scale()[None, :]
 
-    def transform(self, texts: Sequence[str] | Iterable[str], language: str) -> np.ndarray:
-        """Embed raw documents of ``language``: shape (n_docs, n_components)."""
-        self._check_language(language)
-        if not hasattr(self, "vectorizers_") or language not in self.vectorizers_:
-            raise RuntimeError("this model was fitted with fit_matrices: use transform_matrix on "
-                               "features, or fit from texts to get a vectoriser per language")
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of documents, not a single str")
-        return self.transform_matrix(self.vectorizers_[language].transform(texts), language)
-
     # ------------------------------------------------------------------ store
-    def save(self, path) -> None:
-        """Save the fitted model with :func:`linxling.io.save` (HDF5)."""
-        from linxling import io
-        self._check_fitted()
-        io.save(self, path)
-
     def _get_state(self):
         self._check_fitted()
         rs = self.random_state
         params: dict[str, Any] = {k: getattr(self, k) for k in self._PARAMS if k != "random_state"}
         params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
-        params["languages"] = list(self.languages_)
         params["n_concepts"] = int(self.n_concepts_)
-        try:
-            classes = np.asarray(self.classes_)
-            if classes.dtype.kind not in "iufU" or classes.ndim != 1:
-                raise TypeError
-        except (TypeError, ValueError):
-            classes = np.asarray([repr(c) for c in self.classes_])
-            params["classes_repr"] = True
-        arrays: dict[str, Any] = {
-            "components": {lang: self.components_[lang] for lang in self.languages_},
-            "singular_values": self.singular_values_,
-            "classes": classes,
-        }
-        if hasattr(self, "vectorizers_"):
-            vec = {}
-            for lang, v in self.vectorizers_.items():
-                vp, va = v.get_state()
-                params.setdefault("vectorizer_params", {})[lang] = vp
-                vec[lang] = va
-            arrays["vectorizers"] = vec
+        arrays = self._shared_state(params)
         return params, arrays
 
     @classmethod
     def _from_state(cls, params, arrays):
         model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
-        model.languages_ = list(params["languages"])
-        model.components_ = {lang: np.asarray(arrays["components"][lang]) for lang in model.languages_}
-        model.n_features_ = {lang: model.components_[lang].shape[1] for lang in model.languages_}
-        model.singular_values_ = np.asarray(arrays["singular_values"])
-        model.classes_ = np.asarray(arrays["classes"]).tolist()
+        model._restore_shared(params, arrays)
         model.n_concepts_ = int(params.get("n_concepts", len(model.classes_)))
-        if "vectorizers" in arrays:
-            from linxling.text import TfidfVectorizer
-            model.vectorizers_ = {lang: TfidfVectorizer.from_state(params["vectorizer_params"][lang], a)
-                                  for lang, a in arrays["vectorizers"].items()}
         return model

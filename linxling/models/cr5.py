@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
 
 from linxling._progress import progress
-from linxling._validation import (check_float_dtype, check_positive, check_random_state,
-                                  check_same_length, check_sparse_matrix)
+from linxling._validation import check_float_dtype, check_positive, check_random_state, check_sparse_matrix
+from linxling.models._base import ConceptEmbeddingMixin, group_by_language
 
 __all__ = ["Cr5", "encode_concepts"]
 
@@ -76,7 +76,7 @@ def encode_concepts(concepts: Mapping[str, Any], languages: Sequence[str]):
 
 
 @_register_model("Cr5")
-class Cr5:
+class Cr5(ConceptEmbeddingMixin):
     """Crosslingual reduced-rank ridge regression (Cr5).
 
     Parameters
@@ -173,16 +173,6 @@ class Cr5:
                              f"got {self.eig_method!r}")
         check_float_dtype(self.dtype, "dtype")
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "components_"):
-            raise RuntimeError("this Cr5 instance is not fitted yet: call fit or fit_matrices first")
-
-    def _check_language(self, language: str) -> None:
-        self._check_fitted()
-        if language not in self.components_:
-            raise ValueError(f"unknown language {language!r}: the model was trained on "
-                             f"{sorted(self.components_)}")
-
     # ------------------------------------------------------------------ fitting
     def fit(self, texts: Sequence[str], languages: Sequence[str], concepts: Sequence[Hashable]) -> "Cr5":
         """Fit from raw documents.
@@ -203,18 +193,7 @@ class Cr5:
         """
         from linxling.text import TfidfVectorizer, filter_documents
 
-        texts = list(texts) if not isinstance(texts, Sequence) else texts
-        languages = list(languages) if not isinstance(languages, Sequence) else languages
-        concepts = list(concepts) if not isinstance(concepts, Sequence) else concepts
-        check_same_length(texts, languages, "texts", "languages")
-        check_same_length(texts, concepts, "texts", "concepts")
-        if len(texts) == 0:
-            raise ValueError("texts is empty: nothing to fit")
-        by_lang: dict[str, list[int]] = {}
-        for i, lang in enumerate(languages):
-            if not isinstance(lang, str):
-                raise TypeError(f"languages[{i}] must be a str language code, got {type(lang).__name__}")
-            by_lang.setdefault(lang, []).append(i)
+        texts, concepts, by_lang = group_by_language(texts, languages, concepts)
         blocks, block_concepts, vectorizers, dropped = {}, {}, {}, {}
         for lang, idx in by_lang.items():
             docs = [texts[i] for i in idx]
@@ -406,16 +385,6 @@ class Cr5:
                              f"{Phi.shape[1]} features")
         return np.asarray(Xl @ Phi.T)
 
-    def transform(self, texts: Sequence[str] | Iterable[str], language: str) -> np.ndarray:
-        """Embed raw documents of ``language``: shape (n_docs, n_components)."""
-        self._check_language(language)
-        if not hasattr(self, "vectorizers_") or language not in self.vectorizers_:
-            raise RuntimeError("this model was fitted with fit_matrices: use transform_matrix on "
-                               "features, or fit from texts to get a vectoriser per language")
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of documents, not a single str")
-        return self.transform_matrix(self.vectorizers_[language].transform(texts), language)
-
     def word_vectors(self, language: str):
         """Word vectors of ``language``: the columns of Φ_l.
 
@@ -435,42 +404,16 @@ class Cr5:
                "eig_method", "scale", "min_unique_words", "max_unique_words", "min_df",
                "max_features", "norm")
 
-    def save(self, path) -> None:
-        """Save the fitted model to HDF5 (atomic: a failed save leaves an existing file intact)."""
-        from linxling import io
-        self._check_fitted()
-        io.save(self, path)
-
     def _get_state(self):
         self._check_fitted()
         params = {k: getattr(self, k) for k in self._PARAMS}
         params["block_method"] = (dict(self.block_method) if isinstance(self.block_method, Mapping)
                                   else self.block_method)
         params["dtype"] = np.dtype(self.dtype).name
-        params["languages"] = list(self.languages_)
         params["convergence"] = _jsonable(self.convergence_)
         params["fit_info"] = _jsonable(self.fit_info_)
-        classes = self.classes_
-        try:
-            classes_arr = np.asarray(classes)
-            if classes_arr.dtype.kind not in "iufU":
-                raise TypeError
-        except (TypeError, ValueError):
-            classes_arr = np.asarray([repr(c) for c in classes])
-            params["classes_repr"] = True
-        arrays: dict[str, Any] = {
-            "components": {lang: self.components_[lang] for lang in self.languages_},
-            "singular_values": self.singular_values_,
-            "eigenvalues": self.eigenvalues_,
-            "classes": classes_arr,
-        }
-        if hasattr(self, "vectorizers_"):
-            vec = {}
-            for lang, v in self.vectorizers_.items():
-                vp, va = v.get_state()
-                params.setdefault("vectorizer_params", {})[lang] = vp
-                vec[lang] = va
-            arrays["vectorizers"] = vec
+        arrays = self._shared_state(params)
+        arrays["eigenvalues"] = self.eigenvalues_
         return params, arrays
 
     @classmethod
@@ -478,18 +421,10 @@ class Cr5:
         kw = {k: params[k] for k in cls._PARAMS if k in params}
         model = cls(block_method=params.get("block_method", "auto"), dtype=params.get("dtype", "float64"),
                     **kw)
-        model.languages_ = list(params["languages"])
-        model.components_ = {lang: np.asarray(arrays["components"][lang]) for lang in model.languages_}
-        model.n_features_ = {lang: model.components_[lang].shape[1] for lang in model.languages_}
-        model.singular_values_ = np.asarray(arrays["singular_values"])
+        model._restore_shared(params, arrays)
         model.eigenvalues_ = np.asarray(arrays["eigenvalues"])
-        model.classes_ = np.asarray(arrays["classes"]).tolist()
         model.convergence_ = params.get("convergence", {})
         model.fit_info_ = params.get("fit_info", {})
-        if "vectorizers" in arrays:
-            from linxling.text import TfidfVectorizer
-            model.vectorizers_ = {lang: TfidfVectorizer.from_state(params["vectorizer_params"][lang], a)
-                                  for lang, a in arrays["vectorizers"].items()}
         return model
 
     def __repr__(self) -> str:

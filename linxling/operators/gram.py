@@ -270,7 +270,7 @@ class GramBlockInverse(LinearOperator):
         if sparse_ok:
             try:
                 _import_cholmod()
-            except ImportError as exc:  # pragma: no cover - depends on the install
+            except ImportError:  # pragma: no cover - depends on the install
                 sparse_ok = False
         if sparse_ok:
             # Preferred over "dense" even for small p: a sparse Gram factors ~15x faster and
