@@ -96,9 +96,12 @@ def _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads):
     n, k = out.shape
     nchunks = max(min(nthreads, n), 1)
     bad = np.zeros(nchunks, dtype=np.int64)
+    quad = np.zeros(nchunks)
     for c in prange(nchunks):
         A = np.empty((k, k), dtype=Y.dtype)
         b = np.empty(k, dtype=Y.dtype)
+        b0 = np.empty(k, dtype=Y.dtype)
+        qsum = 0.0
         Yb = np.empty((_BLOCK, k), dtype=Y.dtype)   # gathered factor rows of one block
         Wb = np.empty((_BLOCK, k), dtype=Y.dtype)   # the same rows scaled by dw
         for u in range(c, n, nchunks):
@@ -129,14 +132,20 @@ def _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads):
                         t = Wb[q, j]
                         for m in range(j + 1):
                             A[j, m] += t * Yb[q, m]
+            for j in range(k):
+                b0[j] = b[j]
             if not _cholesky_solve_inplace(A, b, k):
                 bad[c] += 1
                 for j in range(k):
                     out[u, j] = np.nan
                 continue
+            t = b[0] * 0
             for j in range(k):
                 out[u, j] = b[j]
-    return bad.sum()
+                t += b[j] * b0[j]
+            qsum += np.float64(t)
+        quad[c] = qsum
+    return bad.sum(), quad.sum()
 
 
 @njit(cache=True, fastmath=_FM, inline="always")
@@ -167,7 +176,9 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
     plus_one = Y.dtype.type(1)
     if True:
         x = np.empty((B, k), dtype=Y.dtype)
+        bv = np.empty((B, k), dtype=Y.dtype)
         r = np.empty((B, k), dtype=Y.dtype)
+        quad = 0.0
         p = np.empty((B, k), dtype=Y.dtype)
         Ap = np.empty((B, k), dtype=Y.dtype)
         rows = np.empty(B, dtype=np.int64)
@@ -197,14 +208,18 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
             _gram_matvec_batch(G, x, r, active, nb, k, minus_one)
             for b in range(nb):
                 u = rows[b]
+                for j in range(k):
+                    bv[b, j] = zero
                 for idx in range(indptr[u], indptr[u + 1]):
                     i = indices[idx]
                     t = zero
                     for j in range(k):
                         t += Y[i, j] * x[b, j]
-                    coef = data[idx] - dw[i] * t
+                    xv = data[idx]
+                    coef = xv - dw[i] * t
                     for j in range(k):
                         r[b, j] += coef * Y[i, j]
+                        bv[b, j] += xv * Y[i, j]
                 rs = zero
                 for j in range(k):
                     p[b, j] = r[b, j]
@@ -252,9 +267,12 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
                     rsold[b] = rsnew
             for b in range(nb):
                 u = rows[b]
+                t = zero
                 for j in range(k):
                     out[u, j] = x[b, j]
-    return 0
+                    t += x[b, j] * (r[b, j] + bv[b, j])
+                quad += np.float64(t)
+    return quad
 
 
 @njit(parallel=True, cache=True)
@@ -262,30 +280,33 @@ def _half_step_cg(indptr, indices, data, Y, G, dw, out, cg_steps, nthreads):
     """Warm-started CG per row (implicit's algorithm), rows batched per pass over G."""
     n = out.shape[0]
     nchunks = max(min(nthreads, n), 1)
+    quad = np.zeros(nchunks)
     for c in prange(nchunks):
-        _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps)
-    return 0
+        quad[c] = _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps)
+    return quad.sum()
 
 
 @njit(parallel=True, cache=True, fastmath=_FM)
 def _nonzero_sums(indptr, indices, data, E, V, nthreads):
-    """Return (Σ_nz (X_ui − e_u·v_i)², Σ_nz (e_u·v_i)²) accumulated in float64."""
+    """Return (Σ_nz (X_ui − e_u·v_i)², Σ_nz (e_u·v_i)²); dots in the factor dtype, sums in float64."""
     n, k = E.shape
     nchunks = max(min(nthreads, n), 1)
     res = np.zeros(nchunks)
     pred = np.zeros(nchunks)
+    zero = E.dtype.type(0)
     for c in prange(nchunks):
         s_res = 0.0
         s_pred = 0.0
         for u in range(c, n, nchunks):
             for idx in range(indptr[u], indptr[u + 1]):
                 i = indices[idx]
-                t = 0.0
+                t = zero
                 for j in range(k):
-                    t += np.float64(E[u, j]) * np.float64(V[i, j])
-                d = np.float64(data[idx]) - t
+                    t += E[u, j] * V[i, j]
+                t64 = np.float64(t)
+                d = np.float64(data[idx]) - t64
                 s_res += d * d
-                s_pred += t * t
+                s_pred += t64 * t64
         res[c] = s_res
         pred[c] = s_pred
     return res.sum(), pred.sum()
@@ -313,23 +334,26 @@ def gram(Y: np.ndarray, weight: float = 1.0, regularization: float = 0.0) -> np.
 
 
 def _run(parts, Y, G, dw, out, solver, cg_steps):
+    """Run a kernel; return Σ_u x_u·(A_u x_u − 2 b_u) (float64) — see als_half_step."""
     indptr, indices, data = parts
     if solver == "cholesky":
-        bad = _half_step_cholesky(indptr, indices, data, Y, G, dw, out, numba.get_num_threads())
+        bad, quad = _half_step_cholesky(indptr, indices, data, Y, G, dw, out, numba.get_num_threads())
         if bad:
             raise np.linalg.LinAlgError(
                 f"{bad} row system(s) were not numerically positive definite; increase the "
                 "regularization (alpha) or use float64")
     elif solver == "cg":
-        _half_step_cg(indptr, indices, data, Y, G, dw, out, int(cg_steps), numba.get_num_threads())
+        quad = _half_step_cg(indptr, indices, data, Y, G, dw, out, int(cg_steps),
+                             numba.get_num_threads())
     else:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    return out
+    # x·(Ax − 2b) = −x·(r + b) with r = b − Ax; the kernels return Σ x·(r + b)
+    return -float(quad)
 
 
 def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
                   regularization: float, solver: str = "cholesky", cg_steps: int = 3,
-                  parts=None) -> np.ndarray:
+                  parts=None, return_objective: bool = False):
     """Solve every row of ``X`` for its factor with ``Y`` fixed (one ALS half-step), in place.
 
     Parameters
@@ -349,22 +373,33 @@ def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
         CG iterations per row (``solver="cg"``).
     parts : tuple, optional
         ``_csr_parts(X, dtype)`` precomputed (saves a conversion per call inside a fit loop).
+    return_objective : bool
+        Also return the objective of the solved rows, obtained for free from the kernels:
+        Σ_u f_u(x_u) with f_u(x) = Σ_i W_ui (x·y_i − X_ui)² + λ‖x‖² = xᵀA_u x − 2b_uᵀx + Σ_nz X_ui²,
+        where xᵀAx − 2bᵀx = −x·(r + b) uses the residual r = b − Ax the solver already has (CG
+        keeps it by recurrence). Adding λ‖Y‖² gives eq. (1) at (out, Y) with no extra pass
+        over the nonzeros.
 
     Returns
     -------
     out : ndarray (n_rows, k)
+    objective : float, only with ``return_objective``
     """
     dtype = Y.dtype
     if parts is None:
         parts = _csr_parts(X, dtype)
     G = gram(Y, missing_weight, regularization)
     dw = np.full(Y.shape[0], 1.0 - missing_weight, dtype=dtype)
-    return _run(parts, Y, G, dw, out, solver, cg_steps)
+    quad = _run(parts, Y, G, dw, out, solver, cg_steps)
+    if return_objective:
+        data = parts[2]
+        return out, float(np.dot(data, data)) + quad
+    return out
 
 
 def als_half_step_multi(Xs: Sequence, Ys: Sequence[np.ndarray], out: np.ndarray, *,
                         missing_weights, regularization: float, solver: str = "cholesky",
-                        cg_steps: int = 3, stacked=None) -> np.ndarray:
+                        cg_steps: int = 3, stacked=None, return_objective: bool = False):
     """b-WMF half-step: each row's system sums the contributions of several languages.
 
     Row ``u`` solves (Σ_l [w_l Y_lᵀY_l + (1 − w_l) Σ_{i∈nz(X_l,u)} y_li y_liᵀ] + λI) x_u
@@ -384,6 +419,8 @@ def als_half_step_multi(Xs: Sequence, Ys: Sequence[np.ndarray], out: np.ndarray,
     solver, cg_steps : as in :func:`als_half_step`
     stacked : tuple, optional
         ``_csr_parts(hstack(Xs), dtype)`` precomputed.
+    return_objective : bool
+        As in :func:`als_half_step` (summed over the languages).
     """
     L = len(Ys)
     if Xs is not None and len(Xs) != L:
@@ -396,7 +433,11 @@ def als_half_step_multi(Xs: Sequence, Ys: Sequence[np.ndarray], out: np.ndarray,
     dw = np.concatenate([np.full(Yl.shape[0], 1.0 - w, dtype=dtype) for Yl, w in zip(Ys, ws)])
     if stacked is None:
         stacked = _csr_parts(sp.hstack([sp.csr_matrix(X) for X in Xs], format="csr"), dtype)
-    return _run(stacked, Ycat, np.ascontiguousarray(G), dw, out, solver, cg_steps)
+    quad = _run(stacked, Ycat, np.ascontiguousarray(G), dw, out, solver, cg_steps)
+    if return_objective:
+        data = stacked[2]
+        return out, float(np.dot(data, data)) + quad
+    return out
 
 
 def nonzero_sums(X, E: np.ndarray, V: np.ndarray, parts=None) -> tuple[float, float]:
@@ -411,7 +452,8 @@ def wmf_loss(X, E: np.ndarray, V: np.ndarray, *, missing_weight: float,
     """The WMF objective (eq. 1) without forming any dense n × m matrix.
 
     C = Σ_nz (X_ui − e_u·v_i)² + w_m (tr((EᵀE)(VᵀV)) − Σ_nz (e_u·v_i)²) + λ(‖E‖² + ‖V‖²),
-    where tr((EᵀE)(VᵀV)) = Σ_{u,i} (e_u·v_i)² over all entries. Computed in float64.
+    where tr((EᵀE)(VᵀV)) = Σ_{u,i} (e_u·v_i)² over all entries and ‖E‖² = tr(EᵀE). The Grams
+    are BLAS products in the factor dtype; the sums are accumulated in float64.
 
     Parameters
     ----------
@@ -420,10 +462,10 @@ def wmf_loss(X, E: np.ndarray, V: np.ndarray, *, missing_weight: float,
     V : ndarray (n_cols, k)   column factors (word vectors, P transposed)
     """
     res, pred = nonzero_sums(X, E, V, parts)
-    E64 = E.astype(np.float64, copy=False)
-    V64 = V.astype(np.float64, copy=False)
-    total = float(np.sum((E64.T @ E64) * (V64.T @ V64)))
-    reg = float(np.sum(E64 * E64) + np.sum(V64 * V64))
+    GE = (E.T @ E).astype(np.float64)   # one BLAS call each, in the factor dtype
+    GV = (V.T @ V).astype(np.float64)
+    total = float(np.sum(GE * GV))      # tr((EᵀE)(VᵀV)) = Σ_{u,i} (e_u·v_i)²
+    reg = float(np.trace(GE) + np.trace(GV))
     return float(res + missing_weight * (total - pred) + regularization * reg)
 
 

@@ -42,10 +42,9 @@ sentence gets a zero factor.
 """
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Mapping
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -118,19 +117,9 @@ def _init_factor(rng: np.random.Generator, shape, dtype) -> np.ndarray:
     return (rng.standard_normal(shape) / np.sqrt(k)).astype(dtype)
 
 
-def _data_term(parts, E, V, w_m) -> float:
-    """Σ W (e·v − x)² over one block (eq. 1 without the regulariser), in float64."""
-    als = _als()
-    res, pred = als.nonzero_sums(None, E, V, parts)
-    E64 = E.astype(np.float64, copy=False)
-    V64 = V.astype(np.float64, copy=False)
-    total = float(np.sum((E64.T @ E64) * (V64.T @ V64)))
-    return float(res + w_m * (total - pred))
-
-
 def _sqnorm(A) -> float:
-    A64 = A.astype(np.float64, copy=False)
-    return float(np.sum(A64 * A64))
+    flat = A.reshape(-1)
+    return float(np.dot(flat, flat))
 
 
 class _WMFParams:
@@ -355,7 +344,7 @@ class WMF(_WMFParams):
         E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
              _check_init(init_embedding, "init_embedding", (n, k), dtype))
         XT = X.T.tocsr()
-        parts, parts_t = als._csr_parts(X, dtype), als._csr_parts(XT, dtype)
+        parts, parts_t = als._csr_parts(X, dtype), als._csr_parts(XT, dtype)  # rows, words
         lam, w = float(self.alpha), float(self.missing_weight)
         solver, steps = self._solver(), int(self.cg_steps)
         self.components_ = V.T
@@ -364,9 +353,11 @@ class WMF(_WMFParams):
         def step():
             als.als_half_step(None, V, E, missing_weight=w, regularization=lam, solver=solver,
                               cg_steps=steps, parts=parts)                      # eq. (2)
-            als.als_half_step(None, E, V, missing_weight=w, regularization=lam, solver=solver,
-                              cg_steps=steps, parts=parts_t)                    # eq. (3)
-            return als.wmf_loss(None, E, V, missing_weight=w, regularization=lam, parts=parts)
+            _, obj = als.als_half_step(None, E, V, missing_weight=w, regularization=lam,
+                                       solver=solver, cg_steps=steps, parts=parts_t,
+                                       return_objective=True)                  # eq. (3)
+            # eq. (1) from the solver's own residuals (no extra pass): Σ_words f_i + λ‖Q‖²
+            return obj + lam * _sqnorm(E)
 
         self._run_loop(int(self.max_iter), step, "WMF")
         return self
@@ -544,7 +535,6 @@ class BilingualWMF(_WMFParams):
         E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
              _check_init(init_embedding, "init_embedding", (n, k), dtype))
         stacked = als._csr_parts(sp.hstack([mats[lang] for lang in langs], format="csr"), dtype)
-        parts = {lang: als._csr_parts(mats[lang], dtype) for lang in langs}
         parts_t = {lang: als._csr_parts(mats[lang].T.tocsr(), dtype) for lang in langs}
         lam, w = float(self.alpha), float(self.missing_weight)
         solver, steps = self._solver(), int(self.cg_steps)
@@ -556,12 +546,12 @@ class BilingualWMF(_WMFParams):
             Ys = [Vs[lang] for lang in langs]
             als.als_half_step_multi(None, Ys, E, missing_weights=w, regularization=lam,
                                     solver=solver, cg_steps=steps, stacked=stacked)  # eq. (5) Q
-            for lang in langs:                                                       # eq. (5) P, A
-                als.als_half_step(None, E, Vs[lang], missing_weight=w, regularization=lam,
-                                  solver=solver, cg_steps=steps, parts=parts_t[lang])
             loss = lam * _sqnorm(E)
-            for lang in langs:
-                loss += _data_term(parts[lang], E, Vs[lang], w) + lam * _sqnorm(Vs[lang])
+            for lang in langs:                                                       # eq. (5) P, A
+                _, obj = als.als_half_step(None, E, Vs[lang], missing_weight=w,
+                                           regularization=lam, solver=solver, cg_steps=steps,
+                                           parts=parts_t[lang], return_objective=True)
+                loss += obj  # this language's weighted error + λ‖A‖² (eq. 4)
             return loss
 
         self._run_loop(int(self.max_iter), step, "b-WMF")
