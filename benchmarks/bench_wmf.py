@@ -248,7 +248,7 @@ def write_readme(res: dict) -> None:
              "Command: `.venv/bin/python benchmarks/bench_wmf.py`; raw numbers in "
              "`benchmarks/results/wmf.json`. The machine was shared with other jobs while "
              "measuring: runs are interleaved (linxling, implicit, linxling, implicit) and "
-             "medians over all iterations are reported.", ""]
+             "medians over iterations 2–5 are reported.", ""]
     if "speed" in res:
         s = res["speed"]
         lines += [f"### Speed: binary {s['shape'][0]:,} × {s['shape'][1]:,}, Zipf columns, "
