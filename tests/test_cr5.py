@@ -248,3 +248,35 @@ def test_fit_texts_sib200_beats_chance(shared_data):
     assert res["P@10"] > 0.3          # chance is 10/204 ≈ 0.05
     words, vecs = model.word_vectors("en")
     assert len(words) == vecs.shape[0] and vecs.shape[1] == 100
+
+
+@pytest.mark.parametrize("start_steps,reuse", [(0, False), (0, True), (6, True), (6, False)])
+def test_start_block_and_solve_reuse_keep_exactness(start_steps, reuse):
+    """The Jacobi starting block and the recombined Φ solves are accelerations only."""
+    rng = np.random.default_rng(13)
+    blocks, concepts = random_problem(rng, n_langs=3, n_concepts=70)
+    r, alpha = 5, 0.7
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    model = Cr5(n_components=r, alpha=alpha, eig_method="subspace", start_steps=start_steps,
+                reuse_solves=reuse, block_method="cg", random_state=0, **TIGHT).fit_matrices(blocks, concepts)
+    assert model.fit_info_["phi_source"] == ("recorded" if reuse else "solve (no usable record)")
+    test = {lang: sp.random(10, X.shape[1], density=0.3, random_state=rng, format="csr")
+            for lang, X in blocks.items()}
+    np.testing.assert_allclose(embedded_cosines(model.transform_matrix, test),
+                               embedded_cosines(lambda X, lang: X @ Phi[lang].T, test), atol=1e-6)
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+
+
+def test_solve_record_rejects_vectors_outside_its_span():
+    from linxling.models.cr5 import _SolveRecord
+    rng = np.random.default_rng(0)
+    rec = _SolveRecord(budget_bytes=10**9)
+    V = rng.standard_normal((50, 4))
+    rec.add(V, V * 2)
+    out, how = rec.recombine(V[:, :2] @ rng.standard_normal((2, 3)))
+    assert how == "recorded"
+    out, how = rec.recombine(rng.standard_normal((50, 2)))
+    assert out is None and "outside" in how
+    tiny = _SolveRecord(budget_bytes=10)
+    tiny.add(V, V)
+    assert tiny.recombine(V)[0] is None

@@ -430,3 +430,23 @@ def test_dask_centered_gram_validates():
         DaskCenteredGram(da.from_array(X.toarray(), chunks=(10, -1)), 1.0)
     with pytest.raises(ValueError, match="single chunk along columns"):
         DaskCenteredGram(da.from_array(X, chunks=(10, 3), asarray=False), 1.0)
+
+
+def test_gram_block_inverse_mixed_precision_meets_tolerance():
+    """float32 CG iterations on float64 data still meet the requested rtol, in float64 output."""
+    rng = np.random.default_rng(3)
+    X = sp.random(400, 150, density=0.05, format="csr", random_state=3)
+    R = rng.standard_normal((150, 6))
+    mixed = GramBlockInverse(X, 0.5, method="cg", cg_rtol=1e-3)
+    plain = GramBlockInverse(X, 0.5, method="cg", cg_rtol=1e-3, mixed_precision=False)
+    assert mixed.mixed_precision_ and not plain.mixed_precision_
+    assert not GramBlockInverse(X, 0.5, method="cg", cg_rtol=1e-8).mixed_precision_   # tight: float64
+    Z = mixed.matmat(R)
+    assert Z.dtype == np.float64
+    G = (X.T @ X).toarray() + 0.5 * np.eye(150)
+    rel = np.linalg.norm(G @ Z - R, axis=0) / np.linalg.norm(R, axis=0)
+    assert np.all(rel <= 1e-3 * 1.01)
+    exact = np.linalg.solve(G, R)
+    np.testing.assert_allclose(plain.matmat(R), exact, rtol=0, atol=1e-2 * np.abs(exact).max() * 10)
+    with pytest.raises(ValueError, match="mixed_precision"):
+        GramBlockInverse(X, 0.5, method="cg", mixed_precision="sometimes")

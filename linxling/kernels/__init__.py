@@ -1,0 +1,1 @@
+"""Compute kernels (numba), each with a plain NumPy/SciPy reference beside it."""

@@ -1,0 +1,47 @@
+"""The parallel CSR x dense kernel against SciPy's product (its plain reference)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from linxling.kernels import spmm
+from linxling.kernels.spmm import CSRPair, csr_matmat, csr_matmat_reference
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matches_reference_above_threshold(dtype, monkeypatch):
+    monkeypatch.setattr(spmm, "MIN_PARALLEL_WORK", 0)      # force the numba path
+    rng = np.random.default_rng(0)
+    X = sp.random(300, 200, density=0.05, format="csr", random_state=1, dtype=dtype)
+    V = rng.standard_normal((200, 7)).astype(dtype)
+    got = csr_matmat(X, V)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, csr_matmat_reference(X, V), rtol=1e-5 if dtype == np.float32 else 1e-13)
+    pair = CSRPair(X)
+    U = rng.standard_normal((300, 3)).astype(dtype)
+    np.testing.assert_allclose(pair.rmatmat(U), X.T @ U, rtol=1e-5 if dtype == np.float32 else 1e-13)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 40), p=st.integers(1, 30), m=st.integers(1, 5), density=st.floats(0, 1),
+       seed=st.integers(0, 1000))
+def test_property_shapes_and_empty_rows(n, p, m, density, seed):
+    spmm.MIN_PARALLEL_WORK, old = 0, spmm.MIN_PARALLEL_WORK
+    try:
+        X = sp.random(n, p, density=density, format="csr", random_state=seed)
+        V = np.random.default_rng(seed).standard_normal((p, m))
+        np.testing.assert_allclose(csr_matmat(X, V), X @ V, atol=1e-12)
+    finally:
+        spmm.MIN_PARALLEL_WORK = old
+
+
+def test_fallbacks_keep_semantics():
+    X = sp.random(20, 10, density=0.3, format="csr", random_state=0)
+    v = np.arange(10.0)
+    np.testing.assert_allclose(csr_matmat(X, v), X @ v)                      # 1-D
+    np.testing.assert_allclose(csr_matmat(X.tocsc(), v[:, None]), X @ v[:, None])  # not CSR
+    V32 = np.ones((10, 2), dtype=np.float32)
+    assert csr_matmat(X, V32).dtype == np.result_type(X.dtype, V32.dtype)    # mixed dtypes -> SciPy
