@@ -111,6 +111,9 @@ def _run_method(method, languages, n_train, r, alpha, queue, eval_quality=True, 
     # are still loaded from their cache inside the timed fit, as a user's first fit would)
     import scipy.sparse.linalg  # noqa: F401
     import linxling.models._cr5_paper  # noqa: F401
+    import threadpoolctl  # noqa: F401
+    import linxling.kernels.spmm  # noqa: F401
+    import linxling.models.cr5  # noqa: F401
     import linxling.operators  # noqa: F401
     import linxling.solvers  # noqa: F401
     with PeakRSS() as mem:

@@ -158,6 +158,20 @@ def gram_nnz_estimate(X: Any, *, exact_limit: float = 2e7) -> tuple[int, bool]:
     return bound, False
 
 
+def _gram_nnz_lower_bound(X: Any, n_sample: int = 2000) -> int:
+    """A lower bound on ``nnz(X^T X)``: the exact count for a sample of ``n_sample`` rows.
+
+    The sparsity pattern of the sample's Gram is a subset of the full one, so this never
+    over-estimates; it costs ~``n_sample / n`` of the exact count.
+    """
+    X = sp.csr_matrix(X)
+    n = X.shape[0]
+    if n <= n_sample:
+        return gram_nnz_estimate(X)[0]
+    rows = np.random.default_rng(0).choice(n, size=n_sample, replace=False)
+    return gram_nnz_estimate(X[np.sort(rows)])[0]
+
+
 class GramBlockInverse(LinearOperator):
     """``(X^T X + alpha I)^{-1}`` for one language block ``X`` (n_l, p_l), as an operator.
 
@@ -285,7 +299,14 @@ class GramBlockInverse(LinearOperator):
             return "cg", "CuPy data: only the matrix-free block CG runs on the GPU"
         dense_bytes = 2 * p * p * 8
         dense_ok = p <= self.dense_max and dense_bytes <= self.memory_budget
-        nnz, exact = gram_nnz_estimate(self.X)
+        # the density threshold that could still select CHOLMOD for this block
+        limit = self.cholmod_max_density if dense_ok else self.cholmod_max_density / 10
+        lower = _gram_nnz_lower_bound(self.X)
+        if lower > limit * p * p:
+            # even a sample of the rows gives a Gram too dense for CHOLMOD: skip the exact count
+            nnz, exact = lower, False
+        else:
+            nnz, exact = gram_nnz_estimate(self.X)
         self.nnz_gram_ = nnz
         density = nnz / float(p * p)
         factor_bytes = self.fill_factor * nnz * 12
