@@ -450,3 +450,15 @@ def test_gram_block_inverse_mixed_precision_meets_tolerance():
     np.testing.assert_allclose(plain.matmat(R), exact, rtol=0, atol=1e-2 * np.abs(exact).max() * 10)
     with pytest.raises(ValueError, match="mixed_precision"):
         GramBlockInverse(X, 0.5, method="cg", mixed_precision="sometimes")
+
+
+def test_gram_block_inverse_cost_model_prefers_cg_for_few_nonzeros():
+    """With expected_rhs, "auto" picks CG when the dense O(p^3) set-up cannot be amortised."""
+    sparse_rows = sp.random(5000, 3000, density=0.002, format="csr", random_state=0)    # nnz 30k
+    inv = GramBlockInverse(sparse_rows, 1.0, cg_rtol=1e-2, expected_rhs=300, cholmod_max_density=0)
+    assert inv.method_ == "cg" and "cost model" in inv.reason_
+    dense_rows = sp.random(3000, 400, density=0.3, format="csr", random_state=0)        # nnz 360k, p small
+    inv = GramBlockInverse(dense_rows, 1.0, cg_rtol=1e-2, expected_rhs=300, cholmod_max_density=0)
+    assert inv.method_ == "dense"
+    # without the hint the size rule applies unchanged
+    assert GramBlockInverse(sparse_rows, 1.0, cg_rtol=1e-2, cholmod_max_density=0).method_ == "dense"
