@@ -31,9 +31,11 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/linxling demo
 
+# Two passes, both in CI: the fast tests, then the end-to-end ones marked `slow`
+# (pytest exits 5 when a pass collects nothing; that is not a failure here).
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -m slow || [ $$? -eq 5 ]
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q

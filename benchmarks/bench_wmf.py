@@ -14,7 +14,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_wmf.py [--part speed|quality|all] [--quick]
 
-Writes benchmarks/results/wmf.json and benchmarks/README_wmf.md.
+Writes benchmarks/results/wmf.json and the section benchmarks/results/wmf_section.md (merged by hand into benchmarks/README.md).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from linxling.kernels import als  # noqa: E402
 from linxling.models.wmf import WMF, BilingualWMF, CrossWMF  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "wmf.json"
-README = ROOT / "benchmarks" / "README_wmf.md"
+README = ROOT / "benchmarks" / "results" / "wmf_section.md"
 STS = Path(os.environ.get("LINXLING_SHARED_DATA", ROOT.parent / "shared" / "data")) / "sts17"
 
 

