@@ -280,3 +280,18 @@ def test_solve_record_rejects_vectors_outside_its_span():
     tiny = _SolveRecord(budget_bytes=10)
     tiny.add(V, V)
     assert tiny.recombine(V)[0] is None
+
+
+def test_nonconvergence_warns_and_is_recorded():
+    rng = np.random.default_rng(8)
+    blocks, concepts = random_problem(rng)
+    with pytest.warns(UserWarning, match="block CG"):
+        model = Cr5(n_components=3, block_method="cg", cg_rtol=1e-12, cg_maxiter=1, eig_method="subspace",
+                    random_state=0).fit_matrices(blocks, concepts)
+    recs = model.convergence_["blocks"]
+    assert set(recs) == {"a", "b"} and all(r["method"] == "cg" for r in recs.values())
+    assert any(r["nonconverged"] for r in recs.values())
+    with pytest.warns(UserWarning, match="eigen-solve did not converge"):
+        model = Cr5(n_components=3, eig_method="subspace", eig_tol=1e-14, eig_maxiter=1, start_steps=0,
+                    random_state=0).fit_matrices(blocks, concepts)
+    assert model.convergence_["eig"]["converged"] is False

@@ -405,12 +405,19 @@ class Cr5(ConceptEmbeddingMixin):
                             for i, lang in enumerate(languages)}
         self.singular_values_ = sv.astype(dtype)
         self.eigenvalues_ = eigenvalues
-        block_info = [inv.info() if hasattr(inv, "info") else {} for inv in inverses]
+        block_info = [{"method": inv.method_, "reason": inv.reason_,
+                       "mixed_precision": bool(getattr(inv, "mixed_precision_", False)),
+                       "nonconverged": list(inv.nonconverged_)} for inv in inverses]
+        n_block_failures = sum(len(b["nonconverged"]) for b in block_info)
         self.convergence_ = {
             "eig": {"converged": bool(np.all(res.converged)), "n_iter": int(res.n_iter),
                     "n_matvec": int(res.n_matvec), "method": res.info.get("method", self.eig_method)},
             "blocks": dict(zip(languages, block_info)),
         }
+        if n_block_failures:
+            warnings.warn(f"Cr5: {n_block_failures} block CG application(s) missed cg_rtol={self.cg_rtol} "
+                          f"within cg_maxiter={self.cg_maxiter}; details per language in "
+                          "convergence_['blocks']", UserWarning, stacklevel=3)
         if not np.all(res.converged):
             warnings.warn("Cr5: the eigen-solve did not converge to eig_tol="
                           f"{self.eig_tol} in {self.eig_maxiter} iterations; the result is recorded in "
