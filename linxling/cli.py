@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     d = sub.add_parser("demo", help="train Cr5 and CL-LSI on Bible verses, print held-out P@k")
     d.add_argument("--languages", nargs="+", default=["en", "es", "ru", "ar", "zh"])
-    d.add_argument("--n-components", type=int, default=100)
+    d.add_argument("--n-components", type=int, default=300, help="embedding dimension r (paper: 300)")
     d.add_argument("--alpha", type=float, default=1.0)
     d.add_argument("--test-chapters", type=int, default=150)
     d.add_argument("--queries", type=int, default=1000)

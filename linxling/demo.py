@@ -36,7 +36,7 @@ def _embed_eval(model, test, languages, n_queries, n_candidates, similarity, ks,
     return rows
 
 
-def run_demo(languages: Sequence[str] = DEFAULT_LANGUAGES, *, n_components: int = 100, alpha: float = 1.0,
+def run_demo(languages: Sequence[str] = DEFAULT_LANGUAGES, *, n_components: int = 300, alpha: float = 1.0,
              test_chapters: int = 150, n_queries: int = 1000, n_candidates: int = 5000,
              similarity: str = "csls", out_dir: str | Path = "demo_out", random_state: int = 0,
              show_progress: bool | None = None, baseline: bool = True, print_fn=print) -> dict:
