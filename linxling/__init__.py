@@ -16,12 +16,9 @@ import importlib
 
 from linxling._version import __version__
 
+_MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF")   # resolved by linxling.models
 _LAZY = {
-    "Cr5": "linxling.models.cr5",
-    "CLLSI": "linxling.models.cllsi",
-    "WMF": "linxling.models.wmf",
-    "BilingualWMF": "linxling.models.wmf",
-    "CrossWMF": "linxling.models.wmf",
+    **{name: "linxling.models" for name in _MODELS},
     "load": "linxling.io",
     "save": "linxling.io",
     "TfidfVectorizer": "linxling.text",

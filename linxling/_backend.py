@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 __all__ = ["Namespace", "get_namespace", "is_cupy_array", "to_numpy", "cupy_status",
-           "HAS_CUPY", "CUPY_REASON"]
+           "HAS_CUPY", "CUPY_REASON"]  # noqa: F822 (lazy module attributes, see __getattr__)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from linxling._backend import get_namespace
-from linxling.evaluate._retrieval import (_blocked_ranks, _check_embeddings, _check_int, _check_ks,
+from linxling.evaluate._retrieval import (_blocked_ranks, _check_embedding_pair, _check_int, _check_ks,
                                           _check_similarity, _csls_radii, _normalize_rows, _summarise)
 
 __all__ = ["read_muse_dictionary", "muse_split", "word_translation"]
@@ -136,12 +136,7 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     """
     ns = get_namespace(src_vectors, tgt_vectors)
     xp = ns.xp
-    S = _check_embeddings(src_vectors, "src_vectors", ns)
-    T = _check_embeddings(tgt_vectors, "tgt_vectors", ns)
-    if S.shape[1] != T.shape[1]:
-        raise ValueError(f"tgt_vectors have dimension {T.shape[1]} but src_vectors have dimension {S.shape[1]}")
-    dtype = np.result_type(S.dtype, T.dtype)
-    S, T = S.astype(dtype, copy=False), T.astype(dtype, copy=False)
+    S, T = _check_embedding_pair(src_vectors, tgt_vectors, "src_vectors", "tgt_vectors", ns)
     ks = _check_ks(ks)
     similarity = _check_similarity(similarity)
     block_size = _check_int(block_size, "block_size")

@@ -14,6 +14,16 @@ _SIMILARITIES = ("cosine", "csls")
 
 
 # --------------------------------------------------------------------------- validation helpers
+def _check_embedding_pair(A: Any, B: Any, name_a: str, name_b: str, ns) -> tuple[Any, Any]:
+    """Validate two embedding matrices of the same dimension; return them in a common dtype."""
+    A = _check_embeddings(A, name_a, ns)
+    B = _check_embeddings(B, name_b, ns)
+    if A.shape[1] != B.shape[1]:
+        raise ValueError(f"{name_b} have dimension {B.shape[1]} but {name_a} have dimension {A.shape[1]}")
+    dtype = np.result_type(A.dtype, B.dtype)
+    return A.astype(dtype, copy=False), B.astype(dtype, copy=False)
+
+
 def _check_embeddings(X: Any, name: str, ns) -> Any:
     """Return ``X`` as a finite 2-D float32/float64 array of the namespace ``ns``."""
     xp = ns.xp
@@ -212,12 +222,7 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
     """
     ns = get_namespace(queries, candidates)
     xp = ns.xp
-    Q = _check_embeddings(queries, "queries", ns)
-    C = _check_embeddings(candidates, "candidates", ns)
-    if Q.shape[1] != C.shape[1]:
-        raise ValueError(f"candidates have dimension {C.shape[1]} but queries have dimension {Q.shape[1]}")
-    dtype = np.result_type(Q.dtype, C.dtype)
-    Q, C = Q.astype(dtype, copy=False), C.astype(dtype, copy=False)
+    Q, C = _check_embedding_pair(queries, candidates, "queries", "candidates", ns)
     n_q, n_c = Q.shape[0], C.shape[0]
     ks = _check_ks(ks)
     similarity = _check_similarity(similarity)

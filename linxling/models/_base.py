@@ -8,7 +8,8 @@ import numpy as np
 
 from linxling._validation import check_same_length
 
-__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "group_by_language"]
+__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "group_by_language", "vectorizers_state",
+           "vectorizers_from_state", "vectorizer_from_state"]
 
 
 def as_concept_list(ids: Any, name: str) -> list:
@@ -52,6 +53,27 @@ def group_by_language(texts: Any, languages: Any, concepts: Any):
             raise TypeError(f"languages[{i}] must be a str language code, got {type(lang).__name__}")
         by_lang.setdefault(lang, []).append(i)
     return texts, concepts, by_lang
+
+
+def vectorizers_state(vectorizers: dict) -> tuple[dict, dict]:
+    """Store state of per-language vectorisers: (params language -> dict, arrays language -> dict)."""
+    params, arrays = {}, {}
+    for lang, vec in vectorizers.items():
+        params[lang], arrays[lang] = vec.get_state()
+    return params, arrays
+
+
+def vectorizer_from_state(params: dict | None, arrays: dict | None):
+    """One vectoriser from its store state (``None`` when there was none)."""
+    if params is None:
+        return None
+    from linxling.text import TfidfVectorizer
+    return TfidfVectorizer.from_state(params, arrays)
+
+
+def vectorizers_from_state(params: dict | None, arrays: dict | None) -> dict:
+    """Inverse of :func:`vectorizers_state`."""
+    return {lang: vectorizer_from_state(vp, arrays[lang]) for lang, vp in (params or {}).items()}
 
 
 class ConceptEmbeddingMixin:
@@ -104,13 +126,8 @@ class ConceptEmbeddingMixin:
             "singular_values": self.singular_values_,
             "classes": classes,
         }
-        if hasattr(self, "vectorizers_"):
-            vec = {}
-            for lang, v in self.vectorizers_.items():
-                vp, va = v.get_state()
-                params.setdefault("vectorizer_params", {})[lang] = vp
-                vec[lang] = va
-            arrays["vectorizers"] = vec
+        if getattr(self, "vectorizers_", None):
+            params["vectorizer_params"], arrays["vectorizers"] = vectorizers_state(self.vectorizers_)
         return arrays
 
     def _restore_shared(self, params: dict, arrays: dict) -> None:
@@ -120,6 +137,4 @@ class ConceptEmbeddingMixin:
         self.singular_values_ = np.asarray(arrays["singular_values"])
         self.classes_ = np.asarray(arrays["classes"]).tolist()
         if "vectorizers" in arrays:
-            from linxling.text import TfidfVectorizer
-            self.vectorizers_ = {lang: TfidfVectorizer.from_state(params["vectorizer_params"][lang], a)
-                                 for lang, a in arrays["vectorizers"].items()}
+            self.vectorizers_ = vectorizers_from_state(params["vectorizer_params"], arrays["vectorizers"])

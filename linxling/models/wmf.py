@@ -50,6 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from linxling._progress import progress
+from linxling.models._base import vectorizer_from_state, vectorizers_from_state, vectorizers_state
 from linxling._validation import (check_float_dtype, check_positive, check_random_state,
                                   check_sparse_matrix)
 
@@ -217,13 +218,6 @@ def _vectorizer_state(vec) -> tuple[Any, Any]:
     if vec is None:
         return None, None
     return vec.get_state()
-
-
-def _vectorizer_from_state(params, arrays):
-    if params is None:
-        return None
-    from linxling.text import TfidfVectorizer
-    return TfidfVectorizer.from_state(params, arrays)
 
 
 # --------------------------------------------------------------------------------------------
@@ -416,7 +410,7 @@ class WMF(_WMFParams):
         model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
         model.loss_curve_ = list(loss_curve)
         model.n_iter_ = int(n_iter)
-        model.vectorizer_ = _vectorizer_from_state(vp, arrays.get("vectorizer"))
+        model.vectorizer_ = vectorizer_from_state(vp, arrays.get("vectorizer"))
         return model
 
 
@@ -585,11 +579,7 @@ class BilingualWMF(_WMFParams):
             "components": {lang: np.ascontiguousarray(self.components_[lang])
                            for lang in self.languages_},
             "embedding": np.ascontiguousarray(self.embedding_)}
-        vec_arrays = {}
-        for lang, vec in self.vectorizers_.items():
-            vp, va = vec.get_state()
-            params["vectorizers"][lang] = vp
-            vec_arrays[lang] = va
+        params["vectorizers"], vec_arrays = vectorizers_state(self.vectorizers_)
         if vec_arrays:
             arrays["vectorizers"] = vec_arrays
         return params, arrays
@@ -605,8 +595,7 @@ class BilingualWMF(_WMFParams):
         model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
         model.loss_curve_ = list(params.get("loss_curve", []))
         model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
-        model.vectorizers_ = {lang: _vectorizer_from_state(vp, arrays["vectorizers"][lang])
-                              for lang, vp in (params.get("vectorizers") or {}).items()}
+        model.vectorizers_ = vectorizers_from_state(params.get("vectorizers"), arrays.get("vectorizers"))
         return model
 
 
@@ -779,11 +768,7 @@ class CrossWMF(_WMFParams):
         arrays: dict[str, Any] = {
             "pivot": parrays,
             "components": {lang: np.ascontiguousarray(self.components_[lang]) for lang in others}}
-        vec_arrays = {}
-        for lang, vec in self.vectorizers_.items():
-            vp, va = vec.get_state()
-            params["vectorizers"][lang] = vp
-            vec_arrays[lang] = va
+        params["vectorizers"], vec_arrays = vectorizers_state(self.vectorizers_)
         if vec_arrays:
             arrays["vectorizers"] = vec_arrays
         return params, arrays
@@ -802,6 +787,5 @@ class CrossWMF(_WMFParams):
             model.components_[lang] = np.asarray(arrays["components"][lang], dtype=dtype)
         model.loss_curve_ = list(params.get("loss_curve", []))
         model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
-        model.vectorizers_ = {lang: _vectorizer_from_state(vp, arrays["vectorizers"][lang])
-                              for lang, vp in (params.get("vectorizers") or {}).items()}
+        model.vectorizers_ = vectorizers_from_state(params.get("vectorizers"), arrays.get("vectorizers"))
         return model
