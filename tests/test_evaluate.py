@@ -270,3 +270,26 @@ def test_word_translation_errors():
         word_translation(["a"], np.ones((2, 2)), ["b"], np.ones((1, 2)), [("a", "b")])
     with pytest.raises(ValueError, match="none of the"):
         word_translation(["a"], np.ones((1, 2)), ["b"], np.ones((1, 2)), [("x", "y")])
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "csls"])
+def test_default_blocking_honours_memory_budget(monkeypatch, similarity):
+    """With the default block size, peak extra memory stays within the score-block budget."""
+    import tracemalloc
+
+    from linxling.evaluate import _retrieval
+    budget = 4 * 2 ** 20
+    monkeypatch.setattr(_retrieval, "BLOCK_MEMORY", budget)
+    rng = np.random.default_rng(0)
+    n, d = 6000, 8
+    Q = rng.standard_normal((n, d))
+    C = Q + 0.1 * rng.standard_normal((n, d))
+    full_matrix = n * n * 8                       # what a dense similarity matrix would take: 288 MB
+    tracemalloc.start()
+    res = retrieval(Q, C, similarity=similarity)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert res["P@1"] > 0.9
+    inputs = 4 * n * d * 8                        # normalised copies of Q and C and their likes
+    assert peak < 2 * budget + inputs + 8 * n * 16, peak
+    assert peak < full_matrix / 20

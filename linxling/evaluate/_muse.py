@@ -7,7 +7,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from linxling._backend import get_namespace
-from linxling.evaluate._retrieval import (_blocked_ranks, _check_embedding_pair, _check_int, _check_ks,
+from linxling.evaluate._retrieval import (_auto_block_size, _blocked_ranks, _check_embedding_pair, _check_int, _check_ks,
                                           _check_similarity, _csls_radii, _normalize_rows, _summarise)
 
 __all__ = ["read_muse_dictionary", "muse_split", "word_translation"]
@@ -94,7 +94,7 @@ def _vocab_index(words: Sequence[str], name: str, n_rows: int, vectors_name: str
 
 def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequence[str], tgt_vectors: Any,
                      pairs: Iterable[tuple[str, str]], ks: Sequence[int] = (1, 5, 10),
-                     similarity: str = "cosine", knn: int = 10, block_size: int = 4096, *,
+                     similarity: str = "cosine", knn: int = 10, block_size: int | None = None, *,
                      show_progress: bool | None = None) -> dict:
     """Word-translation precision at k, as in MUSE.
 
@@ -118,8 +118,9 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
         nearest words in the *whole* source vocabulary.
     knn : int
         ``1 <= knn <= min(n_src, n_tgt)`` (checked for CSLS only).
-    block_size : int
-        Rows scored at a time (memory O(block_size * max(n_src, n_tgt))).
+    block_size : int, optional
+        Rows scored at a time (memory O(block_size * max(n_src, n_tgt))); default from a
+        512 MiB budget, as in :func:`retrieval`.
 
     Returns
     -------
@@ -139,7 +140,7 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     S, T = _check_embedding_pair(src_vectors, tgt_vectors, "src_vectors", "tgt_vectors", ns)
     ks = _check_ks(ks)
     similarity = _check_similarity(similarity)
-    block_size = _check_int(block_size, "block_size")
+    block_size = _auto_block_size(block_size, max(S.shape[0], T.shape[0], 1), S.dtype.itemsize)
     if similarity == "csls":
         knn = _check_int(knn, "knn", high=min(S.shape[0], T.shape[0]), what=" (min(n_src, n_tgt))")
     src_index = _vocab_index(src_words, "src_words", S.shape[0], "src_vectors")

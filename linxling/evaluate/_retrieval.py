@@ -14,6 +14,16 @@ _SIMILARITIES = ("cosine", "csls")
 
 
 # --------------------------------------------------------------------------- validation helpers
+BLOCK_MEMORY = 512 * 2 ** 20
+
+
+def _auto_block_size(block_size: Any, n_cols: int, itemsize: int) -> int:
+    """``block_size`` checked, or (None) chosen so ~3 score blocks of n_cols fit BLOCK_MEMORY."""
+    if block_size is None:
+        return int(min(4096, max(64, BLOCK_MEMORY // (3 * n_cols * itemsize))))
+    return _check_int(block_size, "block_size")
+
+
 def _check_embedding_pair(A: Any, B: Any, name_a: str, name_b: str, ns) -> tuple[Any, Any]:
     """Validate two embedding matrices of the same dimension; return them in a common dtype."""
     A = _check_embeddings(A, name_a, ns)
@@ -167,7 +177,7 @@ def _summarise(ranks: Any, ks: Sequence[int], xp) -> dict:
 
 # --------------------------------------------------------------------------- public
 def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int] = (1, 5, 10),
-              similarity: str = "cosine", knn: int = 10, block_size: int = 4096, *,
+              similarity: str = "cosine", knn: int = 10, block_size: int | None = None, *,
               return_ranks: bool = False, show_progress: bool | None = None) -> dict:
     """Precision at k and mean reciprocal rank of retrieving each query's gold candidate.
 
@@ -192,8 +202,10 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
         queries. Zero vectors have cosine 0 with everything.
     knn : int
         Neighbourhood size for CSLS, ``1 <= knn <= min(n_q, n_c)`` (only checked for CSLS).
-    block_size : int
-        Number of query rows scored at a time.
+    block_size : int, optional
+        Number of query rows scored at a time. Default: as many as keep the score block and its
+        temporaries (about 3 x block_size x n_c numbers) under 512 MiB, between 64 and 4096
+        rows (about 220 rows for 200,000 float32 candidates).
     return_ranks : bool
         Also return the per-query ranks under key ``"ranks"``.
     show_progress : bool, optional
@@ -226,7 +238,7 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
     n_q, n_c = Q.shape[0], C.shape[0]
     ks = _check_ks(ks)
     similarity = _check_similarity(similarity)
-    block_size = _check_int(block_size, "block_size")
+    block_size = _auto_block_size(block_size, max(C.shape[0], 1), C.dtype.itemsize)
     if similarity == "csls":
         knn = _check_int(knn, "knn", high=min(n_q, n_c), what=" (min(n_queries, n_candidates))")
     if gold is None:
