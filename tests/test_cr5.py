@@ -282,6 +282,7 @@ def test_solve_record_rejects_vectors_outside_its_span():
     assert tiny.recombine(V)[0] is None
 
 
+@pytest.mark.filterwarnings("ignore::linxling.solvers.ConvergenceWarning")   # the solvers' own, forced here
 def test_nonconvergence_warns_and_is_recorded():
     rng = np.random.default_rng(8)
     blocks, concepts = random_problem(rng)
