@@ -1,6 +1,9 @@
 """The console entry point and the demo job, end to end on real data (small settings)."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -29,6 +32,16 @@ def test_demo_info_embed(tmp_path, capsys):
     model_path = out / "cr5_bible.h5"
     model = linxling.load(model_path)
     assert model.languages_ == ["en", "es"]
+
+    # the saved model's word vectors translate real MUSE dictionary words far above chance
+    from linxling.evaluate import muse_split, read_muse_dictionary, word_translation
+    muse = Path(os.environ.get("LINXLING_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    if (muse / "muse" / "en-es.txt").exists():
+        _, test_pairs = muse_split(read_muse_dictionary(muse / "muse" / "en-es.txt"))
+        (we, ve), (ws, vs) = model.word_vectors("en"), model.word_vectors("es")
+        wt = word_translation(we, ve, ws, vs, test_pairs, similarity="csls")
+        assert wt["n_queries"] > 100 and wt["n_missing"] > 0       # Bible vocabulary: many skipped, counted
+        assert wt["P@10"] > 0.3, wt                                 # chance is 10 / |es vocabulary| < 0.002
 
     assert main(["info", str(model_path)]) == 0
     assert "Cr5" in capsys.readouterr().out
