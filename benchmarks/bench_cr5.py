@@ -18,33 +18,19 @@ import argparse
 import itertools
 import json
 import multiprocessing as mp
-import os
-import platform
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks._machine import machine
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 LANGS5 = ["en", "es", "ru", "vi", "ar"]
 LANGS20 = ["en", "es", "fr", "de", "it", "pt", "ru", "ar", "zh", "ja", "vi", "pl", "ro", "tr", "sw",
            "hi", "ko", "fa", "id", "uk"]
-
-
-def machine() -> dict:
-    cpu = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import psutil
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-            "python": platform.python_version()}
 
 
 class PeakRSS:

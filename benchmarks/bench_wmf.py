@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -36,38 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
 
-import linxling  # noqa: E402
 from linxling.kernels import als  # noqa: E402
 from linxling.models.wmf import WMF, BilingualWMF, CrossWMF  # noqa: E402
+from benchmarks._machine import machine  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "wmf.json"
 README = ROOT / "benchmarks" / "results" / "wmf_section.md"
 STS = Path(os.environ.get("LINXLING_SHARED_DATA", ROOT.parent / "shared" / "data")) / "sts17"
-
-
-def machine() -> dict:
-    model = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import numba
-    import psutil
-    try:
-        import implicit
-        implicit_version = implicit.__version__
-    except Exception:
-        implicit_version = None
-    return {"cpu": model, "cores": os.cpu_count(),
-            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "numba": numba.__version__, "numba_threads": numba.get_num_threads(),
-            "implicit": implicit_version, "linxling": linxling.__version__,
-            "blas": [{k: v for k, v in i.items() if k in ("internal_api", "version", "num_threads")}
-                     for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]}
 
 
 # ------------------------------------------------------------------------------- (a) speed
