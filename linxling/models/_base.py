@@ -9,7 +9,7 @@ import numpy as np
 from linxling._validation import check_same_length
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "group_by_language", "vectorizers_state",
-           "vectorizers_from_state", "vectorizer_from_state"]
+           "vectorizers_from_state", "vectorizer_from_state", "vectorizer_state"]
 
 
 def as_concept_list(ids: Any, name: str) -> list:
@@ -55,11 +55,16 @@ def group_by_language(texts: Any, languages: Any, concepts: Any):
     return texts, concepts, by_lang
 
 
+def vectorizer_state(vec) -> tuple[Any, Any]:
+    """Store state (params, arrays) of one vectoriser; ``(None, None)`` when there is none."""
+    return (None, None) if vec is None else vec.get_state()
+
+
 def vectorizers_state(vectorizers: dict) -> tuple[dict, dict]:
     """Store state of per-language vectorisers: (params language -> dict, arrays language -> dict)."""
     params, arrays = {}, {}
     for lang, vec in vectorizers.items():
-        params[lang], arrays[lang] = vec.get_state()
+        params[lang], arrays[lang] = vectorizer_state(vec)
     return params, arrays
 
 

@@ -50,7 +50,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from linxling._progress import progress
-from linxling.models._base import vectorizer_from_state, vectorizers_from_state, vectorizers_state
+from linxling.models._base import (vectorizer_from_state, vectorizer_state, vectorizers_from_state,
+                                   vectorizers_state)
 from linxling._validation import (check_float_dtype, check_positive, check_random_state,
                                   check_sparse_matrix)
 
@@ -199,6 +200,24 @@ class _WMFParams:
         from linxling.io import save
         save(self, path)
 
+    def _language_matrix(self, X, language, *, fit: bool, name: str | None = None) -> sp.csr_matrix:
+        """One language's input as a checked CSR matrix; texts go through that language's
+        vectoriser (created and fitted when ``fit``). Used by b-WMF and x-WMF."""
+        dtype = check_float_dtype(self.dtype)
+        name = f"X[{language!r}]" if name is None else name
+        if _is_texts(X):
+            if fit:
+                vec = _make_vectorizer(self)
+                X = vec.fit_transform(list(X))
+                self.vectorizers_[language] = vec
+            else:
+                if language not in self.vectorizers_:
+                    raise TypeError(f"{name} is a list of texts but language {language!r} was "
+                                    "fitted from a matrix")
+                X = self.vectorizers_[language].transform(list(X))
+        n_cols = None if fit else self.components_[language].shape[1]
+        return _check_matrix(X, name, dtype, n_cols)
+
     def _run_loop(self, n_iter, step: Callable[[], float], desc: str):
         """Run ``step`` (one ALS iteration returning the loss) with progress and callback."""
         self.loss_curve_ = []
@@ -212,12 +231,6 @@ class _WMFParams:
             if self.callback is not None:
                 self.callback(self, it, loss)
         bar.close()
-
-
-def _vectorizer_state(vec) -> tuple[Any, Any]:
-    if vec is None:
-        return None, None
-    return vec.get_state()
 
 
 # --------------------------------------------------------------------------------------------
@@ -392,7 +405,7 @@ class WMF(_WMFParams):
         params.update(loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_))
         arrays: dict[str, Any] = {"components": np.ascontiguousarray(self.components_),
                                   "embedding": np.ascontiguousarray(self.embedding_)}
-        vp, va = _vectorizer_state(getattr(self, "vectorizer_", None))
+        vp, va = vectorizer_state(getattr(self, "vectorizer_", None))
         params["vectorizer"] = vp
         if va is not None:
             arrays["vectorizer"] = va
@@ -470,22 +483,6 @@ class BilingualWMF(_WMFParams):
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
                           callback)
 
-    def _input_matrix(self, X, language, *, fit: bool) -> sp.csr_matrix:
-        dtype = check_float_dtype(self.dtype)
-        name = f"X[{language!r}]"
-        if _is_texts(X):
-            if fit:
-                vec = _make_vectorizer(self)
-                X = vec.fit_transform(list(X))
-                self.vectorizers_[language] = vec
-            else:
-                if language not in self.vectorizers_:
-                    raise TypeError(f"{name} is a list of texts but language {language!r} was "
-                                    "fitted from a matrix")
-                X = self.vectorizers_[language].transform(list(X))
-        n_cols = None if fit else self.components_[language].shape[1]
-        return _check_matrix(X, name, dtype, n_cols)
-
     def fit(self, X: Mapping, y=None, *, init_components: Mapping | None = None,
             init_embedding=None) -> "BilingualWMF":
         """Fit on row-aligned matrices (or texts) of two or more languages.
@@ -506,7 +503,7 @@ class BilingualWMF(_WMFParams):
         if len(langs) < 2:
             raise ValueError(f"BilingualWMF needs at least two languages, got {langs}")
         self.vectorizers_ = {}
-        mats = {lang: self._input_matrix(X[lang], lang, fit=True) for lang in langs}
+        mats = {lang: self._language_matrix(X[lang], lang, fit=True) for lang in langs}
         n = mats[langs[0]].shape[0]
         for lang in langs[1:]:
             if mats[lang].shape[0] != n:
@@ -566,7 +563,7 @@ class BilingualWMF(_WMFParams):
         self._check_fitted()
         if language not in self.components_:
             raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
-        X = self._input_matrix(X, language, fit=False)
+        X = self._language_matrix(X, language, fit=False)
         return _solve_rows(X, np.ascontiguousarray(self.components_[language].T),
                            self.missing_weight, self.alpha)
 
@@ -710,17 +707,12 @@ class CrossWMF(_WMFParams):
             self.loss_curve_ = list(pivot.loss_curve_)
             self.n_iter_ = pivot.n_iter_
         self.pivot_model_ = pivot
-        dtype = check_float_dtype(self.dtype)
         self.vectorizers_ = {}
         self.components_ = {self.pivot_language: pivot.components_}
         for lang in langs:
             Xp, Xl = parallel[lang]
             Q = pivot.transform(Xp)                                             # eq. (2)
-            if _is_texts(Xl):
-                vec = _make_vectorizer(self)
-                Xl = vec.fit_transform(list(Xl))
-                self.vectorizers_[lang] = vec
-            Xl = _check_matrix(Xl, f"parallel[{lang!r}][1]", dtype)
+            Xl = self._language_matrix(Xl, lang, fit=True, name=f"parallel[{lang!r}][1]")
             if Xl.shape[0] != Q.shape[0]:
                 raise ValueError(f"parallel[{lang!r}]: the pivot side has {Q.shape[0]} rows but "
                                  f"the {lang!r} side has {Xl.shape[0]}; they must be row-aligned")
@@ -747,13 +739,7 @@ class CrossWMF(_WMFParams):
             return self.pivot_model_.transform(X)
         if language not in self.components_:
             raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
-        if _is_texts(X):
-            if language not in self.vectorizers_:
-                raise TypeError(f"X is a list of texts but language {language!r} was fitted "
-                                "from a matrix")
-            X = self.vectorizers_[language].transform(list(X))
-        X = _check_matrix(X, "X", self.components_[language].dtype,
-                          self.components_[language].shape[1])
+        X = self._language_matrix(X, language, fit=False, name="X")
         return _solve_rows(X, np.ascontiguousarray(self.components_[language].T),
                            self.missing_weight, self.alpha)
 
