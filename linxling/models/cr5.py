@@ -335,7 +335,7 @@ class Cr5(ConceptEmbeddingMixin):
         A_inv = WoodburyInverse(inverses, mean, n)
         t_factor = time.perf_counter() - t0
 
-        C = CrossCovariance(X, y, n_classes)          # X̂ᵀŶ, shape (p, K)
+        C = CrossCovariance(X, y, n_classes, mean=mean)   # X̂ᵀŶ, shape (p, K); μ computed once above
         # ŶᵀX̂ A⁻¹ X̂ᵀŶ, (K, K), symmetric PSD. Every block solve Z = A⁻¹ĈV it performs is kept
         # (within a memory budget) so that Φ*ᵀ = A⁻¹ĈP can be recombined from them afterwards.
         record = _SolveRecord(budget_bytes=self.reuse_budget if self.reuse_solves else 0)
