@@ -1,0 +1,91 @@
+"""The estimator contract every linxling model follows (scikit-learn's, plus the store).
+
+Every model derives from :class:`LinxlingEstimator` (and ``sklearn.base.TransformerMixin`` when it
+transforms):
+
+- ``__init__`` only stores its parameters, under the same names (``get_params``/``set_params``/
+  ``clone``/``repr`` come from :class:`sklearn.base.BaseEstimator`); validation happens once, in
+  ``fit``;
+- fitted attributes end in ``_``; before ``fit`` every method that needs them raises
+  :class:`sklearn.exceptions.NotFittedError` (:meth:`_check_fitted`);
+- ``transform(X, language=...)`` embeds documents (texts or features) of one language;
+  monolingual models accept and check ``language`` too;
+- ``word_vectors(language) -> (words, vectors)``: ``words`` a list of str (or ``None`` when the
+  model was fitted from matrices and columns are feature indices), ``vectors`` an
+  ``(n_words, n_components)`` array;
+- ``save(path)``, ``Class.load(path)`` (checks the file holds this class) and
+  ``linxling.load(path)`` (any model); the store calls ``_get_state() -> (params, arrays)`` and
+  the classmethod ``_from_state(params, arrays)`` of a class registered with
+  :func:`linxling.io.register_model`;
+- ``export(path, language, format=...)`` writes word vectors for other tools
+  (:func:`linxling.io.export_vectors`).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+__all__ = ["LinxlingEstimator", "NotFittedError"]
+
+
+class LinxlingEstimator(BaseEstimator):
+    """Base class of linxling's models: scikit-learn's ``BaseEstimator`` plus the model store.
+
+    Subclasses name the attribute that marks a fitted model in ``_fitted_attr`` (default
+    ``"components_"``).
+    """
+
+    _fitted_attr = "components_"
+
+    # ------------------------------------------------------------------ fitted state
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, self._fitted_attr)
+
+    def _check_fitted(self) -> None:
+        if not self.__sklearn_is_fitted__():
+            raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet: call fit "
+                                 "before using it")
+
+    # ------------------------------------------------------------------ store
+    def save(self, path: str | os.PathLike, **kwargs: Any) -> None:
+        """Save the fitted model to HDF5 (atomic: a failed save leaves an existing file intact).
+
+        Keyword arguments go to :func:`linxling.io.save` (e.g. ``compression``).
+        """
+        from linxling import io
+        self._check_fitted()
+        io.save(self, path, **kwargs)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike):
+        """Load a model saved with :meth:`save`; the file must hold a ``cls`` (or a subclass).
+
+        Raises
+        ------
+        linxling.io.ModelFormatError
+            If the file is not a model file, is corrupt, or holds another kind of model.
+        """
+        from linxling import io
+        info = io.read_info(path)
+        registered = io.registered_models().get(info["model"])
+        if registered is None or not issubclass(registered, cls):
+            raise io.ModelFormatError(f"{os.fspath(path)} holds a {info['model']} model, not a "
+                                      f"{cls.__name__}: load it with linxling.load(path) or "
+                                      f"{info['model']}.load(path)")
+        return io.load(path)
+
+    # ------------------------------------------------------------------ vectors out
+    def export(self, path: str | os.PathLike, language: str | None = None, format: str = "word2vec",
+               **kwargs: Any) -> None:
+        """Write the word vectors of ``language`` for other tools.
+
+        ``format`` is one of :data:`linxling.io.EXPORT_FORMATS` (word2vec text and binary, which
+        gensim's ``KeyedVectors.load_word2vec_format`` reads; ``.npy`` + vocabulary; a FAISS-ready
+        float32, C-contiguous, L2-normalised matrix). See :func:`linxling.io.export_vectors`.
+        """
+        from linxling.io import export_vectors
+        words, vectors = self.word_vectors(language)
+        export_vectors(path, vectors, words, format=format, **kwargs)
