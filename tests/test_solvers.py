@@ -96,9 +96,13 @@ def test_block_cg_matches_solve_and_uses_one_matmat_per_iteration(rng):
     assert res.residual_norms.shape == (res.n_iter + 1, 5)
     assert op.n_matmat == res.n_iter       # one block application per iteration, no x0 residual
     assert op.n_matvec_equiv < res.n_iter * 5   # converged columns are frozen
-    # column-wise identical to cg
+    # column-wise the same iteration as cg; the two differ only in summation order (GEMM vs GEMV),
+    # which CG amplifies, so compare them within what both solves guarantee: each has a relative
+    # residual <= rtol, hence ||x_block - x_cg|| <= cond(A) * 2 * rtol * ||x|| (+ rounding).
     single = cg(A, B[:, 0], rtol=1e-10)
-    np.testing.assert_allclose(res.x[:, 0], single.x, rtol=1e-10, atol=1e-12)
+    x_true = np.linalg.solve(A, B[:, 0])
+    cond = np.linalg.cond(A)
+    assert np.linalg.norm(res.x[:, 0] - single.x) <= 4 * cond * 1e-10 * np.linalg.norm(x_true)
 
 
 def test_block_cg_x0_preconditioner_callback_and_1d(rng):
