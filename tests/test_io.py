@@ -175,12 +175,13 @@ def test_interrupted_replace(tmp_path, monkeypatch):
 
 
 def test_new_file_permissions_follow_umask(tmp_path):
-    old = os.umask(0o022)
+    # 0o027 gives 0o640, which differs from both mkstemp's 0o600 and the 0o644 fallback
+    old = os.umask(0o027)
     try:
         Dummy({}, {}).save(tmp_path / "m.h5")
     finally:
         os.umask(old)
-    assert (tmp_path / "m.h5").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "m.h5").stat().st_mode & 0o777 == 0o640
 
 
 def test_missing_file(tmp_path):
@@ -244,6 +245,10 @@ def test_bad_params_json(tmp_path):
     path = tmp_path / "m.h5"
     Dummy({}, {}).save(path)
     _rewrite_attr(path, "params", "{not json")
+    with pytest.raises(ModelFormatError, match="params attribute fails its checksum"):
+        load(path)
+    with h5py.File(path, "a") as f:      # a file without checksums (older writer) is parsed
+        del f.attrs["params_crc32"]
     with pytest.raises(ModelFormatError, match="JSON"):
         load(path)
 
@@ -251,3 +256,177 @@ def test_bad_params_json(tmp_path):
 def test_bad_compression(tmp_path):
     with pytest.raises(ValueError, match="compression"):
         Dummy({}, {}).save(tmp_path / "m.h5", compression="zstd")
+
+
+# --------------------------------------------------------------------------- checksums
+def _flip_byte_in(path, dataset):
+    with h5py.File(path, "r") as f:
+        ds = f[dataset]
+        offset, nbytes = ds.id.get_offset(), ds.id.get_storage_size()
+    assert offset is not None and nbytes > 0
+    with open(path, "r+b") as fh:
+        fh.seek(offset + nbytes // 2)
+        byte = fh.read(1)
+        fh.seek(offset + nbytes // 2)
+        fh.write(bytes([byte[0] ^ 0x01]))
+
+
+@pytest.mark.parametrize("dataset,where", [("arrays/W", "arrays/W"),
+                                           ("arrays/S/data", "arrays/S/data"),
+                                           ("arrays/names", "arrays/names")])
+def test_uncompressed_corruption_is_detected(tmp_path, rng, dataset, where):
+    path = tmp_path / "m.h5"
+    arrays = {"W": rng.standard_normal((50, 20)), "S": sp.random(40, 30, density=0.2, format="csr", random_state=0),
+              "names": np.array(["alpha", "beta", "gamma"] * 20)}
+    Dummy({}, arrays).save(path, compression=None)
+    _assert_same(arrays, load(path).arrays)
+    if dataset == "arrays/names":          # vlen strings live in the global heap, not the dataset
+        with h5py.File(path, "a") as f:
+            f["arrays/names"][0] = "alphA"
+    else:
+        _flip_byte_in(path, dataset)
+    with pytest.raises(ModelFormatError, match=f"{where} fails its checksum"):
+        load(path)
+
+
+def test_every_dataset_carries_a_checksum(tmp_path, rng):
+    path = tmp_path / "m.h5"
+    Dummy({}, _state(rng)[1]).save(path)
+    missing = []
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: missing.append(name)
+                     if isinstance(obj, h5py.Dataset) and "crc32" not in obj.attrs else None)
+    assert missing == []
+
+
+# --------------------------------------------------------------------------- faults
+def test_save_into_missing_directory_names_the_target(tmp_path):
+    target = tmp_path / "no" / "such" / "m.h5"
+    with pytest.raises(FileNotFoundError, match="does not exist") as info:
+        Dummy({}, {}).save(target)
+    assert info.value.filename == str(target)
+
+
+def test_lone_surrogate_is_a_clear_error(tmp_path):
+    bad = "caf\udce9"                      # what errors="surrogateescape" makes of latin-1 bytes
+    with pytest.raises(ValueError, match=r"arrays/vocab\[1\].*surrogate"):
+        Dummy({}, {"vocab": np.array(["ok", bad], dtype=object)}).save(tmp_path / "m.h5")
+    assert os.listdir(tmp_path) == []
+
+
+def test_stale_temporaries_are_removed_by_the_next_save(tmp_path):
+    path = tmp_path / "m.h5"
+    dead = _dead_pid()
+    stale = tmp_path / f".m.h5.{dead}.abcd1234.tmp"
+    stale.write_bytes(b"x" * 1000)
+    live = tmp_path / f".m.h5.{os.getppid()}.live0000.tmp"     # a save in progress elsewhere
+    live.write_bytes(b"y")
+    other = tmp_path / f".other.h5.{dead}.abcd1234.tmp"       # another model's: not ours to touch
+    other.write_bytes(b"z")
+    Dummy({}, {}).save(path)
+    assert sorted(os.listdir(tmp_path)) == sorted(["m.h5", live.name, other.name])
+
+
+def _dead_pid():
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _generation(gen):
+    """The state a killed child saves as generation ``gen`` (regenerated to check bit-identity)."""
+    rng = np.random.default_rng(gen + 1)
+    return {"gen": gen}, {f"A{i}": rng.standard_normal((300, 400)) for i in range(4)} | {
+        "names": np.array([f"w{gen}_{i}" for i in range(500)], dtype=object)}
+
+
+_KILL_CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[3])
+from test_io import Dummy, _generation
+print("ready", flush=True)
+for gen in range(int(sys.argv[2]), int(sys.argv[2]) + 10_000):
+    Dummy(*_generation(gen)).save(sys.argv[1], compression=None)
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_during_save_never_damages_the_previous_model(tmp_path, rng):
+    """A child saves model after model to one path and is SIGKILLed at random moments: every time,
+    the file is a complete model bit-identical to the last one saved, and the temporary file the
+    killed save leaves is removed by the next save."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    path = tmp_path / "m.h5"
+    Dummy(*_generation(-1)).save(path)
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    last, left_temporaries = -1, 0
+    for trial in range(20):
+        start = 1000 * (trial + 1)
+        child = subprocess.Popen([sys.executable, "-c", _KILL_CHILD, str(path), str(start), tests_dir],
+                                 stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(float(rng.uniform(0.05, 0.4)))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        loaded = load(path)
+        gen = loaded.params["gen"]
+        assert gen == last or start <= gen < start + 10_000, (gen, last)
+        params, arrays = _generation(gen)
+        assert loaded.params == params
+        _assert_same(arrays, loaded.arrays)          # bit-identical, never a mix of two saves
+        last = gen
+        temporaries = [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+        assert len(temporaries) <= 1
+        left_temporaries += len(temporaries)
+        Dummy(*_generation(gen)).save(path)          # the next save cleans up after the killed one
+        assert sorted(os.listdir(tmp_path)) == ["m.h5"]
+    assert left_temporaries >= 5                     # the kills did land inside saves
+
+
+# --------------------------------------------------------------------------- model classes
+def test_class_load_checks_the_model_type(tmp_path):
+    from linxling.models._estimator import LinxlingEstimator
+
+    @register_model("_TestEstimatorA")
+    class A(LinxlingEstimator):
+        _fitted_attr = "w_"
+
+        def __init__(self, k=1):
+            self.k = k
+
+        def _get_state(self):
+            return self.get_params(), {"w": self.w_}
+
+        @classmethod
+        def _from_state(cls, params, arrays):
+            m = cls(**params)
+            m.w_ = arrays["w"]
+            return m
+
+    @register_model("_TestEstimatorB")
+    class B(A):
+        pass
+
+    @register_model("_TestEstimatorC")
+    class C(A):
+        pass
+
+    a = A(k=3)
+    with pytest.raises(linxling.models._estimator.NotFittedError):
+        a.save(tmp_path / "a.h5")
+    a.w_ = np.arange(3.0)
+    a.save(tmp_path / "a.h5")
+    b = B()
+    b.w_ = np.ones(2)
+    b.save(tmp_path / "b.h5")
+    assert A.load(tmp_path / "a.h5").k == 3
+    assert type(A.load(tmp_path / "b.h5")) is B           # a subclass is an A
+    with pytest.raises(ModelFormatError, match="holds a _TestEstimatorA model, not a B"):
+        B.load(tmp_path / "a.h5")
+    with pytest.raises(ModelFormatError, match="holds a _TestEstimatorB model, not a C"):
+        C.load(tmp_path / "b.h5")

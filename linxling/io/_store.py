@@ -18,6 +18,7 @@ import importlib
 import json
 import os
 import tempfile
+import zlib
 from typing import Any, Callable
 from urllib.parse import unquote
 
@@ -128,6 +129,27 @@ def _is_str_array(arr: np.ndarray) -> bool:
     return arr.dtype == object and all(isinstance(x, str) for x in arr.flat)
 
 
+def _crc32(arr: np.ndarray) -> int:
+    """CRC-32 of an array's values: its bytes (C order) or, for strings, their UTF-8 encoding."""
+    if arr.dtype == object or arr.dtype.kind == "U":
+        crc = 0
+        for s in arr.flat:
+            crc = zlib.crc32(s.encode("utf-8") + b"\x00", crc)
+        return crc
+    return zlib.crc32(np.ascontiguousarray(arr).tobytes())
+
+
+def _checked(ds: h5py.Dataset, value: np.ndarray, where: str) -> np.ndarray:
+    """``value`` read from ``ds``, after comparing it with the checksum stored at save time.
+
+    Files written before checksums were stored have no ``crc32`` attribute and are not checked.
+    """
+    stored = ds.attrs.get("crc32")
+    if stored is not None and _crc32(value) != int(stored):
+        raise ModelFormatError(f"dataset arrays{where} fails its checksum: the file is corrupt")
+    return value
+
+
 def _float_sizes(arrays: dict, acc: dict[str, int]) -> None:
     for value in arrays.values():
         if isinstance(value, dict):
@@ -168,7 +190,8 @@ def _write_node(group: h5py.Group, key: str, value: Any, compression: str | None
                          container="array" if isinstance(value, sp.sparray) else "matrix")
         for part in ("data", "indices", "indptr"):
             arr = np.asarray(getattr(mat, part))
-            sub.create_dataset(part, data=arr, **_ds_kwargs(arr, compression))
+            ds = sub.create_dataset(part, data=arr, **_ds_kwargs(arr, compression))
+            ds.attrs["crc32"] = np.int64(_crc32(arr))
         return
     if value is None:
         raise TypeError(f"arrays{where} is None; store only arrays, dicts and sparse matrices")
@@ -176,15 +199,24 @@ def _write_node(group: h5py.Group, key: str, value: Any, compression: str | None
     if _is_str_array(arr):
         if any("\x00" in s for s in arr.flat):
             raise ValueError(f"arrays{where} contains strings with NUL characters, which HDF5 cannot store")
+        for i, s in enumerate(arr.flat):
+            try:
+                s.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValueError(f"arrays{where}[{i}] = {s!r} is not valid Unicode text ({exc.reason}: "
+                                 "a lone surrogate, e.g. from errors='surrogateescape'); the store writes "
+                                 "UTF-8") from None
         ds = group.create_dataset(name, data=arr.astype(object), dtype=h5py.string_dtype("utf-8"),
                                   **_ds_kwargs(arr, compression))
         ds.attrs["kind"] = "str"
         ds.attrs["str_dtype"] = arr.dtype.str if arr.dtype.kind == "U" else "object"
+        ds.attrs["crc32"] = np.int64(_crc32(arr))
         return
     if arr.dtype == object or arr.dtype.kind not in "biufcSV":
         raise TypeError(f"arrays{where} has unsupported dtype {arr.dtype} (object arrays must hold only str)")
     ds = group.create_dataset(name, data=arr, **_ds_kwargs(arr, compression))
     ds.attrs["kind"] = "array"
+    ds.attrs["crc32"] = np.int64(_crc32(arr))
 
 
 def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip") -> None:
@@ -234,7 +266,12 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
 
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(2, f"cannot save the model: directory {directory!r} does not exist", path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "cannot save the model over a directory", path)
+    _remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=_tmp_prefix(path) + f"{os.getpid()}.", suffix=".tmp")
     try:
         os.close(fd)
         with h5py.File(tmp, "w") as f:
@@ -244,6 +281,7 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
             f.attrs["dtype"] = main_dtype
             f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
             f.attrs["params"] = params_json
+            f.attrs["params_crc32"] = np.int64(zlib.crc32(params_json.encode("utf-8")))
             group = f.create_group("arrays", track_order=True)
             group.attrs["kind"] = "dict"
             for key, value in arrays.items():
@@ -259,6 +297,45 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
             pass
         raise
     _fsync_dir(directory)
+
+
+def _tmp_prefix(path: str) -> str:
+    """Temporary files of a save to ``path`` are ``.NAME.PID.XXXXXXXX.tmp`` beside it."""
+    return f".{os.path.basename(path)}."
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _remove_stale_temporaries(path: str) -> None:
+    """Remove the temporary files that killed saves to ``path`` left behind.
+
+    A temporary file names the process that wrote it; it is stale when that process no longer
+    exists (a save in progress in a live process, this one included, is left alone).
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix = _tmp_prefix(path)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid = name[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _pid_alive(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
 
 
 def _fsync_path(path: str) -> None:
@@ -307,7 +384,8 @@ def _read_node(node: h5py.Group | h5py.Dataset, where: str) -> Any:
         if kind == "sparse":
             fmt = node.attrs["format"]
             shape = tuple(int(s) for s in node.attrs["shape"])
-            parts = (node["data"][()], node["indices"][()], node["indptr"][()])
+            parts = tuple(_checked(node[part], node[part][()], f"{where}/{part}")
+                          for part in ("data", "indices", "indptr"))
             cls = {"csr": (sp.csr_matrix, sp.csr_array), "csc": (sp.csc_matrix, sp.csc_array)}[fmt]
             return cls[1 if node.attrs.get("container") == "array" else 0](parts, shape=shape)
         if kind != "dict":
@@ -316,14 +394,15 @@ def _read_node(node: h5py.Group | h5py.Dataset, where: str) -> Any:
     if kind == "str":
         values = node.asstr()[()]
         str_dtype = node.attrs.get("str_dtype", "object")
+        arr = np.empty(np.shape(values), dtype=object)
+        arr[...] = values
+        _checked(node, arr, where)
         if str_dtype == "object":
-            arr = np.empty(np.shape(values), dtype=object)
-            arr[...] = values
             return arr
         return np.asarray(values, dtype=str).astype(str_dtype)
     if kind != "array":
         raise ModelFormatError(f"unknown dataset kind {kind!r} at arrays{where}")
-    return np.asarray(node[()])
+    return _checked(node, np.asarray(node[()]), where)
 
 
 def _open(path: str | os.PathLike) -> tuple[str, h5py.File]:
@@ -364,8 +443,12 @@ def _header(path: str, f: h5py.File) -> dict:
                                "Upgrade linxling to load it.")
     if version < 1:
         raise ModelFormatError(f"{path}: invalid format_version {version}")
+    params_text = _attr_str(f.attrs["params"])
+    stored = f.attrs.get("params_crc32")
+    if stored is not None and zlib.crc32(params_text.encode("utf-8")) != int(stored):
+        raise ModelFormatError(f"{path}: the params attribute fails its checksum: the file is corrupt")
     try:
-        params = json.loads(_attr_str(f.attrs["params"]))
+        params = json.loads(params_text)
     except (TypeError, ValueError) as exc:
         raise ModelFormatError(f"{path}: params attribute is not valid JSON ({exc})") from exc
     if not isinstance(params, dict):
