@@ -31,9 +31,13 @@ def reference_retrieval(Q, C, gold=None, ks=(1, 5, 10), similarity="cosine", knn
         r_c = np.array([np.mean(sorted(col)[::-1][:knn]) for col in S.T])
         S = 2 * S - r_q[:, None] - r_c[None, :]
     gold = np.arange(len(Q)) if gold is None else np.asarray(gold)
-    ranks = np.array([1 + sum(S[i, j] > S[i, gold[i]] for j in range(S.shape[1])) for i in range(len(Q))])
-    out = {f"P@{k}": float(np.mean(ranks <= k)) for k in ks}
-    out["MRR"] = float(np.mean(1.0 / ranks))
+    n_c = len(C)
+    zero_q, zero_c = ~np.any(Q != 0, axis=1), ~np.any(C != 0, axis=1)
+    ranks = np.array([n_c + 1 if zero_q[i] or zero_c[gold[i]] else   # no direction: never a hit
+                      1 + sum(S[i, j] > S[i, gold[i]] for j in range(n_c)) for i in range(len(Q))])
+    out = {f"P@{k}": float(np.mean(ranks <= min(k, n_c))) for k in ks}
+    out["MRR"] = float(np.mean(np.where(ranks <= n_c, 1.0 / ranks, 0.0)))
+    out["n_zero_queries"], out["n_zero_candidates"] = int(zero_q.sum()), int(zero_c.sum())
     return out, ranks
 
 
@@ -52,7 +56,7 @@ def _check_equal(Q, C, gold=None, similarity="cosine", knn=3, block_size=7, ks=(
     got = retrieval(Q, C, gold, ks, similarity, knn, block_size, return_ranks=True)
     np.testing.assert_array_equal(got.pop("ranks"), ref_ranks)
     assert got == pytest.approx(ref)
-    assert list(got) == [f"P@{k}" for k in ks] + ["MRR"]
+    assert list(got) == [f"P@{k}" for k in ks] + ["MRR", "n_zero_queries", "n_zero_candidates"]
 
 
 @pytest.mark.parametrize("similarity", ["cosine", "csls"])
@@ -88,7 +92,25 @@ def test_zero_vectors_give_zero_cosine(rng):
     for sim in ("cosine", "csls"):
         _check_equal(Q, C, rng.integers(0, 8, 6), sim, knn=2, block_size=4)
     res = retrieval(np.zeros((3, 4)), np.zeros((3, 4)), return_ranks=True)
-    np.testing.assert_array_equal(res["ranks"], [1, 1, 1])  # all scores 0: ties favour gold
+    np.testing.assert_array_equal(res["ranks"], [4, 4, 4])  # no direction: never a hit
+    assert res["P@1"] == res["P@10"] == res["MRR"] == 0.0
+    assert res["n_zero_queries"] == 3 and res["n_zero_candidates"] == 3
+
+
+def test_directionless_queries_are_misses_and_counted(rng):
+    """100 all-zero queries (empty or out-of-vocabulary texts) used to score P@1 = 1.0."""
+    C = rng.standard_normal((100, 16))
+    for sim in ("cosine", "csls"):
+        res = retrieval(np.zeros((100, 16)), C, similarity=sim)
+        assert res["P@1"] == res["P@10"] == res["MRR"] == 0.0
+        assert res["n_zero_queries"] == 100 and res["n_zero_candidates"] == 0
+    Q = C + 0.01 * rng.standard_normal(C.shape)
+    Q[:10] = 0
+    C2 = C.copy()
+    C2[10:15] = 0                           # the gold candidates of queries 10..14 have no direction
+    res = retrieval(Q, C2, ks=(1,), return_ranks=True)
+    assert res["P@1"] == pytest.approx(0.85)
+    assert (res["ranks"][:15] == 101).all() and res["n_zero_candidates"] == 5
 
 
 def test_perfect_and_known_ranks():
@@ -293,3 +315,16 @@ def test_default_blocking_honours_memory_budget(monkeypatch, similarity):
     inputs = 4 * n * d * 8                        # normalised copies of Q and C and their likes
     assert peak < 2 * budget + inputs + 8 * n * 16, peak
     assert peak < full_matrix / 20
+
+
+def test_word_translation_directionless_words_are_misses(rng):
+    from linxling.evaluate import word_translation
+    words = [f"w{i}" for i in range(20)]
+    S = rng.standard_normal((20, 8))
+    T = S.copy()
+    S[:4] = 0                               # four source words without a direction
+    T[4:6] = 0                              # two gold target words without one
+    pairs = [(w, w) for w in words]
+    res = word_translation(words, S, words, T, pairs, ks=(1,))
+    assert res["P@1"] == pytest.approx(14 / 20)
+    assert res["n_zero_queries"] == 4 and res["n_queries"] == 20

@@ -8,7 +8,8 @@ import numpy as np
 
 from linxling._backend import get_namespace
 from linxling.evaluate._retrieval import (_auto_block_size, _blocked_ranks, _check_embedding_pair, _check_int, _check_ks,
-                                          _check_similarity, _csls_radii, _normalize_rows, _summarise)
+                                          _check_similarity, _csls_radii, _has_direction, _normalize_rows,
+                                          _summarise)
 
 __all__ = ["read_muse_dictionary", "muse_split", "word_translation"]
 
@@ -126,7 +127,9 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     -------
     dict
         ``"P@k"`` per k and ``"MRR"`` (over queries, using the best-ranked gold translation);
-        ``"n_queries"``: unique source words evaluated; ``"n_missing"``: unique source words of
+        ``"n_queries"``: unique source words evaluated; ``"n_zero_queries"``: those of them whose
+        vector is all zero (always a miss; a gold target word without a direction never counts
+        as found either); ``"n_missing"``: unique source words of
         the dictionary skipped because the word or all of its translations are out of
         vocabulary; ``"n_pairs"`` / ``"n_pairs_missing"``: the same counted in pairs.
 
@@ -173,7 +176,7 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
         r_s, r_t = _csls_radii(Sn, Tn, knn, block_size, xp, show_progress)
         r_q = r_s[q_idx]
     ranks = _blocked_ranks(Qn, Tn, xp.asarray(rows), xp.asarray(cols), r_q, r_t, block_size, xp, show_progress)
-    out = _summarise(ranks, ks, xp)
-    out.update(n_queries=len(query_rows), n_missing=len(all_sources) - len(query_rows),
+    out = _summarise(ranks, ks, xp, T.shape[0])
+    out.update(n_queries=len(query_rows), n_zero_queries=len(query_rows) - int(xp.count_nonzero(_has_direction(Qn, xp))), n_missing=len(all_sources) - len(query_rows),
                n_pairs=n_pairs, n_pairs_missing=n_pairs_missing)
     return out

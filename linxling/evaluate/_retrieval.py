@@ -130,6 +130,11 @@ def _csls_radii(An: Any, Bn: Any, knn: int, block_size: int, xp, show_progress=N
     return r_a, r_b
 
 
+def _has_direction(Xn: Any, xp) -> Any:
+    """Rows of a row-normalised matrix that have a direction (are not all zero)."""
+    return xp.any(Xn != 0, axis=1)
+
+
 def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, block_size: int, xp,
                    show_progress=None) -> Any:
     """Rank of the best-scoring gold candidate of every query, computed in row blocks.
@@ -137,7 +142,9 @@ def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, b
     ``rows``/``cols`` (sorted by ``rows``) list the gold (query, candidate) pairs; every query
     must have at least one. The score is ``Qn @ Cn.T`` (cosine) or, when ``r_q``/``r_c`` are
     given, ``2 cos - r_q[:, None] - r_c[None, :]`` (CSLS). Rank = 1 + number of candidates with
-    a score strictly greater than the best gold score.
+    a score strictly greater than the best gold score. A gold pair whose query or candidate has
+    no direction (an all-zero row) can never be a hit: a query left without any such pair gets
+    rank ``n_c + 1``, after every candidate (see :func:`_summarise`).
 
     Returns
     -------
@@ -145,6 +152,7 @@ def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, b
     """
     n_q = Qn.shape[0]
     ranks = xp.empty(n_q, dtype=xp.int64)
+    q_ok, c_ok = _has_direction(Qn, xp), _has_direction(Cn, xp)
     bounds = xp.searchsorted(rows, xp.arange(0, n_q + block_size, block_size))
     bounds = [int(b) for b in to_numpy(bounds)]
     starts = list(range(0, n_q, block_size))
@@ -158,6 +166,7 @@ def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, b
         lo, hi = bounds[i], bounds[i + 1]
         local, gold_cols = rows[lo:hi] - start, cols[lo:hi]
         vals = S[local, gold_cols]
+        vals = xp.where(q_ok[rows[lo:hi]] & c_ok[gold_cols], vals, -xp.inf)
         if hi - lo == stop - start:  # one gold per query
             best = vals
         else:  # best gold score per query: sort by (row, value), take each row's last entry
@@ -169,9 +178,11 @@ def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, b
     return ranks
 
 
-def _summarise(ranks: Any, ks: Sequence[int], xp) -> dict:
-    out = {f"P@{k}": float(xp.mean(ranks <= k)) for k in ks}
-    out["MRR"] = float(xp.mean(1.0 / ranks))
+def _summarise(ranks: Any, ks: Sequence[int], xp, n_candidates: int) -> dict:
+    """P@k and MRR; rank ``n_candidates + 1`` is a miss (no direction) at every k, 0 in the MRR."""
+    hit = ranks <= n_candidates
+    out = {f"P@{k}": float(xp.mean(hit & (ranks <= k))) for k in ks}
+    out["MRR"] = float(xp.mean(xp.where(hit, 1.0 / ranks, 0.0)))
     return out
 
 
@@ -214,10 +225,14 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
     Returns
     -------
     dict
-        ``"P@k"`` for each ``k`` in ``ks`` and ``"MRR"`` (Python floats); with ``return_ranks``
-        also ``"ranks"``: NumPy int64 array, shape (n_q,). The rank of query ``i`` is
-        1 + the number of candidates scoring *strictly* higher than ``gold[i]`` (ties favour
-        the gold candidate). ``P@k = mean(rank <= k)``, ``MRR = mean(1 / rank)``.
+        ``"P@k"`` for each ``k`` in ``ks`` and ``"MRR"`` (Python floats);
+        ``"n_zero_queries"`` / ``"n_zero_candidates"``: how many rows had no direction (all
+        zero, e.g. an empty or out-of-vocabulary text); with ``return_ranks`` also ``"ranks"``:
+        NumPy int64 array, shape (n_q,). The rank of query ``i`` is 1 + the number of candidates
+        scoring *strictly* higher than ``gold[i]`` (ties favour the gold candidate).
+        ``P@k = mean(rank <= k)``, ``MRR = mean(1 / rank)``. A query without a direction, or
+        whose gold candidate has none, can never be a hit: its rank is ``n_c + 1``, it counts
+        as a miss at every k and adds 0 to the MRR.
 
     Raises
     ------
@@ -230,7 +245,7 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
     >>> import numpy as np
     >>> X = np.eye(3)
     >>> retrieval(X, X, ks=(1,))
-    {'P@1': 1.0, 'MRR': 1.0}
+    {'P@1': 1.0, 'MRR': 1.0, 'n_zero_queries': 0, 'n_zero_candidates': 0}
     """
     ns = get_namespace(queries, candidates)
     xp = ns.xp
@@ -267,7 +282,9 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
     if similarity == "csls":
         r_q, r_c = _csls_radii(Qn, Cn, knn, block_size, xp, show_progress)
     ranks = _blocked_ranks(Qn, Cn, rows, cols, r_q, r_c, block_size, xp, show_progress)
-    out = _summarise(ranks, ks, xp)
+    out = _summarise(ranks, ks, xp, n_c)
+    out["n_zero_queries"] = n_q - int(xp.count_nonzero(_has_direction(Qn, xp)))
+    out["n_zero_candidates"] = n_c - int(xp.count_nonzero(_has_direction(Cn, xp)))
     if return_ranks:
         out["ranks"] = np.asarray(to_numpy(ranks))
     return out
