@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from sklearn.exceptions import NotFittedError
+
 from linxling.models.cllsi import CLLSI
 
 
@@ -81,9 +83,9 @@ def test_errors(rng):
     with pytest.raises(ValueError, match="same languages"):
         CLLSI(n_components=2).fit_matrices(blocks, {"en": concepts["en"]})
     with pytest.raises(ValueError, match="scale"):
-        CLLSI(scale="sqrt")
+        CLLSI(n_components=2, scale="sqrt").fit_matrices(blocks, concepts)   # checked in fit
     m = CLLSI(n_components=2, random_state=0)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         m.transform_matrix(blocks["en"], "en")
     m.fit_matrices(blocks, concepts)
     with pytest.raises(ValueError, match="unknown language 'de'"):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 import scipy.linalg as sla
 import scipy.sparse as sp
 
@@ -197,7 +198,7 @@ def test_bad_input_errors():
         model.transform_matrix(blocks["a"], "zz")
     with pytest.raises(ValueError, match="columns"):
         model.transform_matrix(blocks["b"], "a")
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         Cr5().transform_matrix(blocks["a"], "a")
 
 

@@ -467,3 +467,10 @@ def test_streaming_memory_200k_docs():
     tracemalloc.stop()
     assert X.shape == (n_docs, 997 + 113 + 1009 + 7) and X.nnz == n_docs * n_words
     assert peak < 0.4 * all_token_lists, (peak / 2**20, all_token_lists / 2**20)
+
+
+def test_lone_surrogate_is_an_error_at_fit_naming_the_document():
+    from linxling.text import TfidfVectorizer
+    docs = ["a good text", "another good text", b"caf\xe9 text".decode("utf-8", "surrogateescape")]
+    with pytest.raises(ValueError, match=r"docs\[2\] contains the lone surrogate '\\udce9' at position 3"):
+        TfidfVectorizer(min_df=1).fit(docs)

@@ -1,14 +1,18 @@
 """What the concept-aligned estimators (Cr5, CL-LSI) share: checks, text input, the store."""
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+import json
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from linxling._validation import check_same_length
+from linxling.models._estimator import LinxlingEstimator
 
-__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "group_by_language", "vectorizers_state",
+__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "classes_from_state", "classes_state", "encode_concepts",
+           "group_by_language", "vectorizers_state",
            "vectorizers_from_state", "vectorizer_from_state", "vectorizer_state"]
 
 
@@ -27,6 +31,121 @@ def as_concept_list(ids: Any, name: str) -> list:
         if not isinstance(c, Hashable):
             raise TypeError(f"{name}[{i}] = {c!r} is not hashable; concept ids must be hashable")
     return out
+
+
+def _id_kind(c: Any) -> Any:
+    """The type of a concept id as far as equality goes (``1``, ``np.int64(1)`` alike; not ``"1"``)."""
+    if isinstance(c, (bool, np.bool_)):
+        return "bool"
+    if isinstance(c, (int, np.integer)):
+        return "int"
+    if isinstance(c, (str, np.str_)):
+        return "str"
+    if isinstance(c, (float, np.floating)):
+        return "float"
+    if isinstance(c, tuple):
+        return ("tuple", tuple(_id_kind(x) for x in c))
+    return type(c).__qualname__
+
+
+def _kind_name(kind: Any) -> str:
+    if isinstance(kind, tuple):
+        return "tuple of (" + ", ".join(_kind_name(k) for k in kind[1]) + ")"
+    return kind
+
+
+def _plain(c: Any) -> Any:
+    """NumPy scalars as Python values (tuples element-wise), so ``classes_`` holds Python objects."""
+    if isinstance(c, np.generic):
+        return c.item()
+    if isinstance(c, tuple):
+        return tuple(_plain(x) for x in c)
+    return c
+
+
+def encode_concepts(concepts: Mapping[str, Any], languages: Sequence[str]):
+    """Map hashable concept ids to integer labels 0..K-1, refusing ids that would merge or split.
+
+    All ids must have one type (``int``, ``str``, ``float``, ``bool``, a tuple of these with the
+    same element types, ...): with mixed types ``1`` and ``"1"`` would silently become two
+    concepts. ``None`` is not an id.
+
+    Parameters
+    ----------
+    concepts : mapping language -> sequence of length n_l of hashable concept ids
+    languages : order of the languages
+
+    Returns
+    -------
+    labels : dict language -> int64 array (n_l,)
+    classes : list of the K distinct concept ids (Python values), in first-seen order
+
+    Raises
+    ------
+    TypeError
+        For ``None``, an unhashable id, or ids of more than one type.
+    """
+    index: dict[Hashable, int] = {}
+    labels = {}
+    first: tuple | None = None              # (kind, example, where) of the first id seen
+    for lang in languages:
+        ids = concepts[lang]
+        if isinstance(ids, np.ndarray) and ids.ndim == 1 and ids.dtype.kind in "iu" and ids.size:
+            # fast path for integer arrays: one kind, no None possible
+            if first is None:
+                first = ("int", ids[0].item(), f"concepts[{lang!r}][0]")
+            elif first[0] != "int":
+                raise _mixed_error(first, "int", ids[0].item(), f"concepts[{lang!r}][0]")
+            uniq, inv = np.unique(ids, return_inverse=True)
+            remap = np.empty(len(uniq), dtype=np.int64)
+            for j, u in enumerate(uniq.tolist()):
+                remap[j] = index.setdefault(u, len(index))
+            labels[lang] = remap[inv.ravel()]
+            continue
+        ids = as_concept_list(ids, f"concepts[{lang!r}]")
+        out = np.empty(len(ids), dtype=np.int64)
+        for i, c in enumerate(ids):
+            if c is None:
+                raise TypeError(f"concepts[{lang!r}][{i}] is None: every document needs a concept id")
+            kind = _id_kind(c)
+            if first is None:
+                first = (kind, c, f"concepts[{lang!r}][{i}]")
+            elif kind != first[0]:
+                raise _mixed_error(first, kind, c, f"concepts[{lang!r}][{i}]")
+            out[i] = index.setdefault(_plain(c), len(index))
+        labels[lang] = out
+    return labels, list(index)
+
+
+def _mixed_error(first: tuple, kind: Any, value: Any, where: str) -> TypeError:
+    return TypeError(f"concept ids must all have one type: {where} = {value!r} is "
+                     f"{_kind_name(kind)}, but {first[2]} = {first[1]!r} is {_kind_name(first[0])} "
+                     "(ids of different types never match: 1 and '1' would be two concepts)")
+
+
+def classes_state(classes: list) -> tuple[str, np.ndarray]:
+    """Store form of concept ids that keeps their type: ``(kind, array)``.
+
+    Raises ``TypeError`` (at save time) for id types the store cannot keep.
+    """
+    kind = _id_kind(classes[0]) if classes else "int"
+    if kind in ("int", "float", "bool", "str"):
+        dtype = {"int": np.int64, "float": np.float64, "bool": np.bool_, "str": object}[kind]
+        return kind, np.asarray(classes, dtype=dtype)
+    if isinstance(kind, tuple) and all(k in ("int", "float", "bool", "str") for k in kind[1]):
+        # one column per tuple position, each with its own type, as strings of JSON scalars
+        return "tuple", np.asarray([json.dumps(list(c)) for c in classes], dtype=object)
+    raise TypeError(f"concept ids of type {_kind_name(kind)} cannot be stored: the model store keeps "
+                    "int, float, bool and str ids and tuples of these")
+
+
+def classes_from_state(kind: str | None, arr: np.ndarray, legacy_repr: bool = False) -> list:
+    """Inverse of :func:`classes_state` (files without a kind hold ints, floats or strs)."""
+    if kind == "tuple":
+        return [tuple(json.loads(s)) for s in arr.tolist()]
+    if kind == "str" or legacy_repr:
+        return [str(s) for s in arr.tolist()]
+    return np.asarray(arr).tolist()
 
 
 def group_by_language(texts: Any, languages: Any, concepts: Any):
@@ -81,17 +200,12 @@ def vectorizers_from_state(params: dict | None, arrays: dict | None) -> dict:
     return {lang: vectorizer_from_state(vp, arrays[lang]) for lang, vp in (params or {}).items()}
 
 
-class ConceptEmbeddingMixin:
+class ConceptEmbeddingMixin(LinxlingEstimator):
     """Shared behaviour of estimators with per-language maps ``components_[lang]`` (r, p_l).
 
     Subclasses define ``transform_matrix(X, language)`` and ``_get_state``/``_from_state``, and
     may set ``vectorizers_`` (language -> TfidfVectorizer) when fitted from texts.
     """
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "components_"):
-            raise RuntimeError(f"this {type(self).__name__} instance is not fitted yet: "
-                               "call fit or fit_matrices first")
 
     def _check_language(self, language: str) -> None:
         self._check_fitted()
@@ -109,23 +223,11 @@ class ConceptEmbeddingMixin:
             raise TypeError("texts must be a sequence of documents, not a single str")
         return self.transform_matrix(self.vectorizers_[language].transform(texts), language)
 
-    def save(self, path) -> None:
-        """Save the fitted model to HDF5 (atomic: a failed save leaves an existing file intact)."""
-        from linxling import io
-        self._check_fitted()
-        io.save(self, path)
-
     # -------------------------------------------------------------- store helpers
     def _shared_state(self, params: dict) -> dict:
         """Add languages/classes/vectorisers to ``params``; return the shared arrays."""
         params["languages"] = list(self.languages_)
-        try:
-            classes = np.asarray(self.classes_)
-            if classes.dtype.kind not in "iufU" or classes.ndim != 1:
-                raise TypeError
-        except (TypeError, ValueError):
-            classes = np.asarray([repr(c) for c in self.classes_])
-            params["classes_repr"] = True
+        params["classes_kind"], classes = classes_state(list(self.classes_))
         arrays: dict[str, Any] = {
             "components": {lang: self.components_[lang] for lang in self.languages_},
             "singular_values": self.singular_values_,
@@ -140,6 +242,7 @@ class ConceptEmbeddingMixin:
         self.components_ = {lang: np.asarray(arrays["components"][lang]) for lang in self.languages_}
         self.n_features_ = {lang: self.components_[lang].shape[1] for lang in self.languages_}
         self.singular_values_ = np.asarray(arrays["singular_values"])
-        self.classes_ = np.asarray(arrays["classes"]).tolist()
+        self.classes_ = classes_from_state(params.get("classes_kind"), arrays["classes"],
+                                           legacy_repr=params.get("classes_repr", False))
         if "vectorizers" in arrays:
             self.vectorizers_ = vectorizers_from_state(params["vectorizer_params"], arrays["vectorizers"])

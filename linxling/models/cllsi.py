@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from linxling.models._base import ConceptEmbeddingMixin, as_concept_list, group_by_language
+from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 from linxling._validation import (check_positive, check_random_state, check_same_length,
                                   check_sparse_matrix)
 
@@ -88,22 +88,23 @@ class CLLSI(ConceptEmbeddingMixin):
 
     def __init__(self, n_components: int = 300, random_state: Any = None, scale: str = "fold_in",
                  solver: str = "arpack", n_iter: int = 7) -> None:
-        self.n_components = check_positive(n_components, "n_components", integer=True)
-        if random_state is not None and not isinstance(random_state, (int, np.integer, np.random.Generator)) \
-                or isinstance(random_state, bool):
-            raise TypeError(f"random_state must be None, an int or a numpy Generator, got "
-                            f"{type(random_state).__name__}")
+        self.n_components = n_components
         self.random_state = random_state
-        if scale not in ("fold_in", "none"):
-            raise ValueError(f"scale must be 'fold_in' or 'none', got {scale!r}")
         self.scale = scale
-        if solver not in ("arpack", "randomized"):
-            raise ValueError(f"solver must be 'arpack' or 'randomized', got {solver!r}")
         self.solver = solver
-        self.n_iter = check_positive(n_iter, "n_iter", integer=True, strict=False)
+        self.n_iter = n_iter
 
-    def __repr__(self) -> str:
-        return f"CLLSI(n_components={self.n_components}, scale={self.scale!r}, solver={self.solver!r})"
+    def _check_params(self) -> None:
+        """Validate the parameters (in ``fit``: ``__init__`` only stores them, as in scikit-learn)."""
+        check_positive(self.n_components, "n_components", integer=True)
+        rs = self.random_state
+        if rs is not None and not isinstance(rs, (int, np.integer, np.random.Generator)) or isinstance(rs, bool):
+            raise TypeError(f"random_state must be None, an int or a numpy Generator, got {type(rs).__name__}")
+        if self.scale not in ("fold_in", "none"):
+            raise ValueError(f"scale must be 'fold_in' or 'none', got {self.scale!r}")
+        if self.solver not in ("arpack", "randomized"):
+            raise ValueError(f"solver must be 'arpack' or 'randomized', got {self.solver!r}")
+        check_positive(self.n_iter, "n_iter", integer=True, strict=False)
 
     # ------------------------------------------------------------------ fitting
     def fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "CLLSI":
@@ -116,6 +117,7 @@ class CLLSI(ConceptEmbeddingMixin):
         concepts : mapping language -> sequence of n_l hashable concept ids
             Documents with the same id (in any language) describe the same concept.
         """
+        self._check_params()
         if not isinstance(blocks, Mapping) or not isinstance(concepts, Mapping):
             raise TypeError("blocks and concepts must be mappings language -> matrix / concept ids")
         if not blocks:
@@ -124,18 +126,13 @@ class CLLSI(ConceptEmbeddingMixin):
         if set(concepts) != set(langs):
             raise ValueError(f"blocks and concepts must have the same languages, got "
                              f"{sorted(map(str, blocks))} and {sorted(map(str, concepts))}")
-        mats, ids = {}, {}
+        mats = {}
         for lang in langs:
             mats[lang] = check_sparse_matrix(blocks[lang], f"blocks[{lang!r}]")
-            ids[lang] = as_concept_list(concepts[lang], f"concepts[{lang!r}]")
-            check_same_length(ids[lang], range(mats[lang].shape[0]), f"concepts[{lang!r}]",
+            check_same_length(concepts[lang], range(mats[lang].shape[0]), f"concepts[{lang!r}]",
                               f"the rows of blocks[{lang!r}]")
-        index: dict[Hashable, int] = {}
-        for lang in langs:
-            for c in ids[lang]:
-                if c not in index:
-                    index[c] = len(index)
-        K = len(index)
+        labels, classes = encode_concepts(concepts, langs)
+        K = len(classes)
         P = sum(m.shape[1] for m in mats.values())
         r = self.n_components
         if r >= min(K, P):
@@ -144,7 +141,7 @@ class CLLSI(ConceptEmbeddingMixin):
         parts = []
         for lang in langs:
             X = mats[lang]
-            rows = np.fromiter((index[c] for c in ids[lang]), dtype=np.int64, count=len(ids[lang]))
+            rows = labels[lang]
             C = sp.csr_matrix((np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(K, X.shape[0]))
             parts.append(C @ X.astype(np.float64))
         M = sp.hstack(parts, format="csr")
@@ -173,7 +170,7 @@ class CLLSI(ConceptEmbeddingMixin):
         self.components_ = {lang: np.ascontiguousarray(Vt[:, offsets[i]:offsets[i + 1]])
                             for i, lang in enumerate(langs)}
         self.singular_values_ = np.ascontiguousarray(s)
-        self.classes_ = list(index)
+        self.classes_ = classes
         self.n_concepts_ = K
         return self
 

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from linxling._progress import progress
 from linxling._validation import check_float_dtype, check_positive, check_random_state, check_sparse_matrix
-from linxling.models._base import ConceptEmbeddingMixin, group_by_language
+from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 
 __all__ = ["Cr5", "encode_concepts"]
 
@@ -38,41 +38,6 @@ try:  # the model store registers the class for linxling.load(); optional at imp
 except ImportError:  # pragma: no cover - io is part of the package
     def _register_model(name):
         return lambda cls: cls
-
-
-def encode_concepts(concepts: Mapping[str, Any], languages: Sequence[str]):
-    """Map arbitrary hashable concept ids to integer labels 0..K-1.
-
-    Parameters
-    ----------
-    concepts : mapping language -> sequence of length n_l of hashable concept ids
-    languages : order of the languages
-
-    Returns
-    -------
-    labels : dict language -> int64 array (n_l,)
-    classes : list of the K distinct concept ids, in first-seen order
-    """
-    index: dict[Hashable, int] = {}
-    labels = {}
-    for lang in languages:
-        ids = concepts[lang]
-        if isinstance(ids, np.ndarray) and ids.dtype.kind in "iub":
-            # fast path for integer ids
-            uniq, inv = np.unique(ids, return_inverse=True)
-            remap = np.empty(len(uniq), dtype=np.int64)
-            for j, u in enumerate(uniq.tolist()):
-                remap[j] = index.setdefault(u, len(index))
-            labels[lang] = remap[inv.ravel()]
-            continue
-        out = np.empty(len(ids), dtype=np.int64)
-        for i, c in enumerate(ids):
-            try:
-                out[i] = index.setdefault(c, len(index))
-            except TypeError as exc:
-                raise TypeError(f"concepts[{lang!r}][{i}] is not hashable: {c!r}") from exc
-        labels[lang] = out
-    return labels, list(index)
 
 
 @_register_model("Cr5")
@@ -491,9 +456,6 @@ class Cr5(ConceptEmbeddingMixin):
         model.convergence_ = params.get("convergence", {})
         model.fit_info_ = params.get("fit_info", {})
         return model
-
-    def __repr__(self) -> str:
-        return f"Cr5(n_components={self.n_components}, alpha={self.alpha})"
 
 
 class _SolveRecord:

@@ -8,6 +8,8 @@ document plus the term dictionary) and no token lists are kept.
 """
 from __future__ import annotations
 
+import re
+
 import warnings
 from array import array
 from collections import Counter
@@ -78,6 +80,18 @@ def _not_str(i: int, doc: Any, name: str = "docs") -> TypeError:
     return TypeError(f"{name}[{i}] is {type(doc).__name__}, expected str")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_unicode(i: int, doc: str, name: str = "docs") -> None:
+    """A lone surrogate is not text: it cannot be written as UTF-8 (the model store's encoding)."""
+    m = _SURROGATE.search(doc)
+    if m is not None:
+        raise ValueError(f"{name}[{i}] contains the lone surrogate {m.group()!r} at position {m.start()}, "
+                         "which is not valid Unicode text (bytes decoded with errors='surrogateescape'?); "
+                         "decode the input with its real encoding or errors='replace'")
+
+
 # ----------------------------------------------------------------------------- counting
 @dataclass
 class _Counts:
@@ -111,6 +125,7 @@ def _count_pass(docs: Iterable, tokenizer: Callable, min_u: int | None, max_u: i
     for i, doc in enumerate(_doc_iter(docs, show_progress, desc)):
         if not isinstance(doc, str):
             raise _not_str(i, doc)
+        _check_unicode(i, doc)
         counts = Counter(tokenizer(doc))
         n_unique = len(counts)
         if n_unique < lo or (hi >= 0 and n_unique > hi):

@@ -1,0 +1,96 @@
+"""Concept ids: one type, no None, kept with their type through the store (Cr5 and CL-LSI)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from linxling.models import CLLSI, Cr5
+from linxling.models._base import classes_from_state, classes_state, encode_concepts
+
+
+def _blocks(rng, ids_en, ids_fr, p=(30, 25)):
+    return {"en": sp.random(len(ids_en), p[0], density=0.4, random_state=1, format="csr"),
+            "fr": sp.random(len(ids_fr), p[1], density=0.4, random_state=2, format="csr")}
+
+
+@pytest.mark.parametrize("bad,match", [
+    ([1, "1"], r"concepts\['en'\]\[1\] = '1' is str, but concepts\['en'\]\[0\] = 1 is int"),
+    ([0, None], r"concepts\['en'\]\[1\] is None"),
+    ([(1, 0), (1, "0")], r"tuple of \(int, str\).*tuple of \(int, int\)"),
+    ([1, True], r"is bool, but .* is int"),
+])
+def test_bad_ids_are_errors(bad, match):
+    with pytest.raises(TypeError, match=match):
+        encode_concepts({"en": bad}, ["en"])
+
+
+def test_mixed_types_across_languages_and_int_arrays():
+    with pytest.raises(TypeError, match=r"concepts\['fr'\]\[0\] = '0' is str"):
+        encode_concepts({"en": np.arange(3), "fr": ["0", "1"]}, ["en", "fr"])
+    labels, classes = encode_concepts({"en": np.arange(3), "fr": [np.int64(2), 0]}, ["en", "fr"])
+    assert classes == [0, 1, 2] and all(type(c) is int for c in classes)
+    np.testing.assert_array_equal(labels["fr"], [2, 0])
+
+
+@pytest.mark.parametrize("model", [Cr5(n_components=3, random_state=0), CLLSI(n_components=3, random_state=0)])
+def test_mixed_ids_refused_by_models(rng, model):
+    ids_en = list(range(20))
+    ids_fr = [str(i) for i in range(20)]    # the same concepts written as strings: a user mistake
+    with pytest.raises(TypeError, match="one type"):
+        model.fit_matrices(_blocks(rng, ids_en, ids_fr), {"en": ids_en, "fr": ids_fr})
+
+
+@pytest.mark.parametrize("ids", [list(range(20)), [f"c{i}" for i in range(20)], [(i, i % 3) for i in range(20)],
+                                 [("verse", i) for i in range(20)], [i + 0.5 for i in range(20)]])
+@pytest.mark.parametrize("cls", [Cr5, CLLSI])
+def test_ids_survive_save_load_with_their_type(tmp_path, rng, ids, cls):
+    model = cls(n_components=3, random_state=0).fit_matrices(_blocks(rng, ids, ids[::-1]),
+                                                              {"en": ids, "fr": ids[::-1]})
+    model.save(tmp_path / "m.h5")
+    back = cls.load(tmp_path / "m.h5")
+    assert back.classes_ == model.classes_
+    assert [type(c) for c in back.classes_] == [type(c) for c in model.classes_]
+
+
+def test_unstorable_ids_are_refused_at_save(tmp_path, rng):
+    ids = [frozenset({i}) for i in range(20)]
+    model = CLLSI(n_components=3, random_state=0).fit_matrices(_blocks(rng, ids, ids), {"en": ids, "fr": ids})
+    with pytest.raises(TypeError, match="frozenset cannot be stored"):
+        model.save(tmp_path / "m.h5")
+    assert not (tmp_path / "m.h5").exists()
+
+
+_SCALAR = st.one_of(st.integers(-2**62, 2**62), st.text(max_size=8),
+                    st.floats(allow_nan=False, allow_infinity=False))
+_ID_LISTS = st.one_of(
+    st.lists(st.integers(-2**62, 2**62), min_size=1, max_size=30),
+    st.lists(st.text(max_size=8), min_size=1, max_size=30),
+    st.lists(st.tuples(st.integers(-5, 5), st.text(max_size=3)), min_size=1, max_size=30),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ID_LISTS, st.randoms(use_true_random=False))
+def test_encoding_is_a_bijection_and_stores_exactly(ids, rnd):
+    other = list(ids)
+    rnd.shuffle(other)
+    labels, classes = encode_concepts({"a": ids, "b": other}, ["a", "b"])
+    assert len(set(classes)) == len(classes) == len(set(ids))
+    for lang, seq in (("a", ids), ("b", other)):
+        assert [classes[j] for j in labels[lang]] == list(seq)
+    kind, arr = classes_state(classes)
+    assert classes_from_state(kind, arr) == classes
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_SCALAR, min_size=2, max_size=10))
+def test_mixed_scalar_types_always_refused(ids):
+    kinds = {type(x) for x in ids}
+    if len(kinds) == 1:
+        encode_concepts({"a": ids}, ["a"])
+    else:
+        with pytest.raises(TypeError, match="one type"):
+            encode_concepts({"a": ids}, ["a"])
