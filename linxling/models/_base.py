@@ -10,6 +10,7 @@ import numpy as np
 
 from linxling._validation import check_same_length
 from linxling.models._estimator import LinxlingEstimator
+from linxling.text._vectorize import check_unicode
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "classes_from_state", "classes_state", "encode_concepts",
            "group_by_language", "vectorizers_state",
@@ -166,6 +167,10 @@ def group_by_language(texts: Any, languages: Any, concepts: Any):
     check_same_length(texts, concepts, "texts", "concepts")
     if not texts:
         raise ValueError("texts is empty: nothing to fit")
+    for i, text in enumerate(texts):           # indices in the user's sequence, not within a language
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] is {type(text).__name__}, expected str")
+        check_unicode(i, text, "texts")
     by_lang: dict[str, list[int]] = {}
     for i, lang in enumerate(languages):
         if not isinstance(lang, str):

@@ -67,8 +67,12 @@ class Cr5(ConceptEmbeddingMixin):
         "orthonormal": Φ has orthonormal rows (eq. 15, the paper's choice);
         "singular": rows scaled by the singular values of W (Φ = Σ Tᵀ).
     dtype : float32 or float64, default float64
-    min_unique_words, max_unique_words : int or None, default 50, 1000
-        Training-document filter used by :meth:`fit` (paper Sec. 4.1); ``None`` disables a bound.
+    doc_filter : None, "wikipedia" or (min_unique_words, max_unique_words), default None
+        Training-document filter of :meth:`fit`. ``None`` keeps every document. ``"wikipedia"``
+        is the paper's filter for Wikipedia articles (Sec. 4.1: 50 to 1000 unique words); it
+        would discard almost every sentence or verse, so it is never a default. A pair gives
+        the bounds (``None`` for an open end). A filter that drops more than half of a
+        language's documents raises ``ValueError``.
     min_df, max_features, norm : vectoriser settings used by :meth:`fit` (paper: 3, 200k, "l2").
     start_steps : int, default 6
         Power steps on the cheap surrogate ĈᵀD⁻¹Ĉ (D the diagonal of X̂ᵀX̂ + λI; no inner solves)
@@ -112,7 +116,7 @@ class Cr5(ConceptEmbeddingMixin):
                  cg_maxiter: int = 500, eig_tol: float = 1e-1, eig_maxiter: int = 250,
                  eig_method: str = "auto", block_method: str | Mapping[str, str] = "auto",
                  scale: str = "orthonormal", dtype: Any = np.float64,
-                 min_unique_words: int | None = 50, max_unique_words: int | None = 1000,
+                 doc_filter: Any = None,
                  min_df: int = 3, max_features: int = 200_000, norm: str | None = "l2",
                  start_steps: int = 6, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
                  limit_blas_threads: bool = True,
@@ -128,8 +132,7 @@ class Cr5(ConceptEmbeddingMixin):
         self.block_method = block_method
         self.scale = scale
         self.dtype = dtype
-        self.min_unique_words = min_unique_words
-        self.max_unique_words = max_unique_words
+        self.doc_filter = doc_filter
         self.min_df = min_df
         self.max_features = max_features
         self.norm = norm
@@ -171,44 +174,69 @@ class Cr5(ConceptEmbeddingMixin):
             Concept id of each document; documents of different languages with the same concept
             id are about the same thing (e.g. aligned Wikipedia articles or Bible chapters).
 
-        Documents outside ``[min_unique_words, max_unique_words]`` unique words are dropped
-        (counted in ``fit_info_["n_dropped"]`` and reported with a warning). One TF-IDF
-        vectoriser is fitted per language (IDF from the training documents).
+        Every document is used unless ``doc_filter`` says otherwise; documents it drops are
+        counted in ``fit_info_["n_dropped"]`` and reported with a warning, and a filter that
+        drops more than half of a language's documents is an error. One TF-IDF vectoriser is
+        fitted per language (IDF from the training documents); each document is tokenized once.
         """
-        from linxling.text import TfidfVectorizer, filter_documents
+        from linxling.text import TfidfVectorizer
 
+        lo, hi = self._doc_filter_bounds()
         texts, concepts, by_lang = group_by_language(texts, languages, concepts)
         blocks, block_concepts, vectorizers, dropped = {}, {}, {}, {}
         for lang, idx in by_lang.items():
-            docs = [texts[i] for i in idx]
-            if self.min_unique_words is not None or self.max_unique_words is not None:
-                kept, n_drop = filter_documents(
-                    docs, min_unique_words=self.min_unique_words or 0,
-                    max_unique_words=self.max_unique_words if self.max_unique_words is not None
-                    else np.iinfo(np.int64).max)
-                kept = list(kept)
-            else:
-                kept, n_drop = list(range(len(docs))), 0
-            dropped[lang] = int(n_drop)
-            if not kept:
-                raise ValueError(
-                    f"language {lang!r}: all {len(docs)} documents were dropped by the unique-word "
-                    f"filter [{self.min_unique_words}, {self.max_unique_words}]; "
-                    "relax min_unique_words/max_unique_words (None disables them)")
             vec = TfidfVectorizer(min_df=self.min_df, max_features=self.max_features, norm=self.norm,
-                                  dtype=self.dtype)
-            blocks[lang] = vec.fit_transform([docs[j] for j in kept])
-            block_concepts[lang] = [concepts[idx[j]] for j in kept]
+                                  dtype=self.dtype, min_unique_words=lo, max_unique_words=hi)
+            try:
+                with warnings.catch_warnings():      # dropped documents are reported below, per language
+                    warnings.filterwarnings("ignore", message=".*documents were dropped from fitting")
+                    blocks[lang] = vec.fit_transform(texts[i] for i in idx)
+            except ValueError as exc:
+                if lo is not None or hi is not None:
+                    raise ValueError(f"language {lang!r}: {exc} (doc_filter={self.doc_filter!r} keeps "
+                                     f"documents with {lo}..{hi} unique words)") from None
+                raise ValueError(f"language {lang!r} ({len(idx)} documents): {exc}") from None
+            dropped[lang] = int(vec.n_dropped_)
+            if 2 * dropped[lang] > len(idx):
+                raise ValueError(
+                    f"doc_filter={self.doc_filter!r} (documents with {lo}..{hi} unique words) drops "
+                    f"{dropped[lang]} of the {len(idx)} documents of language {lang!r}: it is meant for "
+                    "long documents such as Wikipedia articles; use doc_filter=None for sentences or "
+                    "verses, or bounds that fit the corpus")
+            block_concepts[lang] = [concepts[idx[j]] for j in np.flatnonzero(vec.kept_mask_)]
             vectorizers[lang] = vec
         total_dropped = sum(dropped.values())
         if total_dropped:
-            warnings.warn(f"Cr5.fit: {total_dropped} of {len(texts)} training documents were dropped by the "
-                          f"unique-word filter [{self.min_unique_words}, {self.max_unique_words}] "
-                          f"(per language: {dropped})", UserWarning, stacklevel=2)
+            warnings.warn(f"Cr5.fit: {total_dropped} of {len(texts)} training documents were dropped by "
+                          f"doc_filter={self.doc_filter!r} ({lo}..{hi} unique words; per language: {dropped})",
+                          UserWarning, stacklevel=2)
         self.fit_matrices(blocks, block_concepts)
         self.vectorizers_ = vectorizers
         self.fit_info_["n_dropped"] = dropped
         return self
+
+    #: ``doc_filter`` presets: unique-word bounds of the training documents kept by :meth:`fit`.
+    DOC_FILTERS = {"wikipedia": (50, 1000)}   # paper Sec. 4.1
+
+    def _doc_filter_bounds(self) -> tuple[int | None, int | None]:
+        f = self.doc_filter
+        if f is None:
+            return None, None
+        if isinstance(f, str):
+            if f not in self.DOC_FILTERS:
+                raise ValueError(f"doc_filter must be None, one of {sorted(self.DOC_FILTERS)} or a pair "
+                                 f"(min_unique_words, max_unique_words), got {f!r}")
+            return self.DOC_FILTERS[f]
+        if isinstance(f, (tuple, list)) and len(f) == 2:
+            lo, hi = f
+            for name, v in (("doc_filter[0]", lo), ("doc_filter[1]", hi)):
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0):
+                    raise ValueError(f"{name} must be None or a non-negative int, got {v!r}")
+            if lo is not None and hi is not None and lo > hi:
+                raise ValueError(f"doc_filter=({lo}, {hi}): the lower bound exceeds the upper one")
+            return (None if lo is None else int(lo)), (None if hi is None else int(hi))
+        raise ValueError(f"doc_filter must be None, one of {sorted(self.DOC_FILTERS)} or a pair "
+                         f"(min_unique_words, max_unique_words), got {f!r}")
 
     def _validate_blocks(self, blocks, concepts):
         if not isinstance(blocks, Mapping) or not isinstance(concepts, Mapping):
@@ -431,7 +459,7 @@ class Cr5(ConceptEmbeddingMixin):
 
     # ------------------------------------------------------------------ store
     _PARAMS = ("n_components", "alpha", "cg_rtol", "cg_maxiter", "eig_tol", "eig_maxiter",
-               "eig_method", "scale", "start_steps", "reuse_solves", "reuse_budget", "limit_blas_threads", "min_unique_words", "max_unique_words", "min_df",
+               "eig_method", "scale", "start_steps", "reuse_solves", "reuse_budget", "limit_blas_threads", "doc_filter", "min_df",
                "max_features", "norm")
 
     def _get_state(self):

@@ -83,7 +83,7 @@ def _not_str(i: int, doc: Any, name: str = "docs") -> TypeError:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check_unicode(i: int, doc: str, name: str = "docs") -> None:
+def check_unicode(i: int, doc: str, name: str = "docs") -> None:
     """A lone surrogate is not text: it cannot be written as UTF-8 (the model store's encoding)."""
     m = _SURROGATE.search(doc)
     if m is not None:
@@ -125,7 +125,7 @@ def _count_pass(docs: Iterable, tokenizer: Callable, min_u: int | None, max_u: i
     for i, doc in enumerate(_doc_iter(docs, show_progress, desc)):
         if not isinstance(doc, str):
             raise _not_str(i, doc)
-        _check_unicode(i, doc)
+        check_unicode(i, doc)
         counts = Counter(tokenizer(doc))
         n_unique = len(counts)
         if n_unique < lo or (hi >= 0 and n_unique > hi):

@@ -1,0 +1,72 @@
+"""Cr5 from texts: no silent loss of a corpus of sentences, errors in the user's terms."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from linxling.models import Cr5
+
+
+def _sentences(n=60, seed=0):
+    """Short aligned 'sentences' (5-8 words) in two languages: concept c shares its topic words."""
+    rng = np.random.default_rng(seed)
+    texts, langs, concepts = [], [], []
+    for lang in ("en", "xx"):
+        for c in range(n):
+            topic = [f"{lang}t{c % 12}", f"{lang}u{c % 7}"]
+            words = topic + [f"{lang}w{w}" for w in rng.integers(0, 40, rng.integers(3, 7))]
+            texts.append(" ".join(words))
+            langs.append(lang)
+            concepts.append(c)
+    return texts, langs, concepts
+
+
+def test_default_keeps_every_sentence():
+    texts, langs, concepts = _sentences()
+    m = Cr5(n_components=4, random_state=0).fit(texts, langs, concepts)
+    assert m.fit_info_["n_dropped"] == {"en": 0, "xx": 0}
+    assert len(m.classes_) == 60
+
+
+def test_wikipedia_filter_on_sentences_is_an_error_naming_the_filter():
+    texts, langs, concepts = _sentences()
+    # every verse-length document is dropped, so the vectoriser has nothing left to fit on
+    with pytest.raises(ValueError, match=r"language 'en': .*dropped by the unique-word filter.*"
+                                         r"doc_filter='wikipedia' keeps documents with 50..1000 unique words"):
+        Cr5(n_components=4, doc_filter="wikipedia").fit(texts, langs, concepts)
+
+
+def test_filter_dropping_more_than_half_is_an_error_and_less_is_a_warning():
+    texts, langs, concepts = _sentences()
+    n_unique = [len(set(t.split())) for t in texts[:60]]
+    cut = int(np.percentile(n_unique, 30))
+    with pytest.warns(UserWarning, match=r"dropped by doc_filter=\(%d, None\)" % cut):
+        m = Cr5(n_components=4, doc_filter=(cut, None), random_state=0).fit(texts, langs, concepts)
+    assert 0 < m.fit_info_["n_dropped"]["en"] <= 30
+    with pytest.raises(ValueError, match=r"drops \d+ of the 60 documents of language 'en'"):
+        Cr5(n_components=4, doc_filter=(max(n_unique), None)).fit(texts, langs, concepts)
+    with pytest.raises(ValueError, match="doc_filter must be None"):
+        Cr5(n_components=4, doc_filter="short").fit(texts, langs, concepts)
+
+
+def test_bytes_are_reported_at_their_index_in_the_users_sequence():
+    texts, langs, concepts = _sentences()
+    texts[70] = texts[70].encode()          # 11th document of language 'xx', 71st of the input
+    with pytest.raises(TypeError, match=r"texts\[70\] is bytes, expected str"):
+        Cr5(n_components=4).fit(texts, langs, concepts)
+
+
+def test_language_with_one_document_is_named():
+    texts, langs, concepts = _sentences()
+    texts, langs, concepts = texts + ["un seul document"], langs + ["fr"], concepts + [0]
+    with pytest.raises(ValueError, match=r"language 'fr' \(1 documents\): .*min_df=3"):
+        Cr5(n_components=4).fit(texts, langs, concepts)
+
+
+def test_doc_filter_survives_save_load(tmp_path):
+    texts, langs, concepts = _sentences()
+    m = Cr5(n_components=4, random_state=0, doc_filter=(0, 100)).fit(texts, langs, concepts)
+    m.save(tmp_path / "m.h5")
+    back = Cr5.load(tmp_path / "m.h5")
+    assert tuple(back.doc_filter) == (0, 100)
+    np.testing.assert_allclose(back.transform(texts[:5], "en"), m.transform(texts[:5], "en"))
