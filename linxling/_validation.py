@@ -31,6 +31,10 @@ def check_sparse_matrix(X: Any, name: str = "X", *, dtype: Any = None, nonnegati
     ``nonnegative``, wrong number of dimensions, or zero rows/columns unless ``allow_empty``.
     """
     ns = get_namespace(X)
+    in_dtype = getattr(X, "dtype", None)
+    if in_dtype is not None and np.dtype(in_dtype) == np.float16:
+        raise TypeError(f"{name} has dtype float16, which linxling does not support: give float32 or "
+                        "float64 (integer and bool input is converted to float64)")
     if ns.name == "cupy":  # pragma: no cover - GPU only
         X = ns.sparse.csr_matrix(X)
     elif sp.issparse(X):
@@ -44,20 +48,53 @@ def check_sparse_matrix(X: Any, name: str = "X", *, dtype: Any = None, nonnegati
         X = sp.csr_matrix(arr)
     if X.dtype.kind not in "fiub":
         raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
+    xp = ns.xp
+    if X.data.size and X.dtype.kind == "f" and not bool(xp.all(xp.isfinite(X.data))):
+        bad = int(xp.sum(~xp.isfinite(X.data)))
+        raise ValueError(f"{name} contains {bad} non-finite value(s) (NaN or inf)")
     if dtype is not None:
-        X = X.astype(check_float_dtype(dtype), copy=False)
+        target = check_float_dtype(dtype)
+        if X.data.size and X.dtype != target and X.dtype.kind == "f":
+            big = float(xp.max(xp.abs(X.data)))
+            if big > float(np.finfo(target).max):
+                raise ValueError(f"{name} has values up to {big:.3g}, which do not fit in {target} "
+                                 f"(largest {np.finfo(target).max:.3g}); use dtype=float64 or rescale it")
+        X = X.astype(target, copy=False)
     elif X.dtype not in FLOAT_DTYPES:
         X = X.astype(np.float64)
     if not allow_empty and (X.shape[0] == 0 or X.shape[1] == 0):
         raise ValueError(f"{name} is empty: shape {X.shape}")
     data = X.data
-    xp = ns.xp
-    if data.size and not bool(xp.all(xp.isfinite(data))):
-        bad = int(xp.sum(~xp.isfinite(data)))
-        raise ValueError(f"{name} contains {bad} non-finite value(s) (NaN or inf)")
     if nonnegative and data.size and bool(xp.any(data < 0)):
         raise ValueError(f"{name} contains {int(xp.sum(data < 0))} negative value(s); it must be non-negative")
     return X
+
+
+def check_value_range(X: Any, name: str, what: str, *, allow_zero: bool = False) -> None:
+    """Refuse a matrix whose products (Gram entries, squared residuals) would overflow or underflow.
+
+    ``X`` is a validated CSR matrix. ``what`` says what is computed from it, for the message.
+    Sums of ``n`` products of entries of size ``m`` reach ``n m²``: that must stay within the
+    dtype's range, and ``m²`` must not underflow to zero. An all-zero matrix has nothing to fit
+    (allowed with ``allow_zero``, e.g. for documents to transform).
+    """
+    xp = get_namespace(X).xp
+    data = X.data
+    big = float(xp.max(xp.abs(data))) if data.size else 0.0
+    if big == 0.0:
+        if allow_zero:
+            return
+        raise ValueError(f"{name} is all zero: there is nothing to fit")
+    fi = np.finfo(X.dtype)
+    n = max(X.shape)
+    if 2 * np.log10(big) + np.log10(n) > np.log10(fi.max) - 1:
+        raise ValueError(f"{name} has values up to {big:.3g}: {what} from values this large overflow "
+                         f"{X.dtype} (sums of {n} squares reach {n}·{big:.1e}²); rescale the input, e.g. "
+                         "divide it by its largest value or L2-normalise its rows")
+    if 2 * np.log10(big) < np.log10(fi.tiny) + 1:
+        raise ValueError(f"{name} has values no larger than {big:.3g}: {what} from values this small "
+                         f"underflow to zero in {X.dtype}; rescale the input, e.g. divide it by its "
+                         "largest value")
 
 
 def check_positive(value: Any, name: str, *, strict: bool = True, integer: bool = False) -> Any:

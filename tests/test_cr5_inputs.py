@@ -70,3 +70,30 @@ def test_doc_filter_survives_save_load(tmp_path):
     back = Cr5.load(tmp_path / "m.h5")
     assert tuple(back.doc_filter) == (0, 100)
     np.testing.assert_allclose(back.transform(texts[:5], "en"), m.transform(texts[:5], "en"))
+
+
+# ------------------------------------------------------------------ extreme values, in the input's terms
+def _blocks(scale_a=1.0, scale_b=1.0):
+    import scipy.sparse as sp
+    X = sp.random(30, 20, density=0.3, random_state=0, format="csr")
+    X.data[0] = 1.0                         # the largest value is exactly 1
+    return {"a": X * scale_a, "b": X * scale_b}, {"a": np.arange(30), "b": np.arange(30)}
+
+
+@pytest.mark.parametrize("kw,args,match", [
+    ({}, (1e200, 1.0), r"blocks\['a'\] has values up to 1e\+200.*overflow float64.*rescale"),
+    ({}, (1e-300, 1e-300), r"blocks\['a'\] has values no larger than 1e-300.*underflow to zero"),
+    ({}, (0.0, 1.0), r"blocks\['a'\] is all zero"),
+    ({"dtype": np.float32}, (1e100, 1.0), r"blocks\['a'\] has values up to 1e\+100, which do not fit in float32"),
+])
+def test_extreme_values_are_named(kw, args, match):
+    blocks, concepts = _blocks(*args)
+    with pytest.raises(ValueError, match=match):
+        Cr5(n_components=2, **kw).fit_matrices(blocks, concepts)
+
+
+def test_float16_is_refused_with_the_supported_dtypes():
+    blocks, concepts = _blocks()
+    blocks["a"] = blocks["a"].toarray().astype(np.float16)
+    with pytest.raises(TypeError, match=r"blocks\['a'\] has dtype float16.*float32 or float64"):
+        Cr5(n_components=2).fit_matrices(blocks, concepts)

@@ -276,18 +276,6 @@ def test_random_state_reproducible():
     assert np.array_equal(a, b)
 
 
-def test_oversubscription_warning(monkeypatch):
-    import threadpoolctl
-    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: [
-        {"user_api": "blas", "internal_api": "openblas", "num_threads": 4}])
-    monkeypatch.setattr(als.numba, "get_num_threads", lambda: 2)
-    with pytest.warns(RuntimeWarning, match="threadpool_limits"):
-        assert als.check_blas_oversubscription(force=True)
-    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: [
-        {"user_api": "blas", "internal_api": "openblas", "num_threads": 1}])
-    assert not als.check_blas_oversubscription(force=True)
-
-
 # ------------------------------------------------------------------ bad input
 def test_bad_inputs():
     X = _X(20, 15, seed=36)

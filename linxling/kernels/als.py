@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 __all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_sums",
-           "check_blas_oversubscription", "SOLVERS"]
+           "SOLVERS"]
 
 SOLVERS = ("cholesky", "cg")
 _FM = {"reassoc", "contract", "arcp", "nsz"}  # allow SIMD reductions; keep inf/nan semantics
@@ -469,45 +469,3 @@ def wmf_loss(X, E: np.ndarray, V: np.ndarray, *, missing_weight: float,
     return float(res + missing_weight * (total - pred) + regularization * reg)
 
 
-# --------------------------------------------------------------------------------------------
-# thread oversubscription check (as implicit.utils.check_blas_config)
-# --------------------------------------------------------------------------------------------
-_CHECKED = {"done": False}
-
-
-def check_blas_oversubscription(*, force: bool = False) -> bool:
-    """Warn (once per process) when BLAS and numba would both run multi-threaded.
-
-    The kernels run one numba thread per core; a BLAS thread pool that is also > 1 thread
-    (it computes the k × k Gram matrices between the parallel row loops) keeps spinning
-    threads alive that compete with numba's. Returns True if a warning was issued.
-    """
-    if _CHECKED["done"] and not force:
-        return False
-    _CHECKED["done"] = True
-    try:
-        import threadpoolctl
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scipy's deps
-        return False
-    n_numba = numba.get_num_threads()
-    if n_numba <= 1:
-        return False
-    for info in threadpoolctl.threadpool_info():
-        if info.get("user_api") != "blas" or info.get("num_threads", 1) <= 1:
-            continue
-        api = info.get("internal_api", "blas")
-        env = {"openblas": "OPENBLAS_NUM_THREADS=1", "mkl": "MKL_NUM_THREADS=1",
-               "blis": "BLIS_NUM_THREADS=1"}.get(api, "OMP_NUM_THREADS=1")
-        warnings.warn(
-            f"{api} BLAS is configured to use {info['num_threads']} threads while numba uses "
-            f"{n_numba}; the two thread pools oversubscribe the cores and can slow ALS down "
-            f"severely. Limit BLAS to one thread: `with threadpoolctl.threadpool_limits(1, "
-            f"'blas'): model.fit(X)` or set the environment variable {env} before starting "
-            f"Python (NUMBA_NUM_THREADS sets the numba side).",
-            RuntimeWarning, stacklevel=3)
-        return True
-    return False
-
-
-if os.environ.get("LINXLING_ALS_NO_BLAS_CHECK"):  # opt-out for embedding applications
-    _CHECKED["done"] = True

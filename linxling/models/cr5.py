@@ -28,7 +28,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from linxling._progress import progress
-from linxling._validation import check_float_dtype, check_positive, check_random_state, check_sparse_matrix
+from linxling._threads import blas_single_thread
+from linxling._validation import (check_float_dtype, check_positive, check_random_state, check_sparse_matrix,
+                                  check_value_range)
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 
 __all__ = ["Cr5", "encode_concepts"]
@@ -260,6 +262,7 @@ class Cr5(ConceptEmbeddingMixin):
                 raise ValueError(f"concepts[{lang!r}] has {len(concepts[lang])} entries but "
                                  f"blocks[{lang!r}] has {Xl.shape[0]} rows")
             Xl.sum_duplicates()
+            check_value_range(Xl, f"blocks[{lang!r}]", "the Gram matrix XᵀX")
             out[lang] = Xl
         return out
 
@@ -279,15 +282,13 @@ class Cr5(ConceptEmbeddingMixin):
 
         Notes
         -----
-        While fitting, BLAS is limited to one thread (threadpoolctl): the sparse kernels run on
-        all cores through numba, and BLAS threads on top of them oversubscribe the cores
-        (measured on 2 cores: 4.05 s with BLAS threads vs 3.3 s without).
+        While fitting, BLAS is limited to one thread (:func:`linxling._threads.blas_single_thread`;
+        shared safely by concurrent fits): the sparse kernels run on all cores through numba, and
+        BLAS threads on top of them oversubscribe the cores (measured on 2 cores: 4.05 s with BLAS
+        threads vs 3.3 s without).
         """
-        if self.limit_blas_threads:
-            from threadpoolctl import threadpool_limits
-            with threadpool_limits(limits=1, user_api="blas"):
-                return self._fit_matrices(blocks, concepts)
-        return self._fit_matrices(blocks, concepts)
+        with blas_single_thread(self.limit_blas_threads):
+            return self._fit_matrices(blocks, concepts)
 
     def _fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "Cr5":
         """Body of :meth:`fit_matrices` (BLAS threads already limited)."""

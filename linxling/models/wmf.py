@@ -50,9 +50,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from linxling._progress import progress
+from linxling._threads import blas_single_thread
 from linxling.models._base import (vectorizer_from_state, vectorizer_state, vectorizers_from_state,
                                    vectorizers_state)
-from linxling._validation import (check_float_dtype, check_positive, check_random_state,
+from linxling._validation import (check_float_dtype, check_positive, check_random_state, check_value_range,
                                   check_sparse_matrix)
 
 __all__ = ["WMF", "BilingualWMF", "CrossWMF"]
@@ -75,14 +76,39 @@ def _als():
     return als
 
 
-def _is_texts(X: Any) -> bool:
-    if isinstance(X, str):
-        raise TypeError("expected a sequence of texts (one string per sentence), got a single str")
-    if sp.issparse(X) or isinstance(X, np.ndarray):
-        return X.dtype.kind in "OUS" and X.ndim == 1
-    if isinstance(X, (list, tuple)):
-        return len(X) > 0 and all(isinstance(t, str) for t in X[: min(len(X), 100)])
-    return False
+def _texts_or_none(X: Any, name: str) -> list[str] | None:
+    """``X`` as a list of texts, or ``None`` when it is a matrix (sparse, NumPy, or rows of numbers).
+
+    Texts are any iterable of ``str`` (list, tuple, generator, 1-D str array): one sentence each.
+    """
+    if X is None:
+        raise TypeError(f"{name} is None: give a sparse matrix (n_sentences, n_words) or a sequence of "
+                        "texts (one str per sentence)")
+    if isinstance(X, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of texts (one str per sentence), got a single "
+                        f"{type(X).__name__}; wrap it in a list")
+    if sp.issparse(X):
+        return None
+    if isinstance(X, np.ndarray):
+        if X.ndim == 1 and X.dtype.kind in "OUS":
+            X = X.tolist()
+        else:
+            return None
+    elif hasattr(X, "shape") and hasattr(X, "dtype"):      # other array types: the matrix path
+        return None
+    try:
+        items = list(X)
+    except TypeError:
+        raise TypeError(f"{name} must be a sparse matrix or an iterable of str, got {type(X).__name__}") from None
+    if not items:
+        raise ValueError(f"{name} is empty: no sentences to fit or transform")
+    if not any(isinstance(t, (str, bytes)) or t is None for t in items):
+        return None                                         # rows of numbers: a dense matrix
+    for i, t in enumerate(items):
+        if not isinstance(t, str):
+            hint = " (decode bytes first, e.g. b.decode('utf-8'))" if isinstance(t, bytes) else ""
+            raise TypeError(f"{name}[{i}] is {type(t).__name__}, expected str{hint}")
+    return items
 
 
 def _make_vectorizer(est):
@@ -96,6 +122,7 @@ def _make_vectorizer(est):
 
 def _check_matrix(X, name, dtype, n_cols=None) -> sp.csr_matrix:
     X = check_sparse_matrix(X, name, dtype=dtype, nonnegative=True)
+    check_value_range(X, name, "the confidence-weighted squares of ALS", allow_zero=n_cols is not None)
     if n_cols is not None and X.shape[1] != n_cols:
         raise ValueError(f"{name} has {X.shape[1]} columns but the model was fitted with "
                          f"{n_cols} words")
@@ -205,16 +232,17 @@ class _WMFParams:
         vectoriser (created and fitted when ``fit``). Used by b-WMF and x-WMF."""
         dtype = check_float_dtype(self.dtype)
         name = f"X[{language!r}]" if name is None else name
-        if _is_texts(X):
+        texts = _texts_or_none(X, name)
+        if texts is not None:
             if fit:
                 vec = _make_vectorizer(self)
-                X = vec.fit_transform(list(X))
+                X = vec.fit_transform(texts)
                 self.vectorizers_[language] = vec
             else:
                 if language not in self.vectorizers_:
                     raise TypeError(f"{name} is a list of texts but language {language!r} was "
                                     "fitted from a matrix")
-                X = self.vectorizers_[language].transform(list(X))
+                X = self.vectorizers_[language].transform(texts)
         n_cols = None if fit else self.components_[language].shape[1]
         return _check_matrix(X, name, dtype, n_cols)
 
@@ -223,13 +251,14 @@ class _WMFParams:
         self.loss_curve_ = []
         self.n_iter_ = 0
         bar = progress(range(n_iter), show=self.show_progress, desc=desc, unit="it")
-        for it in bar:
-            loss = step()
-            self.loss_curve_.append(loss)
-            self.n_iter_ = it + 1
-            bar.set_postfix(loss=f"{loss:.6g}")
-            if self.callback is not None:
-                self.callback(self, it, loss)
+        with blas_single_thread():            # numba uses the cores; BLAS one thread (as Cr5)
+            for it in bar:
+                loss = step()
+                self.loss_curve_.append(loss)
+                self.n_iter_ = it + 1
+                bar.set_postfix(loss=f"{loss:.6g}")
+                if self.callback is not None:
+                    self.callback(self, it, loss)
         bar.close()
 
 
@@ -305,15 +334,16 @@ class WMF(_WMFParams):
     # ---------------------------------------------------------------- input
     def _input_matrix(self, X, *, fit: bool, name: str = "X") -> sp.csr_matrix:
         dtype = check_float_dtype(self.dtype)
-        if _is_texts(X):
+        texts = _texts_or_none(X, name)
+        if texts is not None:
             if fit:
                 self.vectorizer_ = _make_vectorizer(self)
-                X = self.vectorizer_.fit_transform(list(X))
+                X = self.vectorizer_.fit_transform(texts)
             else:
                 if getattr(self, "vectorizer_", None) is None:
                     raise TypeError(f"{name} is a list of texts but this model was fitted on a "
                                     "matrix; pass a tf-idf matrix with the training vocabulary")
-                X = self.vectorizer_.transform(list(X))
+                X = self.vectorizer_.transform(texts)
         elif fit:
             self.vectorizer_ = None
         n_cols = None if fit else self.components_.shape[1]
@@ -344,7 +374,6 @@ class WMF(_WMFParams):
         k = int(self.n_components)
         self._check_k(m, "X")
         als = _als()
-        als.check_blas_oversubscription()
         rng = check_random_state(self.random_state)
         V = (_init_factor(rng, (m, k), dtype) if init_components is None else
              _check_init(np.asarray(init_components).T, "init_components.T", (m, k), dtype))
@@ -513,7 +542,6 @@ class BilingualWMF(_WMFParams):
         for lang in langs:
             self._check_k(mats[lang].shape[1], f"X[{lang!r}]")
         als = _als()
-        als.check_blas_oversubscription()
         rng = check_random_state(self.random_state)
         Vs = {}
         for lang in langs:
@@ -698,8 +726,9 @@ class CrossWMF(_WMFParams):
                                   lambda _m, it, loss: self.callback(self, it, loss)))
             if X_pivot is None:
                 sides = [parallel[lang][0] for lang in langs]
-                if all(_is_texts(s) for s in sides):
-                    X_pivot = [t for s in sides for t in s]
+                side_texts = [_texts_or_none(s, f"parallel[{lang!r}][0]") for s, lang in zip(sides, langs)]
+                if all(t is not None for t in side_texts):
+                    X_pivot = [t for s in side_texts for t in s]
                 else:
                     X_pivot = sp.vstack([check_sparse_matrix(s, f"parallel[{lang!r}][0]")
                                          for s, lang in zip(sides, langs)], format="csr")

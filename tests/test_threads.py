@@ -1,0 +1,114 @@
+"""One BLAS-thread policy: limited during every fit, shared by concurrent fits, restored after."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from threadpoolctl import threadpool_info
+
+from linxling._threads import blas_single_thread
+from linxling.models import Cr5, WMF
+
+
+def _blas_threads() -> int:
+    return max((i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"), default=1)
+
+
+@pytest.fixture
+def two_blas_threads():
+    # The process's own default, not a threadpool_limits(2) context: threadpoolctl does not let a
+    # limit set in another thread override a context active in the main thread.
+    if _blas_threads() < 2:
+        pytest.skip("BLAS runs one thread here (one core, or OPENBLAS_NUM_THREADS=1): nothing to limit")
+    yield
+
+
+def test_limit_is_shared_and_lifted_by_the_last_user(two_blas_threads):
+    with blas_single_thread():
+        assert _blas_threads() == 1
+        with blas_single_thread():
+            assert _blas_threads() == 1
+        assert _blas_threads() == 1          # the inner end does not lift the outer's limit
+    assert _blas_threads() == 2
+    with blas_single_thread(enabled=False):
+        assert _blas_threads() == 2
+
+
+def test_wmf_fit_runs_with_one_blas_thread(two_blas_threads):
+    seen = []
+    X = sp.random(40, 30, density=0.2, random_state=0, format="csr")
+    WMF(n_components=3, max_iter=2, random_state=0, show_progress=False,
+        callback=lambda *_: seen.append(_blas_threads())).fit(X)
+    assert seen and set(seen) == {1}
+    assert _blas_threads() == 2
+
+
+def _problem():
+    rng = np.random.default_rng(3)
+    blocks = {lang: sp.random(300, p, density=0.05, random_state=i, format="csr")
+              for i, (lang, p) in enumerate([("a", 120), ("b", 90), ("c", 100)])}
+    concepts = {lang: rng.permutation(300) for lang in blocks}
+    return blocks, concepts
+
+
+class _FakeBlas:
+    """Stands in for threadpoolctl's controller: records the process-wide BLAS limit over time.
+
+    (Reading the real limit from worker threads is unreliable once a process has loaded several
+    BLAS/OpenMP runtimes, so the policy is checked on what it asks the controller to do.)
+    """
+
+    def __init__(self):
+        self.threads = 2
+
+    def limit(self, limits, user_api):
+        assert user_api == "blas"
+        fake, previous = self, self.threads
+        self.threads = limits
+
+        class _Limiter:
+            def restore_original_limits(self):
+                fake.threads = previous
+        return _Limiter()
+
+
+def test_concurrent_cr5_fits_keep_the_limit_and_equal_sequential_fits(monkeypatch):
+    """Fit A starts first and ends first while fit B still runs: B must keep one BLAS thread to the
+    end (the old per-fit limit was lifted when A ended, and B's Φ then differed by 0.389 from a
+    sequential fit), and both equal sequential fits."""
+    import time
+
+    import linxling._threads as threads_mod
+    fake = _FakeBlas()
+    monkeypatch.setattr(threads_mod, "_controller", lambda: fake)
+    blocks, concepts = _problem()
+    kw = dict(n_components=8, random_state=0, show_progress=False)
+    sequential = Cr5(**kw).fit_matrices(blocks, concepts)
+    assert fake.threads == 2
+    a_running, b_running = threading.Event(), threading.Event()
+    seen_by_b = []
+
+    def callback_a(stage, info):
+        a_running.set()
+        b_running.wait(timeout=30)           # A ends only once B is inside its fit
+
+    def callback_b(stage, info):
+        b_running.set()
+        seen_by_b.append(fake.threads)
+        time.sleep(0.01)                     # B outlasts A
+
+    models = [Cr5(**kw, callback=callback_a), Cr5(**kw, callback=callback_b)]
+    ta = threading.Thread(target=models[0].fit_matrices, args=(blocks, concepts))
+    tb = threading.Thread(target=models[1].fit_matrices, args=(blocks, concepts))
+    ta.start()
+    assert a_running.wait(timeout=30)
+    tb.start()
+    ta.join()
+    tb.join()
+    assert len(seen_by_b) >= 2 and set(seen_by_b) == {1}, seen_by_b
+    assert fake.threads == 2                 # lifted when the last fit ended
+    for m in models:
+        for lang in blocks:
+            np.testing.assert_array_equal(m.components_[lang], sequential.components_[lang])
