@@ -1,0 +1,66 @@
+"""WMF family: texts through one path (any iterable of str), bad inputs named in the user's terms."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from linxling.io import ModelFormatError
+from linxling.models import CLLSI, Cr5, WMF, BilingualWMF
+
+SENTS = ["the cat sat", "a dog ran far", "the cat ran", "a dog sat", "cats and dogs"] * 4
+
+
+def _wmf(**kw):
+    return WMF(n_components=2, max_iter=1, min_df=1, show_progress=False, random_state=0, **kw)
+
+
+@pytest.mark.parametrize("X,exc,match", [
+    ([b"the cat", b"a dog"], TypeError, r"X\[0\] is bytes, expected str \(decode bytes first"),
+    (None, TypeError, r"X is None: give a sparse matrix"),
+    ([], ValueError, r"X is empty: no sentences"),
+    (["the cat", None], TypeError, r"X\[1\] is NoneType, expected str"),
+    ("the cat sat", TypeError, r"X must be a sequence of texts .* got a single str"),
+    (np.ones((3, 3), dtype=np.float16), TypeError, r"X has dtype float16.*float32 or float64"),
+])
+def test_bad_inputs_are_named(X, exc, match):
+    with pytest.raises(exc, match=match):
+        _wmf().fit(X)
+
+
+def test_any_iterable_of_str_is_texts():
+    a = _wmf().fit(SENTS)
+    b = _wmf().fit(s for s in SENTS)                   # a generator
+    c = _wmf().fit(tuple(SENTS))
+    d = _wmf().fit(np.array(SENTS))                    # a 1-D str array
+    for m in (b, c, d):
+        np.testing.assert_array_equal(m.components_, a.components_)
+    assert a.transform(iter(SENTS[:3])).shape == (3, 2)
+
+
+def test_huge_values_are_named_not_nan():
+    X = sp.random(30, 20, density=0.3, random_state=0, format="csr")
+    X.data[0] = 1.0
+    with pytest.raises(ValueError, match=r"X has values up to 1e\+200.*overflow float64"):
+        _wmf().fit(X * 1e200)
+    with pytest.raises(ValueError, match=r"X is all zero"):
+        _wmf().fit(X * 0)
+
+
+def test_bilingual_language_inputs_named():
+    with pytest.raises(TypeError, match=r"X\['fr'\]\[2\] is bytes"):
+        BilingualWMF(n_components=2, max_iter=1, min_df=1, show_progress=False).fit(
+            {"en": SENTS[:5], "fr": ["le chat", "un chien", b"le chat", "un chien", "chats"]})
+
+
+def test_load_checks_the_model_class(tmp_path):
+    X = sp.random(30, 20, density=0.3, random_state=0, format="csr")
+    rng = np.random.default_rng(0)
+    blocks = {"a": X, "b": sp.random(30, 15, density=0.3, random_state=1, format="csr")}
+    CLLSI(n_components=2, random_state=0).fit_matrices(blocks, {"a": rng.permutation(30), "b": np.arange(30)}).save(
+        tmp_path / "cllsi.h5")
+    with pytest.raises(ModelFormatError, match="holds a CLLSI model, not a Cr5"):
+        Cr5.load(tmp_path / "cllsi.h5")
+    _wmf().fit(X).save(tmp_path / "wmf.h5")
+    with pytest.raises(ModelFormatError, match="holds a WMF model, not a Cr5"):
+        Cr5.load(tmp_path / "wmf.h5")
