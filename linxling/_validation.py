@@ -41,11 +41,20 @@ def check_sparse_matrix(X: Any, name: str = "X", *, dtype: Any = None, nonnegati
         X = sp.csr_matrix(X)
     else:
         arr = np.asarray(X)
-        if arr.dtype == object:
-            raise TypeError(f"{name} must be a numeric sparse or dense 2-D matrix, got an object array")
+        if arr.dtype == object:             # numbers held as Python objects are converted
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"{name} must be a numeric sparse or dense 2-D matrix, got an object "
+                                f"array that does not convert to numbers ({exc})") from None
         if arr.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (n_rows, n_cols), got {arr.ndim}-D with shape {arr.shape}")
+            raise ValueError(f"{name} must be 2-D (n_rows, n_cols), got {arr.ndim}-D with shape {arr.shape}: "
+                             "Reshape your data, e.g. X[None, :] for one row")
+        if arr.dtype.kind == "c":
+            raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}")
         X = sp.csr_matrix(arr)
+    if X.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} has dtype {X.dtype}")
     if X.dtype.kind not in "fiub":
         raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
     xp = ns.xp
@@ -62,11 +71,14 @@ def check_sparse_matrix(X: Any, name: str = "X", *, dtype: Any = None, nonnegati
         X = X.astype(target, copy=False)
     elif X.dtype not in FLOAT_DTYPES:
         X = X.astype(np.float64)
-    if not allow_empty and (X.shape[0] == 0 or X.shape[1] == 0):
-        raise ValueError(f"{name} is empty: shape {X.shape}")
+    if not allow_empty and X.shape[0] == 0:
+        raise ValueError(f"{name} is empty: 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if not allow_empty and X.shape[1] == 0:
+        raise ValueError(f"{name} is empty: 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     data = X.data
     if nonnegative and data.size and bool(xp.any(data < 0)):
-        raise ValueError(f"{name} contains {int(xp.sum(data < 0))} negative value(s); it must be non-negative")
+        raise ValueError(f"Negative values in data passed to {name}: {int(xp.sum(data < 0))} negative "
+                         "value(s); it must be non-negative")
     return X
 
 

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 import scipy.sparse as sp
 
 from linxling.kernels import als
@@ -293,7 +294,7 @@ def test_bad_inputs():
         WMF(n_components=2, solver="lu").fit(X)
     with pytest.raises(ValueError, match="missing_weight"):
         WMF(n_components=2, missing_weight=2.0).fit(X)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         WMF(n_components=2).transform(X)
     model = WMF(n_components=2, alpha=LAM, max_iter=1).fit(X)
     with pytest.raises(ValueError, match="columns"):

@@ -44,13 +44,17 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+
+from sklearn.base import TransformerMixin
 from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
 
 from linxling._progress import progress
+from linxling.io import register_model
 from linxling._threads import blas_single_thread
+from linxling.models._estimator import LinxlingEstimator, NotFittedError
 from linxling.models._base import (vectorizer_from_state, vectorizer_state, vectorizers_from_state,
                                    vectorizers_state)
 from linxling._validation import (check_float_dtype, check_positive, check_random_state, check_value_range,
@@ -58,11 +62,6 @@ from linxling._validation import (check_float_dtype, check_positive, check_rando
 
 __all__ = ["WMF", "BilingualWMF", "CrossWMF"]
 
-try:  # the model store registers the class for linxling.load(); optional at import time
-    from linxling.io import register_model as _register_model
-except ImportError:  # pragma: no cover - io is part of the package
-    def _register_model(name):
-        return lambda cls: cls
 
 _PARAM_NAMES = ("n_components", "alpha", "missing_weight", "max_iter", "solver", "cg_steps",
                 "dtype", "random_state", "tokenizer", "min_df", "max_features", "show_progress")
@@ -94,8 +93,8 @@ def _texts_or_none(X: Any, name: str) -> list[str] | None:
             X = X.tolist()
         else:
             return None
-    elif hasattr(X, "shape") and hasattr(X, "dtype"):      # other array types: the matrix path
-        return None
+    elif (hasattr(X, "shape") and hasattr(X, "dtype")) or hasattr(X, "__array__"):
+        return None                                         # other array types: the matrix path
     try:
         items = list(X)
     except TypeError:
@@ -120,12 +119,12 @@ def _make_vectorizer(est):
     return TfidfVectorizer(**kw)
 
 
-def _check_matrix(X, name, dtype, n_cols=None) -> sp.csr_matrix:
+def _check_matrix(X, name, dtype, n_cols=None, model: str = "the model") -> sp.csr_matrix:
     X = check_sparse_matrix(X, name, dtype=dtype, nonnegative=True)
     check_value_range(X, name, "the confidence-weighted squares of ALS", allow_zero=n_cols is not None)
     if n_cols is not None and X.shape[1] != n_cols:
-        raise ValueError(f"{name} has {X.shape[1]} columns but the model was fitted with "
-                         f"{n_cols} words")
+        raise ValueError(f"{name} has {X.shape[1]} features, but {model} is expecting {n_cols} features "
+                         "as input (its training vocabulary)")
     X.sum_duplicates()
     X.sort_indices()
     return X
@@ -151,8 +150,8 @@ def _sqnorm(A) -> float:
     return float(np.dot(flat, flat))
 
 
-class _WMFParams:
-    """Hyper-parameters and checks shared by the three estimators."""
+class _WMFParams(TransformerMixin, LinxlingEstimator):
+    """Hyper-parameters and checks shared by the three estimators (scikit-learn estimators)."""
 
     def _init_params(self, n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                      dtype, random_state, tokenizer, min_df, max_features, show_progress,
@@ -171,15 +170,11 @@ class _WMFParams:
         self.show_progress = show_progress
         self.callback = callback
 
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in (*_PARAM_NAMES, "callback")}
-
-    def set_params(self, **params):
-        for key, value in params.items():
-            if key not in (*_PARAM_NAMES, "callback"):
-                raise ValueError(f"unknown parameter {key!r} for {type(self).__name__}")
-            setattr(self, key, value)
-        return self
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True          # sparse tf-idf matrices (or texts)
+        tags.input_tags.positive_only = True   # the factorised matrix is non-negative
+        return tags
 
     def _validate_params(self) -> np.dtype:
         check_positive(self.n_components, "n_components", integer=True)
@@ -209,7 +204,23 @@ class _WMFParams:
 
     def _check_fitted(self, attr: str = "components_"):
         if not hasattr(self, attr):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+            raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet: call fit first")
+
+    def _word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
+        """(words, vectors) of one language: columns of its word factor, words from its vectoriser."""
+        self._check_fitted()
+        comps = self.components_ if isinstance(self.components_, np.ndarray) else None
+        if comps is None:
+            if language not in self.components_:
+                raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
+            comps = self.components_[language]
+            vec = self.vectorizers_.get(language)
+            if vec is None and language == getattr(self, "pivot_language", None):
+                vec = getattr(self.pivot_model_, "vectorizer_", None)
+        else:
+            vec = getattr(self, "vectorizer_", None)
+        words = None if vec is None else list(vec.vocabulary_)
+        return words, np.ascontiguousarray(comps.T)
 
     def _base_params_state(self) -> dict:
         params = {name: getattr(self, name) for name in _PARAM_NAMES}
@@ -221,11 +232,6 @@ class _WMFParams:
                           "default tokenizer unless you set it again", UserWarning, stacklevel=3)
             params["tokenizer"] = None
         return params
-
-    def save(self, path) -> None:
-        """Save the fitted model to ``path`` (HDF5, :mod:`linxling.io`); ``linxling.load`` reads it."""
-        from linxling.io import save
-        save(self, path)
 
     def _language_matrix(self, X, language, *, fit: bool, name: str | None = None) -> sp.csr_matrix:
         """One language's input as a checked CSR matrix; texts go through that language's
@@ -244,7 +250,7 @@ class _WMFParams:
                                     "fitted from a matrix")
                 X = self.vectorizers_[language].transform(texts)
         n_cols = None if fit else self.components_[language].shape[1]
-        return _check_matrix(X, name, dtype, n_cols)
+        return _check_matrix(X, name, dtype, n_cols, type(self).__name__)
 
     def _run_loop(self, n_iter, step: Callable[[], float], desc: str):
         """Run ``step`` (one ALS iteration returning the loss) with progress and callback."""
@@ -265,7 +271,7 @@ class _WMFParams:
 # --------------------------------------------------------------------------------------------
 # WMF
 # --------------------------------------------------------------------------------------------
-@_register_model("WMF")
+@register_model("WMF")
 class WMF(_WMFParams):
     """Weighted matrix factorisation of a sentence × word tf-idf matrix (Guo & Diab 2012).
 
@@ -326,10 +332,11 @@ class WMF(_WMFParams):
                  dtype: Any = np.float64, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
-                 callback: Callable[[Any, int, float], Any] | None = None):
+                 callback: Callable[[Any, int, float], Any] | None = None, language: str | None = None):
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
                           callback)
+        self.language = language
 
     # ---------------------------------------------------------------- input
     def _input_matrix(self, X, *, fit: bool, name: str = "X") -> sp.csr_matrix:
@@ -347,7 +354,7 @@ class WMF(_WMFParams):
         elif fit:
             self.vectorizer_ = None
         n_cols = None if fit else self.components_.shape[1]
-        return _check_matrix(X, name, dtype, n_cols)
+        return _check_matrix(X, name, dtype, n_cols, type(self).__name__)
 
     # ---------------------------------------------------------------- fit
     def fit(self, X, y=None, *, init_components=None, init_embedding=None) -> "WMF":
@@ -384,6 +391,7 @@ class WMF(_WMFParams):
         lam, w = float(self.alpha), float(self.missing_weight)
         solver, steps = self._solver(), int(self.cg_steps)
         self.components_ = V.T
+        self.n_features_in_ = int(V.shape[0])
         self.embedding_ = E
 
         def step():
@@ -403,23 +411,47 @@ class WMF(_WMFParams):
         return self.fit(X, **fit_params).embedding_
 
     # ---------------------------------------------------------------- transform
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X, language: str | None = None) -> np.ndarray:
         """Sentence vectors by eq. (2), solved exactly (Cholesky) with P fixed.
 
         Parameters
         ----------
         X : sparse (n_sentences, n_words) or sequence of str (if fitted on texts)
+        language : str, optional
+            WMF is monolingual: when the model was given a ``language``, a different one here is
+            an error (the same call works for every linxling model).
 
         Returns
         -------
         ndarray (n_sentences, n_components), the dtype of the model. Empty rows give zeros.
         """
         self._check_fitted()
+        self._check_language(language)
         X = self._input_matrix(X, fit=False)
         return _solve_rows(X, np.ascontiguousarray(self.components_.T), self.missing_weight,
                            self.alpha)
 
-    def score(self, X, embedding=None) -> float:
+    def _check_language(self, language: str | None) -> None:
+        if language is not None and self.language is not None and language != self.language:
+            raise ValueError(f"this WMF model is for language {self.language!r}, not {language!r}")
+
+    def word_vectors(self, language: str | None = None) -> tuple[list[str] | None, np.ndarray]:
+        """Word vectors: the columns of P, ``(words, vectors (n_words, n_components))``.
+
+        ``words`` is the vectoriser's vocabulary when fitted from texts, else ``None``.
+        """
+        self._check_fitted()
+        self._check_language(language)
+        return self._word_vectors(language)
+
+    def score(self, X, y=None) -> float:
+        """Minus eq. (1) of X (its sentences' exact vectors, eq. 2): higher is better, as in scikit-learn.
+
+        ``y`` is ignored. :meth:`loss` gives eq. (1) itself, for any sentence vectors.
+        """
+        return -self.loss(X)
+
+    def loss(self, X, embedding=None) -> float:
         """Eq. (1) for X with the model's P and ``embedding`` (default: ``transform(X)``)."""
         self._check_fitted()
         X = self._input_matrix(X, fit=False)
@@ -431,7 +463,8 @@ class WMF(_WMFParams):
     def _get_state(self):
         self._check_fitted()
         params = self._base_params_state()
-        params.update(loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_))
+        params.update(loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_),
+                      language=self.language)
         arrays: dict[str, Any] = {"components": np.ascontiguousarray(self.components_),
                                   "embedding": np.ascontiguousarray(self.embedding_)}
         vp, va = vectorizer_state(getattr(self, "vectorizer_", None))
@@ -446,7 +479,7 @@ class WMF(_WMFParams):
         loss_curve = params.pop("loss_curve", [])
         n_iter = params.pop("n_iter", len(loss_curve))
         vp = params.pop("vectorizer", None)
-        model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES})
+        model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES}, language=params.get("language"))
         dtype = check_float_dtype(model.dtype)
         model.components_ = np.ascontiguousarray(np.asarray(arrays["components"], dtype=dtype).T).T
         model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
@@ -473,7 +506,7 @@ def _check_languages(mapping, name: str) -> list:
 # --------------------------------------------------------------------------------------------
 # b-WMF
 # --------------------------------------------------------------------------------------------
-@_register_model("BilingualWMF")
+@register_model("BilingualWMF")
 class BilingualWMF(_WMFParams):
     """b-WMF (Aldarmaki & Diab 2016, Sec. 3.2.1): languages share the sentence factor Q.
 
@@ -595,6 +628,13 @@ class BilingualWMF(_WMFParams):
         return _solve_rows(X, np.ascontiguousarray(self.components_[language].T),
                            self.missing_weight, self.alpha)
 
+    def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
+        """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
+
+        ``words`` is the language's vectoriser vocabulary when it was given as texts, else ``None``.
+        """
+        return self._word_vectors(language)
+
     def _get_state(self):
         self._check_fitted()
         params = self._base_params_state()
@@ -627,7 +667,7 @@ class BilingualWMF(_WMFParams):
 # --------------------------------------------------------------------------------------------
 # x-WMF
 # --------------------------------------------------------------------------------------------
-@_register_model("CrossWMF")
+@register_model("CrossWMF")
 class CrossWMF(_WMFParams):
     """x-WMF (Aldarmaki & Diab 2016, Sec. 3.2.2): a pivot WMF plus one solve per language.
 
@@ -677,10 +717,6 @@ class CrossWMF(_WMFParams):
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
                           callback)
-
-    def get_params(self, deep: bool = True) -> dict:
-        return {"pivot_language": self.pivot_language, "pivot_model": self.pivot_model,
-                **super().get_params(deep)}
 
     def fit(self, parallel: Mapping, X_pivot=None) -> "CrossWMF":
         """Fit the pivot model (unless given) and every other language's word factor.
@@ -771,6 +807,13 @@ class CrossWMF(_WMFParams):
         X = self._language_matrix(X, language, fit=False, name="X")
         return _solve_rows(X, np.ascontiguousarray(self.components_[language].T),
                            self.missing_weight, self.alpha)
+
+    def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
+        """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
+
+        ``words`` is the language's vectoriser vocabulary when it was given as texts, else ``None``.
+        """
+        return self._word_vectors(language)
 
     def _get_state(self):
         self._check_fitted()
