@@ -297,7 +297,7 @@ def test_bad_inputs():
     with pytest.raises(NotFittedError, match="not fitted"):
         WMF(n_components=2).transform(X)
     model = WMF(n_components=2, alpha=LAM, max_iter=1).fit(X)
-    with pytest.raises(ValueError, match="columns"):
+    with pytest.raises(ValueError, match="features, but WMF is expecting"):
         model.transform(_X(3, 14))
     with pytest.raises(TypeError, match="texts"):
         model.transform(["a sentence"])
