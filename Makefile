@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all demo test test-slow test-all bench system-deps venv clean
+.PHONY: all demo test test-slow test-all bench system-deps venv clean lint docs
 
 all: test
 
@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml | system-deps
 	# scikit-sparse<0.5 builds from source against Debian's SuiteSparse and needs numpy+Cython at build time
 	$(PY) -m pip install -q numpy "Cython<3.1"
 	$(PY) -m pip install -q --no-build-isolation "scikit-sparse<0.5"
-	$(PY) -m pip install -q -e ".[demo,test,bench]"
+	$(PY) -m pip install -q -e ".[demo,test,bench,docs]"
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -33,7 +33,16 @@ demo: $(STAMP)
 
 # Two passes, both in CI: the fast tests, then the end-to-end ones marked `slow`
 # (pytest exits 5 when a pass collects nothing; that is not a failure here).
-test: $(STAMP)
+# Lint (ruff) and type-check the public API (mypy); both configured in pyproject.toml.
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+# The documentation site (mkdocs + mkdocstrings), warnings as errors; output in site/.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
+
+test: lint docs
 	$(PY) -m pytest -q -m "not slow"
 	$(PY) -m pytest -q -m slow || [ $$? -eq 5 ]
 
@@ -44,4 +53,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache

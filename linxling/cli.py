@@ -124,8 +124,8 @@ _OBJECT_PARAMS = frozenset({"callback", "tokenizer", "pivot_model", "show_progre
 def model_options(cls: type) -> dict[str, Any]:
     """Parameters of ``cls`` that take a plain value on the command line: {name: default}."""
     out = {}
-    for name, par in inspect.signature(cls.__init__).parameters.items():
-        if name == "self" or name in _OBJECT_PARAMS or par.kind in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
+    for name, par in inspect.signature(cls).parameters.items():
+        if name in _OBJECT_PARAMS or par.kind in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
             continue
         if par.default is par.empty or par.default is None or isinstance(par.default, (bool, int, float, str)):
             out[name] = par.default
@@ -167,9 +167,10 @@ def _fit_params(cls: type, extra: Sequence[str]) -> dict[str, Any]:
             raise ValueError(f"{cls.__name__} has no parameter --{key}; its parameters: "
                              + ", ".join("--" + k.replace("_", "-") for k in opts))
         if not sep:
-            value = next(it, None)
-            if value is None:
+            following = next(it, None)
+            if following is None:
                 raise ValueError(f"--{key} needs a value")
+            value = following
         params[name] = _parse_value(value, opts[name], name)
     return params
 
@@ -207,7 +208,7 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
             for lang, lines in data.items():
                 texts += lines
                 langs += [lang] * len(lines)
-                concepts += kept            # concept = line number in the aligned files
+                concepts += [str(i) for i in kept]  # concept = line number in the aligned files
         model = cls(**params)
         model.fit(texts, langs, concepts)
     elif args.model in ALIGNED_MODELS:

@@ -1,7 +1,6 @@
 """The console entry point and the demo job, end to end on real data (small settings)."""
 from __future__ import annotations
 
-
 import shlex
 
 import numpy as np

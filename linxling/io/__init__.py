@@ -13,8 +13,15 @@ FAISS-ready matrix; :data:`EXPORT_FORMATS` lists the formats.
 from __future__ import annotations
 
 from linxling.io._export import EXPORT_FORMATS, export_vectors, vocabulary_path
-from linxling.io._store import (FORMAT_VERSION, ModelFormatError, load, read_info, register_model,
-                                registered_models, save)
+from linxling.io._store import (
+                                FORMAT_VERSION,
+                                ModelFormatError,
+                                load,
+                                read_info,
+                                register_model,
+                                registered_models,
+                                save,
+)
 
 __all__ = ["FORMAT_VERSION", "ModelFormatError", "register_model", "registered_models", "save", "load",
            "read_info", "EXPORT_FORMATS", "export_vectors", "vocabulary_path"]

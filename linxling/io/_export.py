@@ -32,7 +32,7 @@ def vocabulary_path(path: str | os.PathLike) -> str:
     return stem + ".vocab.txt"
 
 
-def _atomic_write(path: str, write: Callable[[IO[bytes]], None]) -> None:
+def _atomic_write(path: str, write: Callable[[IO[bytes]], object]) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
@@ -166,7 +166,7 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
 
         def write_text(fh: IO[bytes]) -> None:
             fh.write(f"{n} {dim}\n".encode())
-            for w, row in zip(words, V):
+            for w, row in zip(words, V, strict=True):
                 fh.write((w + " " + " ".join(fmt % x for x in row.tolist()) + "\n").encode("utf-8"))
         _atomic_write(path, write_text)
         return [path]
@@ -176,7 +176,7 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
 
         def write_binary(fh: IO[bytes]) -> None:
             fh.write(f"{n} {dim}\n".encode())
-            for w, row in zip(words, V32):
+            for w, row in zip(words, V32, strict=True):
                 fh.write(w.encode("utf-8") + b" " + row.tobytes())
         _atomic_write(path, write_binary)
         return [path]
