@@ -34,6 +34,7 @@ print(sorted(m for m in sys.modules if m.startswith("linxling.models")))
 
 def test_linxling_load_registers_builtin_models_io_load_does_not(tmp_path):
     import scipy.sparse as sp
+
     from linxling.models.wmf import WMF
     X = sp.random(20, 15, density=0.3, random_state=0, format="csr")
     WMF(n_components=2, max_iter=1, random_state=0).fit(X).save(tmp_path / "w.h5")
