@@ -29,10 +29,11 @@ def _read_lines(path: str) -> tuple[list[str], list[int]]:
     """Lines of a UTF-8 file (newline stripped) and the 1-based numbers of its empty lines."""
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, expected a UTF-8 text file")
+    from linxling._progress import progress
     lines: list[str] = []
     empty: list[int] = []
     with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
+        for lineno, raw in enumerate(progress(fh, desc=f"reading {os.path.basename(path)}", unit=" lines"), 1):
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:
