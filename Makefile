@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all demo test test-slow test-all bench system-deps venv clean
+.PHONY: all demo test test-slow test-all bench system-deps venv clean lint docs
 
 all: test
 
@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml | system-deps
 	# scikit-sparse<0.5 builds from source against Debian's SuiteSparse and needs numpy+Cython at build time
 	$(PY) -m pip install -q numpy "Cython<3.1"
 	$(PY) -m pip install -q --no-build-isolation "scikit-sparse<0.5"
-	$(PY) -m pip install -q -e ".[demo,test,bench]"
+	$(PY) -m pip install -q -e ".[demo,test,bench,docs]"
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -31,12 +31,21 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/linxling demo
 
-# Two passes, both in CI: the fast tests, then the end-to-end ones marked `slow`
+# Lint (ruff) and type-check the public API (mypy); both configured in pyproject.toml.
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+# The documentation site (mkdocs + mkdocstrings), warnings as errors; output in site/.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
+
+# Tests, all in CI: lint and the docs site, the fast tests, then the end-to-end ones marked `slow`
 # (pytest exits 5 when a pass collects nothing; that is not a failure here).
 # The fast suite runs twice: on this CPU's own OpenBLAS kernels, then under Prescott (a generic
 # x86-64 kernel every CPU runs), so a tolerance that holds only for one CPU's rounding fails here
 # and not on the next user's machine.
-test: $(STAMP)
+test: lint docs
 	$(PY) -m pytest -q -m "not slow"
 	OPENBLAS_CORETYPE=Prescott $(PY) -m pytest -q -m "not slow" -p no:cacheprovider
 	$(PY) -m pytest -q -m slow || [ $$? -eq 5 ]
@@ -48,4 +57,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache

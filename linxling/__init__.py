@@ -19,7 +19,7 @@ from linxling._version import __version__
 _MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF")   # resolved by linxling.models
 _LAZY = {
     **{name: "linxling.models" for name in _MODELS},
-    "load": "linxling.io",
+    "load": "linxling.models",          # registers the built-in models, then linxling.io.load
     "save": "linxling.io",
     "TfidfVectorizer": "linxling.text",
     "tokenize": "linxling.text",

@@ -1,9 +1,12 @@
-"""Command line: ``linxling demo``, ``linxling info``, ``linxling embed``."""
+"""Command line: ``linxling fit``, ``embed``, ``evaluate``, ``info``, ``export``, ``demo``."""
 from __future__ import annotations
 
 import argparse
+import inspect
+import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from linxling._version import __version__
 
@@ -17,12 +20,239 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_info(args: argparse.Namespace) -> int:
+# --------------------------------------------------------------------------- reading plain files
+TEXT_MODELS = ("Cr5", "CLLSI")           # concept-aligned documents: TSV or aligned line files
+ALIGNED_MODELS = ("WMF", "BilingualWMF", "CrossWMF")  # row-aligned sentences per language
+
+
+def _read_lines(path: str) -> tuple[list[str], list[int]]:
+    """Lines of a UTF-8 file (newline stripped) and the 1-based numbers of its empty lines."""
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, expected a UTF-8 text file")
+    from linxling._progress import progress
+    lines: list[str] = []
+    empty: list[int] = []
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(progress(fh, desc=f"reading {os.path.basename(path)}", unit=" lines"), 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not valid UTF-8 ({exc.reason} at byte {exc.start}); "
+                                 "convert the file to UTF-8") from None
+            if not line.strip():
+                empty.append(lineno)
+            lines.append(line)
+    return lines, empty
+
+
+def _report_empty(path: str, empty: list[int]) -> None:
+    if empty:
+        shown = ", ".join(map(str, empty[:10])) + (", ..." if len(empty) > 10 else "")
+        print(f"linxling: {path}: skipped {len(empty)} empty line(s) (line {shown})", file=sys.stderr)
+
+
+def _language_files(inputs: Sequence[str]) -> dict[str, str]:
+    """``LANG=PATH`` or ``PATH`` (language = file name without extension) -> {language: path}."""
+    out: dict[str, str] = {}
+    for item in inputs:
+        lang, sep, path = item.partition("=")
+        if not sep:
+            path, lang = item, os.path.splitext(os.path.basename(item))[0]
+        if not lang or not path:
+            raise ValueError(f"--input {item!r}: expected LANG=PATH or PATH")
+        if lang in out:
+            raise ValueError(f"--input: language {lang!r} given twice ({out[lang]} and {path})")
+        out[lang] = path
+    return out
+
+
+def read_tsv(path: str) -> tuple[list[str], list[str], list[str]]:
+    """``language<TAB>concept<TAB>text`` lines -> (texts, languages, concepts); empty lines skipped."""
+    lines, empty = _read_lines(path)
+    texts, langs, concepts = [], [], []
+    skip = set(empty)
+    for lineno, line in enumerate(lines, 1):
+        if lineno in skip:
+            continue
+        fields = line.split("\t", 2)
+        if len(fields) != 3:
+            raise ValueError(f"{path}:{lineno}: expected 3 tab-separated fields language<TAB>concept<TAB>text, "
+                             f"got {len(fields)}")
+        lang, concept, text = fields
+        if not lang or not concept or not text.strip():
+            raise ValueError(f"{path}:{lineno}: empty language, concept or text field")
+        langs.append(lang)
+        concepts.append(concept)
+        texts.append(text)
+    _report_empty(path, empty)
+    if not texts:
+        raise ValueError(f"{path}: no documents")
+    return texts, langs, concepts
+
+
+def read_aligned(files: dict[str, str]) -> tuple[dict[str, list[str]], list[int]]:
+    """Row-aligned files -> ({language: lines}, kept line numbers); a line empty in any file is dropped."""
+    data: dict[str, list[str]] = {}
+    empties: dict[str, list[int]] = {}
+    for lang, path in files.items():
+        data[lang], empties[lang] = _read_lines(path)
+    counts = {files[lang]: len(v) for lang, v in data.items()}
+    if len(set(counts.values())) > 1:
+        raise ValueError("aligned files must have the same number of lines: "
+                         + ", ".join(f"{p}: {n}" for p, n in counts.items()))
+    drop = set().union(*map(set, empties.values()))
+    for lang, path in files.items():
+        _report_empty(path, empties[lang])
+    n = next(iter(counts.values()))
+    kept = [i for i in range(1, n + 1) if i not in drop]
+    if not kept:
+        raise ValueError(f"no line is non-empty in every file of {', '.join(files.values())}")
+    return {lang: [lines[i - 1] for i in kept] for lang, lines in data.items()}, kept
+
+
+# --------------------------------------------------------------------------- model parameters as options
+def _model_class(name: str) -> type:
+    from linxling import models
+    if name not in models._LAZY:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(sorted(models._LAZY))}")
+    return getattr(models, name)
+
+
+#: Parameters that take Python objects (or, for show_progress, the global --no-progress), not options.
+_OBJECT_PARAMS = frozenset({"callback", "tokenizer", "pivot_model", "show_progress"})
+
+
+def model_options(cls: type) -> dict[str, Any]:
+    """Parameters of ``cls`` that take a plain value on the command line: {name: default}."""
+    out = {}
+    for name, par in inspect.signature(cls).parameters.items():
+        if name in _OBJECT_PARAMS or par.kind in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
+            continue
+        if par.default is par.empty or par.default is None or isinstance(par.default, (bool, int, float, str)):
+            out[name] = par.default
+    return out
+
+
+def _parse_value(text: str, default: Any, name: str) -> Any:
+    low = text.lower()
+    if low == "none":
+        return None
+    if isinstance(default, bool):
+        if low in ("true", "1", "yes"):
+            return True
+        if low in ("false", "0", "no"):
+            return False
+        raise ValueError(f"--{name.replace('_', '-')}: expected true or false, got {text!r}")
+    kinds = [int, float] if default is None or isinstance(default, int) else \
+        [float] if isinstance(default, float) else []
+    for kind in kinds:
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    if isinstance(default, (int, float)):
+        raise ValueError(f"--{name.replace('_', '-')}: expected a number, got {text!r}")
+    return text
+
+
+def _fit_params(cls: type, extra: Sequence[str]) -> dict[str, Any]:
+    opts = model_options(cls)
+    params: dict[str, Any] = {}
+    it = iter(extra)
+    for tok in it:
+        if not tok.startswith("--"):
+            raise ValueError(f"unexpected argument {tok!r}")
+        key, sep, value = tok[2:].partition("=")
+        name = key.replace("-", "_")
+        if name not in opts:
+            raise ValueError(f"{cls.__name__} has no parameter --{key}; its parameters: "
+                             + ", ".join("--" + k.replace("_", "-") for k in opts))
+        if not sep:
+            following = next(it, None)
+            if following is None:
+                raise ValueError(f"--{key} needs a value")
+            value = following
+        params[name] = _parse_value(value, opts[name], name)
+    return params
+
+
+# --------------------------------------------------------------------------- one way to call each model
+def embed_texts(model: Any, texts: Sequence[str], language: str | None):
+    """``model``'s embeddings of ``texts`` in ``language``, whatever the model's transform signature."""
+    params = inspect.signature(model.transform).parameters
+    if "language" in params:
+        return model.transform(list(texts), language=language)
+    if language is not None and getattr(model, "languages_", None) and language not in model.languages_:
+        raise ValueError(f"unknown language {language!r}: the model was trained on {model.languages_}")
+    return model.transform(list(texts))
+
+
+def model_languages(model: Any) -> list[str]:
+    langs = getattr(model, "languages_", None)
+    if langs is not None:
+        return list(langs)
+    comps = getattr(model, "components_", None)
+    if isinstance(comps, dict):
+        return sorted(comps)
+    return []
+
+
+def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    cls = _model_class(args.model)
+    params = _fit_params(cls, extra)
+    if args.model in TEXT_MODELS:
+        if len(args.input) == 1 and "=" not in args.input[0] and args.input[0].endswith((".tsv", ".tab")):
+            texts, langs, concepts = read_tsv(args.input[0])
+        else:
+            data, kept = read_aligned(_language_files(args.input))
+            texts, langs, concepts = [], [], []
+            for lang, lines in data.items():
+                texts += lines
+                langs += [lang] * len(lines)
+                concepts += [str(i) for i in kept]  # concept = line number in the aligned files
+        model = cls(**params)
+        model.fit(texts, langs, concepts)
+    elif args.model in ALIGNED_MODELS:
+        data, _ = read_aligned(_language_files(args.input))
+        model = cls(**params)
+        if args.model == "WMF":
+            if len(data) != 1:
+                raise ValueError(f"WMF is monolingual: give one --input file, got {len(data)}")
+            model.fit(next(iter(data.values())))
+        elif args.model == "BilingualWMF":
+            model.fit(data)
+        else:
+            pivot = model.pivot_language
+            if pivot not in data:
+                raise ValueError(f"CrossWMF: no input file for the pivot language {pivot!r} "
+                                 f"(got {', '.join(data)}); set --pivot-language")
+            model.fit({lang: (data[pivot], lines) for lang, lines in data.items() if lang != pivot})
+    else:  # pragma: no cover - a model added to linxling.models without a CLI input rule
+        raise ValueError(f"linxling fit does not know how to read input for {args.model}")
+    model.save(args.output)
+    print(f"fitted {type(model).__name__} on {', '.join(args.input)}; saved to {args.output}")
+    return 0
+
+
+def _load(path: str):
     import linxling
+    from linxling.io import ModelFormatError
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, not a model file")
+    try:
+        return linxling.load(path)
+    except ModelFormatError as exc:
+        raise ValueError(str(exc)) from None
+    except OSError as exc:
+        raise ValueError(f"{path}: not a linxling model file ({exc})") from None
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
     from linxling import _backend
-    m = linxling.load(args.model)
-    print(f"{type(m).__name__} saved by linxling; languages: {getattr(m, 'languages_', '?')}")
-    for k in ("n_components", "alpha"):
+    m = _load(args.model)
+    langs = model_languages(m)
+    print(f"{type(m).__name__} saved by linxling; languages: {', '.join(langs) if langs else 'monolingual'}")
+    for k in ("n_components", "alpha", "pivot_language"):
         if hasattr(m, k):
             print(f"  {k} = {getattr(m, k)}")
     print(f"GPU: {_backend.CUPY_REASON}")
@@ -31,15 +261,71 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def _cmd_embed(args: argparse.Namespace) -> int:
     import numpy as np
-
-    import linxling
-    m = linxling.load(args.model)
-    with open(args.input, encoding="utf-8") as fh:
-        lines = [line.rstrip("\n") for line in fh]
-    E = m.transform(lines, args.language)
+    m = _load(args.model)
+    lines, empty = _read_lines(args.input)
+    if empty:  # an empty line is still a document: keep rows aligned with the input, but say so
+        print(f"linxling: {args.input}: {len(empty)} empty line(s) embedded as empty documents "
+              f"(line {', '.join(map(str, empty[:10]))}{', ...' if len(empty) > 10 else ''})", file=sys.stderr)
+    E = embed_texts(m, lines, args.language)
     np.save(args.output, E)
     print(f"wrote {E.shape[0]} x {E.shape[1]} embeddings to {args.output}")
     return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from linxling.evaluate import retrieval
+    m = _load(args.model)
+    q_lines, _ = _read_lines(args.queries)
+    c_lines, _ = _read_lines(args.candidates)
+    if len(q_lines) != len(c_lines):
+        raise ValueError(f"aligned files must have the same number of lines: {args.queries}: {len(q_lines)}, "
+                         f"{args.candidates}: {len(c_lines)}")
+    Q = embed_texts(m, q_lines, args.query_language)
+    C = embed_texts(m, c_lines, args.candidate_language)
+    ks = tuple(args.k)
+    print(f"retrieval {args.query_language}->{args.candidate_language}: {len(q_lines)} queries, "
+          f"{len(c_lines)} candidates")
+    print("similarity | " + " ".join(f"{'P@' + str(k):>7}" for k in ks) + f" {'MRR':>7}")
+    for sim in args.similarity:
+        r = retrieval(Q, C, ks=ks, similarity=sim, knn=min(args.knn, len(q_lines)))
+        print(f"{sim:<10} | " + " ".join(f"{r[f'P@{k}']:7.3f}" for k in ks) + f" {r['MRR']:7.3f}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from linxling.io import export_vectors
+    m = _load(args.model)
+    if not hasattr(m, "word_vectors"):
+        raise ValueError(f"{type(m).__name__} has no word vectors to export")
+    words, vectors = m.word_vectors(args.language)
+    written = export_vectors(args.output, vectors, words, format=args.format)
+    print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors ({args.format}) to {', '.join(written)}")
+    return 0
+
+
+#: One example per subcommand, shown by its --help and run by tests/test_cli.py on small files.
+EXAMPLES = {
+    "fit": "linxling fit Cr5 --input en=en.txt es=es.txt --output model.h5 --n-components 2 --min-df 1 "
+           "--min-unique-words none --max-unique-words none",
+    "info": "linxling info model.h5",
+    "embed": "linxling embed model.h5 en en.txt en.npy",
+    "evaluate": "linxling evaluate model.h5 en en.txt es es.txt --k 1 5",
+    "export": "linxling export model.h5 es es_vectors.txt --format word2vec",
+    "demo": "linxling demo --languages en es --n-components 50",
+}
+
+
+def _fit_help() -> str:
+    """The parameters of every model, from its constructor's signature (and defaults)."""
+    lines = ["model parameters (--name value; 'none' for None):"]
+    for name in TEXT_MODELS + ALIGNED_MODELS:
+        try:
+            opts = model_options(_model_class(name))
+        except Exception as exc:  # pragma: no cover - a broken model module must not break --help
+            lines.append(f"  {name}: unavailable ({exc})")
+            continue
+        lines.append(f"  {name}: " + ", ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in opts.items()))
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,7 +334,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="turn progress bars off")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    d = sub.add_parser("demo", help="train Cr5 and CL-LSI on Bible verses, print held-out P@k")
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, epilog="example:\n  " + EXAMPLES[name],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+    d = add("demo", "train Cr5 and CL-LSI on Bible verses, print held-out P@k")
     d.add_argument("--languages", nargs="+", default=["en", "es", "ru", "ar", "zh"])
     d.add_argument("--n-components", type=int, default=300, help="embedding dimension r (paper: 300)")
     d.add_argument("--alpha", type=float, default=1.0)
@@ -61,23 +352,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--no-baseline", action="store_true", help="skip CL-LSI")
     d.set_defaults(func=_cmd_demo)
 
-    i = sub.add_parser("info", help="describe a saved model")
+    f = add("fit", "fit a model on plain UTF-8 files and save it")
+    f.epilog = (f.epilog or "") + "\n\n" + _fit_help()
+    f.add_argument("model", help="model name: " + ", ".join(TEXT_MODELS + ALIGNED_MODELS))
+    f.add_argument("--input", nargs="+", required=True, metavar="[LANG=]FILE",
+                   help="Cr5/CLLSI: one TSV file language<TAB>concept<TAB>text, or one file per language of "
+                        "aligned lines (concept = line number); WMF family: one file per language of aligned "
+                        "lines. LANG defaults to the file name without extension")
+    f.add_argument("--output", required=True, help="model file to write (.h5)")
+    f.set_defaults(func=_cmd_fit, takes_extra=True)
+
+    i = add("info", "describe a saved model")
     i.add_argument("model")
     i.set_defaults(func=_cmd_info)
 
-    e = sub.add_parser("embed", help="embed one document per line with a saved model")
+    e = add("embed", "embed one document per line with a saved model")
     e.add_argument("model")
-    e.add_argument("language")
+    e.add_argument("language", help="language of the documents (ignored by the monolingual WMF)")
     e.add_argument("input", help="UTF-8 text file, one document per line")
     e.add_argument("output", help=".npy file to write")
     e.set_defaults(func=_cmd_embed)
 
-    args = parser.parse_args(argv)
+    v = add("evaluate", "score retrieval between two aligned files (line i of one translates line i of the other)")
+    v.add_argument("model")
+    v.add_argument("query_language")
+    v.add_argument("queries", help="UTF-8 file, one query per line")
+    v.add_argument("candidate_language")
+    v.add_argument("candidates", help="UTF-8 file aligned with queries")
+    v.add_argument("--k", type=int, nargs="+", default=[1, 5, 10], help="cut-offs of P@k")
+    v.add_argument("--similarity", nargs="+", choices=["cosine", "csls"], default=["cosine", "csls"])
+    v.add_argument("--knn", type=int, default=10, help="CSLS neighbourhood size")
+    v.set_defaults(func=_cmd_evaluate)
+
+    x = add("export", "write a language's word vectors for gensim, NumPy or FAISS")
+    x.add_argument("model")
+    x.add_argument("language", help="language of the word vectors (ignored by the monolingual WMF)")
+    x.add_argument("output")
+    from linxling.io import EXPORT_FORMATS
+    x.add_argument("--format", choices=EXPORT_FORMATS, default="word2vec",
+                   help="word2vec (text), word2vec-binary, npy (+ .vocab.txt), faiss (float32 unit rows + "
+                        ".vocab.txt); models fitted from matrices write feature indices as words")
+    x.set_defaults(func=_cmd_export)
+
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "takes_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.no_progress:
         from linxling._progress import set_show_progress
         set_show_progress(False)
     try:
-        return args.func(args)
+        return args.func(args, extra) if getattr(args, "takes_extra", False) else args.func(args)
     except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
         print(f"linxling: error: {exc}", file=sys.stderr)
         return 2

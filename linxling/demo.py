@@ -74,7 +74,8 @@ def run_demo(languages: Sequence[str] = DEFAULT_LANGUAGES, *, n_components: int 
 
     ks = tuple(range(1, 11))
     results = {"languages": list(languages), "models": {}}
-    models = {"Cr5": Cr5(n_components=n_components, alpha=alpha, random_state=random_state, show_progress=show_progress)}
+    models = {"Cr5": Cr5(n_components=n_components, alpha=alpha, random_state=random_state,
+                         show_progress=show_progress)}
     if baseline:
         models["CL-LSI"] = CLLSI(n_components=n_components, random_state=random_state)
     for name, model in models.items():

@@ -30,6 +30,28 @@ def test_has_cupy_reports_reason():
     ok, reason = _backend.cupy_status()
     assert isinstance(ok, bool) and isinstance(reason, str) and reason
     assert _backend.HAS_CUPY is ok and _backend.CUPY_REASON == reason
+    # the status agrees with what this environment actually has
+    import importlib.util
+    if importlib.util.find_spec("cupy") is None:
+        assert ok is False
+        assert reason.startswith("cupy is not importable") and "pip install linxling[gpu]" in reason
+    else:  # pragma: no cover - depends on the machine
+        assert reason.startswith("cupy ") and (ok == ("device(s)" in reason))
+
+
+def test_cupy_status_reports_a_failed_import(monkeypatch):
+    """A broken CuPy install is reported with the exception, not as available."""
+    import importlib
+    real = importlib.import_module
+
+    def fake(name, *a, **k):
+        if name == "cupy":
+            raise ImportError("libcudart.so.12: cannot open shared object file")
+        return real(name, *a, **k)
+    monkeypatch.setattr(_backend, "_CUPY_STATE", {})
+    monkeypatch.setattr(_backend.importlib, "import_module", fake)
+    ok, reason = _backend.cupy_status()
+    assert ok is False and "ImportError: libcudart.so.12" in reason
 
 
 class FakeCupyArray:

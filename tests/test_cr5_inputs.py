@@ -40,7 +40,7 @@ def test_filter_dropping_more_than_half_is_an_error_and_less_is_a_warning():
     texts, langs, concepts = _sentences()
     n_unique = [len(set(t.split())) for t in texts[:60]]
     cut = int(np.percentile(n_unique, 30))
-    with pytest.warns(UserWarning, match=r"dropped by doc_filter=\(%d, None\)" % cut):
+    with pytest.warns(UserWarning, match=rf"dropped by doc_filter=\({cut}, None\)"):
         m = Cr5(n_components=4, doc_filter=(cut, None), random_state=0).fit(texts, langs, concepts)
     assert 0 < m.fit_info_["n_dropped"]["en"] <= 30
     with pytest.raises(ValueError, match=r"drops \d+ of the 60 documents of language 'en'"):

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from linxling.models import CLLSI, Cr5, WMF, BilingualWMF, CrossWMF
+from linxling.models import CLLSI, WMF, BilingualWMF, Cr5, CrossWMF
 
 
 @parametrize_with_checks([WMF(n_components=2, max_iter=3, show_progress=False, random_state=0)])

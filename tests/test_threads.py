@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_info
 
 from linxling._threads import blas_single_thread
-from linxling.models import Cr5, WMF
+from linxling.models import WMF, Cr5
 
 
 def _blas_threads() -> int:

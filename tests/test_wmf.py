@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.exceptions import NotFittedError
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
 
 from linxling.kernels import als
 from linxling.kernels import als_reference as ref
@@ -324,9 +324,7 @@ def test_empty_rows_get_zero_vectors():
 
 # ------------------------------------------------------------------ store and texts
 def test_save_load_round_trip(tmp_path):
-    io = pytest.importorskip("linxling.io")
-    if not hasattr(io, "load"):
-        pytest.skip("linxling.io.load not available yet")
+    from linxling import io
     X, Y = _X(30, 20, seed=38), _X(30, 15, seed=39)
     models = [WMF(n_components=3, alpha=LAM, max_iter=2, random_state=3).fit(X),
               BilingualWMF(n_components=3, alpha=LAM, max_iter=2, random_state=3).fit({"en": X, "es": Y}),
@@ -346,14 +344,12 @@ def test_save_load_round_trip(tmp_path):
 
 
 def test_fit_from_texts(tmp_path):
-    text = pytest.importorskip("linxling.text")
-    if not hasattr(text, "TfidfVectorizer"):
-        pytest.skip("linxling.text.TfidfVectorizer not available yet")
     words = [f"w{i}" for i in range(12)]
     rng = np.random.default_rng(40)
     docs = [" ".join(rng.choice(words, 6)) for _ in range(40)]
     model = WMF(n_components=3, alpha=LAM, max_iter=2, min_df=1, random_state=0).fit(docs)
-    assert model.vectorizer_ is not None
+    from linxling.text import TfidfVectorizer
+    assert isinstance(model.vectorizer_, TfidfVectorizer)
     assert model.embedding_.shape == (40, 3)
     assert np.allclose(model.transform(docs[:5]),
                        model.transform(model.vectorizer_.transform(docs[:5])))

@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from linxling.io import ModelFormatError
-from linxling.models import CLLSI, Cr5, WMF, BilingualWMF
+from linxling.models import CLLSI, WMF, BilingualWMF, Cr5
 
 SENTS = ["the cat sat", "a dog ran far", "the cat ran", "a dog sat", "cats and dogs"] * 4
 

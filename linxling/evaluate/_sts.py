@@ -16,6 +16,11 @@ __all__ = ["sts", "read_sts"]
 def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]:
     """Read an STS file with lines ``gold<TAB>sentence1<TAB>sentence2`` (e.g. SemEval-2017).
 
+    ``path`` is taken as given (relative paths from the working directory). For the shared data
+    folder use :func:`linxling.datasets.shared_data_dir`, which honours ``LINXLING_SHARED_DATA``
+    from any working directory: ``read_sts(shared_data_dir() / "sts17" / "track4a.es-en.tsv")``
+    (or :func:`linxling.datasets.load_sts17`).
+
     Returns
     -------
     gold : ndarray of float64, shape (n,)
@@ -25,8 +30,15 @@ def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]
     ------
     ValueError
         On a line without exactly 3 tab-separated fields or a non-numeric gold score.
+    FileNotFoundError
+        If ``path`` does not exist (the message names the shared data folder).
     """
     gold, s1, s2 = [], [], []
+    if not os.path.isfile(path):
+        from linxling.datasets import shared_data_dir
+        raise FileNotFoundError(f"STS file not found: {os.fspath(path)} (relative to {os.getcwd()}); for the "
+                                f"shared data use linxling.datasets.shared_data_dir() / 'sts17' / ..., "
+                                f"currently {shared_data_dir()} (set LINXLING_SHARED_DATA)")
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             line = line.rstrip("\r\n")

@@ -1,4 +1,7 @@
-"""Saving and loading models: HDF5 files with a versioned layout and atomic writes.
+"""Saving and loading models (HDF5, versioned layout, atomic writes) and exporting word vectors.
+
+:func:`export_vectors` writes word2vec text/binary (gensim), ``.npy`` + vocabulary, or a
+FAISS-ready matrix; :data:`EXPORT_FORMATS` lists the formats.
 
 >>> from linxling.io import register_model, save, load
 >>> @register_model("Example")                    # doctest: +SKIP
@@ -9,8 +12,16 @@
 """
 from __future__ import annotations
 
-from linxling.io._store import (FORMAT_VERSION, ModelFormatError, load, read_info, register_model,
-                                registered_models, save)
+from linxling.io._export import EXPORT_FORMATS, export_vectors, vocabulary_path
+from linxling.io._store import (
+                                FORMAT_VERSION,
+                                ModelFormatError,
+                                load,
+                                read_info,
+                                register_model,
+                                registered_models,
+                                save,
+)
 
 __all__ = ["FORMAT_VERSION", "ModelFormatError", "register_model", "registered_models", "save", "load",
-           "read_info"]
+           "read_info", "EXPORT_FORMATS", "export_vectors", "vocabulary_path"]

@@ -14,7 +14,6 @@ empty string get reserved spellings) so any ``str`` works as a key, e.g. ``"zh-H
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import json
 import os
 import tempfile
@@ -81,16 +80,13 @@ def _name_of(model: Any) -> str:
 
 
 def _lookup(name: str, path: str) -> type:
-    if name not in _REGISTRY:
-        try:  # estimators register themselves when their module is imported
-            models = importlib.import_module("linxling.models")
-            getattr(models, "_import_all", lambda: None)()
-        except ImportError:
-            pass
+    # The store knows no model: estimators register themselves when their module is imported
+    # (models -> io, never io -> models). linxling.load imports the built-in models first.
     if name not in _REGISTRY:
         known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise ModelFormatError(f"{path}: unknown model {name!r}; known models: {known}. "
-                               "Import the module defining it (it must use @register_model) before loading.")
+        raise ModelFormatError(f"{path}: unknown model {name!r}; registered models: {known}. Load it with "
+                               "linxling.load(path), which registers the built-in models, or import the "
+                               "module defining it (it must use @register_model) before loading.")
     return _REGISTRY[name]
 
 

@@ -34,8 +34,6 @@ in :mod:`linxling.kernels.als_reference`.
 """
 from __future__ import annotations
 
-import os
-import warnings
 from typing import Sequence
 
 import numba

@@ -2,8 +2,9 @@
 
 Names are resolved on first access (module ``__getattr__``), so a model module that is
 missing or fails to import does not break ``import linxling.models`` or the other models.
-:func:`_import_all` imports every model module that exists; the model store calls it to fill
-its registry before loading a file.
+:func:`_import_all` imports every model module that exists (each registers its classes with the
+model store); :func:`load` (``linxling.load``) calls it before reading a file, so the store
+(:mod:`linxling.io`) never imports the models.
 """
 from __future__ import annotations
 
@@ -32,6 +33,13 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
+
+
+def load(path):
+    """Load any saved linxling model: registers every built-in model, then :func:`linxling.io.load`."""
+    from linxling.io import load as _load  # lazy: ``import linxling.models`` stays free of h5py
+    _import_all()
+    return _load(path)
 
 
 def _import_all() -> list[str]:

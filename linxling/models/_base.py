@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 

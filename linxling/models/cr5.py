@@ -29,8 +29,13 @@ import scipy.sparse as sp
 
 from linxling._progress import progress
 from linxling._threads import blas_single_thread
-from linxling._validation import (check_float_dtype, check_positive, check_random_state, check_sparse_matrix,
-                                  check_value_range)
+from linxling._validation import (
+    check_float_dtype,
+    check_positive,
+    check_random_state,
+    check_sparse_matrix,
+    check_value_range,
+)
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 
 __all__ = ["Cr5", "encode_concepts"]

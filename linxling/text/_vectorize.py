@@ -9,7 +9,6 @@ document plus the term dictionary) and no token lists are kept.
 from __future__ import annotations
 
 import re
-
 import warnings
 from array import array
 from collections import Counter

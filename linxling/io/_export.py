@@ -1,0 +1,188 @@
+"""Word vectors out, for the tools that search with them: word2vec (gensim), ``.npy``, FAISS.
+
+Every file is written atomically like the model store: to a temporary file in the destination
+directory, flushed and fsync'ed, then moved over the destination with :func:`os.replace`, so a
+failed export leaves an existing file intact.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import IO, Any
+
+import numpy as np
+
+from linxling.io._store import _fsync_dir, _target_mode
+
+__all__ = ["EXPORT_FORMATS", "export_vectors", "vocabulary_path"]
+
+#: Formats accepted by :func:`export_vectors` (and ``model.export`` / ``linxling export``).
+EXPORT_FORMATS = ("word2vec", "word2vec-binary", "npy", "faiss")
+
+
+def vocabulary_path(path: str | os.PathLike) -> str:
+    """Vocabulary file written next to a ``"npy"`` / ``"faiss"`` export at ``path``.
+
+    ``vectors.npy`` -> ``vectors.vocab.txt`` (a trailing ``.npy`` is replaced, any other name
+    gets ``.vocab.txt`` appended).
+    """
+    path = os.fspath(path)
+    stem = path[:-4] if path.endswith(".npy") else path
+    return stem + ".vocab.txt"
+
+
+def _atomic_write(path: str, write: Callable[[IO[bytes]], object]) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _target_mode(path))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(directory)
+
+
+def _check_vectors(vectors: Any) -> np.ndarray:
+    V = np.asarray(vectors)
+    if V.ndim != 2:
+        raise ValueError(f"vectors must be a 2-D array (n_words, dim), got shape {V.shape}")
+    if V.shape[0] == 0 or V.shape[1] == 0:
+        raise ValueError(f"vectors must be non-empty, got shape {V.shape}")
+    if V.dtype.kind not in "fiub":
+        raise TypeError(f"vectors must hold real numbers, got dtype {V.dtype}")
+    if V.dtype.kind != "f":
+        V = V.astype(np.float64)
+    if not np.all(np.isfinite(V)):
+        bad = int(np.sum(~np.all(np.isfinite(V), axis=1)))
+        raise ValueError(f"vectors has {bad} row(s) with NaN or infinite values")
+    return V
+
+
+def _check_words(words: Sequence[str] | None, n: int, format: str) -> list[str]:
+    if words is None:  # fitted from matrices: the feature (column) index is the word
+        return [str(i) for i in range(n)]
+    words = list(words)
+    if len(words) != n:
+        raise ValueError(f"words has {len(words)} entries but vectors has {n} rows")
+    seen: dict[str, int] = {}
+    for i, w in enumerate(words):
+        if not isinstance(w, str):
+            raise TypeError(f"words[{i}] must be a str, got {type(w).__name__}")
+        if w == "":
+            raise ValueError(f"words[{i}] is the empty string, which the {format!r} format cannot store")
+        if format.startswith("word2vec"):
+            if any(c.isspace() for c in w):
+                raise ValueError(f"words[{i}] = {w!r} contains whitespace, which the word2vec format uses as "
+                                 "separator; replace it (e.g. with '_') before exporting")
+        elif "\n" in w or "\r" in w:
+            raise ValueError(f"words[{i}] = {w!r} contains a line break, which the one-word-per-line "
+                             "vocabulary file cannot store")
+        if w in seen:
+            raise ValueError(f"words[{i}] = {w!r} repeats words[{seen[w]}]; exported words must be unique")
+        seen[w] = i
+    return words
+
+
+def _faiss_matrix(V: np.ndarray) -> np.ndarray:
+    """float32, C-contiguous, rows of unit L2 norm (zero rows stay zero: cosine 0 with everything)."""
+    X = np.array(V, dtype=np.float64, order="C")
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    np.divide(X, norms, out=X, where=norms > 0)
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] | None = None,
+                   format: str = "word2vec") -> list[str]:
+    """Write word vectors in a format other tools read.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Destination file. For ``"npy"`` and ``"faiss"`` the vocabulary goes to
+        :func:`vocabulary_path` ``(path)`` (``vectors.npy`` -> ``vectors.vocab.txt``).
+    vectors : array, shape (n_words, dim)
+        Real, finite values.
+    words : sequence of str, optional
+        ``words[i]`` labels ``vectors[i]``; unique and non-empty. ``None`` (a model fitted from
+        matrices, whose columns are feature indices) writes the indices ``"0"``, ``"1"``, ... as words.
+    format : {"word2vec", "word2vec-binary", "npy", "faiss"}
+        - ``"word2vec"``: text, a header line ``n_words dim`` then ``word v1 ... vd`` per line
+          (floats printed to round-trip exactly: 9 significant digits for float32 input, 17
+          otherwise). gensim: ``KeyedVectors.load_word2vec_format(path)``.
+        - ``"word2vec-binary"``: the same header, then ``word`` + a space + ``dim`` little-endian
+          float32 per word. gensim: ``KeyedVectors.load_word2vec_format(path, binary=True)``.
+        - ``"npy"``: the vectors unchanged (dtype kept) as a NumPy ``.npy`` file, plus the
+          vocabulary file (UTF-8, one word per line).
+        - ``"faiss"``: a float32, C-contiguous, L2-normalised ``.npy`` matrix (zero rows stay
+          zero), plus the vocabulary file: ``faiss.IndexFlatIP(dim).add(np.load(path))`` then
+          searches by cosine similarity.
+
+    Returns
+    -------
+    list of str
+        The files written.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``format``; vectors not 2-D, empty or non-finite; ``words`` of the wrong length,
+        repeated, empty, or containing whitespace (word2vec) or line breaks (vocabulary file).
+    TypeError
+        Non-numeric ``vectors`` or a non-str word.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> export_vectors(os.path.join(d, "v.txt"), np.eye(2), ["a", "b"])  # doctest: +ELLIPSIS
+    ['.../v.txt']
+    >>> print(open(os.path.join(d, "v.txt")).read())
+    2 2
+    a 1 0
+    b 0 1
+    <BLANKLINE>
+    """
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(map(repr, EXPORT_FORMATS))}, got {format!r}")
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"path {path!r} is a directory; give a file name")
+    V = _check_vectors(vectors)
+    n, dim = V.shape
+    words = _check_words(words, n, format)
+
+    if format == "word2vec":
+        digits = 9 if V.dtype.itemsize <= 4 else 17
+        fmt = f"%.{digits}g"
+
+        def write_text(fh: IO[bytes]) -> None:
+            fh.write(f"{n} {dim}\n".encode())
+            for w, row in zip(words, V, strict=True):
+                fh.write((w + " " + " ".join(fmt % x for x in row.tolist()) + "\n").encode("utf-8"))
+        _atomic_write(path, write_text)
+        return [path]
+
+    if format == "word2vec-binary":
+        V32 = np.asarray(V, dtype="<f4")
+
+        def write_binary(fh: IO[bytes]) -> None:
+            fh.write(f"{n} {dim}\n".encode())
+            for w, row in zip(words, V32, strict=True):
+                fh.write(w.encode("utf-8") + b" " + row.tobytes())
+        _atomic_write(path, write_binary)
+        return [path]
+
+    matrix = V if format == "npy" else _faiss_matrix(V)
+    vocab = vocabulary_path(path)
+    _atomic_write(path, lambda fh: np.save(fh, matrix, allow_pickle=False))
+    _atomic_write(vocab, lambda fh: fh.write("".join(w + "\n" for w in words).encode("utf-8")))
+    return [path, vocab]

@@ -1,0 +1,154 @@
+"""linxling.io.export_vectors: gensim and FAISS round trips, vocabulary files, atomic writes, bad input."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from linxling.evaluate import retrieval
+from linxling.io import EXPORT_FORMATS, export_vectors, vocabulary_path
+
+gensim_models = pytest.importorskip("gensim.models", reason="gensim comes with the 'test' extra")
+
+
+def _data(n=40, d=7, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    V = rng.standard_normal((n, d)).astype(dtype)
+    words = [f"w{i}_é" for i in range(n)]  # non-ASCII on purpose: UTF-8 throughout
+    return V, words
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fmt,binary", [("word2vec", False), ("word2vec-binary", True)])
+def test_gensim_loads_word2vec(tmp_path, fmt, binary, dtype):
+    V, words = _data(dtype=dtype)
+    path = tmp_path / "vectors.w2v"
+    assert export_vectors(path, V, words, format=fmt) == [str(path)]
+    kv = gensim_models.KeyedVectors.load_word2vec_format(str(path), binary=binary)
+    assert kv.index_to_key == words
+    # gensim stores float32: the exported values are exactly V rounded to float32
+    np.testing.assert_array_equal(kv.vectors, V.astype(np.float32))
+
+
+def test_words_none_writes_feature_indices(tmp_path):
+    V, _ = _data(n=5)
+    path = tmp_path / "v.txt"
+    export_vectors(path, V, None)
+    kv = gensim_models.KeyedVectors.load_word2vec_format(str(path))
+    assert kv.index_to_key == ["0", "1", "2", "3", "4"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_npy_and_vocabulary(tmp_path, dtype):
+    V, words = _data(dtype=dtype)
+    path = tmp_path / "vectors.npy"
+    written = export_vectors(path, V, words, format="npy")
+    assert written == [str(path), str(tmp_path / "vectors.vocab.txt")]
+    assert vocabulary_path(path) == written[1]
+    M = np.load(path, allow_pickle=False)
+    assert M.dtype == dtype
+    np.testing.assert_array_equal(M, V)
+    assert (tmp_path / "vectors.vocab.txt").read_text(encoding="utf-8").splitlines() == words
+
+
+def test_faiss_matrix_and_search_matches_cosine_ranking(tmp_path):
+    faiss = pytest.importorskip("faiss", reason="faiss-cpu comes with the 'test' extra")
+    V, words = _data(n=60, d=8)
+    V[3] = 0.0  # a zero row stays zero (cosine 0 with everything), no NaN
+    path = tmp_path / "index.npy"
+    export_vectors(path, V, words, format="faiss")
+    M = np.load(path)
+    assert M.dtype == np.float32 and M.flags.c_contiguous
+    norms = np.linalg.norm(M.astype(np.float64), axis=1)
+    np.testing.assert_allclose(np.delete(norms, 3), 1.0, rtol=0, atol=1e-6)  # float32 rounding of unit rows
+    assert norms[3] == 0.0
+
+    rng = np.random.default_rng(1)
+    Q = rng.standard_normal((25, 8))
+    index = faiss.IndexFlatIP(M.shape[1])
+    index.add(M)
+    Qn = np.ascontiguousarray(Q / np.linalg.norm(Q, axis=1, keepdims=True), dtype=np.float32)
+    k = 5
+    _, I = index.search(Qn, k)
+    # linxling.evaluate ranks the FAISS j-th neighbour of each query at rank j + 1 by cosine
+    # (random Gaussian data: no ties within float32 rounding at these sizes)
+    for j in range(k):
+        ranks = retrieval(Q, V, gold=I[:, j], ks=(1,), return_ranks=True)["ranks"]
+        np.testing.assert_array_equal(ranks, j + 1)
+
+
+@pytest.mark.parametrize("fmt", ["word2vec", "word2vec-binary"])
+@pytest.mark.parametrize("bad,msg", [("two words", "whitespace"), ("tab\tword", "whitespace"), ("", "empty")])
+def test_word2vec_rejects_unstorable_words(tmp_path, fmt, bad, msg):
+    V, words = _data(n=3)
+    words[1] = bad
+    path = tmp_path / "v.txt"
+    with pytest.raises(ValueError, match=msg):
+        export_vectors(path, V, words, format=fmt)
+    assert not path.exists() and os.listdir(tmp_path) == []  # nothing half-written
+
+
+def test_bad_input_errors(tmp_path):
+    V, words = _data(n=3)
+    p = tmp_path / "v.txt"
+    with pytest.raises(ValueError, match="format must be one of"):
+        export_vectors(p, V, words, format="glove")
+    with pytest.raises(ValueError, match="2 entries but vectors has 3 rows"):
+        export_vectors(p, V, words[:2])
+    with pytest.raises(ValueError, match="repeats"):
+        export_vectors(p, V, ["a", "b", "a"])
+    with pytest.raises(ValueError, match="line break"):
+        export_vectors(p, V, ["a", "b\nc", "d"], format="npy")
+    with pytest.raises(TypeError, match=r"words\[1\] must be a str"):
+        export_vectors(p, V, ["a", 2, "c"])
+    with pytest.raises(ValueError, match="2-D"):
+        export_vectors(p, V[0], words)
+    W = V.copy()
+    W[1, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        export_vectors(p, W, words)
+    with pytest.raises(ValueError, match="directory"):
+        export_vectors(tmp_path, V, words)
+    assert os.listdir(tmp_path) == []
+
+
+def test_atomic_failure_keeps_existing_file(tmp_path, monkeypatch):
+    V, words = _data(n=3)
+    path = tmp_path / "v.txt"
+    export_vectors(path, V, words)
+    before = path.read_bytes()
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(KeyboardInterrupt):
+        export_vectors(path, 2 * V, words)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["v.txt"]  # temporary file removed
+
+
+def test_every_format_is_tested():
+    assert set(EXPORT_FORMATS) == {"word2vec", "word2vec-binary", "npy", "faiss"}
+
+
+def test_estimator_export_goes_through_export_vectors(tmp_path):
+    """LinxlingEstimator.export (every model's) writes its word_vectors(language) with export_vectors."""
+    from linxling.models._estimator import LinxlingEstimator
+
+    V, words = _data(n=6, d=3)
+
+    class Tiny(LinxlingEstimator):
+        def fit(self):
+            self.components_ = V
+            return self
+
+        def word_vectors(self, language):
+            assert language == "xx"
+            return words, self.components_
+
+    path = tmp_path / "tiny.bin"
+    Tiny().fit().export(path, "xx", format="word2vec-binary")
+    kv = gensim_models.KeyedVectors.load_word2vec_format(str(path), binary=True)
+    assert kv.index_to_key == words
+    np.testing.assert_array_equal(kv.vectors, V.astype(np.float32))

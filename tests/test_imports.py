@@ -1,0 +1,57 @@
+"""Layering: the store (linxling.io) and evaluation never import the models; models -> io only."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(code: str) -> str:
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
+def test_io_and_evaluate_do_not_import_models(tmp_path):
+    # the whole io API used, including load of a model file whose class is not registered
+    code = f"""
+import sys
+import numpy as np
+import linxling.io as io, linxling.evaluate
+io.export_vectors({str(tmp_path / 'v.txt')!r}, np.eye(2), ["a", "b"])
+try:
+    io.load({str(tmp_path / 'missing.h5')!r})
+except FileNotFoundError:
+    pass
+print(sorted(m for m in sys.modules if m.startswith("linxling.models")))
+"""
+    assert _run(code) == "[]"
+
+
+def test_linxling_load_registers_builtin_models_io_load_does_not(tmp_path):
+    import scipy.sparse as sp
+
+    from linxling.models.wmf import WMF
+    X = sp.random(20, 15, density=0.3, random_state=0, format="csr")
+    WMF(n_components=2, max_iter=1, random_state=0).fit(X).save(tmp_path / "w.h5")
+    path = str(tmp_path / "w.h5")
+    assert _run(f"import linxling; print(type(linxling.load({path!r})).__name__)") == "WMF"
+    res = subprocess.run([sys.executable, "-c", f"import linxling.io as io; io.load({path!r})"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode != 0 and "unknown model 'WMF'" in res.stderr and "linxling.load(path)" in res.stderr
+
+
+@pytest.mark.parametrize("module", ["linxling.io", "linxling.evaluate"])
+def test_no_function_local_import_of_models_in_lower_layers(module):
+    """The io/evaluate source must not reach into linxling.models, not even inside a function."""
+    import importlib
+    mod = importlib.import_module(module)
+    files = [Path(mod.__file__)]
+    if files[0].name == "__init__.py":
+        files = sorted(files[0].parent.glob("*.py"))
+    text = "\n".join(f.read_text(encoding="utf-8") for f in files)
+    assert "linxling.models" not in text and "import_module(" not in text
