@@ -281,3 +281,45 @@ def encode(E, indices, indptr, tree_kind, tree_pos, A1, b1, A2, b2, w, nonlinear
         U = np.empty((max(l - 1, 0), m))
         forward(E, tok, steps, A1, b1, A2, b2, nonlinear, nodes, U)
         out[s] = nodes[2 * l - 2]
+
+
+@nb.njit(cache=True)
+def _score_sentence(E, tok, tree_kind, given, A1, b1, A2, b2, w, w0, nonlinear):
+    l = tok.shape[0]
+    d = E.shape[1]
+    steps = _tree(E, tok, tree_kind, given, A1, b1, A2, b2, w, nonlinear)
+    nodes = np.empty((2 * l - 1, d))
+    U = np.empty((max(l - 1, 0), A1.shape[0]))
+    forward(E, tok, steps, A1, b1, A2, b2, nonlinear, nodes, U)
+    f = w0
+    for c in range(d):
+        f += w[c] * nodes[2 * l - 2, c]
+    return f
+
+
+@nb.njit(cache=True, parallel=True)
+def corrupted_ranks(E, indices, indptr, positions, tree_kind, tree_pos, A1, b1, A2, b2, w, w0,
+                    nonlinear):
+    """Etter's Sec. 5.4.2 rank of each sentence: 1 + the number of sentences obtained by
+    replacing the word at ``positions[s]`` by each other vocabulary word that score strictly
+    higher than the true sentence (same tree positions for all; greedy: each its own tree)."""
+    n = indptr.shape[0] - 1
+    V = E.shape[0]
+    ranks = np.empty(n, dtype=np.int64)
+    for s in nb.prange(n):
+        a = indptr[s]
+        e = indptr[s + 1]
+        tok = indices[a:e].copy()
+        given = tree_pos[a - s:e - s - 1]
+        true = _score_sentence(E, tok, tree_kind, given, A1, b1, A2, b2, w, w0, nonlinear)
+        p = positions[s]
+        orig = tok[p]
+        count = 0
+        for v in range(V):
+            if v == orig:
+                continue
+            tok[p] = v
+            if _score_sentence(E, tok, tree_kind, given, A1, b1, A2, b2, w, w0, nonlinear) > true:
+                count += 1
+        ranks[s] = 1 + count
+    return ranks
