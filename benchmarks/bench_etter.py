@@ -60,6 +60,11 @@ def _doc_vectors(embed, chapters, lang):
     return document_vectors(embed(verses, lang), idx, len(chapters))
 
 
+def _unit(X):
+    n = np.linalg.norm(X, axis=1, keepdims=True)
+    return X / np.where(n > 0, n, 1.0)
+
+
 def run_cldc(methods, d, out):
     from linxling.datasets import load_bible_genres, load_sib200
     from linxling.evaluate import cldc
@@ -82,6 +87,8 @@ def run_cldc(methods, d, out):
                     Xte = None if embed is None else _doc_vectors(embed, split.test, tgt)
                 if embed is None:   # majority class of the training labels
                     Xtr, Xte = np.ones((len(ytr), 1)), np.ones((len(yte), 1))
+                else:               # unit length: the perceptron's bias must not swamp tiny vectors
+                    Xtr, Xte = _unit(Xtr), _unit(Xte)
                 res = cldc(Xtr, ytr, Xte, yte, n_epochs=10, random_state=0)
                 acc = res["majority_accuracy"] if embed is None else res["accuracy"]
                 rows.append({"method": name, "task": task, "direction": f"{src}->{tgt}",
