@@ -96,6 +96,8 @@ def test_bad_input():
     m = CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit({"en": texts})
     with pytest.raises(ValueError, match="monolingual"):
         m.transform(texts, language="de")
+    plain = CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(texts)
+    assert plain.transform(texts[:2], language="en").shape == (2, 4)   # no language to check
     with pytest.raises(ValueError, match="empty sentence"):
         m.transform(["the dog", "  "])
     with pytest.warns(UserWarning, match="single token"):

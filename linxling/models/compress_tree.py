@@ -122,7 +122,8 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
             raise TypeError(f"language must be a str or None, got {type(self.language).__name__}")
 
     def _check_language(self, language: Any) -> None:
-        if language is not None and language != self.language_:
+        # a model fitted on a plain list without ``language`` has no language to check against
+        if language is not None and self.language_ is not None and language != self.language_:
             raise ValueError(f"this CompressTree is monolingual ({self.language_!r}); got "
                              f"language={language!r}")
 
