@@ -6,8 +6,14 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from linxling.datasets import (BIBLE_BOOK_NAMES, BIBLE_GENRES, GENRE_NAMES, BibleCorpus, book_genre,
-                               load_bible_genres)
+from linxling.datasets import (
+    BIBLE_BOOK_NAMES,
+    BIBLE_GENRES,
+    GENRE_NAMES,
+    BibleCorpus,
+    book_genre,
+    load_bible_genres,
+)
 from linxling.evaluate import document_vectors
 
 

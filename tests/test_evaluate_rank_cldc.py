@@ -4,8 +4,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from linxling.evaluate import (AveragedPerceptron, cldc, document_vectors, estimated_rank,
-                               exact_rank)
+from linxling.evaluate import (
+    AveragedPerceptron,
+    cldc,
+    document_vectors,
+    estimated_rank,
+    exact_rank,
+)
 
 
 # --------------------------------------------------------------------------- rank

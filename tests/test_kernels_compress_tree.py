@@ -102,7 +102,7 @@ def test_kernel_matches_reference(kind, nonlinear):
     loss_k = K.pair_loss_grad(E, tp, tn, sp, sn, p["A1"], p["b1"], p["A2"], p["b2"], p["w"],
                               float(p["w0"]), nonlinear, gA1, gb1, gA2, gb2, gw, Gp, Gn)
     assert loss_k == pytest.approx(loss_r, rel=1e-12, abs=1e-12)
-    tol = dict(rtol=1e-10, atol=1e-12)
+    tol = {"rtol": 1e-10, "atol": 1e-12}
     np.testing.assert_allclose(gA1, g["A1"], **tol)
     np.testing.assert_allclose(gb1, g["b1"], **tol)
     np.testing.assert_allclose(gw, g["w"], **tol)

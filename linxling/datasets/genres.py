@@ -18,15 +18,23 @@ is seen when the embeddings are trained. The classifier's training chapters are 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from linxling.datasets.bible import N_BOOKS, BibleCorpus, load_bible
 
-__all__ = ["BIBLE_GENRES", "GENRE_NAMES", "BIBLE_BOOK_NAMES", "book_genre", "LabelledChapters",
-           "BibleGenreSplit", "load_bible_genres"]
+__all__ = [
+    "BIBLE_BOOK_NAMES",
+    "BIBLE_GENRES",
+    "GENRE_NAMES",
+    "BibleGenreSplit",
+    "LabelledChapters",
+    "book_genre",
+    "load_bible_genres",
+]
 
 #: Genre names in canonical order.
 GENRE_NAMES: tuple[str, ...] = ("law", "history", "wisdom_poetry", "major_prophets",
@@ -137,7 +145,7 @@ def load_bible_genres(languages: str | Iterable[str], *, test_fraction: float = 
         in_genre = [c for c in chapters if BIBLE_GENRES[c[0]] == genre]
         if len(in_genre) < 2:
             continue   # a genre with a single chapter cannot be both trained and tested
-        n_test = min(len(in_genre) - 1, max(1, int(round(test_fraction * len(in_genre)))))
+        n_test = min(len(in_genre) - 1, max(1, round(test_fraction * len(in_genre))))
         for i in rng.permutation(len(in_genre))[:n_test]:
             test_keys.add(in_genre[i])
     train_keys = [c for c in chapters if c not in test_keys]

@@ -11,13 +11,14 @@ crosslingual space.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
-__all__ = ["AveragedPerceptron", "document_vectors", "cldc"]
+__all__ = ["AveragedPerceptron", "cldc", "document_vectors"]
 
 
 def _check_X(X: Any, name: str = "X") -> np.ndarray:
@@ -62,7 +63,7 @@ class AveragedPerceptron(ClassifierMixin, BaseEstimator):
             return np.hstack([X, np.ones((X.shape[0], 1))])
         return X
 
-    def fit(self, X: Any, y: Any) -> "AveragedPerceptron":
+    def fit(self, X: Any, y: Any) -> AveragedPerceptron:
         X = _check_X(X)
         y = _check_y(y, X.shape[0])
         if isinstance(self.n_epochs, bool) or not isinstance(self.n_epochs, (int, np.integer)) \

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["exact_rank", "estimated_rank", "RankEstimate", "SCORES"]
+__all__ = ["SCORES", "RankEstimate", "estimated_rank", "exact_rank"]
 
 SCORES = ("dot", "l1", "cosine")
 _BLOCK_MEMORY = 256 * 2 ** 20

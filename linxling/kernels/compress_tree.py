@@ -22,8 +22,15 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["positions_to_steps", "greedy_positions", "forward", "backward", "pair_loss_grad",
-           "train_epoch", "encode"]
+__all__ = [
+    "backward",
+    "encode",
+    "forward",
+    "greedy_positions",
+    "pair_loss_grad",
+    "positions_to_steps",
+    "train_epoch",
+]
 
 
 @nb.njit(cache=True)

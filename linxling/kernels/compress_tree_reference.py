@@ -7,8 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["positions_to_steps", "compose", "greedy_positions", "encode_sentence", "pair_loss",
-           "pair_loss_grad", "left_to_right_positions", "random_positions"]
+__all__ = [
+    "compose",
+    "encode_sentence",
+    "greedy_positions",
+    "left_to_right_positions",
+    "pair_loss",
+    "pair_loss_grad",
+    "positions_to_steps",
+    "random_positions",
+]
 
 
 def left_to_right_positions(l: int) -> np.ndarray:
@@ -52,7 +60,7 @@ def greedy_positions(E, tok, params, nonlinear) -> np.ndarray:
 
 def encode_sentence(E, tok, steps, params, nonlinear):
     """Nodes (2l-1, d) and pre-activations list of one sentence."""
-    l = len(tok)
+    len(tok)
     nodes = [E[t].astype(np.float64) for t in tok]
     us = []
     for a, b in steps:

@@ -12,7 +12,8 @@ Kernels: :mod:`linxling.kernels.compress_tree` (backpropagation by hand; NumPy r
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.base import TransformerMixin
@@ -159,7 +160,7 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
         return (self.A1_, self.b1_, self.A2_, self.b2_, self.w_, float(self.w0_), self.n_hidden_ > 0)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Sequence[str] | dict, y: Any = None) -> "CompressTree":
+    def fit(self, X: Sequence[str] | dict, y: Any = None) -> CompressTree:
         """Train on sentences ``X`` (a list of str, or ``{language: texts}`` with one language)."""
         from linxling.kernels import compress_tree as K
         from linxling.text import build_vocabulary, tokenize
