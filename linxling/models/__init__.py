@@ -17,8 +17,10 @@ _LAZY = {
     "WMF": "linxling.models.wmf",
     "BilingualWMF": "linxling.models.wmf",
     "CrossWMF": "linxling.models.wmf",
+    "CompressTree": "linxling.models.compress_tree",
 }
-_MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf")
+_MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf",
+            "linxling.models.compress_tree")
 
 __all__ = sorted(_LAZY)
 

@@ -1,0 +1,187 @@
+"""CompressTree ranks (Etter Fig. 5.13: greedy vs left-to-right vs random trees) and CLDC.
+
+    python -m benchmarks.bench_etter rank   [--n-train 20000 --n-test 300 --epochs 5]
+    python -m benchmarks.bench_etter cldc   [--methods majority,cr5,cllsi]
+
+Embeddings for CLDC are trained on Bible en-de verse pairs of the chapters NOT held out by
+:func:`linxling.datasets.load_bible_genres` (so no tested Bible chapter is seen); the averaged
+perceptron is trained on one language and tested on the other: SIB-200 (train split -> test
+split, 7 topics) and Bible chapters by genre (train chapters -> held-out chapters, a chapter =
+average of its verse vectors). Add a method by adding one entry to ``METHODS``: a function
+``(corpus, d) -> embed(texts, language)``. Raw JSON goes to benchmarks/results/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+LANGS = ("en", "de")
+
+
+# --------------------------------------------------------------------------- methods
+def _fit_concept_model(cls, corpus, d, **kw):
+    texts, langs, concepts = corpus.concept_documents(list(LANGS))
+    model = cls(n_components=d, random_state=0, **kw)
+    if hasattr(model, "show_progress"):
+        model.show_progress = False
+    model.fit(texts, langs, concepts)
+    return lambda X, lang: model.transform(X, language=lang)
+
+
+def _cr5(corpus, d):
+    from linxling import Cr5
+    # verses are short: no unique-word document filter (Cr5's default [50, 1000] is for articles)
+    return _fit_concept_model(Cr5, corpus, d, min_unique_words=None, max_unique_words=None)
+
+
+def _cllsi(corpus, d):
+    from linxling import CLLSI
+    return _fit_concept_model(CLLSI, corpus, d)
+
+
+#: name -> (corpus, d) -> embed(texts, language); "majority" is handled separately.
+METHODS = {"cr5": _cr5, "cllsi": _cllsi}
+# When the bicvm branch lands: "bicvm_add": lambda c, d: ..., "ranking": lambda c, d: ...
+
+
+def _doc_vectors(embed, chapters, lang):
+    from linxling.evaluate import document_vectors
+    verses, idx = chapters.flat(lang)
+    return document_vectors(embed(verses, lang), idx, len(chapters))
+
+
+def _unit(X):
+    n = np.linalg.norm(X, axis=1, keepdims=True)
+    return X / np.where(n > 0, n, 1.0)
+
+
+def run_cldc(methods, d, out):
+    from linxling.datasets import load_bible_genres, load_sib200
+    from linxling.evaluate import cldc
+    split = load_bible_genres(list(LANGS), test_fraction=0.2, random_state=0)
+    sib = {(lang, part): load_sib200(lang, part) for lang in LANGS for part in ("train", "test")}
+    rows = []
+    for name in methods:
+        t0 = time.perf_counter()
+        embed = None if name == "majority" else METHODS[name](split.embedding_corpus, d)
+        fit_s = time.perf_counter() - t0
+        for src, tgt in (("en", "de"), ("de", "en")):
+            for task in ("sib200", "bible_genres"):
+                if task == "sib200":
+                    ytr, yte = sib[(src, "train")][1], sib[(tgt, "test")][1]
+                    Xtr = None if embed is None else embed(sib[(src, "train")][2], src)
+                    Xte = None if embed is None else embed(sib[(tgt, "test")][2], tgt)
+                else:
+                    ytr, yte = split.train.labels, split.test.labels
+                    Xtr = None if embed is None else _doc_vectors(embed, split.train, src)
+                    Xte = None if embed is None else _doc_vectors(embed, split.test, tgt)
+                if embed is None:   # majority class of the training labels
+                    Xtr, Xte = np.ones((len(ytr), 1)), np.ones((len(yte), 1))
+                else:               # unit length: the perceptron's bias must not swamp tiny vectors
+                    Xtr, Xte = _unit(Xtr), _unit(Xte)
+                res = cldc(Xtr, ytr, Xte, yte, n_epochs=10, random_state=0)
+                acc = res["majority_accuracy"] if embed is None else res["accuracy"]
+                rows.append({"method": name, "task": task, "direction": f"{src}->{tgt}",
+                             "accuracy": acc, "n_train": res["n_train"], "n_test": res["n_test"],
+                             "fit_seconds": fit_s})
+                print(json.dumps(rows[-1]), flush=True)
+    out.write_text(json.dumps({"rows": rows, "d": d, "n_embedding_verses": len(split.embedding_corpus),
+                               "n_train_chapters": len(split.train), "n_test_chapters": len(split.test)},
+                              indent=1))
+
+
+# --------------------------------------------------------------------------- CompressTree rank
+def _windows(texts, length, rng):
+    from linxling.text import tokenize
+    out = []
+    for t in texts:
+        toks = tokenize(t)
+        if len(toks) >= length:
+            s = int(rng.integers(0, len(toks) - length + 1))
+            out.append(" ".join(toks[s:s + length]))
+    return out
+
+
+def run_rank(n_train, n_test, epochs, d, n_hidden, vocab, out):
+    from linxling import CompressTree
+    from linxling.datasets import load_bible_genres
+    from linxling.text import tokenize
+    split = load_bible_genres(["en"], test_fraction=0.2, random_state=0)
+    rng = np.random.default_rng(0)
+    train = _windows(split.embedding_corpus.texts["en"], 5, rng)
+    rng.shuffle(train)
+    train = train[:n_train]
+    held = [v for ch in split.test.sentences["en"] for v in ch]
+    test_all = _windows(held, 5, rng)
+    rows = []
+    for tree in ("greedy", "left", "random"):
+        m = CompressTree(n_components=d, n_hidden=n_hidden, tree=tree, corrupt="random",
+                         max_features=vocab, n_epochs=1, learning_rate=0.01, random_state=0,
+                         show_progress=False)
+        # test n-grams fully inside the dictionary (as in the thesis' 1000-word dictionary)
+        t0 = time.perf_counter()
+        for ep in range(epochs):
+            if ep == 0:
+                m.fit(train)
+                test = [t for t in test_all if all(w in m.vocabulary_index_ for w in tokenize(t))][:n_test]
+            else:
+                _continue_epoch(m, train, ep)
+            r = m.corrupted_rank(test, position="random", random_state=0)
+            rows.append({"tree": tree, "epoch": ep + 1, "mean_rank": float(r.mean()),
+                         "median_rank": float(np.median(r)), "n_test": len(test),
+                         "vocabulary": len(m.vocabulary_), "loss": m.loss_curve_[-1],
+                         "seconds": time.perf_counter() - t0})
+            print(json.dumps(rows[-1]), flush=True)
+    out.write_text(json.dumps({"rows": rows, "d": d, "n_hidden": n_hidden, "n_train": len(train)}, indent=1))
+
+
+def _continue_epoch(m, texts, ep):
+    """One more SGD epoch on a fitted model (same kernel as fit; seeded by epoch)."""
+    from linxling.kernels import compress_tree as K
+    from linxling.models.compress_tree import _TREES
+    rng = np.random.default_rng(1000 + ep)
+    indices, indptr = m._encode_ids(texts, "X")
+    lengths = np.diff(indptr)
+    n = len(texts)
+    neg_pos = np.floor(rng.random(n) * lengths).astype(np.int64)
+    V = len(m.vocabulary_)
+    orig = indices[indptr[:-1] + neg_pos]
+    neg_word = rng.integers(0, V - 1, n)
+    neg_word = (neg_word + (neg_word >= orig)).astype(np.int64)
+    total = K.train_epoch(m.embeddings_, m.A1_, m.b1_, m.A2_, m.b2_, m.w_, 0.0, m.n_hidden_ > 0,
+                          indices, indptr, rng.permutation(n).astype(np.int64), neg_pos, neg_word,
+                          _TREES[m.tree], m._tree_positions(indptr, rng), 0.01, 0.01)
+    m.loss_curve_.append(float(total) / n)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["rank", "cldc"])
+    ap.add_argument("--methods", default="majority,cr5,cllsi")
+    ap.add_argument("--d", type=int, default=None)
+    ap.add_argument("--n-train", type=int, default=20000)
+    ap.add_argument("--n-test", type=int, default=300)
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--n-hidden", type=int, default=50)
+    ap.add_argument("--vocab", type=int, default=1000)
+    a = ap.parse_args(argv)
+    RESULTS.mkdir(exist_ok=True)
+    if a.what == "cldc":
+        run_cldc(a.methods.split(","), a.d or 128, RESULTS / "etter_cldc.json")
+    else:
+        run_rank(a.n_train, a.n_test, a.epochs, a.d or 50, a.n_hidden, a.vocab,
+                 RESULTS / "etter_rank.json")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+"""Etter's CompressTree (Etter 2009, chapter 5): sentences compressed along a binary tree.
+
+Words are looked up in a table ``E`` (V x d); a compression function ``h: R^d x R^d -> R^d``
+(linear, or one hidden layer of ``n_hidden`` hardTanh units) is applied ``l - 1`` times along a
+binary tree (left-to-right, random, or the greedy tree of Algorithm 4) until one vector is left:
+the sentence vector. A linear layer scores it; training is SGD on the ranking criterion
+``max(0, 1 - f(s) + f(s'))`` where ``s'`` is ``s`` with one word (a random position, or the
+last one) replaced by a random vocabulary word (Sec. 5.4). Monolingual, as in the thesis.
+Kernels: :mod:`linxling.kernels.compress_tree` (backpropagation by hand; NumPy reference in
+:mod:`linxling.kernels.compress_tree_reference`).
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.base import TransformerMixin
+
+from linxling._progress import progress
+from linxling.models._estimator import LinxlingEstimator
+
+__all__ = ["CompressTree"]
+
+try:  # the model store registers the class for linxling.load()
+    from linxling.io import register_model as _register_model
+except ImportError:  # pragma: no cover
+    def _register_model(name):
+        return lambda cls: cls
+
+_TREES = {"left": 0, "random": 1, "greedy": 2}
+UNK = "<unk>"
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_float(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _check_texts(texts: Any, name: str = "texts") -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError(f"{name} must be a sequence of strings, not a single string")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"{name}[{i}] is a {type(t).__name__}, not a str")
+    if not texts:
+        raise ValueError(f"{name} is empty")
+    return texts
+
+
+@_register_model("CompressTree")
+class CompressTree(TransformerMixin, LinxlingEstimator):
+    """Etter's compression-tree sentence encoder trained with a ranking criterion.
+
+    Parameters
+    ----------
+    n_components : int, default 50
+        Dimension ``d`` of word and sentence vectors.
+    n_hidden : int, default 0
+        ``0``: linear ``h(x, y) = A [x; y] + b``; ``> 0``: ``h = A2 hardTanh(A1 [x; y] + b1) + b2``
+        with ``n_hidden`` (nHU) units (the thesis used 250).
+    tree : {"left", "random", "greedy"}
+        Grouping order, for training and for :meth:`transform` (random trees are seeded by
+        ``random_state``; greedy is Algorithm 4 under the current parameters).
+    corrupt : {"random", "last"}
+        Which word the negative sentence replaces (Sec. 5.4.2).
+    max_features : int, default 1000
+        Vocabulary size (most frequent words, ``min_df`` documents at least); other words map to
+        the ``"<unk>"`` entry.
+    n_epochs, learning_rate, word_learning_rate (None = learning_rate), init_scale
+        Plain SGD, one (sentence, corrupted sentence) pair per step.
+    language : str or None
+        The model's language; :meth:`transform` checks it. ``None``: whatever ``fit`` was given.
+    """
+
+    _fitted_attr = "embeddings_"
+
+    def __init__(self, n_components: int = 50, n_hidden: int = 0, tree: str = "left",
+                 corrupt: str = "random", max_features: int = 1000, min_df: int = 1,
+                 n_epochs: int = 5, learning_rate: float = 0.01, word_learning_rate: float | None = None,
+                 init_scale: float = 0.1, language: str | None = None, random_state: Any = None,
+                 show_progress: bool | None = None):
+        self.n_components = n_components
+        self.n_hidden = n_hidden
+        self.tree = tree
+        self.corrupt = corrupt
+        self.max_features = max_features
+        self.min_df = min_df
+        self.n_epochs = n_epochs
+        self.learning_rate = learning_rate
+        self.word_learning_rate = word_learning_rate
+        self.init_scale = init_scale
+        self.language = language
+        self.random_state = random_state
+        self.show_progress = show_progress
+
+    # ------------------------------------------------------------------ helpers
+    def _validate(self) -> None:
+        _check_int(self.n_components, "n_components", 1)
+        _check_int(self.n_hidden, "n_hidden", 0)
+        if self.tree not in _TREES:
+            raise ValueError(f"tree must be one of {sorted(_TREES)}, got {self.tree!r}")
+        if self.corrupt not in ("random", "last"):
+            raise ValueError(f"corrupt must be 'random' or 'last', got {self.corrupt!r}")
+        _check_int(self.max_features, "max_features", 2)
+        _check_int(self.min_df, "min_df", 1)
+        _check_int(self.n_epochs, "n_epochs", 1)
+        _check_float(self.learning_rate, "learning_rate")
+        if self.word_learning_rate is not None:
+            _check_float(self.word_learning_rate, "word_learning_rate")
+        _check_float(self.init_scale, "init_scale")
+        if self.language is not None and not isinstance(self.language, str):
+            raise TypeError(f"language must be a str or None, got {type(self.language).__name__}")
+
+    def _check_language(self, language: Any) -> None:
+        # a model fitted on a plain list without ``language`` has no language to check against
+        if language is not None and self.language_ is not None and language != self.language_:
+            raise ValueError(f"this CompressTree is monolingual ({self.language_!r}); got "
+                             f"language={language!r}")
+
+    def _encode_ids(self, texts: list[str], name: str) -> tuple[np.ndarray, np.ndarray]:
+        from linxling.text import tokenize
+        unk = self.vocabulary_index_[UNK]
+        idx: list[int] = []
+        indptr = [0]
+        for i, t in enumerate(texts):
+            toks = tokenize(t)
+            if not toks:
+                raise ValueError(f"{name}[{i}] has no tokens (empty sentence): {t!r}")
+            idx.extend(self.vocabulary_index_.get(w, unk) for w in toks)
+            indptr.append(len(idx))
+        return np.asarray(idx, dtype=np.int64), np.asarray(indptr, dtype=np.int64)
+
+    def _tree_positions(self, indptr: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        lengths = np.diff(indptr)
+        n_pos = int((lengths - 1).sum())
+        if self.tree != "random":
+            return np.zeros(max(n_pos, 1), dtype=np.int64)
+        # step k of a sentence of length l merges at a uniform position in 0 .. l-2-k
+        out = np.zeros(max(n_pos, 1), dtype=np.int64)
+        o = 0
+        for l in lengths:
+            if l > 1:
+                ks = np.arange(l - 1)
+                out[o:o + l - 1] = np.floor(rng.random(l - 1) * (l - 1 - ks)).astype(np.int64)
+                o += l - 1
+        return out
+
+    def _params(self):
+        return (self.A1_, self.b1_, self.A2_, self.b2_, self.w_, float(self.w0_), self.n_hidden_ > 0)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X: Sequence[str] | dict, y: Any = None) -> CompressTree:
+        """Train on sentences ``X`` (a list of str, or ``{language: texts}`` with one language)."""
+        from linxling.kernels import compress_tree as K
+        from linxling.text import build_vocabulary, tokenize
+
+        self._validate()
+        language = self.language
+        if isinstance(X, dict):
+            if len(X) != 1:
+                raise ValueError(f"CompressTree is monolingual: give one language, got {sorted(X)}")
+            (lang, texts), = X.items()
+            if language is not None and lang != language:
+                raise ValueError(f"X is in {lang!r} but language={language!r}")
+            language = lang
+        else:
+            texts = X
+        texts = _check_texts(texts, "X")
+        vocab = build_vocabulary(texts, tokenizer=tokenize, min_df=int(self.min_df),
+                                 max_features=int(self.max_features) - 1, show_progress=False)
+        words = list(vocab.words) + [UNK]
+        self.vocabulary_ = words
+        self.vocabulary_index_ = {w: i for i, w in enumerate(words)}
+        self.language_ = language
+        indices, indptr = self._encode_ids(texts, "X")
+        lengths = np.diff(indptr)
+        keep = np.flatnonzero(lengths >= 2)
+        if len(keep) < len(texts):
+            warnings.warn(f"CompressTree: {len(texts) - len(keep)} of {len(texts)} sentences have "
+                          "a single token and cannot be compressed or corrupted; they are not "
+                          "used for training", UserWarning, stacklevel=2)
+        if len(keep) == 0:
+            raise ValueError("X has no sentence of at least two tokens to train on")
+        rng = np.random.default_rng(self.random_state)
+        d = int(self.n_components)
+        H = int(self.n_hidden)
+        V = len(words)
+        sc = float(self.init_scale)
+        E = rng.uniform(-sc, sc, (V, d))
+        m = H if H > 0 else d
+        A1 = rng.uniform(-1, 1, (m, 2 * d)) / np.sqrt(2 * d)
+        b1 = np.zeros(m)
+        A2 = rng.uniform(-1, 1, (d, H)) / np.sqrt(max(H, 1)) if H > 0 else np.zeros((0, 0))
+        b2 = np.zeros(d) if H > 0 else np.zeros(0)
+        w = rng.uniform(-1, 1, d) / np.sqrt(d)
+        lr = float(self.learning_rate)
+        lr_w = float(self.word_learning_rate) if self.word_learning_rate is not None else lr
+        kind = _TREES[self.tree]
+        # sentences with >= 2 tokens, re-packed
+        sub_indptr = np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
+        sub_indices = np.concatenate([indices[indptr[s]:indptr[s + 1]] for s in keep])
+        sub_len = np.diff(sub_indptr)
+        n = len(keep)
+        self.loss_curve_ = []
+        for _ in progress(range(int(self.n_epochs)), desc="CompressTree epochs",
+                          show=self.show_progress):
+            order = rng.permutation(n).astype(np.int64)
+            if self.corrupt == "last":
+                neg_pos = sub_len - 1
+            else:
+                neg_pos = np.floor(rng.random(n) * sub_len).astype(np.int64)
+            orig = sub_indices[sub_indptr[:-1] + neg_pos]
+            neg_word = rng.integers(0, V - 1, n)
+            neg_word = neg_word + (neg_word >= orig)          # never the original word
+            tree_pos = self._tree_positions(sub_indptr, rng)
+            total = K.train_epoch(E, A1, b1, A2, b2, w, 0.0, H > 0, sub_indices, sub_indptr, order,
+                                  neg_pos.astype(np.int64), neg_word.astype(np.int64), kind,
+                                  tree_pos, lr, lr_w)
+            if not np.isfinite(total) or not np.all(np.isfinite(E)):
+                raise FloatingPointError("CompressTree diverged (non-finite loss); lower "
+                                         "learning_rate")
+            self.loss_curve_.append(float(total) / n)
+        self.A1_, self.b1_, self.A2_, self.b2_, self.w_ = A1, b1, A2, b2, w
+        self.w0_ = 0.0    # the ranking loss does not depend on the score's bias
+        self.n_hidden_ = H
+        self.embeddings_ = E
+        return self
+
+    # ------------------------------------------------------------------ use
+    def transform(self, X: Sequence[str], language: str | None = None) -> np.ndarray:
+        """Sentence vectors (root of the tree), (n, n_components). Random trees are drawn
+        with ``random_state`` (the same texts give the same vectors)."""
+        from linxling.kernels import compress_tree as K
+        self._check_fitted()
+        self._check_language(language)
+        texts = _check_texts(X, "X")
+        indices, indptr = self._encode_ids(texts, "X")
+        tree_pos = self._tree_positions(indptr, np.random.default_rng(self.random_state))
+        out = np.empty((len(texts), self.embeddings_.shape[1]))
+        A1, b1, A2, b2, w, _, nl = self._params()
+        K.encode(self.embeddings_, indices, indptr, _TREES[self.tree], tree_pos, A1, b1, A2, b2,
+                 w, nl, out)
+        return out
+
+    def score(self, X: Sequence[str], y: Any = None, language: str | None = None) -> np.ndarray:
+        """Ranking score ``f(s)`` of each sentence (not an sklearn accuracy)."""
+        Z = self.transform(X, language=language)
+        return Z @ self.w_ + self.w0_
+
+    def corrupted_rank(self, X: Sequence[str], language: str | None = None, *,
+                       position: str = "random", random_state: Any = None) -> np.ndarray:
+        """Sec. 5.4.2 rank of each sentence against its corruptions: the word at one position
+        (``"random"`` or ``"last"``) replaced by every other vocabulary word; rank 1 = the true
+        sentence scores strictly higher than all of them. Sentences need >= 2 tokens."""
+        from linxling.kernels import compress_tree as K
+        self._check_fitted()
+        self._check_language(language)
+        if position not in ("random", "last"):
+            raise ValueError(f"position must be 'random' or 'last', got {position!r}")
+        texts = _check_texts(X, "X")
+        indices, indptr = self._encode_ids(texts, "X")
+        lengths = np.diff(indptr)
+        if np.any(lengths < 2):
+            raise ValueError(f"X[{int(np.flatnonzero(lengths < 2)[0])}] has fewer than two tokens")
+        rng = np.random.default_rng(random_state)
+        pos = lengths - 1 if position == "last" else np.floor(rng.random(len(texts)) * lengths)
+        tree_pos = self._tree_positions(indptr, np.random.default_rng(self.random_state))
+        A1, b1, A2, b2, w, w0, nl = self._params()
+        return K.corrupted_ranks(self.embeddings_, indices, indptr, pos.astype(np.int64),
+                                 _TREES[self.tree], tree_pos, A1, b1, A2, b2, w, w0, nl)
+
+    def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:
+        self._check_fitted()
+        self._check_language(language)
+        return list(self.vocabulary_), self.embeddings_
+
+    # ------------------------------------------------------------------ store
+    _PARAMS = ("n_components", "n_hidden", "tree", "corrupt", "max_features", "min_df", "n_epochs",
+               "learning_rate", "word_learning_rate", "init_scale", "language")
+
+    def _get_state(self):
+        self._check_fitted()
+        params = {k: getattr(self, k) for k in self._PARAMS}
+        rs = self.random_state
+        params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
+        params["language_"] = self.language_
+        params["vocabulary"] = list(self.vocabulary_)
+        params["loss_curve"] = list(self.loss_curve_)
+        arrays = {"E": self.embeddings_, "A1": self.A1_, "b1": self.b1_, "A2": self.A2_,
+                  "b2": self.b2_, "w": self.w_, "w0": np.array([self.w0_])}
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        model = cls(**{k: params[k] for k in cls._PARAMS}, random_state=params.get("random_state"))
+        model.language_ = params["language_"]
+        model.vocabulary_ = list(params["vocabulary"])
+        model.vocabulary_index_ = {w: i for i, w in enumerate(model.vocabulary_)}
+        model.loss_curve_ = list(params.get("loss_curve", []))
+        model.embeddings_ = np.asarray(arrays["E"])
+        model.A1_, model.b1_ = np.asarray(arrays["A1"]), np.asarray(arrays["b1"])
+        model.A2_, model.b2_ = np.asarray(arrays["A2"]), np.asarray(arrays["b2"])
+        model.w_ = np.asarray(arrays["w"])
+        model.w0_ = float(np.asarray(arrays["w0"])[0])
+        model.n_hidden_ = int(params["n_hidden"])
+        return model

@@ -1,0 +1,104 @@
+"""linxling.CompressTree: fit / transform / rank / save-load / bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import linxling
+from linxling import CompressTree
+from linxling.kernels import compress_tree_reference as R
+
+# a tiny synthetic "language": determiners before nouns before verbs, so corruptions are detectable
+DET = ["the", "a", "this"]
+NOUN = ["dog", "cat", "bird", "fish"]
+VERB = ["runs", "sleeps", "eats", "sings"]
+
+
+def _corpus(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [f"{rng.choice(DET)} {rng.choice(NOUN)} {rng.choice(VERB)} {rng.choice(DET)} {rng.choice(NOUN)}"
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("tree", ["left", "random", "greedy"])
+@pytest.mark.parametrize("n_hidden", [0, 8])
+def test_fit_transform_matches_reference(tree, n_hidden, tmp_path):
+    texts = _corpus(60)
+    m = CompressTree(n_components=6, n_hidden=n_hidden, tree=tree, n_epochs=2, learning_rate=0.05,
+                     random_state=0, show_progress=False).fit({"en": texts})
+    Z = m.transform(texts[:5], language="en")
+    assert Z.shape == (5, 6) and np.all(np.isfinite(Z))
+    # each root equals the NumPy reference along the same tree
+    p = {"A1": m.A1_, "b1": m.b1_, "A2": m.A2_, "b2": m.b2_, "w": m.w_, "w0": m.w0_}
+    idx, indptr = m._encode_ids(texts[:5], "X")
+    tree_pos = m._tree_positions(indptr, np.random.default_rng(0))
+    for s in range(5):
+        tok = idx[indptr[s]:indptr[s + 1]]
+        if tree == "greedy":
+            pos = R.greedy_positions(m.embeddings_, tok, p, n_hidden > 0)
+        else:
+            pos = tree_pos[indptr[s] - s:indptr[s + 1] - s - 1]
+        root = R.encode_sentence(m.embeddings_, tok, R.positions_to_steps(pos, len(tok)), p, n_hidden > 0)[0][-1]
+        np.testing.assert_allclose(Z[s], root, rtol=1e-10, atol=1e-12)
+    # reproducible, save/load round trip
+    m2 = CompressTree(n_components=6, n_hidden=n_hidden, tree=tree, n_epochs=2, learning_rate=0.05,
+                      random_state=0, show_progress=False).fit({"en": texts})
+    np.testing.assert_array_equal(m.embeddings_, m2.embeddings_)
+    path = tmp_path / "ct.h5"
+    m.save(path)
+    back = linxling.load(path)
+    assert isinstance(back, CompressTree)
+    np.testing.assert_array_equal(back.transform(texts[:5], language="en"), Z)
+    words, vecs = back.word_vectors("en")
+    assert words[-1] == "<unk>" and vecs.shape == (len(words), 6)
+
+
+def test_training_lowers_rank_of_true_sentences():
+    train, test = _corpus(400, 1), _corpus(50, 2)
+    untrained = CompressTree(n_components=8, n_hidden=0, n_epochs=1, learning_rate=1e-9,
+                             random_state=0, show_progress=False).fit(train)
+    trained = CompressTree(n_components=8, n_hidden=0, n_epochs=15, learning_rate=0.05,
+                           random_state=0, show_progress=False).fit(train)
+    r0 = untrained.corrupted_rank(test, position="random", random_state=0).mean()
+    r1 = trained.corrupted_rank(test, position="random", random_state=0).mean()
+    assert trained.loss_curve_[-1] < trained.loss_curve_[0]
+    assert r1 < r0 and r1 < 4.0     # 12 vocabulary words + <unk>: chance rank is ~6.5
+
+
+def test_corrupted_rank_brute_force():
+    texts = _corpus(40, 3)
+    m = CompressTree(n_components=5, n_hidden=4, tree="greedy", n_epochs=2, random_state=1,
+                     show_progress=False).fit(texts)
+    ranks = m.corrupted_rank(texts[:4], position="last")
+    V = len(m.vocabulary_)
+    for s, text in enumerate(texts[:4]):
+        words = text.split()
+        true = m.score([text])[0]
+        others = [" ".join(words[:-1] + [w]) for w in m.vocabulary_[:-1] if w != words[-1]]
+        # the <unk> entry as replacement: any out-of-vocabulary word maps to it
+        others.append(" ".join(words[:-1] + ["zzzunknown"]))
+        assert len(others) == V - 1
+        assert ranks[s] == 1 + int(np.sum(m.score(others) > true))
+
+
+def test_bad_input():
+    texts = _corpus(20)
+    with pytest.raises(ValueError, match="tree"):
+        CompressTree(tree="balanced").fit(texts)
+    with pytest.raises(ValueError, match="n_hidden"):
+        CompressTree(n_hidden=-1).fit(texts)
+    with pytest.raises(ValueError, match="monolingual"):
+        CompressTree().fit({"en": texts, "de": texts})
+    with pytest.raises(TypeError, match="single string"):
+        CompressTree().fit("the dog runs")
+    with pytest.raises(linxling.models._estimator.NotFittedError):
+        CompressTree().transform(texts)
+    m = CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit({"en": texts})
+    with pytest.raises(ValueError, match="monolingual"):
+        m.transform(texts, language="de")
+    plain = CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(texts)
+    assert plain.transform(texts[:2], language="en").shape == (2, 4)   # no language to check
+    with pytest.raises(ValueError, match="empty sentence"):
+        m.transform(["the dog", "  "])
+    with pytest.warns(UserWarning, match="single token"):
+        CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(texts + ["dog"])
