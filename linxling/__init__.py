@@ -16,7 +16,7 @@ import importlib
 
 from linxling._version import __version__
 
-_MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF")   # resolved by linxling.models
+_MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "BiCVM", "RankingEmbedding")   # resolved by linxling.models
 _LAZY = {
     **{name: "linxling.models" for name in _MODELS},
     "load": "linxling.io",

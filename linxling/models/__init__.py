@@ -16,8 +16,11 @@ _LAZY = {
     "WMF": "linxling.models.wmf",
     "BilingualWMF": "linxling.models.wmf",
     "CrossWMF": "linxling.models.wmf",
+    "BiCVM": "linxling.models.bicvm",
+    "RankingEmbedding": "linxling.models.ranking",
 }
-_MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf")
+_MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf",
+            "linxling.models.bicvm", "linxling.models.ranking")
 
 __all__ = sorted(_LAZY)
 
