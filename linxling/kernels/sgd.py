@@ -24,7 +24,7 @@ from linxling.kernels.sgd_reference import COMPOSITIONS, DISTANCES, OPTIMIZERS
 
 __all__ = ["batch_gradient", "train_pair_epoch", "compose", "COMPOSITIONS", "DISTANCES", "OPTIMIZERS"]
 
-_BLOCK = 8
+_BLOCK = 64
 
 
 @njit(cache=True)
