@@ -24,7 +24,8 @@ def _p_at_1(E, D):
     return float(np.mean(np.argmax(En @ Dn.T, axis=1) == np.arange(len(E))))
 
 
-FAST = dict(n_components=16, n_epochs=15, batch_size=10, noise=3, random_state=0, show_progress=False)
+FAST = {"n_components": 16, "n_epochs": 15, "batch_size": 10, "noise": 3, "random_state": 0,
+        "show_progress": False}
 
 
 def test_bicvm_learns_alignment_and_loss_drops():

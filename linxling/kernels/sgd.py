@@ -22,7 +22,7 @@ from numba import njit, prange
 
 from linxling.kernels.sgd_reference import COMPOSITIONS, DISTANCES, OPTIMIZERS
 
-__all__ = ["batch_gradient", "train_pair_epoch", "compose", "COMPOSITIONS", "DISTANCES", "OPTIMIZERS"]
+__all__ = ["COMPOSITIONS", "DISTANCES", "OPTIMIZERS", "batch_gradient", "compose", "train_pair_epoch"]
 
 _BLOCK = 64
 

@@ -16,8 +16,9 @@ en-de and en-fr); each language keeps one vocabulary over all the pairs it appea
 """
 from __future__ import annotations
 
+import itertools
 import numbers
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from sklearn.base import TransformerMixin
@@ -56,7 +57,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         from linxling.text import tokenize
         toks = tokenize(text)
         if self._word_pairs:
-            toks = toks + [f"{x} {y}" for x, y in zip(toks[:-1], toks[1:])]
+            toks = toks + [f"{x} {y}" for x, y in itertools.pairwise(toks)]
         return toks
 
     def _check_pairs(self, X) -> list[dict[str, list[str]]]:
