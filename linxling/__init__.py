@@ -16,7 +16,8 @@ import importlib
 
 from linxling._version import __version__
 
-_MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "CompressTree")   # resolved by linxling.models
+_MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "CompressTree", "BiCVM",
+           "RankingEmbedding")   # resolved by linxling.models
 _LAZY = {
     **{name: "linxling.models" for name in _MODELS},
     "load": "linxling.models",          # registers the built-in models, then linxling.io.load

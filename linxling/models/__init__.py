@@ -18,9 +18,11 @@ _LAZY = {
     "BilingualWMF": "linxling.models.wmf",
     "CrossWMF": "linxling.models.wmf",
     "CompressTree": "linxling.models.compress_tree",
+    "BiCVM": "linxling.models.bicvm",
+    "RankingEmbedding": "linxling.models.ranking",
 }
 _MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf",
-            "linxling.models.compress_tree")
+            "linxling.models.compress_tree", "linxling.models.bicvm", "linxling.models.ranking")
 
 __all__ = sorted(_LAZY)
 

@@ -1,0 +1,343 @@
+"""BiCVM and BiCVM+ (Hermann & Blunsom 2014): compositional sentence vectors from parallel text.
+
+Each language has its own word table W_L (one row per word). A sentence is composed from its
+words, ADD (sum of word vectors, eq. 3) or BI (sum over consecutive words of tanh(x_{i-1}+x_i)),
+and aligned sentences are pulled together by the noise-contrastive hinge loss (eqs. 6-7)::
+
+    J = sum_(a,b) sum_{i=1..k} [m + E(a, b) - E(a, n_i)]_+  (+ the same with a and b swapped)
+        + lambda/2 ||theta||^2,          E(a, b) = ||f(a) - g(b)||^2
+
+with k noise sentences n_i drawn at random from the other language's corpus, individually
+for each sample and epoch. Training is AdaGrad on minibatches with sparse-row updates (a step
+touches only the rows of words in the batch); the kernels are :mod:`linxling.kernels.sgd`.
+
+BiCVM+ (Sec. 4.1): ``fit`` takes a list of aligned pairs that share a pivot language (e.g.
+en-de and en-fr); each language keeps one vocabulary over all the pairs it appears in.
+"""
+from __future__ import annotations
+
+import itertools
+import numbers
+from typing import Any
+
+import numpy as np
+from sklearn.base import TransformerMixin
+
+from linxling.io import register_model
+from linxling.models._estimator import LinxlingEstimator
+
+__all__ = ["BiCVM"]
+
+
+def _decode(words) -> list[str]:
+    return [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in np.asarray(words).tolist()]
+
+
+class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
+    """Shared fit/transform/store of the sentence-pair SGD models (BiCVM, RankingEmbedding)."""
+
+    _fitted_attr = "vectors_"
+    _PARAMS: tuple[str, ...] = ()
+
+    # ---- hooks the subclasses define
+    _composition = "add"
+    _distance = "sqeuclidean"
+    _optimizer = "adagrad"
+    _word_pairs = False
+    _max_languages = 0   # 2: exactly two languages per aligned dict; 0: two or more
+
+    def _n_noise(self) -> int:
+        raise NotImplementedError
+
+    def _margin(self) -> float:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ input
+    def _tokens(self, text: str) -> list[str]:
+        from linxling.text import tokenize
+        toks = tokenize(text)
+        if self._word_pairs:
+            toks = toks + [f"{x} {y}" for x, y in itertools.pairwise(toks)]
+        return toks
+
+    def _check_pairs(self, X) -> list[dict[str, list[str]]]:
+        pairs = [X] if isinstance(X, dict) else X
+        if not isinstance(pairs, (list, tuple)) or not pairs:
+            raise TypeError("X must be a dict {language: list of str} of aligned texts or a "
+                            f"non-empty list of such dicts, got {type(X).__name__}")
+        out = []
+        for p, pair in enumerate(pairs):
+            where = "X" if isinstance(X, dict) else f"X[{p}]"
+            if not isinstance(pair, dict):
+                raise TypeError(f"{where} must be a dict {{language: texts}}, got {type(pair).__name__}")
+            if len(pair) < 2 or (self._max_languages and len(pair) != 2):
+                need = "exactly 2" if self._max_languages else "at least 2"
+                raise ValueError(f"{where} must hold {need} languages, got {sorted(pair)}")
+            n = None
+            clean = {}
+            for lang, texts in pair.items():
+                if not isinstance(lang, str) or not lang:
+                    raise TypeError(f"{where} has a language key {lang!r} that is not a non-empty str")
+                if isinstance(texts, str) or not hasattr(texts, "__len__"):
+                    raise TypeError(f"{where}[{lang!r}] must be a list of str, got {type(texts).__name__}")
+                texts = list(texts)
+                for i, t in enumerate(texts):
+                    if not isinstance(t, str):
+                        raise TypeError(f"{where}[{lang!r}][{i}] is a {type(t).__name__}, not a str")
+                if n is None:
+                    n = len(texts)
+                elif len(texts) != n:
+                    raise ValueError(f"{where}: the languages are row-aligned and must have the "
+                                     f"same length, got " + ", ".join(f"{k}: {len(v)}" for k, v in pair.items()))
+                clean[lang] = texts
+            if n == 0:
+                raise ValueError(f"{where} holds no sentences")
+            out.append(clean)
+        if len(out) > 1:
+            shared = set(out[0])
+            for pair in out[1:]:
+                shared &= set(pair)
+            linked = all(set(a) & set(b) for a in out for b in out)
+            if not linked:
+                raise ValueError("the pairs of X must share a pivot language (BiCVM+): languages "
+                                 f"per pair are {[sorted(p) for p in out]}")
+        return out
+
+    def _encode(self, texts, lang, *, fitting: bool, where: str = "X"):
+        index = self.vocabulary_[lang]
+        idx, ptr = [], [0]
+        for i, t in enumerate(texts):
+            toks = self._tokens(t)
+            ids = [index[w] for w in toks if w in index]
+            if fitting and not ids:
+                what = "is empty (no tokens)" if not toks else "has no word in the vocabulary"
+                raise ValueError(f"{where}[{lang!r}][{i}] {what}: every training sentence needs "
+                                 "at least one word (remove the pair or lower min_count)")
+            idx.extend(ids)
+            ptr.append(len(idx))
+        idx = np.asarray(idx, dtype=np.int64)
+        return idx, np.asarray(ptr, dtype=np.int64), np.ones(len(idx), dtype=np.float64)
+
+    # ------------------------------------------------------------------ fit
+    def _check_params(self) -> None:
+        d = self.n_components
+        if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1:
+            raise ValueError(f"n_components must be a positive int, got {d!r}")
+        for name in ("n_epochs", "batch_size", "min_count"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        for name in ("learning_rate", "init_scale"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or not v > 0:
+                raise ValueError(f"{name} must be a positive number, got {v!r}")
+        if not isinstance(self.alpha, numbers.Real) or not self.alpha >= 0:
+            raise ValueError(f"alpha must be a non-negative number, got {self.alpha!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError(f"callback must be callable or None, got {type(self.callback).__name__}")
+        if self.n_threads is not None and (not isinstance(self.n_threads, numbers.Integral)
+                                           or self.n_threads < 1):
+            raise ValueError(f"n_threads must be a positive int or None, got {self.n_threads!r}")
+
+    def fit(self, X, y=None):
+        """Fit on row-aligned texts: ``{"en": [...], "de": [...]}`` or a list of such dicts."""
+        import numba
+
+        from linxling._progress import progress
+        from linxling.kernels import sgd
+        from linxling.text import build_vocabulary
+
+        self._check_params()
+        pairs = self._check_pairs(X)
+        languages = sorted({lang for p in pairs for lang in p})
+        self.vocabulary_ = {}
+        words = {}
+        for lang in languages:
+            texts = [t for p in pairs if lang in p for t in p[lang]]
+            vocab = build_vocabulary(texts, tokenizer=self._tokens, min_df=self.min_count,
+                                     max_features=None, show_progress=False)
+            words[lang] = list(vocab.words)
+            self.vocabulary_[lang] = {w: i for i, w in enumerate(words[lang])}
+        self.words_ = words
+        encoded = []
+        for p, pair in enumerate(pairs):
+            where = "X" if isinstance(X, dict) else f"X[{p}]"
+            encoded.append({lang: self._encode(texts, lang, fitting=True, where=where)
+                            for lang, texts in pair.items()})
+        rng = np.random.default_rng(self.random_state)
+        d = int(self.n_components)
+        self.vectors_ = {lang: rng.normal(0.0, self.init_scale, (len(words[lang]), d))
+                         for lang in languages}
+        acc = {lang: np.zeros_like(W) for lang, W in self.vectors_.items()}
+        k, margin = self._n_noise(), self._margin()
+        jobs = [(p, a, b) for p, pair in enumerate(pairs) for i, a in enumerate(sorted(pair))
+                for b in sorted(pair)[i + 1:]]
+        self.loss_curve_ = []
+        old_threads = numba.get_num_threads()
+        if self.n_threads is not None:
+            numba.set_num_threads(min(int(self.n_threads), numba.config.NUMBA_NUM_THREADS))
+        try:
+            bar = progress(range(int(self.n_epochs)), show=self.show_progress,
+                           desc=type(self).__name__, unit="epoch")
+            for epoch in bar:
+                total, n_batches = 0.0, 0
+                for p, a, b in jobs:
+                    n = len(pairs[p][a])
+                    order = rng.permutation(n)
+                    noiseA = rng.integers(0, n, (n, k))
+                    noiseB = rng.integers(0, n, (n, k))
+                    total += sgd.train_pair_epoch(
+                        self.vectors_[a], acc[a], encoded[p][a], self.vectors_[b], acc[b],
+                        encoded[p][b], order, noiseA, noiseB, int(self.batch_size),
+                        self._composition, self._distance, margin, float(self.learning_rate),
+                        float(self.alpha), self._optimizer)
+                    n_batches += -(-n // int(self.batch_size))
+                self.loss_curve_.append(total / n_batches)
+                bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}")
+                if self.callback is not None:
+                    self.callback(self, epoch, self.loss_curve_[-1])
+        finally:
+            numba.set_num_threads(old_threads)
+        self.languages_ = languages
+        self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
+        return self
+
+    # ------------------------------------------------------------------ vectors out
+    def _check_language(self, language) -> str:
+        self._check_fitted()
+        if language not in self.vectors_:
+            raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
+        return language
+
+    def transform(self, X, language=None):
+        """Sentence vectors (n_texts, n_components) of texts in ``language``.
+
+        Words not in the language's vocabulary are skipped; a text with none gives a zero row.
+        """
+        from linxling.kernels import sgd
+        lang = self._check_language(language)
+        if isinstance(X, str) or not hasattr(X, "__iter__"):
+            raise TypeError(f"X must be a list of str, got {type(X).__name__}")
+        X = list(X)
+        for i, t in enumerate(X):
+            if not isinstance(t, str):
+                raise TypeError(f"X[{i}] is a {type(t).__name__}, not a str")
+        idx, ptr, cnt = self._encode(X, lang, fitting=False)
+        return sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(X), dtype=np.int64),
+                           sgd.COMPOSITIONS[self._composition])
+
+    def word_vectors(self, language=None):
+        lang = self._check_language(language)
+        keep = [i for i, w in enumerate(self.words_[lang]) if " " not in w]
+        return [self.words_[lang][i] for i in keep], self.vectors_[lang][keep].copy()
+
+    # ------------------------------------------------------------------ store
+    def _get_state(self):
+        self._check_fitted()
+        params: dict[str, Any] = {k: getattr(self, k) for k in self._PARAMS
+                                  if k not in ("callback", "random_state")}
+        rs = self.random_state
+        params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
+        params["languages"] = list(self.languages_)
+        params["loss_curve"] = [float(x) for x in self.loss_curve_]
+        arrays = {"vectors": {lang: self.vectors_[lang] for lang in self.languages_},
+                  "words": {lang: np.array(self.words_[lang], dtype=str) for lang in self.languages_}}
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
+        model.languages_ = list(params["languages"])
+        model.loss_curve_ = list(params.get("loss_curve", []))
+        model.words_ = {lang: _decode(arrays["words"][lang]) for lang in model.languages_}
+        model.vectors_ = {lang: np.asarray(arrays["vectors"][lang], dtype=np.float64)
+                          for lang in model.languages_}
+        model.vocabulary_ = {lang: {w: i for i, w in enumerate(ws)} for lang, ws in model.words_.items()}
+        model.n_features_in_ = {lang: len(model.words_[lang]) for lang in model.languages_}
+        return model
+
+
+@register_model("BiCVM")
+class BiCVM(_SentencePairSGD):
+    """Bilingual compositional vector model (Hermann & Blunsom 2014), BiCVM and BiCVM+.
+
+    Parameters
+    ----------
+    n_components : int, default 128
+        Dimension d of word and sentence vectors.
+    composition : {"add", "bi"}, default "add"
+        ADD: sum of word vectors (eq. 3). BI: sum_i tanh(x_{i-1} + x_i) over consecutive words.
+    noise : int, default 10
+        k, noise sentences per pair and direction (eq. 7), drawn from the other language's
+        corpus for each sample and epoch.
+    margin : float, default 1.0
+        m in the hinge [m + E(a,b) - E(a,n)]_+ (eq. 6).
+    alpha : float, default 1e-4
+        lambda of the L2 term lambda/2 ||theta||^2, applied to the rows each step updates.
+    learning_rate : float, default 0.05
+        AdaGrad step size.
+    n_epochs, batch_size : int, default 10, 50
+    min_count : int, default 1
+        Words in fewer sentences are dropped from the vocabulary.
+    init_scale : float, default 0.1
+        Standard deviation of the Gaussian initialisation.
+    random_state : int or None
+        With a fixed value the model is identical between runs (for any thread count).
+    n_threads : int or None
+        numba threads during fit (None: numba's current setting).
+    callback : callable(model, epoch, loss) or None
+        Called after every epoch.
+    show_progress : bool or None
+        Progress bar (None follows :func:`linxling.set_show_progress`).
+
+    Attributes
+    ----------
+    vectors_ : dict language -> ndarray (n_words, d)
+    words_ : dict language -> list of str
+    loss_curve_ : list of float, mean minibatch loss per epoch
+    languages_ : list of str
+    """
+
+    _PARAMS = ("n_components", "composition", "noise", "margin", "alpha", "learning_rate",
+               "n_epochs", "batch_size", "min_count", "init_scale", "random_state", "n_threads",
+               "callback", "show_progress")
+    _max_languages = 2
+    _distance = "sqeuclidean"
+    _optimizer = "adagrad"
+
+    def __init__(self, n_components=128, composition="add", noise=10, margin=1.0, alpha=1e-4,
+                 learning_rate=0.05, n_epochs=10, batch_size=50, min_count=1, init_scale=0.1,
+                 random_state=None, n_threads=None, callback=None, show_progress=None):
+        self.n_components = n_components
+        self.composition = composition
+        self.noise = noise
+        self.margin = margin
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.n_epochs = n_epochs
+        self.batch_size = batch_size
+        self.min_count = min_count
+        self.init_scale = init_scale
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.callback = callback
+        self.show_progress = show_progress
+
+    @property
+    def _composition(self):
+        return self.composition
+
+    def _n_noise(self):
+        return int(self.noise)
+
+    def _margin(self):
+        return float(self.margin)
+
+    def _check_params(self):
+        if self.composition not in ("add", "bi"):
+            raise ValueError(f"composition must be 'add' or 'bi', got {self.composition!r}")
+        if not isinstance(self.noise, numbers.Integral) or isinstance(self.noise, bool) or self.noise < 1:
+            raise ValueError(f"noise must be a positive int, got {self.noise!r}")
+        if not isinstance(self.margin, numbers.Real) or not self.margin >= 0:
+            raise ValueError(f"margin must be a non-negative number, got {self.margin!r}")
+        super()._check_params()

@@ -1,0 +1,105 @@
+"""BiCVM / BiCVM+ and Etter's RankingEmbedding: contract, learning, reproducibility, store, errors."""
+import numpy as np
+import pytest
+
+import linxling
+from linxling import BiCVM, RankingEmbedding
+from linxling.models._estimator import NotFittedError
+
+
+def _toy(n=60, seed=0):
+    """Synthetic parallel corpus: word i of 'en' translates to word i of 'de'."""
+    rng = np.random.default_rng(seed)
+    en, de = [], []
+    for _ in range(n):
+        ws = rng.choice(30, size=rng.integers(3, 7), replace=False)
+        en.append(" ".join(f"e{w}" for w in ws))
+        de.append(" ".join(f"d{w}" for w in ws))
+    return en, de
+
+
+def _p_at_1(E, D):
+    En = E / np.linalg.norm(E, axis=1, keepdims=True)
+    Dn = D / np.linalg.norm(D, axis=1, keepdims=True)
+    return float(np.mean(np.argmax(En @ Dn.T, axis=1) == np.arange(len(E))))
+
+
+FAST = {"n_components": 16, "n_epochs": 15, "batch_size": 10, "noise": 3, "random_state": 0,
+        "show_progress": False}
+
+
+def test_bicvm_learns_alignment_and_loss_drops():
+    en, de = _toy()
+    seen = []
+    m = BiCVM(**FAST, callback=lambda model, epoch, loss: seen.append((epoch, loss))).fit({"en": en, "de": de})
+    assert len(m.loss_curve_) == 15 and [e for e, _ in seen] == list(range(15))
+    assert m.loss_curve_[-1] < 0.5 * m.loss_curve_[0]
+    E, D = m.transform(en, language="en"), m.transform(de, language="de")
+    assert E.shape == (60, 16)
+    # chance is 1/60
+    assert _p_at_1(E, D) > 0.5
+    words, vecs = m.word_vectors("de")
+    assert len(words) == vecs.shape[0] == 30 and vecs.shape[1] == 16
+
+
+def test_bicvm_reproducible_and_bi_composition():
+    en, de = _toy(40)
+    a = BiCVM(**FAST, composition="bi").fit({"en": en, "de": de})
+    b = BiCVM(**FAST, composition="bi").fit({"en": en, "de": de})
+    np.testing.assert_array_equal(a.vectors_["en"], b.vectors_["en"])
+    np.testing.assert_array_equal(a.transform(de, "de"), b.transform(de, "de"))
+
+
+def test_bicvm_plus_pivot_pairs():
+    en, de = _toy(40, seed=1)
+    en2, fr = _toy(40, seed=2)
+    fr = [t.replace("d", "f") for t in fr]
+    m = BiCVM(**FAST).fit([{"en": en, "de": de}, {"en": en2, "fr": fr}])
+    assert m.languages_ == ["de", "en", "fr"]
+    assert m.transform(fr[:3], language="fr").shape == (3, 16)
+
+
+def test_ranking_embedding_three_languages_word_pairs():
+    en, de = _toy(60)
+    fr = [t.replace("d", "f") for t in de]
+    m = RankingEmbedding(n_components=16, n_epochs=20, learning_rate=0.5, word_pairs=True,
+                         random_state=0, show_progress=False).fit({"en": en, "de": de, "fr": fr})
+    words, _ = m.word_vectors("en")
+    assert all(" " not in w for w in words) and len(m.words_["en"]) > len(words)
+    assert _p_at_1(m.transform(en, "en"), m.transform(fr, "fr")) > 0.5
+    assert m._margin() == pytest.approx(4.0)
+
+
+def test_save_load_round_trip(tmp_path):
+    en, de = _toy(30)
+    m = BiCVM(**FAST).fit({"en": en, "de": de})
+    m.save(tmp_path / "b.h5")
+    for loaded in (BiCVM.load(tmp_path / "b.h5"), linxling.load(tmp_path / "b.h5")):
+        np.testing.assert_array_equal(loaded.transform(en, "en"), m.transform(en, "en"))
+        assert loaded.word_vectors("de")[0] == m.word_vectors("de")[0]
+        assert loaded.get_params()["n_components"] == 16
+    r = RankingEmbedding(n_components=8, n_epochs=2, random_state=0, show_progress=False)
+    r.fit({"en": en, "de": de}).save(tmp_path / "r.h5")
+    np.testing.assert_array_equal(linxling.load(tmp_path / "r.h5").transform(de, "de"), r.transform(de, "de"))
+
+
+def test_bad_input():
+    en, de = _toy(10)
+    m = BiCVM(**FAST)
+    with pytest.raises(NotFittedError):
+        m.transform(en, "en")
+    with pytest.raises(ValueError, match="same length"):
+        m.fit({"en": en, "de": de[:-1]})
+    with pytest.raises(ValueError, match=r"X\['en'\]\[2\] is empty"):
+        m.fit({"en": en[:2] + ["  "] + en[3:], "de": de})
+    with pytest.raises(ValueError, match="exactly 2 languages"):
+        m.fit({"en": en})
+    with pytest.raises(ValueError, match="pivot"):
+        m.fit([{"en": en, "de": de}, {"fr": en, "es": de}])
+    with pytest.raises(ValueError, match="composition"):
+        BiCVM(composition="tree").fit({"en": en, "de": de})
+    with pytest.raises(TypeError, match="str"):
+        m.fit({"en": en[:9] + [3], "de": de})
+    m.fit({"en": en, "de": de})
+    with pytest.raises(ValueError, match="language"):
+        m.transform(en, language="fr")

@@ -1,0 +1,134 @@
+"""SGD kernels: gradients vs central finite differences, numba kernels vs the NumPy reference."""
+import numpy as np
+import pytest
+
+from linxling.kernels import sgd
+from linxling.kernels import sgd_reference as ref
+
+COMPS = ["add", "mean", "bi"]
+DISTS = ["sqeuclidean", "l1", "dot"]
+
+
+def _corpus(n, V, rng):
+    lens = rng.integers(1, 6, n)
+    ptr = np.r_[0, np.cumsum(lens)].astype(np.int64)
+    idx = rng.integers(0, V, ptr[-1]).astype(np.int64)
+    cnt = rng.integers(1, 3, ptr[-1]).astype(np.float64)
+    return idx, ptr, cnt
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    A, B = _corpus(20, 15, rng), _corpus(20, 12, rng)
+    WA = rng.normal(size=(15, 6)) * 0.3
+    WB = rng.normal(size=(12, 6)) * 0.3
+    batch = np.array([0, 3, 5, 7])
+    nA = rng.integers(0, 20, (4, 2))
+    nB = rng.integers(0, 20, (4, 2))
+    return A, B, WA, WB, batch, nA, nB
+
+
+def _kink_distance(A, B, WA, WB, batch, nA, nB, comp, dist, margin):
+    """Smallest |hinge argument| (and |u_c - v_c| for L1) of the batch: FD is valid if > h."""
+    a = ref.compose(WA, *A, batch, comp)
+    b = ref.compose(WB, *B, batch, comp)
+    gaps = []
+    for i in range(len(batch)):
+        na = ref.compose(WA, *A, nA[i], comp)
+        nb = ref.compose(WB, *B, nB[i], comp)
+        for j in range(nA.shape[1]):
+            gaps.append(abs(margin + ref.energy(a[i], b[i], dist) - ref.energy(a[i], nb[j], dist)))
+            gaps.append(abs(margin + ref.energy(b[i], a[i], dist) - ref.energy(b[i], na[j], dist)))
+            if dist == "l1":
+                gaps.extend(np.abs(a[i] - b[i]).tolist() + np.abs(a[i] - nb[j]).tolist()
+                            + np.abs(b[i] - na[j]).tolist())
+    return min(gaps)
+
+
+@pytest.mark.parametrize("comp", COMPS)
+@pytest.mark.parametrize("dist", DISTS)
+def test_reference_gradient_matches_finite_differences(problem, comp, dist):
+    A, B, WA, WB, batch, nA, nB = problem
+    margin = 1.0
+    h = 1e-6
+    # FD is exact up to O(h^2) only away from hinge and |.| kinks
+    assert _kink_distance(A, B, WA, WB, batch, nA, nB, comp, dist, margin) > 1e3 * h
+    loss, gA, gB = ref.batch_gradient(WA, A, WB, B, batch, nA, nB, comp, dist, margin)
+    assert loss > 0 and np.abs(gA).max() > 0 and np.abs(gB).max() > 0
+    for W, g, which in ((WA, gA, 0), (WB, gB, 1)):
+        num = np.zeros_like(W)
+        for i in range(W.shape[0]):
+            for j in range(W.shape[1]):
+                Wp, Wm = W.copy(), W.copy()
+                Wp[i, j] += h
+                Wm[i, j] -= h
+                args_p = (Wp, A, WB, B) if which == 0 else (WA, A, Wp, B)
+                args_m = (Wm, A, WB, B) if which == 0 else (WA, A, Wm, B)
+                num[i, j] = (ref.batch_loss(*args_p, batch, nA, nB, comp, dist, margin)
+                             - ref.batch_loss(*args_m, batch, nA, nB, comp, dist, margin)) / (2 * h)
+        assert np.linalg.norm(num - g) / np.linalg.norm(g) < 1e-6
+
+
+@pytest.mark.parametrize("comp", COMPS)
+@pytest.mark.parametrize("dist", DISTS)
+def test_fast_gradient_matches_reference(problem, comp, dist):
+    A, B, WA, WB, batch, nA, nB = problem
+    l0, gA0, gB0 = ref.batch_gradient(WA, A, WB, B, batch, nA, nB, comp, dist, 1.0)
+    l1, gA1, gB1 = sgd.batch_gradient(WA, A, WB, B, batch, nA, nB, comp, dist, 1.0)
+    assert l1 == pytest.approx(l0, rel=1e-12)
+    np.testing.assert_allclose(gA1, gA0, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(gB1, gB0, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("comp", COMPS)
+def test_fast_compose_matches_reference(problem, comp):
+    A, _, WA, _, _, _, _ = problem
+    rows = np.arange(20, dtype=np.int64)
+    np.testing.assert_allclose(sgd.compose(WA, *A, rows, ref.COMPOSITIONS[comp]),
+                               ref.compose(WA, *A, rows, comp), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("opt", ["adagrad", "sgd"])
+@pytest.mark.parametrize("comp,dist", [("add", "sqeuclidean"), ("bi", "sqeuclidean"), ("mean", "dot"),
+                                       ("mean", "l1")])
+def test_fast_epoch_matches_reference_and_is_sparse(problem, opt, comp, dist):
+    A, B, WA, WB, _, _, _ = problem
+    rng = np.random.default_rng(1)
+    order = rng.permutation(20)
+    nA, nB = rng.integers(0, 20, (20, 3)), rng.integers(0, 20, (20, 3))
+    out = []
+    for mod in (ref, sgd):
+        wa, wb = WA.copy(), WB.copy()
+        ga, gb = np.zeros_like(wa), np.zeros_like(wb)
+        loss = mod.train_pair_epoch(wa, ga, A, wb, gb, B, order, nA, nB, 6, comp, dist, 1.0,
+                                    0.05, 0.01, opt)
+        out.append((loss, wa, wb))
+    assert out[1][0] == pytest.approx(out[0][0], rel=1e-10)
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out[1][2], out[0][2], rtol=1e-10, atol=1e-12)
+    # rows of words never seen in any sentence are untouched (sparse-row updates)
+    unseen = np.setdiff1d(np.arange(WA.shape[0]), A[0])
+    np.testing.assert_array_equal(out[1][1][unseen], WA[unseen])
+
+
+def test_fast_epoch_same_result_for_any_thread_count(problem):
+    import numba
+    A, B, WA, WB, _, _, _ = problem
+    rng = np.random.default_rng(2)
+    order = rng.permutation(20)
+    nA, nB = rng.integers(0, 20, (20, 4)), rng.integers(0, 20, (20, 4))
+    res = []
+    old = numba.get_num_threads()
+    try:
+        for t in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(t)
+            wa, wb = WA.copy(), WB.copy()
+            sgd.train_pair_epoch(wa, np.zeros_like(wa), A, wb, np.zeros_like(wb), B, order, nA, nB,
+                                 5, "bi", "sqeuclidean", 1.0, 0.05, 0.0, "adagrad")
+            res.append((wa, wb))
+    finally:
+        numba.set_num_threads(old)
+    for wa, wb in res[1:]:
+        np.testing.assert_array_equal(wa, res[0][0])
+        np.testing.assert_array_equal(wb, res[0][1])
