@@ -16,8 +16,9 @@ _LAZY = {
     "WMF": "linxling.models.wmf",
     "BilingualWMF": "linxling.models.wmf",
     "CrossWMF": "linxling.models.wmf",
+    "BilDRL": "linxling.models.bildrl",
 }
-_MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf")
+_MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf", "linxling.models.bildrl")
 
 __all__ = sorted(_LAZY)
 
