@@ -115,6 +115,11 @@ class BilDRL(LinxlingEstimator):
     cg_rtol : float, default 1e-8
     dtype : {"float32", "float64"}, default "float32"
         Training precision of the neural encoders.
+    normalize : bool, default True
+        Scale every word vector of the space to unit length (zero vectors stay zero) before
+        training: with spaces whose norms vary by orders of magnitude (Cr5's word vectors), the
+        squared loss is otherwise dominated by a few long vectors. ``word_vectors`` then returns
+        the normalised space, the one ``transform`` maps into.
     random_state : int, Generator or None
     show_progress : bool or None
 
@@ -132,13 +137,13 @@ class BilDRL(LinxlingEstimator):
     _fitted_attr = "units_"
     _PARAMS = ("encoder", "multitask", "hidden_size", "n_layers", "max_length", "kernel_size",
                "pool_size", "epochs", "batch_size", "learning_rate", "alpha", "min_df", "cg_rtol",
-               "dtype", "random_state", "show_progress")
+               "dtype", "normalize", "random_state", "show_progress")
 
     def __init__(self, encoder: str = "att", multitask: bool = True, hidden_size: int = 200,
                  n_layers: int = 1, max_length: int = 15, kernel_size: int = 2, pool_size: int = 2,
                  epochs: int = 10, batch_size: int = 64, learning_rate: float = 1e-3,
                  alpha: float = 1.0, min_df: int = 2, cg_rtol: float = 1e-8, dtype: str = "float32",
-                 random_state: Any = None, show_progress: bool | None = None) -> None:
+                 normalize: bool = True, random_state: Any = None, show_progress: bool | None = None) -> None:
         self.encoder = encoder
         self.multitask = multitask
         self.hidden_size = hidden_size
@@ -153,6 +158,7 @@ class BilDRL(LinxlingEstimator):
         self.min_df = min_df
         self.cg_rtol = cg_rtol
         self.dtype = dtype
+        self.normalize = normalize
         self.random_state = random_state
         self.show_progress = show_progress
 
@@ -160,8 +166,9 @@ class BilDRL(LinxlingEstimator):
     def _validate_params(self) -> None:
         if self.encoder not in ENCODER_CHOICES:
             raise ValueError(f"encoder must be one of {ENCODER_CHOICES}, got {self.encoder!r}")
-        if not isinstance(self.multitask, (bool, np.bool_)):
-            raise TypeError(f"multitask must be a bool, got {type(self.multitask).__name__}")
+        for name in ("multitask", "normalize"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
         for name in ("hidden_size", "n_layers", "max_length", "kernel_size", "pool_size", "epochs",
                      "batch_size", "min_df"):
             v = getattr(self, name)
@@ -218,6 +225,9 @@ class BilDRL(LinxlingEstimator):
             if d is not None and vecs.shape[1] != d:
                 raise ValueError(f"word vectors of {lang!r} have dimension {vecs.shape[1]}, others {d}")
             d = vecs.shape[1]
+            if self.normalize:
+                n = np.linalg.norm(vecs, axis=1, keepdims=True)
+                vecs = vecs / np.where(n > 0, n, 1.0)
             self.word_lists_[lang] = list(words)
             self.word_vectors_[lang] = vecs
         norms = np.concatenate([np.linalg.norm(v, axis=1) for v in self.word_vectors_.values()])
