@@ -19,9 +19,9 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from benchmarks._machine import machine  # noqa: E402
+from benchmarks._machine import machine
 
 PAPER = {  # Table 2 of Chen et al. (2019): P@1 (%), P@10 (%), MRR
     "BOW": {"en-fr": (0.8, 3.4, 0.011), "fr-en": (0.4, 2.2, 0.006)},
@@ -119,10 +119,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--fr-gloss-words", type=int, default=50_000)
     args = ap.parse_args(argv)
 
+    import linxling
     from linxling.datasets import load_wikt3l
     from linxling.evaluate import reverse_dictionary
     from linxling.models.bildrl import BilDRL
-    import linxling
     from linxling.models.cr5 import Cr5
 
     res: dict = {"machine": machine(), "args": vars(args)}

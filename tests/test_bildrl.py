@@ -1,6 +1,5 @@
 """BilDRL: ridge encoder vs dense oracle, training lowers the loss, multitask / per-direction
 units, transform / predict, bad input, save/load, and the reverse-dictionary metric."""
-import warnings
 
 import numpy as np
 import pytest
@@ -8,8 +7,8 @@ import scipy.sparse as sp
 
 import linxling
 from linxling.evaluate import reverse_dictionary
-from linxling.models.bildrl import BilDRL, ridge_fit
 from linxling.models._estimator import NotFittedError
+from linxling.models.bildrl import BilDRL, ridge_fit
 
 
 class FakeSpace:

@@ -25,7 +25,7 @@ def _setup(enc, seed=0, B=3, T=6, d=4, do=3):
 @pytest.mark.parametrize("impl", [R, K], ids=["reference", "numba"])
 def test_gradient_matches_central_differences(enc, impl):
     X, L, p, G = _setup(enc)
-    Y, cache = impl.forward(enc, p, X, L)
+    _, cache = impl.forward(enc, p, X, L)
     grads, dX = impl.backward(enc, p, cache, G)
     h = 1e-6
 

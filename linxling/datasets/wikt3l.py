@@ -19,8 +19,14 @@ from pathlib import Path
 
 from linxling.datasets.shared import _read_lines, _require, shared_data_dir
 
-__all__ = ["WIKT3L_DIRECTIONS", "Wikt3l", "load_wikt3l", "load_glosses", "GLOSS_PACKAGES",
-           "DenckringNotInstalledError"]
+__all__ = [
+    "GLOSS_PACKAGES",
+    "WIKT3L_DIRECTIONS",
+    "DenckringNotInstalledError",
+    "Wikt3l",
+    "load_glosses",
+    "load_wikt3l",
+]
 
 #: Directions of the public Wikt3l part: ``"<definition language>-<target language>"``.
 WIKT3L_DIRECTIONS = ("fr-en", "en-fr")

@@ -16,8 +16,15 @@ import numpy as np
 from linxling.kernels import encoders_reference as _ref
 from linxling.kernels.encoders_reference import ENCODERS, init_params, mask_from_lengths
 
-__all__ = ["forward", "backward", "init_params", "mask_from_lengths", "ENCODERS",
-           "gru_layer_forward", "gru_layer_backward"]
+__all__ = [
+    "ENCODERS",
+    "backward",
+    "forward",
+    "gru_layer_backward",
+    "gru_layer_forward",
+    "init_params",
+    "mask_from_lengths",
+]
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
@@ -131,7 +138,7 @@ def forward(encoder: str, params: dict, X: np.ndarray, lengths: np.ndarray, pool
     """``(Y (B, d_out), cache)``, as :func:`linxling.kernels.encoders_reference.forward`."""
     lengths = np.asarray(lengths, dtype=np.int64)
     if encoder == "bow":
-        B, T, _ = X.shape
+        T = X.shape[1]
         s = _masked_sum(np.ascontiguousarray(X), lengths)
         return s @ params["W"] + params["b"], (s, X, mask_from_lengths(lengths, T, X.dtype))
     return _ref.encoder_forward(encoder, params, X, lengths, pool_size, gru_layer_forward)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["mask_from_lengths", "init_params", "forward", "backward", "ENCODERS"]
+__all__ = ["ENCODERS", "backward", "forward", "init_params", "mask_from_lengths"]
 
 ENCODERS = ("bow", "gru", "att", "cnn")
 
@@ -166,7 +166,7 @@ def forward(encoder: str, params: dict, X: np.ndarray, lengths: np.ndarray, pool
 
 def encoder_forward(encoder, params, X, lengths, pool_size, gru_layer):
     """:func:`forward` with the GRU layer function given (the numba kernels pass theirs)."""
-    B, T, _ = X.shape
+    T = X.shape[1]
     lengths = np.asarray(lengths)
     mask = mask_from_lengths(lengths, T, X.dtype)
     if encoder == "bow":

@@ -25,7 +25,7 @@ def _amsgrad_flat(p, g, m, v, vhat, step, b1, b2, eps):
         gi = g[i]
         mi = b1 * m[i] + (1.0 - b1) * gi
         vi = b2 * v[i] + (1.0 - b2) * gi * gi
-        vh = vhat[i] if vhat[i] > vi else vi
+        vh = max(vi, vhat[i])
         m[i] = mi
         v[i] = vi
         vhat[i] = vh

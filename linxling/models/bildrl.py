@@ -44,10 +44,10 @@ from typing import Any
 
 import numpy as np
 
-from linxling.models._estimator import LinxlingEstimator
 from linxling._validation import check_random_state
+from linxling.models._estimator import LinxlingEstimator
 
-__all__ = ["BilDRL", "ridge_fit", "ENCODER_CHOICES"]
+__all__ = ["ENCODER_CHOICES", "BilDRL", "ridge_fit"]
 
 try:
     from linxling.io import register_model as _register_model
@@ -245,7 +245,7 @@ class BilDRL(LinxlingEstimator):
         return "shared" if self.multitask else f"{q}-{t}"
 
     # ------------------------------------------------------------------ fit
-    def fit(self, dictionary, embeddings) -> "BilDRL":
+    def fit(self, dictionary, embeddings) -> BilDRL:
         """Learn the encoder(s) from dictionary rows.
 
         Parameters
