@@ -2,9 +2,12 @@
 :mod:`linxling.kernels.encoders_reference` (read its docstring for the equations and the GRU
 variant: reset gate applied after the recurrent matrix product, gate order ``[z, r, n]``).
 
-What runs in numba: the GRU layer's recurrence, forward and backward (per time step one BLAS
-product ``h Wh`` / ``dgh Wh^T`` and the gate nonlinearities fused in one ``prange`` loop over the
-batch), and the masked sum of the BOW encoder. The input projections (``inp Wx`` over all time
+What runs in numba: the GRU gate nonlinearities of each time step, forward and backward, fused
+in one serial loop over the batch (a ``prange`` here opens 2 x 15 parallel regions per layer and
+batch: on the shared 2-core machine their barriers made the kernel 5x slower than the NumPy
+reference; serial it is 1.2-1.5x faster) (the per-step products ``h Wh`` / ``dgh Wh^T`` are NumPy BLAS
+calls between the kernel calls: BLAS called from inside a numba loop was measured 5x slower than
+the NumPy reference), and the masked sum of the BOW encoder. The input projections (``inp Wx`` over all time
 steps at once), the attention head and the CNN layers are whole-batch NumPy/BLAS products and
 are shared with the reference. Results equal the reference up to rounding (tested).
 """
@@ -27,69 +30,48 @@ __all__ = [
 ]
 
 
-@numba.njit(cache=True, parallel=True, fastmath=False)
-def _gru_recurrence(gx, Wh, bh, mask, Hs, Z, R, N, GHN):
-    B, T, H3 = gx.shape
-    H = H3 // 3
-    h = np.zeros((B, H), dtype=gx.dtype)
-    for t in range(T):
-        gh = np.dot(h, Wh)
-        for b in numba.prange(B):
-            m = mask[b, t]
-            for j in range(H):
-                ghn = gh[b, 2 * H + j] + bh[2 * H + j]
-                z = 1.0 / (1.0 + np.exp(-(gx[b, t, j] + gh[b, j] + bh[j])))
-                r = 1.0 / (1.0 + np.exp(-(gx[b, t, H + j] + gh[b, H + j] + bh[H + j])))
-                n = np.tanh(gx[b, t, 2 * H + j] + r * ghn)
-                hp = h[b, j]
-                hn = (1.0 - z) * n + z * hp
-                hv = m * hn + (1.0 - m) * hp
-                Hs[b, t, j] = hv
-                Z[b, t, j] = z
-                R[b, t, j] = r
-                N[b, t, j] = n
-                GHN[b, t, j] = ghn
-            for j in range(H):
-                h[b, j] = Hs[b, t, j]
+@numba.njit(cache=True, fastmath=False)
+def _gru_step(gx, gh, bh, m, h, hout, Z, R, N, GHN):
+    """Gates of one time step for the whole batch (``gh = h Wh`` computed by BLAS outside)."""
+    B, H = h.shape
+    for b in range(B):
+        mb = m[b]
+        for j in range(H):
+            ghn = gh[b, 2 * H + j] + bh[2 * H + j]
+            z = 1.0 / (1.0 + np.exp(-(gx[b, j] + gh[b, j] + bh[j])))
+            r = 1.0 / (1.0 + np.exp(-(gx[b, H + j] + gh[b, H + j] + bh[H + j])))
+            n = np.tanh(gx[b, 2 * H + j] + r * ghn)
+            hp = h[b, j]
+            hout[b, j] = mb * ((1.0 - z) * n + z * hp) + (1.0 - mb) * hp
+            Z[b, j] = z
+            R[b, j] = r
+            N[b, j] = n
+            GHN[b, j] = ghn
 
 
-@numba.njit(cache=True, parallel=True, fastmath=False)
-def _gru_recurrence_backward(dHs, Hs, Z, R, N, GHN, mask, Wh, dgx, dWh, dbh):
-    B, T, H = Hs.shape
-    dh = np.zeros((B, H), dtype=Hs.dtype)
-    dgh = np.empty((B, 3 * H), dtype=Hs.dtype)
-    hprev = np.empty((B, H), dtype=Hs.dtype)
-    dprev = np.empty((B, H), dtype=Hs.dtype)
-    WhT = np.ascontiguousarray(Wh.T)
-    for t in range(T - 1, -1, -1):
-        for b in numba.prange(B):
-            m = mask[b, t]
-            for j in range(H):
-                d = dh[b, j] + dHs[b, t, j]
-                hp = Hs[b, t - 1, j] if t > 0 else 0.0
-                hprev[b, j] = hp
-                z = Z[b, t, j]
-                r = R[b, t, j]
-                n = N[b, t, j]
-                dhn = m * d
-                dprev[b, j] = (1.0 - m) * d + z * dhn
-                dz = dhn * (hp - n)
-                dan = dhn * (1.0 - z) * (1.0 - n * n)
-                daz = dz * z * (1.0 - z)
-                dar = dan * GHN[b, t, j] * r * (1.0 - r)
-                dgh[b, j] = daz
-                dgh[b, H + j] = dar
-                dgh[b, 2 * H + j] = dan * r
-                dgx[b, t, j] = daz
-                dgx[b, t, H + j] = dar
-                dgx[b, t, 2 * H + j] = dan
-        dWh += np.dot(hprev.T, dgh)
-        for k in range(3 * H):
-            s = 0.0
-            for b in range(B):
-                s += dgh[b, k]
-            dbh[k] += s
-        dh = dprev + np.dot(dgh, WhT)
+@numba.njit(cache=True, fastmath=False)
+def _gru_step_backward(dh, hprev, Z, R, N, GHN, m, dgh, dgx, dprev):
+    """Gate gradients of one time step: fills ``dgh`` (B, 3H), ``dgx`` (B, 3H), ``dprev`` (B, H)."""
+    B, H = dh.shape
+    for b in range(B):
+        mb = m[b]
+        for j in range(H):
+            d = dh[b, j]
+            z = Z[b, j]
+            r = R[b, j]
+            n = N[b, j]
+            dhn = mb * d
+            dprev[b, j] = (1.0 - mb) * d + z * dhn
+            dz = dhn * (hprev[b, j] - n)
+            dan = dhn * (1.0 - z) * (1.0 - n * n)
+            daz = dz * z * (1.0 - z)
+            dar = dan * GHN[b, j] * r * (1.0 - r)
+            dgh[b, j] = daz
+            dgh[b, H + j] = dar
+            dgh[b, 2 * H + j] = dan * r
+            dgx[b, j] = daz
+            dgx[b, H + j] = dar
+            dgx[b, 2 * H + j] = dan
 
 
 @numba.njit(cache=True, parallel=True)
@@ -104,30 +86,49 @@ def _masked_sum(X, lengths):
 
 
 def gru_layer_forward(inp, mask, Wx, Wh, bx, bh):
-    """One GRU layer (numba recurrence); same outputs and cache as the reference."""
+    """One GRU layer (BLAS products + numba gate kernel per step); same outputs and cache as the
+    reference. Time-major work arrays keep every step's slice contiguous."""
     B, T, _ = inp.shape
     H = Wh.shape[0]
     dt = inp.dtype
-    gx = np.ascontiguousarray((inp.reshape(B * T, -1) @ Wx + bx).reshape(B, T, 3 * H), dtype=dt)
-    Hs = np.empty((B, T, H), dt)
-    Z, R, N, GHN = (np.empty((B, T, H), dt) for _ in range(4))
-    _gru_recurrence(gx, np.ascontiguousarray(Wh, dtype=dt), np.ascontiguousarray(bh, dtype=dt),
-                    np.ascontiguousarray(mask, dtype=dt), Hs, Z, R, N, GHN)
-    return Hs, (inp, mask, Wx, Wh, Hs, Z, R, N, GHN)
+    gx = np.ascontiguousarray((inp.reshape(B * T, -1) @ Wx + bx).reshape(B, T, 3 * H).transpose(1, 0, 2),
+                              dtype=dt)                                     # (T, B, 3H)
+    mT = np.ascontiguousarray(np.asarray(mask, dtype=dt).T)                 # (T, B)
+    bh = np.ascontiguousarray(bh, dtype=dt)
+    Hs, Z, R, N, GHN = (np.empty((T, B, H), dt) for _ in range(5))
+    h = np.zeros((B, H), dt)
+    for t in range(T):
+        gh = h @ Wh
+        _gru_step(gx[t], gh, bh, mT[t], h, Hs[t], Z[t], R[t], N[t], GHN[t])
+        h = Hs[t]
+    tr = (lambda A: A.transpose(1, 0, 2))
+    return tr(Hs), (inp, mask, Wx, Wh, tr(Hs), tr(Z), tr(R), tr(N), tr(GHN))
 
 
 def gru_layer_backward(dHs, cache):
-    """Gradients of one GRU layer: ``(dinp, dWx, dWh, dbx, dbh)`` (numba recurrence)."""
+    """Gradients of one GRU layer: ``(dinp, dWx, dWh, dbx, dbh)`` (BLAS + numba per step)."""
     inp, mask, Wx, Wh, Hs, Z, R, N, GHN = cache
     B, T, H = Hs.shape
     dt = Hs.dtype
-    dgx = np.empty((B, T, 3 * H), dt)
+    tm = (lambda A: np.ascontiguousarray(A.transpose(1, 0, 2), dtype=dt))
+    HsT, ZT, RT, NT, GT, dHsT = tm(Hs), tm(Z), tm(R), tm(N), tm(GHN), tm(dHs)
+    mT = np.ascontiguousarray(np.asarray(mask, dtype=dt).T)
+    dgx = np.empty((T, B, 3 * H), dt)
+    dgh = np.empty((B, 3 * H), dt)
+    dprev = np.empty((B, H), dt)
+    zero = np.zeros((B, H), dt)
     dWh = np.zeros((H, 3 * H), dt)
     dbh = np.zeros(3 * H, dt)
-    _gru_recurrence_backward(np.ascontiguousarray(dHs, dtype=dt), Hs, Z, R, N, GHN,
-                             np.ascontiguousarray(mask, dtype=dt),
-                             np.ascontiguousarray(Wh, dtype=dt), dgx, dWh, dbh)
-    g2 = dgx.reshape(B * T, 3 * H)
+    dh = np.zeros((B, H), dt)
+    WhT = np.ascontiguousarray(Wh.T)
+    for t in range(T - 1, -1, -1):
+        dh = dh + dHsT[t]
+        hprev = HsT[t - 1] if t > 0 else zero
+        _gru_step_backward(dh, hprev, ZT[t], RT[t], NT[t], GT[t], mT[t], dgh, dgx[t], dprev)
+        dWh += hprev.T @ dgh
+        dbh += dgh.sum(axis=0)
+        dh = dprev + dgh @ WhT
+    g2 = dgx.transpose(1, 0, 2).reshape(B * T, 3 * H)
     dWx = inp.reshape(B * T, -1).T @ g2
     dbx = g2.sum(axis=0)
     dinp = (g2 @ Wx.T).reshape(B, T, -1)
