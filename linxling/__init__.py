@@ -6,7 +6,8 @@ The public API is loaded lazily (submodules are imported on first attribute acce
 Estimators
     :class:`Cr5` (reduced-rank ridge regression, Josifoski et al. 2019),
     :class:`WMF`, :class:`BilingualWMF`, :class:`CrossWMF` (Aldarmaki & Diab 2016),
-    :class:`CLLSI` (crosslingual LSI baseline).
+    :class:`CLLSI` (crosslingual LSI baseline),
+    :class:`BilDRL` (bilingual dictionary encoders, Chen et al. 2019).
 Store
     :func:`load` reads any saved model; each estimator has ``save(path)``.
 """
@@ -17,7 +18,7 @@ import importlib
 from linxling._version import __version__
 
 _MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "CompressTree", "BiCVM",
-           "RankingEmbedding")   # resolved by linxling.models
+           "RankingEmbedding", "BilDRL")   # resolved by linxling.models
 _LAZY = {
     **{name: "linxling.models" for name in _MODELS},
     "load": "linxling.models",          # registers the built-in models, then linxling.io.load

@@ -20,9 +20,11 @@ _LAZY = {
     "CompressTree": "linxling.models.compress_tree",
     "BiCVM": "linxling.models.bicvm",
     "RankingEmbedding": "linxling.models.ranking",
+    "BilDRL": "linxling.models.bildrl",
 }
 _MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf",
-            "linxling.models.compress_tree", "linxling.models.bicvm", "linxling.models.ranking")
+            "linxling.models.compress_tree", "linxling.models.bicvm", "linxling.models.ranking",
+            "linxling.models.bildrl")
 
 __all__ = sorted(_LAZY)
 

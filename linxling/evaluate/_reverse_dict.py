@@ -1,0 +1,92 @@
+"""Cross-lingual reverse dictionary retrieval (BilDRL, Chen et al. 2019, Sec. 4.1, Table 2).
+
+For each query (the vector of a definition), every candidate word is scored, and the rank of
+the gold target among the candidates is recorded: ``rank = #{candidates c : score(c) >= score(gold)}``
+(ties count against the query, so a constant or zero query vector gets the worst rank, not the
+best). Metrics over all queries: P@1, P@10 (proportion of ranks <= 10 -- the authors' tester
+printed hits within the top 11 under that name; this is the top 10), and MRR. A gold target
+that is not among the candidates (e.g. no vector in the embedding space) gets rank ``inf``
+(reciprocal rank 0) and is counted in ``n_gold_missing``: it is a miss, not dropped.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["reverse_dictionary"]
+
+
+def _normalise(A: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(A, axis=1, keepdims=True)
+    return A / np.where(n > 0, n, 1.0)
+
+
+def reverse_dictionary(queries, gold: Sequence[str], candidate_words: Sequence[str], candidate_vectors,
+                       *, metric: str = "cosine", ks: Sequence[int] = (1, 10),
+                       block_size: int = 1024) -> dict:
+    """Rank the gold target of each definition among the candidate words.
+
+    Parameters
+    ----------
+    queries : array (n_queries, d)
+        Definition vectors in the word space (e.g. ``BilDRL.transform``).
+    gold : sequence of str, length n_queries
+        The target word of each definition.
+    candidate_words : sequence of str, length n_candidates (unique)
+    candidate_vectors : array (n_candidates, d)
+    metric : {"cosine", "euclidean"}
+        Scores are cosine similarity or minus the Euclidean distance (the kNN of the ``L2`` loss).
+    ks : ints
+        Cut-offs of P@k.
+
+    Returns
+    -------
+    dict
+        ``"p@k"`` for each k, ``"mrr"``, ``"ranks"`` (float array, ``inf`` for a missing gold),
+        ``"n_queries"``, ``"n_gold_missing"``.
+    """
+    Q = np.asarray(queries, dtype=np.float64)
+    C = np.asarray(candidate_vectors, dtype=np.float64)
+    if Q.ndim != 2:
+        raise ValueError(f"queries must be 2-D (n_queries, d), got shape {Q.shape}")
+    if C.ndim != 2 or C.shape[1] != Q.shape[1]:
+        raise ValueError(f"candidate_vectors must have shape (n_candidates, {Q.shape[1]}), got {C.shape}")
+    gold = list(gold)
+    cands = list(candidate_words)
+    if len(gold) != Q.shape[0]:
+        raise ValueError(f"gold has {len(gold)} items but queries has {Q.shape[0]} rows")
+    if len(cands) != C.shape[0]:
+        raise ValueError(f"candidate_words has {len(cands)} items but candidate_vectors {C.shape[0]} rows")
+    if len(set(cands)) != len(cands):
+        raise ValueError("candidate_words contains duplicates")
+    if not np.all(np.isfinite(Q)) or not np.all(np.isfinite(C)):
+        raise ValueError("queries and candidate_vectors must be finite")
+    if metric not in ("cosine", "euclidean"):
+        raise ValueError(f"metric must be 'cosine' or 'euclidean', got {metric!r}")
+    ks = [int(k) for k in ks]
+    if any(k < 1 for k in ks):
+        raise ValueError(f"ks must be positive, got {ks}")
+    index = {w: i for i, w in enumerate(cands)}
+    gidx = np.array([index.get(g, -1) for g in gold], dtype=np.int64)
+    if metric == "cosine":
+        Q, C = _normalise(Q), _normalise(C)
+    else:
+        csq = (C * C).sum(axis=1)
+    ranks = np.full(len(gold), np.inf)
+    for s in range(0, Q.shape[0], block_size):
+        q = Q[s:s + block_size]
+        S = q @ C.T
+        if metric == "euclidean":   # -||q - c||^2 up to the per-query constant ||q||^2
+            S = 2.0 * S - csq[None, :]
+        gi = gidx[s:s + block_size]
+        ok = gi >= 0
+        rows = np.flatnonzero(ok)
+        gs = S[rows, gi[rows]]
+        ranks[s + rows] = (S[rows] >= gs[:, None]).sum(axis=1)
+    out = {f"p@{k}": float(np.mean(ranks <= k)) if len(ranks) else float("nan") for k in ks}
+    out["mrr"] = float(np.mean(1.0 / ranks)) if len(ranks) else float("nan")
+    out["ranks"] = ranks
+    out["n_queries"] = len(gold)
+    out["n_gold_missing"] = int((gidx < 0).sum())
+    return out

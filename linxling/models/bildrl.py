@@ -1,0 +1,541 @@
+"""BilDRL: bilingual dictionary representations (Chen et al. 2019).
+
+A sentence encoder ``E`` maps a word's definition written in language ``q`` to that word's
+vector ``w`` in a bilingual word-embedding space (any fitted linxling model with
+``word_vectors(language)``), trained on the loss ``||E(S) - w||^2`` (Sec. 3.1.3).
+
+Encoders (``encoder=``; equations in :mod:`linxling.kernels.encoders_reference`):
+
+``"bow"``, ``"cnn"``, ``"gru"``, ``"att"``
+    Neural encoders over the definition's word vectors (padded / truncated to ``max_length``
+    = 15 tokens), trained with AMSGrad on mini-batches (:mod:`linxling.kernels.encoders`,
+    :mod:`linxling.kernels.optim`). The GRU is the *reset-after* variant (reset gate applied
+    after the recurrent product, as cuDNN / Keras ``CuDNNGRU``). The input word vectors are
+    not updated (no joint learning).
+``"ridge"``
+    A closed-form baseline: multi-output ridge regression from the definition's tf-idf bag of
+    words (one :class:`linxling.text.TfidfVectorizer` per definition language, column blocks
+    stacked) to the target vector, with an intercept, solved by block CG on the implicitly
+    centred normal equations ``(X_c^T X_c + alpha I) W = X_c^T Y``
+    (:class:`linxling.operators.CenteredGram`, :func:`linxling.solvers.block_cg`).
+
+``multitask=True`` trains one shared encoder on every direction in the dictionary, batches
+mixing directions (Sec. 3.2); ``multitask=False`` trains a separate encoder per direction
+``(definition_language, target_language)``.
+
+Words are tokenised with :func:`linxling.text.tokenize`; definition words without a vector are
+skipped. Documented behaviour on bad input:
+
+- ``fit``: an empty (or non-str) definition, target or language raises ``ValueError`` /
+  ``TypeError``; rows whose target has no vector in the target language, or whose definition
+  has no word with a vector (no tf-idf feature for ``"ridge"``), cannot be learnt and are left
+  out *with a* ``UserWarning`` giving the counts (also in ``n_excluded_``);
+- ``transform``: an empty definition raises ``ValueError``; a definition with no known word
+  maps to the **zero vector** (documented, counted in the returned array's rows being 0).
+
+Not built yet: joint learning with the word embeddings (Sec. 3.3), so there is no ``joint``
+parameter, and ``monolingual`` / ``parallel`` are not accepted by ``fit``.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from linxling._validation import check_random_state
+from linxling.models._estimator import LinxlingEstimator
+
+__all__ = ["ENCODER_CHOICES", "BilDRL", "ridge_fit"]
+
+try:
+    from linxling.io import register_model as _register_model
+except ImportError:  # pragma: no cover
+    def _register_model(name):
+        return lambda cls: cls
+
+ENCODER_CHOICES = ("att", "gru", "cnn", "bow", "ridge")
+
+
+def ridge_fit(X, Y: np.ndarray, alpha: float, rtol: float = 1e-8, maxiter: int | None = None):
+    """Multi-output ridge with intercept on the engine: returns ``(W (p, d), b (d,), result)``.
+
+    Solves ``(X_c^T X_c + alpha I) W = X_c^T (Y - ybar)`` by block CG on the implicitly centred
+    Gram operator (``X_c = X - 1 mu^T`` never formed); ``b = ybar - mu^T W``. The right-hand side
+    uses ``X_c^T Y_c = X^T Y_c`` (the columns of ``Y_c`` sum to zero).
+    """
+    from linxling.operators import CenteredGram
+    from linxling.solvers import block_cg
+
+    Y = np.asarray(Y, dtype=np.float64)
+    G = CenteredGram(X, alpha)
+    ybar = Y.mean(axis=0)
+    Yc = Y - ybar
+    rhs = np.asarray(G.X.T @ Yc, dtype=np.float64)
+    res = block_cg(G, rhs, rtol=rtol, maxiter=maxiter)
+    W = np.asarray(res.x, dtype=np.float64)
+    b = ybar - np.asarray(G.mean_, dtype=np.float64) @ W
+    return W, b, res
+
+
+def _check_text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"{what} is empty")
+    return value
+
+
+@_register_model("BilDRL")
+class BilDRL(LinxlingEstimator):
+    """Bilingual dictionary representation learning (reverse-dictionary encoder).
+
+    Parameters
+    ----------
+    encoder : {"att", "gru", "cnn", "bow", "ridge"}, default "att"
+    multitask : bool, default True
+        One encoder shared by all directions (True) or one per direction (False).
+    hidden_size : int, default 200
+        GRU / CNN width (paper: 200).
+    n_layers : int, default 1
+        Stacked GRU / CNN layers (paper: 5; 1 keeps CPU training short).
+    max_length : int, default 15
+        Definitions are truncated to this many known words (paper: 15).
+    kernel_size, pool_size : int, default 2
+        CNN convolution and max-pooling windows (paper: 2, 2).
+    epochs : int, default 10
+    batch_size : int, default 64
+    learning_rate : float, default 1e-3
+        AMSGrad step (paper: 5e-4 over up to 1,000 epochs).
+    alpha : float, default 1.0
+        Ridge term of ``encoder="ridge"``.
+    min_df : int, default 2
+        Minimum document frequency of the ridge encoder's tf-idf words.
+    cg_rtol : float, default 1e-8
+    dtype : {"float32", "float64"}, default "float32"
+        Training precision of the neural encoders.
+    normalize : bool, default True
+        Scale every word vector of the space to unit length (zero vectors stay zero) before
+        training: with spaces whose norms vary by orders of magnitude (Cr5's word vectors), the
+        squared loss is otherwise dominated by a few long vectors. ``word_vectors`` then returns
+        the normalised space, the one ``transform`` maps into.
+    random_state : int, Generator or None
+    show_progress : bool or None
+
+    Attributes
+    ----------
+    directions_ : list of (definition_language, target_language)
+    units_ : dict
+        Encoder parameters per unit (``"shared"`` or ``"<q>-<t>"``).
+    n_excluded_ : dict
+        Training rows left out per reason (``"target_oov"``, ``"no_known_word"``).
+    loss_history_ : list of float
+        Mean training loss per epoch (neural encoders).
+    """
+
+    _fitted_attr = "units_"
+    _PARAMS = ("encoder", "multitask", "hidden_size", "n_layers", "max_length", "kernel_size",
+               "pool_size", "epochs", "batch_size", "learning_rate", "alpha", "min_df", "cg_rtol",
+               "dtype", "normalize", "random_state", "show_progress")
+
+    def __init__(self, encoder: str = "att", multitask: bool = True, hidden_size: int = 200,
+                 n_layers: int = 1, max_length: int = 15, kernel_size: int = 2, pool_size: int = 2,
+                 epochs: int = 10, batch_size: int = 64, learning_rate: float = 1e-3,
+                 alpha: float = 1.0, min_df: int = 2, cg_rtol: float = 1e-8, dtype: str = "float32",
+                 normalize: bool = True, random_state: Any = None, show_progress: bool | None = None) -> None:
+        self.encoder = encoder
+        self.multitask = multitask
+        self.hidden_size = hidden_size
+        self.n_layers = n_layers
+        self.max_length = max_length
+        self.kernel_size = kernel_size
+        self.pool_size = pool_size
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.alpha = alpha
+        self.min_df = min_df
+        self.cg_rtol = cg_rtol
+        self.dtype = dtype
+        self.normalize = normalize
+        self.random_state = random_state
+        self.show_progress = show_progress
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self) -> None:
+        if self.encoder not in ENCODER_CHOICES:
+            raise ValueError(f"encoder must be one of {ENCODER_CHOICES}, got {self.encoder!r}")
+        for name in ("multitask", "normalize"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
+        for name in ("hidden_size", "n_layers", "max_length", "kernel_size", "pool_size", "epochs",
+                     "batch_size", "min_df"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        for name in ("learning_rate", "alpha", "cg_rtol"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float, np.floating)) or not np.isfinite(v) or v <= 0:
+                raise ValueError(f"{name} must be a positive float, got {v!r}")
+        if str(self.dtype) not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        if self.encoder == "cnn":
+            shrink = self.n_layers * (self.kernel_size - 1 + self.pool_size - 1)
+            if shrink >= self.max_length:
+                raise ValueError(f"cnn: {self.n_layers} layers of kernel_size={self.kernel_size} and "
+                                 f"pool_size={self.pool_size} need max_length > {shrink}, got "
+                                 f"{self.max_length}")
+
+    @staticmethod
+    def _check_dictionary(dictionary) -> list[tuple[str, str, str, str]]:
+        if isinstance(dictionary, (str, bytes)) or not hasattr(dictionary, "__iter__"):
+            raise TypeError("dictionary must be an iterable of (target_word, target_language, "
+                            "definition, definition_language) rows")
+        rows = []
+        for i, row in enumerate(dictionary):
+            if not isinstance(row, (tuple, list)) or len(row) != 4:
+                raise ValueError(f"dictionary[{i}] must be a 4-tuple (target_word, target_language, "
+                                 f"definition, definition_language), got {row!r}")
+            t, tl, d, dl = row
+            rows.append((_check_text(t, f"dictionary[{i}] target_word"),
+                         _check_text(tl, f"dictionary[{i}] target_language"),
+                         _check_text(d, f"dictionary[{i}] definition"),
+                         _check_text(dl, f"dictionary[{i}] definition_language")))
+        if not rows:
+            raise ValueError("dictionary is empty")
+        return rows
+
+    # ------------------------------------------------------------------ word space
+    def _load_space(self, embeddings, languages) -> None:
+        if not hasattr(embeddings, "word_vectors"):
+            raise TypeError("embeddings must be a fitted model with word_vectors(language), got "
+                            f"{type(embeddings).__name__}")
+        self.word_lists_, self.word_vectors_ = {}, {}
+        d = None
+        for lang in sorted(languages):
+            words, vecs = embeddings.word_vectors(lang)
+            if words is None:
+                raise ValueError(f"embeddings.word_vectors({lang!r}) has no words (fitted from "
+                                 "matrices): BilDRL needs a vocabulary")
+            vecs = np.asarray(vecs, dtype=np.float64)
+            if vecs.ndim != 2 or vecs.shape[0] != len(words):
+                raise ValueError(f"embeddings.word_vectors({lang!r}) returned {len(words)} words and "
+                                 f"vectors of shape {vecs.shape}")
+            if d is not None and vecs.shape[1] != d:
+                raise ValueError(f"word vectors of {lang!r} have dimension {vecs.shape[1]}, others {d}")
+            d = vecs.shape[1]
+            if self.normalize:
+                n = np.linalg.norm(vecs, axis=1, keepdims=True)
+                vecs = vecs / np.where(n > 0, n, 1.0)
+            self.word_lists_[lang] = list(words)
+            self.word_vectors_[lang] = vecs
+        norms = np.concatenate([np.linalg.norm(v, axis=1) for v in self.word_vectors_.values()])
+        norms = norms[norms > 0]
+        self.scale_ = float(norms.mean()) if norms.size else 1.0
+        self.n_components_ = d
+        self._index = {lang: {w: i for i, w in enumerate(ws)} for lang, ws in self.word_lists_.items()}
+
+    def _token_ids(self, text: str, lang: str) -> list[int]:
+        from linxling.text import tokenize
+        idx = self._index[lang]
+        return [idx[w] for w in tokenize(text) if w in idx]
+
+    def _unit_of(self, q: str, t: str) -> str:
+        return "shared" if self.multitask else f"{q}-{t}"
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, dictionary, embeddings) -> BilDRL:
+        """Learn the encoder(s) from dictionary rows.
+
+        Parameters
+        ----------
+        dictionary : iterable of (target_word, target_language, definition, definition_language)
+        embeddings : fitted model with ``word_vectors(language)``
+            Gives the word space of every language in the dictionary (targets and definition
+            words); e.g. :class:`linxling.Cr5`.
+        """
+        self._validate_params()
+        rows = self._check_dictionary(dictionary)
+        langs = {r[1] for r in rows} | {r[3] for r in rows}
+        self._load_space(embeddings, langs)
+        self.directions_ = sorted({(r[3], r[1]) for r in rows})
+        excluded = {"target_oov": 0, "no_known_word": 0}
+        kept = []
+        for t, tl, d, dl in rows:
+            ti = self._index[tl].get(t)
+            if ti is None:
+                excluded["target_oov"] += 1
+                continue
+            kept.append((ti, tl, d, dl))
+        units: dict[str, list] = {}
+        for r in kept:
+            units.setdefault(self._unit_of(r[3], r[1]), []).append(r)
+        rng = check_random_state(self.random_state)
+        self.units_ = {}
+        self.loss_history_ = []
+        for name, urows in units.items():
+            if self.encoder == "ridge":
+                state, n_bad = self._fit_ridge(urows)
+            else:
+                state, n_bad = self._fit_neural(urows, rng)
+            excluded["no_known_word"] += n_bad
+            self.units_[name] = state
+        if not self.units_:
+            raise ValueError("no dictionary row has a target word with a vector in the embeddings")
+        self.n_excluded_ = excluded
+        if any(excluded.values()):
+            warnings.warn(f"BilDRL.fit left out {excluded['target_oov']} of {len(rows)} rows whose target "
+                          f"has no word vector and {excluded['no_known_word']} whose definition has "
+                          "no known word", UserWarning, stacklevel=2)
+        return self
+
+    def _targets(self, urows) -> np.ndarray:
+        return np.stack([self.word_vectors_[tl][ti] for ti, tl, _, _ in urows]) / self.scale_
+
+    # -- ridge
+    def _fit_ridge(self, urows):
+        from linxling.text import TfidfVectorizer
+        by_lang: dict[str, list[int]] = {}
+        for i, r in enumerate(urows):
+            by_lang.setdefault(r[3], []).append(i)
+        vecs = {}
+        for lang, ids in sorted(by_lang.items()):
+            v = TfidfVectorizer(min_df=self.min_df, max_features=None, show_progress=False)
+            v.fit([urows[i][2] for i in ids])
+            vecs[lang] = v
+        X = self._ridge_features([r[2] for r in urows], [r[3] for r in urows], vecs)
+        nz = np.diff(X.indptr) > 0
+        n_bad = int((~nz).sum())
+        X = X[nz]
+        Y = self._targets([r for r, k in zip(urows, nz) if k])
+        W, b, res = ridge_fit(X, Y, self.alpha, rtol=self.cg_rtol)
+        return {"kind": "ridge", "vectorizers": vecs, "W": W, "b": b, "cg_iter": int(res.n_iter)}, n_bad
+
+    @staticmethod
+    def _ridge_features(texts, langs, vecs):
+        """tf-idf rows of ``texts``, each language in its own column block (sorted languages)."""
+        import scipy.sparse as sp
+        offsets, off = {}, 0
+        for lang in sorted(vecs):
+            offsets[lang] = off
+            off += vecs[lang].n_features_
+        langs = np.asarray(langs)
+        rows, cols, vals = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0)]
+        for lang in sorted(vecs):
+            ids = np.flatnonzero(langs == lang)
+            if ids.size == 0:
+                continue
+            x = vecs[lang].transform([texts[i] for i in ids]).tocoo()
+            rows.append(ids[x.row])
+            cols.append(x.col.astype(np.int64) + offsets[lang])
+            vals.append(x.data.astype(np.float64))
+        return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(len(texts), off))
+
+    # -- neural
+    def _pad(self, ids_list):
+        T = self.max_length
+        idx = np.zeros((len(ids_list), T), np.int64)
+        L = np.zeros(len(ids_list), np.int64)
+        for i, ids in enumerate(ids_list):
+            ids = ids[:T]
+            idx[i, :len(ids)] = ids
+            L[i] = len(ids)
+        return idx, L
+
+    def _batch_inputs(self, idx, L, langs, dt):
+        d = self.n_components_
+        X = np.zeros((idx.shape[0], self.max_length, d), dt)
+        for lang in set(langs):
+            rows = np.flatnonzero(np.asarray(langs) == lang)
+            X[rows] = self.word_vectors_[lang][idx[rows]] / self.scale_
+        X *= (np.arange(self.max_length)[None, :] < L[:, None])[:, :, None]
+        return X
+
+    def _fit_neural(self, urows, rng):
+        from linxling._progress import progress
+        from linxling.kernels import encoders as K
+        from linxling.kernels.optim import AMSGrad
+        dt = np.dtype(str(self.dtype))
+        ids = [self._token_ids(r[2], r[3]) for r in urows]
+        good = [i for i, x in enumerate(ids) if x]
+        n_bad = len(urows) - len(good)
+        urows = [urows[i] for i in good]
+        idx, L = self._pad([ids[i] for i in good])
+        langs = [r[3] for r in urows]
+        Y = self._targets(urows).astype(dt)
+        params = K.init_params(self.encoder, self.n_components_, self.n_components_,
+                               hidden=self.hidden_size, n_layers=self.n_layers,
+                               kernel_size=self.kernel_size, pool_size=self.pool_size, rng=rng, dtype=dt)
+        opt = AMSGrad(params, lr=self.learning_rate)
+        n = len(urows)
+        bs = self.batch_size
+        losses = []
+        for _ in progress(range(self.epochs), show=self.show_progress, desc="BilDRL epochs"):
+            perm = rng.permutation(n)
+            tot = 0.0
+            for s in range(0, n, bs):
+                bi = perm[s:s + bs]
+                X = self._batch_inputs(idx[bi], L[bi], [langs[i] for i in bi], dt)
+                out, cache = K.forward(self.encoder, params, X, L[bi], pool_size=self.pool_size)
+                diff = out - Y[bi]
+                tot += float((diff.astype(np.float64) ** 2).sum())
+                grads, _ = K.backward(self.encoder, params, cache, (2.0 / len(bi)) * diff)
+                opt.step(grads)
+            losses.append(tot / n)
+        self.loss_history_.extend(losses)
+        return {"kind": "neural", "params": params}, n_bad
+
+    # ------------------------------------------------------------------ transform / predict
+    def _check_language(self, language, what="language"):
+        if language not in self.word_lists_:
+            raise ValueError(f"{what} {language!r} is not one of the fitted languages "
+                             f"{sorted(self.word_lists_)}")
+
+    def _unit_for(self, definition_language, target_language):
+        if self.multitask:
+            return self.units_["shared"]
+        if target_language is None:
+            cands = [t for q, t in self.directions_ if q == definition_language]
+            if len(cands) != 1:
+                raise ValueError(f"multitask=False: pass target_language (one of {cands}) to choose "
+                                 f"the encoder of definitions in {definition_language!r}")
+            target_language = cands[0]
+        key = f"{definition_language}-{target_language}"
+        if key not in self.units_:
+            raise ValueError(f"no encoder was trained for definitions in {definition_language!r} of "
+                             f"{target_language!r} words (trained: {sorted(self.units_)})")
+        return self.units_[key]
+
+    def transform(self, X, language: str | None = None, target_language: str | None = None) -> np.ndarray:
+        """Definition vectors in the word space, shape (n_definitions, n_components).
+
+        ``language`` is the definitions' language. A definition with no known word maps to the
+        zero vector; an empty definition raises ``ValueError``.
+        """
+        self._check_fitted()
+        if language is None:
+            raise ValueError("language (the language of the definitions) is required")
+        self._check_language(language)
+        if isinstance(X, str) or not hasattr(X, "__iter__"):
+            raise TypeError("X must be a list of definition strings")
+        texts = [_check_text(x, f"X[{i}]") for i, x in enumerate(X)]
+        unit = self._unit_for(language, target_language)
+        out = np.zeros((len(texts), self.n_components_))
+        if not texts:
+            return out
+        if unit["kind"] == "ridge":
+            F = self._ridge_features(texts, [language] * len(texts), unit["vectorizers"])
+            known = np.diff(F.indptr) > 0
+            Z = np.asarray(F @ unit["W"]) + unit["b"]
+            out[known] = Z[known]
+        else:
+            from linxling.kernels import encoders as K
+            ids = [self._token_ids(t, language) for t in texts]
+            known = np.array([bool(x) for x in ids])
+            if known.any():
+                idx, L = self._pad([x for x in ids if x])
+                p = unit["params"]
+                dt = next(iter(p.values())).dtype
+                for s in range(0, len(idx), 1024):
+                    Xb = self._batch_inputs(idx[s:s + 1024], L[s:s + 1024], [language] * len(idx[s:s + 1024]), dt)
+                    Yb = K.forward(self.encoder, p, Xb, L[s:s + 1024], pool_size=self.pool_size)[0]
+                    out[np.flatnonzero(known)[s:s + 1024]] = Yb
+        return out * self.scale_
+
+    def word_vectors(self, language: str):
+        """The word space of ``language`` the encoder maps into: ``(words, vectors)``."""
+        self._check_fitted()
+        self._check_language(language)
+        return list(self.word_lists_[language]), self.word_vectors_[language].copy()
+
+    def predict(self, definitions, definition_language: str, target_language: str, k: int = 10,
+                candidates: Sequence[str] | None = None, metric: str = "cosine") -> list[list[str]]:
+        """The ``k`` nearest ``target_language`` words of each definition.
+
+        ``candidates`` restricts the search (each must have a vector: else ``ValueError``);
+        ``metric`` is ``"cosine"`` or ``"euclidean"``.
+        """
+        self._check_fitted()
+        self._check_language(target_language, "target_language")
+        if not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        if metric not in ("cosine", "euclidean"):
+            raise ValueError(f"metric must be 'cosine' or 'euclidean', got {metric!r}")
+        words, C = self.candidate_space(target_language, candidates)
+        Q = self.transform(definitions, language=definition_language, target_language=target_language)
+        if metric == "cosine":
+            Qn = Q / np.maximum(np.linalg.norm(Q, axis=1, keepdims=True), 1e-300)
+            Cn = C / np.maximum(np.linalg.norm(C, axis=1, keepdims=True), 1e-300)
+            S = Qn @ Cn.T
+        else:
+            S = 2 * Q @ C.T - (C * C).sum(axis=1)[None, :]
+        k = min(int(k), len(words))
+        top = np.argsort(-S, axis=1, kind="stable")[:, :k]
+        return [[words[j] for j in row] for row in top]
+
+    def candidate_space(self, language: str, candidates: Sequence[str] | None = None):
+        """``(words, vectors)`` of ``language`` restricted to ``candidates`` (all if None)."""
+        self._check_language(language)
+        if candidates is None:
+            return list(self.word_lists_[language]), self.word_vectors_[language]
+        idx = self._index[language]
+        missing = [c for c in candidates if c not in idx]
+        if missing:
+            raise ValueError(f"{len(missing)} candidates have no {language!r} vector, e.g. "
+                             f"{missing[:5]}: filter them first (candidate_space keeps only known words)")
+        words = list(candidates)
+        return words, self.word_vectors_[language][[idx[c] for c in words]]
+
+    # ------------------------------------------------------------------ store
+    def _get_state(self):
+        self._check_fitted()
+        params = {k: getattr(self, k) for k in self._PARAMS if k != "random_state"}
+        rs = self.random_state
+        params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
+        params["directions"] = [list(d) for d in self.directions_]
+        params["scale"] = self.scale_
+        params["n_excluded"] = dict(self.n_excluded_)
+        params["loss_history"] = [float(x) for x in self.loss_history_]
+        arrays: dict = {"words": {l: np.array(w, dtype=str) for l, w in self.word_lists_.items()},
+                        "vectors": dict(self.word_vectors_), "units": {}}
+        unit_params = {}
+        for name, u in self.units_.items():
+            if u["kind"] == "ridge":
+                vp, va = {}, {}
+                for lang, v in u["vectorizers"].items():
+                    vp[lang], va[lang] = v.get_state()
+                unit_params[name] = {"kind": "ridge", "vectorizers": vp, "cg_iter": u["cg_iter"]}
+                arrays["units"][name] = {"W": u["W"], "b": u["b"], "vectorizers": va}
+            else:
+                unit_params[name] = {"kind": "neural"}
+                arrays["units"][name] = dict(u["params"])
+        params["units"] = unit_params
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        from linxling.text import TfidfVectorizer
+        model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
+        model.directions_ = [tuple(d) for d in params["directions"]]
+        model.scale_ = float(params["scale"])
+        model.n_excluded_ = dict(params["n_excluded"])
+        model.loss_history_ = list(params["loss_history"])
+        model.word_lists_ = {l: [str(w) for w in np.asarray(a).tolist()] for l, a in arrays["words"].items()}
+        model.word_vectors_ = {l: np.asarray(a, dtype=np.float64) for l, a in arrays["vectors"].items()}
+        model.n_components_ = next(iter(model.word_vectors_.values())).shape[1]
+        model._index = {l: {w: i for i, w in enumerate(ws)} for l, ws in model.word_lists_.items()}
+        units = {}
+        for name, up in params["units"].items():
+            ua = arrays["units"][name]
+            if up["kind"] == "ridge":
+                vecs = {lang: TfidfVectorizer.from_state(vp, ua["vectorizers"][lang])
+                        for lang, vp in up["vectorizers"].items()}
+                units[name] = {"kind": "ridge", "vectorizers": vecs, "W": np.asarray(ua["W"]),
+                               "b": np.asarray(ua["b"]), "cg_iter": int(up["cg_iter"])}
+            else:
+                units[name] = {"kind": "neural",
+                               "params": {k: np.ascontiguousarray(v) for k, v in ua.items()}}
+        model.units_ = units
+        return model

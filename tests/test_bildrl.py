@@ -1,0 +1,161 @@
+"""BilDRL: ridge encoder vs dense oracle, training lowers the loss, multitask / per-direction
+units, transform / predict, bad input, save/load, and the reverse-dictionary metric."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import linxling
+from linxling.evaluate import reverse_dictionary
+from linxling.models._estimator import NotFittedError
+from linxling.models.bildrl import BilDRL, ridge_fit
+
+
+class FakeSpace:
+    """A fitted 'model' with word_vectors: random vectors for two small vocabularies."""
+
+    def __init__(self, d=8, seed=0):
+        rng = np.random.default_rng(seed)
+        self.words = {"en": [f"e{i}" for i in range(40)], "fr": [f"f{i}" for i in range(40)]}
+        base = rng.standard_normal((40, d))
+        # translations share a direction: e_i ~ f_i
+        self.vecs = {"en": base + 0.05 * rng.standard_normal((40, d)),
+                     "fr": base + 0.05 * rng.standard_normal((40, d))}
+
+    def word_vectors(self, language):
+        return list(self.words[language]), self.vecs[language].copy()
+
+
+def _dictionary(seed=0, n=160):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n):
+        i = int(rng.integers(40))
+        if rng.random() < 0.5:   # French definition of an English word: mentions f_i
+            words = [f"f{i}"] + [f"f{int(j)}" for j in rng.integers(40, size=2)]
+            rows.append((f"e{i}", "en", " ".join(words), "fr"))
+        else:
+            words = [f"e{i}"] + [f"e{int(j)}" for j in rng.integers(40, size=2)]
+            rows.append((f"f{i}", "fr", " ".join(words), "en"))
+    return rows
+
+
+def test_ridge_fit_matches_dense_oracle():
+    rng = np.random.default_rng(0)
+    X = sp.random(60, 25, density=0.2, format="csr", random_state=1)
+    Y = rng.standard_normal((60, 4))
+    alpha = 0.3
+    W, b, res = ridge_fit(X, Y, alpha, rtol=1e-12)
+    Xd = X.toarray()
+    Xc = Xd - Xd.mean(0)
+    Yc = Y - Y.mean(0)
+    W0 = np.linalg.solve(Xc.T @ Xc + alpha * np.eye(25), Xc.T @ Yc)
+    b0 = Y.mean(0) - Xd.mean(0) @ W0
+    # CG stops at ||r|| <= 1e-12 ||rhs||; cond(A) <= (||X_c||^2 + alpha) / alpha bounds the error
+    cond = (np.linalg.norm(Xc, 2) ** 2 + alpha) / alpha
+    tol = 1e-12 * cond * 10
+    np.testing.assert_allclose(W, W0, rtol=0, atol=tol * np.abs(W0).max())
+    np.testing.assert_allclose(b, b0, rtol=0, atol=tol * (np.abs(b0).max() + np.abs(W0).max()))
+    assert np.all(res.converged)
+
+
+@pytest.mark.parametrize("encoder", ["bow", "cnn", "gru", "att", "ridge"])
+def test_fit_learns_the_dictionary(encoder):
+    space = FakeSpace()
+    rows = _dictionary()
+    m = BilDRL(encoder=encoder, hidden_size=16, n_layers=1, epochs=40, batch_size=32,
+               learning_rate=0.01, alpha=0.1, min_df=1, random_state=0, show_progress=False)
+    m.fit(rows, space)
+    if encoder != "ridge":
+        assert m.loss_history_[-1] < 0.75 * m.loss_history_[0]
+    test_defs = [f"f{i}" for i in range(40)]
+    res = reverse_dictionary(m.transform(test_defs, language="fr"), [f"e{i}" for i in range(40)],
+                             *m.word_vectors("en"))
+    # a one-word definition naming the translation: P@10 must beat chance (10/40) clearly
+    assert res["p@10"] > 0.4, res
+
+
+def test_multitask_false_has_one_encoder_per_direction():
+    m = BilDRL(encoder="bow", multitask=False, epochs=2, random_state=0, show_progress=False)
+    m.fit(_dictionary(), FakeSpace())
+    assert sorted(m.units_) == ["en-fr", "fr-en"]
+    assert m.transform(["f1 f2"], language="fr").shape == (1, 8)
+    m2 = BilDRL(encoder="bow", multitask=True, epochs=2, random_state=0, show_progress=False)
+    m2.fit(_dictionary(), FakeSpace())
+    assert list(m2.units_) == ["shared"]
+
+
+def test_random_state_reproducible():
+    a = BilDRL(encoder="gru", hidden_size=8, epochs=2, random_state=3, show_progress=False).fit(_dictionary(), FakeSpace())
+    b = BilDRL(encoder="gru", hidden_size=8, epochs=2, random_state=3, show_progress=False).fit(_dictionary(), FakeSpace())
+    np.testing.assert_array_equal(a.transform(["e1 e2"], language="en"), b.transform(["e1 e2"], language="en"))
+
+
+def test_bad_input():
+    space = FakeSpace()
+    with pytest.raises(NotFittedError):
+        BilDRL().transform(["x"], language="en")
+    with pytest.raises(ValueError, match="encoder"):
+        BilDRL(encoder="lstm").fit(_dictionary(), space)
+    with pytest.raises(ValueError, match="definition is empty"):
+        BilDRL(encoder="bow").fit([("e1", "en", "  ", "fr")], space)
+    with pytest.raises(ValueError, match="4-tuple"):
+        BilDRL(encoder="bow").fit([("e1", "en", "f1")], space)
+    with pytest.raises(TypeError, match="word_vectors"):
+        BilDRL(encoder="bow").fit(_dictionary(), object())
+    with pytest.raises(ValueError, match="max_length"):
+        BilDRL(encoder="cnn", n_layers=8).fit(_dictionary(), space)
+    rows = _dictionary() + [("notaword", "en", "f1 f2", "fr"), ("e3", "en", "zzz qqq", "fr")]
+    with pytest.warns(UserWarning, match="left out 1 .* and 1 "):
+        m = BilDRL(encoder="bow", epochs=1, random_state=0, show_progress=False).fit(rows, space)
+    assert m.n_excluded_ == {"target_oov": 1, "no_known_word": 1}
+    Z = m.transform(["zzz qqq", "f1"], language="fr")      # unknown words only -> zero vector
+    assert np.all(Z[0] == 0) and np.any(Z[1] != 0)
+    with pytest.raises(ValueError, match=r"X\[0\] is empty"):
+        m.transform([""], language="fr")
+    with pytest.raises(ValueError, match="language"):
+        m.transform(["f1"], language="de")
+    with pytest.raises(ValueError, match="candidates have no"):
+        m.predict(["f1"], "fr", "en", candidates=["e1", "nope"])
+
+
+def test_predict_and_candidates():
+    m = BilDRL(encoder="ridge", alpha=0.1, min_df=1, random_state=0).fit(_dictionary(), FakeSpace())
+    top = m.predict(["f5", "f7"], "fr", "en", k=3)
+    assert len(top) == 2 and all(len(t) == 3 for t in top)
+    restricted = m.predict(["f5"], "fr", "en", k=10, candidates=["e1", "e2", "e5"])
+    assert sorted(restricted[0]) == ["e1", "e2", "e5"]
+
+
+@pytest.mark.parametrize("encoder", ["att", "ridge"])
+def test_save_load_round_trip(tmp_path, encoder):
+    m = BilDRL(encoder=encoder, hidden_size=8, epochs=2, min_df=1, random_state=0,
+               show_progress=False).fit(_dictionary(), FakeSpace())
+    path = tmp_path / "m.h5"
+    m.save(path)
+    for loaded in (BilDRL.load(path), linxling.load(path)):
+        assert isinstance(loaded, BilDRL)
+        defs = ["f1 f3 f9", "e2"]
+        np.testing.assert_array_equal(loaded.transform(defs[:1], language="fr"),
+                                      m.transform(defs[:1], language="fr"))
+        np.testing.assert_array_equal(loaded.transform(defs[1:], language="en"),
+                                      m.transform(defs[1:], language="en"))
+        assert loaded.get_params() == m.get_params()
+
+
+def test_reverse_dictionary_metrics():
+    C = np.eye(4)
+    Q = np.array([[1.0, 0.1, 0, 0], [0.2, 1.0, 0.9, 0], [0, 0, 0, 0]])
+    r = reverse_dictionary(Q, ["a", "c", "b"], ["a", "b", "c", "d"], C, ks=(1, 2))
+    # ranks: a first; c second (b scores higher); zero query ties everything -> worst rank 4
+    np.testing.assert_array_equal(r["ranks"], [1, 2, 4])
+    assert r["p@1"] == pytest.approx(1 / 3) and r["p@2"] == pytest.approx(2 / 3)
+    assert r["mrr"] == pytest.approx((1 + 0.5 + 0.25) / 3)
+    r2 = reverse_dictionary(Q[:1], ["zzz"], ["a", "b", "c", "d"], C)
+    assert r2["n_gold_missing"] == 1 and r2["p@1"] == 0 and r2["mrr"] == 0
+    re = reverse_dictionary(Q[:2], ["a", "c"], ["a", "b", "c", "d"], C, metric="euclidean")
+    np.testing.assert_array_equal(re["ranks"], [1, 2])
+    with pytest.raises(ValueError, match="duplicates"):
+        reverse_dictionary(Q, ["a", "b", "c"], ["a", "a", "c", "d"], C)
+    with pytest.raises(ValueError, match="gold"):
+        reverse_dictionary(Q, ["a"], ["a", "b", "c", "d"], C)
