@@ -42,6 +42,15 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    try:
+        from benchmarks.suite import main as bench_main
+    except ImportError as exc:
+        raise ImportError("linxling bench needs the benchmarks/ folder of a linxling source "
+                          f"checkout on the Python path (run it from the repository root): {exc}") from exc
+    return bench_main(getattr(args, "bench_args", []), prog="linxling bench")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="linxling", description="crosslingual text embeddings")
     parser.add_argument("--version", action="version", version=f"linxling {__version__}")
@@ -72,7 +81,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("output", help=".npy file to write")
     e.set_defaults(func=_cmd_embed)
 
-    args = parser.parse_args(argv)
+    b = sub.add_parser("bench", add_help=False,
+                       help="run the leaderboard suite (python -m benchmarks); needs a source checkout")
+    b.set_defaults(func=_cmd_bench)
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:   # forwards every remaining option to the suite's own parser
+        args = argparse.Namespace(func=_cmd_bench, bench_args=argv[1:], no_progress=False)
+    else:
+        args = parser.parse_args(argv)
     if args.no_progress:
         from linxling._progress import set_show_progress
         set_show_progress(False)
