@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import warnings
+
 import numpy as np
 
 from benchmarks.suite.registry import NotApplicable
@@ -144,11 +146,18 @@ def sts2017(embedder, cfg, data):
             continue
         gold, s1, s2 = load_sts17(track)
         try:
-            r = sts(embedder.embed(s1, l1, l2), embedder.embed(s2, l2, l1), gold)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # scipy's ConstantInputWarning: handled below
+                r = sts(embedder.embed(s1, l1, l2), embedder.embed(s2, l2, l1), gold)
         except NotApplicable as exc:
             skipped[track] = str(exc)
             continue
-        per[track] = {"pearson": float(r["pearson"]), "spearman": float(r["spearman"]), "n": int(r["n"])}
+        # every cosine equal (e.g. all sentences of a track out of the vocabulary, zero vectors):
+        # Pearson is undefined; a constant prediction carries no correlation, so it counts as 0
+        constant = bool(np.isnan(r["pearson"]))
+        per[track] = {"pearson": 0.0 if constant else float(r["pearson"]),
+                      "spearman": 0.0 if constant else float(r["spearman"]), "n": int(r["n"]),
+                      "n_zero_embeddings": int(r.get("n_zero", 0)), "constant_prediction": constant}
     if not per:
         raise NotApplicable(next(iter(skipped.values()), "no track"))
     return {"pearson": float(np.mean([p["pearson"] for p in per.values()])),
