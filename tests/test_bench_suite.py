@@ -13,9 +13,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.suite import report  # noqa: E402
-from benchmarks.suite.registry import METHODS, Embedder, Method, NotApplicable, get_method, register  # noqa: E402
-from benchmarks.suite.tasks import TASKS  # noqa: E402
+from benchmarks.suite import report
+from benchmarks.suite.registry import (
+    METHODS,
+    Embedder,
+    Method,
+    NotApplicable,
+    get_method,
+    register,
+)
+from benchmarks.suite.tasks import TASKS
 
 
 def test_current_methods_are_registered():

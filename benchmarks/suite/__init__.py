@@ -20,10 +20,10 @@ BENCH_DIR = Path(__file__).resolve().parents[1]
 def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, readme: Path | None = None,
               plot_dir: Path | None = None, command: str = "python -m benchmarks", log=print) -> dict:
     from benchmarks._machine import machine
+    from benchmarks.suite import methods as _m  # noqa: F401
     from benchmarks.suite import report
     from benchmarks.suite.config import Config
     from benchmarks.suite.registry import METHODS, get_method
-    from benchmarks.suite import methods as _m  # noqa: F401
     cfg = Config.make(quick)
     names = list(methods) if methods else list(METHODS)
     for n in names:
@@ -32,7 +32,7 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     results = {"config": cfg.to_dict(), "methods": {}, "command": command + (" --quick" if quick else ""),
-               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+               "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                LINXLING_NO_PROGRESS="1")
     root = str(BENCH_DIR.parent)

@@ -20,7 +20,7 @@ class Config:
     tatoeba_pairs: int = 1000     # all of them
 
     @classmethod
-    def make(cls, quick: bool) -> "Config":
+    def make(cls, quick: bool) -> Config:
         if not quick:
             return cls()
         return cls(quick=True, languages=("en", "es", "ru", "ar", "zh"), test_chapters=60,
@@ -33,7 +33,7 @@ class Config:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Config":
+    def from_dict(cls, d: dict) -> Config:
         d = dict(d)
         d["languages"] = tuple(d["languages"])
         return cls(**d)

@@ -7,10 +7,11 @@ to the leaderboard is one ``register(Method(...))`` call in ``benchmarks/suite/m
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-__all__ = ["Method", "Embedder", "NotApplicable", "register", "METHODS", "get_method"]
+__all__ = ["METHODS", "Embedder", "Method", "NotApplicable", "get_method", "register"]
 
 
 class NotApplicable(Exception):

@@ -76,7 +76,7 @@ def section(results: dict) -> str:
 def write_readme(readme: Path, results: dict) -> None:
     text = readme.read_text(encoding="utf-8") if readme.exists() else "# Benchmarks\n"
     new = section(results)
-    pat = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
+    pat = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
     if pat.search(text):
         text = pat.sub(lambda _: new, text)
     else:

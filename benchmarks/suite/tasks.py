@@ -15,10 +15,9 @@ Held-out data (fixed; never seen in training):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -77,7 +76,7 @@ def verse_retrieval(embedder, cfg, data):
     qpos = np.sort(rng.choice(len(cand), size=min(cfg.n_queries, len(cand)), replace=False))
     texts = {lang: [test.texts[lang][i] for i in cand] for lang in test.languages}
     out = _directions(embedder, cfg, texts, (qpos, qpos))
-    out.update(n_queries=int(len(qpos)), n_candidates=int(len(cand)))
+    out.update(n_queries=len(qpos), n_candidates=len(cand))
     return out
 
 

@@ -13,12 +13,12 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
 
-import json  # noqa: E402
-import resource  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import traceback  # noqa: E402
-import warnings  # noqa: E402
+import json
+import resource
+import sys
+import time
+import traceback
+import warnings
 
 
 def _rss() -> int:
@@ -67,7 +67,7 @@ def run_method(name: str, cfg) -> dict:
                 out["tasks"][tname] = {"metrics": res, "eval_s": time.perf_counter() - t1}
             except NotApplicable as exc:
                 out["tasks"][tname] = {"na": str(exc)}
-            except Exception as exc:  # recorded and shown in the table, never silently dropped
+            except Exception as exc:  # noqa: BLE001  recorded and shown in the table, never silently dropped
                 out["tasks"][tname] = {"error": f"{type(exc).__name__}: {exc}",
                                        "traceback": traceback.format_exc()}
             print(f"  {name} / {tname}: {time.perf_counter() - t1:.1f}s", file=sys.stderr, flush=True)
