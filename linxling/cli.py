@@ -305,8 +305,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 #: One example per subcommand, shown by its --help and run by tests/test_cli.py on small files.
 EXAMPLES = {
-    "fit": "linxling fit Cr5 --input en=en.txt es=es.txt --output model.h5 --n-components 2 --min-df 1 "
-           "--min-unique-words none --max-unique-words none",
+    "fit": "linxling fit Cr5 --input en=en.txt es=es.txt --output model.h5 --n-components 2 --min-df 1",
     "info": "linxling info model.h5",
     "embed": "linxling embed model.h5 en en.txt en.npy",
     "evaluate": "linxling evaluate model.h5 en en.txt es es.txt --k 1 5",
@@ -326,6 +325,15 @@ def _fit_help() -> str:
             continue
         lines.append(f"  {name}: " + ", ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in opts.items()))
     return "\n".join(lines)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    try:
+        from benchmarks.suite import main as bench_main
+    except ImportError as exc:
+        raise ImportError("linxling bench needs the benchmarks/ folder of a linxling source "
+                          f"checkout on the Python path (run it from the repository root): {exc}") from exc
+    return bench_main(getattr(args, "bench_args", []), prog="linxling bench")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -394,7 +402,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         ".vocab.txt); models fitted from matrices write feature indices as words")
     x.set_defaults(func=_cmd_export)
 
-    args, extra = parser.parse_known_args(argv)
+    b = sub.add_parser("bench", add_help=False,
+                       help="run the leaderboard suite (python -m benchmarks); needs a source checkout")
+    b.set_defaults(func=_cmd_bench)
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:   # forwards every remaining option to the suite's own parser
+        args, extra = argparse.Namespace(func=_cmd_bench, bench_args=argv[1:], no_progress=False), []
+    else:
+        args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "takes_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.no_progress:

