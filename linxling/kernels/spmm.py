@@ -3,7 +3,7 @@
 SciPy's ``csr @ dense`` runs on one thread; Cr5's inner solves and cross-covariance products are
 made of such products on blocks of 100+ vectors, so a row-parallel numba kernel (each output row
 is owned by one thread: no atomics, no reduction) uses both cores of the machine. Transposed
-products are done with an explicit CSR copy of ``Xᵀ`` (see :class:`CSRPair`), never a CSC scatter.
+products are done with an explicit CSR copy of ``Xᵀ`` (see :func:`csr_transpose`), never a CSC scatter.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["csr_matmat", "csr_matmat_reference", "CSRPair", "MIN_PARALLEL_WORK"]
+__all__ = ["csr_matmat", "csr_matmat_reference", "csr_transpose", "MIN_PARALLEL_WORK"]
 
 # below this many multiply-adds (nnz * n_cols) the thread start-up costs more than it saves
 MIN_PARALLEL_WORK = 200_000
@@ -52,23 +52,10 @@ def csr_matmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
     return out
 
 
-class CSRPair:
-    """A CSR matrix together with a CSR copy of its transpose, for fast ``X @ V`` and ``Xᵀ @ U``.
+def csr_transpose(X):
+    """An explicit CSR copy of ``Xᵀ`` (the engine's one transposed-CSR helper).
 
-    Parameters
-    ----------
-    X : scipy.sparse matrix (n, p)
+    ``X.T`` alone is a CSC view whose SpMM scatters into the output; a CSR copy of the transpose
+    makes ``Xᵀ @ U`` a row-parallel gather (:func:`csr_matmat`) at the cost of one copy of ``X``.
     """
-
-    def __init__(self, X):
-        self.X = sp.csr_matrix(X)
-        self.X.sum_duplicates()
-        self.XT = self.X.T.tocsr()
-        self.shape = self.X.shape
-        self.dtype = self.X.dtype
-
-    def matmat(self, V):
-        return csr_matmat(self.X, V)
-
-    def rmatmat(self, U):
-        return csr_matmat(self.XT, U)
+    return sp.csr_matrix(X).T.tocsr()

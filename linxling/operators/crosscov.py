@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling.kernels.spmm import csr_matmat
+from linxling.kernels.spmm import csr_matmat, csr_transpose
 from linxling._backend import get_namespace
 from linxling._validation import check_sparse_matrix
 from linxling.operators._base import LinearOperator
@@ -105,7 +105,7 @@ class CrossCovariance(LinearOperator):
         if precompute:
             self._YtX = (self._YT @ X).tocsr()              # K x p, nnz <= nnz(X)
             self._YtX.sum_duplicates()
-            self.XtY_ = self._YtX.T.tocsr()                 # p x K, explicit CSR (fast SpMM)
+            self.XtY_ = csr_transpose(self._YtX)                 # p x K, explicit CSR (fast SpMM)
         super().__init__((p, n_classes), X.dtype)
 
     def _matmat(self, V):
@@ -129,4 +129,4 @@ class CrossCovariance(LinearOperator):
 
     def one_hot(self) -> sp.csr_matrix:
         """The n x K one-hot matrix ``Y`` (CSR)."""
-        return self._YT.T.tocsr()
+        return csr_transpose(self._YT)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling.kernels.spmm import csr_matmat
+from linxling.kernels.spmm import csr_matmat, csr_transpose
 from linxling._backend import get_namespace
 from linxling._validation import check_positive, check_sparse_matrix
 from linxling.operators._base import LinearOperator
@@ -64,7 +64,7 @@ class Gram(LinearOperator):
         """``X^T (X V) + alpha V`` for V (p, m)."""
         if self._host and isinstance(V, np.ndarray):
             if self._XT is None:
-                self._XT = self.X.T.tocsr()
+                self._XT = csr_transpose(self.X)
             Y = csr_matmat(self._XT, csr_matmat(self.X, V))      # (p, m), two parallel SpMMs
         else:
             XV = self.X @ V                    # (n, m)   SpMM
@@ -394,7 +394,7 @@ class GramBlockInverse(LinearOperator):
         """
         X = self.X
         p = X.shape[1]
-        G = (X.T.tocsr() @ X).toarray()
+        G = (csr_transpose(X) @ X).toarray()
         G[np.diag_indices(p)] += X.dtype.type(self.alpha)
         return G
 

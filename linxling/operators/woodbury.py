@@ -20,6 +20,7 @@ from linxling._backend import get_namespace
 from linxling._validation import check_positive
 from linxling.operators._base import LinearOperator
 from linxling.operators.block import BlockDiagonal
+from linxling.operators.gram import GramBlockInverse
 
 __all__ = ["WoodburyInverse", "woodbury_from_blocks"]
 
@@ -130,8 +131,6 @@ def woodbury_from_blocks(blocks: Sequence[Any], alpha: float, *, n_jobs: int = 1
     WoodburyInverse
         Of shape (sum p_l, sum p_l).
     """
-    from linxling.operators.gram import GramBlockInverse
-
     invs = [GramBlockInverse(Xl, alpha, **inverse_kwargs) for Xl in blocks]
     n = sum(inv.X.shape[0] for inv in invs)
     sums = [np.asarray(inv.X.sum(axis=0)).ravel() for inv in invs]

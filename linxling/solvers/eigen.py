@@ -40,7 +40,7 @@ def _order(theta: np.ndarray, which: str) -> np.ndarray:
     return np.argsort(-theta, kind="stable")
 
 
-def _finish(theta, V, which):
+def _finish(theta, V):
     """Return pairs sorted in descending eigenvalue order (as documented for EigResult)."""
     o = np.argsort(-np.asarray(theta, dtype=np.float64), kind="stable")
     return theta[o], V[:, o]
@@ -170,7 +170,7 @@ def _eig_dense(op: LinearOperator, k: int, which: str) -> EigResult:
     D = (D + D.T) / 2
     w, V = np.linalg.eigh(D)
     o = _order(w, which)[:k]
-    theta, vecs = _finish(w[o].astype(op.dtype), V[:, o].astype(op.dtype), which)
+    theta, vecs = _finish(w[o].astype(op.dtype), V[:, o].astype(op.dtype))
     return EigResult(theta, vecs, True, 1, 0, np.zeros(k), {"method": "dense"})
 
 
@@ -194,7 +194,7 @@ def _eig_arpack(op, k, tol, maxiter, v0, which, rng) -> EigResult:
                       f"(maxiter={maxiter}, tol={tol}); returning the converged ones",
                       ConvergenceWarning, stacklevel=3)
     o = _order(np.asarray(w), which)
-    theta, vecs = _finish(np.asarray(w)[o], np.asarray(V)[:, o], which)
+    theta, vecs = _finish(np.asarray(w)[o], np.asarray(V)[:, o])
     return EigResult(theta, vecs, converged, -1, 0, np.zeros(len(theta)), info)
 
 
@@ -229,7 +229,7 @@ def _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size) -> EigResult:
                       ConvergenceWarning, stacklevel=3)
     w = np.asarray(w)
     o = _order(w, which)[:k]
-    theta, vecs = _finish(w[o], np.asarray(V)[:, o], which)
+    theta, vecs = _finish(w[o], np.asarray(V)[:, o])
     return EigResult(theta, vecs, converged, len(hist) if hist is not None else -1, 0,
                      np.zeros(len(theta)), info)
 

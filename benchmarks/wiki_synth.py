@@ -1,0 +1,138 @@
+"""Wikipedia-shaped synthetic corpora for Cr5 scale runs (issue #11).
+
+For **scale runs only** (time and memory at a given size): the documents carry no language, so
+nothing measured on them says anything about embedding quality.
+
+Shape (defaults follow issue #11's English-Italian row): ``n_languages`` languages, each with its
+own vocabulary of ``vocab_size`` words; one document per concept and language. A document has a
+lognormal number of *unique* words (median ``median_unique``, clipped to the paper's
+``[min_unique, max_unique]`` = [50, 1000]), drawn as a mixture of
+
+* background words, Zipf(``zipf_s``) over the language's vocabulary, and
+* topic words: every concept belongs to one of ``n_topics`` topics; a topic owns
+  ``topic_words`` word ids, the same ids in every language (so the documents of one concept are
+  related across languages, as aligned Wikipedia articles are).
+
+A token's word is a topic word with probability ``topic_fraction``. Term counts are the number of
+times a kept word was drawn. Each language block is then weighted like the paper's pipeline:
+tf-idf (scikit-learn's smooth idf), ``min_df`` on document frequency (dropped columns are removed,
+so the block's width is the number of surviving words), rows L2-normalised.
+
+Everything is deterministic given ``seed`` and is produced in row chunks of ``chunk_docs``
+documents, so generating K = 485,000 needs little more memory than the result.
+
+    python -m benchmarks.wiki_synth --concepts 60000           # prints the shape and nnz
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def _zipf_cdf(n: int, s: float) -> np.ndarray:
+    w = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** s
+    c = np.cumsum(w)
+    return c / c[-1]
+
+
+def _chunk_counts(rng, n_docs, topics, vocab_size, cdf, topic_table, topic_fraction,
+                  median_unique, sigma, min_unique, max_unique, oversample):
+    """COO (row, col, count) of one chunk of documents of one language."""
+    n_unique = np.clip(np.rint(rng.lognormal(np.log(median_unique), sigma, n_docs)),
+                       min_unique, max_unique).astype(np.int64)
+    n_unique = np.minimum(n_unique, vocab_size)
+    n_draw = np.ceil(n_unique * oversample).astype(np.int64)
+    rows = np.repeat(np.arange(n_docs, dtype=np.int64), n_draw)
+    total = rows.size
+    is_topic = rng.random(total) < topic_fraction
+    cols = np.searchsorted(cdf, rng.random(total), side="right")
+    np.minimum(cols, vocab_size - 1, out=cols)
+    t_rows = rows[is_topic]
+    pick = rng.integers(0, topic_table.shape[1], t_rows.size)
+    cols[is_topic] = topic_table[topics[t_rows], pick]
+    # count duplicates: unique (row, col) pairs with multiplicities
+    key = rows * vocab_size + cols
+    key, counts = np.unique(key, return_counts=True)
+    r = key // vocab_size
+    c = key - r * vocab_size
+    # keep n_unique words per document, chosen at random among the distinct words drawn
+    order = np.lexsort((rng.random(r.size), r))
+    r, c, counts = r[order], c[order], counts[order]
+    starts = np.searchsorted(r, np.arange(n_docs))
+    rank = np.arange(r.size) - starts[r]
+    keep = rank < n_unique[r]
+    return r[keep], c[keep], counts[keep]
+
+
+def wiki_corpus(n_concepts: int = 60_000, *, n_languages: int = 2, vocab_size: int = 200_000,
+                median_unique: float = 150.0, sigma: float = 0.5, min_unique: int = 50,
+                max_unique: int = 1000, zipf_s: float = 1.05, n_topics: int | None = None,
+                topic_words: int = 300, topic_fraction: float = 0.3, min_df: int = 3,
+                dtype=np.float64, chunk_docs: int = 20_000, seed: int = 0, oversample: float = 1.6):
+    """Return ``(blocks, concepts)`` for :meth:`linxling.models.Cr5.fit_matrices`.
+
+    ``blocks[lang]`` is a CSR ``(n_concepts, n_words_kept)`` tf-idf matrix (L2 rows, ``dtype``);
+    ``concepts[lang]`` is ``arange(n_concepts)`` (document i of every language is concept i).
+    Languages are named ``"l0"``, ``"l1"``, ...  Parameters: see the module docstring.
+    """
+    if n_concepts < 1 or n_languages < 1 or vocab_size < max(min_unique, 1):
+        raise ValueError("n_concepts and n_languages must be >= 1 and vocab_size >= min_unique")
+    if not 0.0 <= topic_fraction <= 1.0:
+        raise ValueError(f"topic_fraction must be in [0, 1], got {topic_fraction}")
+    if oversample < 1.0:
+        raise ValueError(f"oversample must be >= 1, got {oversample}")
+    if n_topics is None:
+        n_topics = max(1, n_concepts // 50)
+    root = np.random.SeedSequence(seed)
+    s_topics, s_table, *s_langs = root.spawn(2 + n_languages)
+    topics = np.random.default_rng(s_topics).integers(0, n_topics, n_concepts)
+    topic_table = np.random.default_rng(s_table).integers(0, vocab_size, (n_topics, topic_words))
+    cdf = _zipf_cdf(vocab_size, zipf_s)
+    blocks, concepts = {}, {}
+    for li, s_lang in enumerate(s_langs):
+        rng = np.random.default_rng(s_lang)
+        parts = []
+        for start in range(0, n_concepts, chunk_docs):
+            stop = min(start + chunk_docs, n_concepts)
+            r, c, cnt = _chunk_counts(rng, stop - start, topics[start:stop], vocab_size, cdf, topic_table,
+                                      topic_fraction, median_unique, sigma, min_unique, max_unique, oversample)
+            parts.append(sp.csr_matrix((cnt.astype(dtype), (r, c)), shape=(stop - start, vocab_size)))
+        X = sp.vstack(parts, format="csr")
+        del parts
+        df = np.bincount(X.indices, minlength=vocab_size)
+        kept = np.flatnonzero(df >= min_df)
+        X = X[:, kept].tocsr()
+        idf = (np.log((1.0 + n_concepts) / (1.0 + df[kept])) + 1.0).astype(dtype)
+        X.data *= idf[X.indices]
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
+        scale = np.repeat(1.0 / np.where(norms > 0, norms, 1.0), np.diff(X.indptr)).astype(dtype)
+        X.data *= scale
+        X.sort_indices()
+        lang = f"l{li}"
+        blocks[lang] = X
+        concepts[lang] = np.arange(n_concepts)
+    return blocks, concepts
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--concepts", type=int, default=60_000)
+    p.add_argument("--languages", type=int, default=2)
+    p.add_argument("--vocab", type=int, default=200_000)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    t = time.perf_counter()
+    blocks, _ = wiki_corpus(a.concepts, n_languages=a.languages, vocab_size=a.vocab, seed=a.seed)
+    dt = time.perf_counter() - t
+    nnz = sum(X.nnz for X in blocks.values())
+    per_doc = np.concatenate([np.diff(X.indptr) for X in blocks.values()])
+    print(f"K={a.concepts} docs={a.concepts * a.languages} nnz={nnz / 1e6:.1f}M "
+          f"median unique/doc={np.median(per_doc):.0f} widths={[X.shape[1] for X in blocks.values()]} "
+          f"generated in {dt:.1f}s")
+
+
+if __name__ == "__main__":
+    main()

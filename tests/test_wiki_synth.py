@@ -1,0 +1,46 @@
+"""The Wikipedia-shaped synthetic generator used by the scale benchmarks (issue #11)."""
+import numpy as np
+import pytest
+
+from benchmarks.wiki_synth import wiki_corpus
+
+
+def test_shape_weighting_and_determinism():
+    kw = dict(n_languages=3, vocab_size=5000, median_unique=60, min_unique=20, max_unique=200,
+              min_df=3, chunk_docs=170, seed=7)
+    blocks, concepts = wiki_corpus(600, **kw)
+    again, _ = wiki_corpus(600, **kw)
+    other, _ = wiki_corpus(600, **{**kw, "seed": 8})
+    assert sorted(blocks) == ["l0", "l1", "l2"]
+    for lang, X in blocks.items():
+        assert X.shape[0] == 600 and X.shape[1] <= 5000
+        np.testing.assert_array_equal(concepts[lang], np.arange(600))
+        # deterministic for a seed, different for another
+        assert (X != again[lang]).nnz == 0
+        assert X.shape != other[lang].shape or (X != other[lang]).nnz > 0
+        # tf-idf rows are L2-normalised, min_df holds on every kept column
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        np.testing.assert_allclose(norms, 1.0, rtol=1e-12)
+        assert np.bincount(X.indices, minlength=X.shape[1]).min() >= 3
+        assert (X.data > 0).all() and X.has_sorted_indices
+        # unique words per document: within the clip range before min_df, median near the target
+        per_doc = np.diff(X.indptr)
+        assert per_doc.max() <= 200
+        assert 40 <= np.median(per_doc) <= 70
+
+
+def test_topic_words_shared_across_languages():
+    blocks, _ = wiki_corpus(400, n_languages=2, vocab_size=20000, median_unique=80, min_unique=30,
+                            max_unique=300, topic_fraction=0.5, min_df=0, seed=1)  # all columns kept: ids align
+    A, B = blocks["l0"], blocks["l1"]
+    # same-concept documents share more columns (topic word ids are shared) than shifted pairs
+    same = np.mean([len(np.intersect1d(A[i].indices, B[i].indices)) for i in range(100)])
+    shifted = np.mean([len(np.intersect1d(A[i].indices, B[(i + 200) % 400].indices)) for i in range(100)])
+    assert same > 2 * shifted
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="topic_fraction"):
+        wiki_corpus(10, topic_fraction=1.5)
+    with pytest.raises(ValueError, match="oversample"):
+        wiki_corpus(10, oversample=0.5)
