@@ -48,7 +48,7 @@ def gru_speed(repeats: int = 5, batch: int = 64, length: int = 15, hidden: int =
         L = np.full(batch, length)
         G = rng.standard_normal((batch, hidden)).astype(dt)
         times = {"numba": [], "numpy_reference": []}
-        for impl, name in ((K, "numba"), (R, "numpy_reference")):   # warm-up (numba compile)
+        for impl in (K, R):   # warm-up (numba compile)
             impl.backward("gru", p, impl.forward("gru", p, X, L)[1], G)
         for _ in range(repeats):
             for impl, name in ((K, "numba"), (R, "numpy_reference")):
@@ -73,8 +73,9 @@ def word_space_corpus(space: str, train: dict, fr_gloss_words: int):
     ``"bible+wikt3l"``: plus one concept per *training* translation pair of Wikt3l
     (the English definitions of French word f with English headword e, and the French
     definitions of English word e with French headword f, each prefixed by the defined word).
-    ``"bible+wikt3l+glosses"``: plus one monolingual concept per denckring headword (``"word gloss | gloss ..."``: English
-    WordNet, French Wiktionary limited to ``fr_gloss_words`` headwords). No Wikt3l test row is used.
+    ``"bible+wikt3l+glosses"``: plus one monolingual concept per denckring headword
+    (``"word gloss | gloss ..."``: English WordNet, French Wiktionary limited to
+    ``fr_gloss_words`` headwords). No Wikt3l test row is used.
     """
     from linxling.datasets import load_bible, load_glosses
     corpus = load_bible(["en", "fr"], unit="verse")
@@ -97,7 +98,7 @@ def word_space_corpus(space: str, train: dict, fr_gloss_words: int):
     for lang, limit in (("en", None), ("fr", fr_gloss_words)):
         words, glosses = load_glosses(lang, max_words=limit)
         by_word: dict = {}
-        for w, g in zip(words, glosses):
+        for w, g in zip(words, glosses, strict=False):
             by_word.setdefault(w, [w]).append(g)
         for w, gs in by_word.items():
             texts.append(" ".join(gs))

@@ -408,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:   # forwards every remaining option to the suite's own parser
-        args, extra = argparse.Namespace(func=_cmd_bench, bench_args=argv[1:], no_progress=False), []
+        args, extra = argparse.Namespace(func=_cmd_bench, bench_args=argv[1:], no_progress=False), list[str]()
     else:
         args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "takes_extra", False):

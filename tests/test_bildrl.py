@@ -86,8 +86,9 @@ def test_multitask_false_has_one_encoder_per_direction():
 
 
 def test_random_state_reproducible():
-    a = BilDRL(encoder="gru", hidden_size=8, epochs=2, random_state=3, show_progress=False).fit(_dictionary(), FakeSpace())
-    b = BilDRL(encoder="gru", hidden_size=8, epochs=2, random_state=3, show_progress=False).fit(_dictionary(), FakeSpace())
+    kw = dict(encoder="gru", hidden_size=8, epochs=2, random_state=3, show_progress=False)
+    a = BilDRL(**kw).fit(_dictionary(), FakeSpace())
+    b = BilDRL(**kw).fit(_dictionary(), FakeSpace())
     np.testing.assert_array_equal(a.transform(["e1 e2"], language="en"), b.transform(["e1 e2"], language="en"))
 
 

@@ -87,7 +87,7 @@ def chapter_retrieval(embedder, cfg, data):
     texts = {}
     for lang in test.languages:
         parts = [[] for _ in chapters]
-        for k, t in zip(test.keys, test.texts[lang]):
+        for k, t in zip(test.keys, test.texts[lang], strict=False):
             parts[index[k[:2]]].append(t)
         texts[lang] = [" ".join(p) for p in parts]
     allq = np.arange(len(chapters))

@@ -67,13 +67,13 @@ class Wikt3l:
     @property
     def rows(self) -> list[tuple[str, str, str]]:
         """``(target, definition, headword)`` tuples."""
-        return list(zip(self.targets, self.definitions, self.headwords))
+        return list(zip(self.targets, self.definitions, self.headwords, strict=False))
 
     def dictionary(self) -> list[tuple[str, str, str, str]]:
         """Rows ``(target_word, target_language, definition, definition_language)`` for
         :meth:`linxling.BilDRL.fit`."""
         return [(t, self.target_language, d, self.definition_language)
-                for t, d in zip(self.targets, self.definitions)]
+                for t, d in zip(self.targets, self.definitions, strict=False)]
 
 
 def load_wikt3l(direction: str, split: str = "train", path: str | os.PathLike | None = None) -> Wikt3l:

@@ -11,6 +11,7 @@ that is not among the candidates (e.g. no vector in the embedding space) gets ra
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -84,7 +85,7 @@ def reverse_dictionary(queries, gold: Sequence[str], candidate_words: Sequence[s
         rows = np.flatnonzero(ok)
         gs = S[rows, gi[rows]]
         ranks[s + rows] = (S[rows] >= gs[:, None]).sum(axis=1)
-    out = {f"p@{k}": float(np.mean(ranks <= k)) if len(ranks) else float("nan") for k in ks}
+    out: dict[str, Any] = {f"p@{k}": float(np.mean(ranks <= k)) if len(ranks) else float("nan") for k in ks}
     out["mrr"] = float(np.mean(1.0 / ranks)) if len(ranks) else float("nan")
     out["ranks"] = ranks
     out["n_queries"] = len(gold)

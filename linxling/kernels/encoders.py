@@ -101,7 +101,8 @@ def gru_layer_forward(inp, mask, Wx, Wh, bx, bh):
         gh = h @ Wh
         _gru_step(gx[t], gh, bh, mT[t], h, Hs[t], Z[t], R[t], N[t], GHN[t])
         h = Hs[t]
-    tr = (lambda A: A.transpose(1, 0, 2))
+    def tr(A):
+        return (A.transpose(1, 0, 2))
     return tr(Hs), (inp, mask, Wx, Wh, tr(Hs), tr(Z), tr(R), tr(N), tr(GHN))
 
 
@@ -110,7 +111,8 @@ def gru_layer_backward(dHs, cache):
     inp, mask, Wx, Wh, Hs, Z, R, N, GHN = cache
     B, T, H = Hs.shape
     dt = Hs.dtype
-    tm = (lambda A: np.ascontiguousarray(A.transpose(1, 0, 2), dtype=dt))
+    def tm(A):
+        return (np.ascontiguousarray(A.transpose(1, 0, 2), dtype=dt))
     HsT, ZT, RT, NT, GT, dHsT = tm(Hs), tm(Z), tm(R), tm(N), tm(GHN), tm(dHs)
     mT = np.ascontiguousarray(np.asarray(mask, dtype=dt).T)
     dgx = np.empty((T, B, 3 * H), dt)

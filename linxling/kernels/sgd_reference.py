@@ -98,7 +98,7 @@ def _backprop(W, idx, ptr, cnt, r, g, composition, out):
             out[tok[p]] += gp
         return
     scale = 1.0 / c.sum() if composition == "mean" else 1.0
-    for t, ct in zip(tok, c):
+    for t, ct in zip(tok, c, strict=False):
         out[t] += ct * scale * g
 
 

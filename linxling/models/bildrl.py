@@ -308,7 +308,7 @@ class BilDRL(LinxlingEstimator):
         nz = np.diff(X.indptr) > 0
         n_bad = int((~nz).sum())
         X = X[nz]
-        Y = self._targets([r for r, k in zip(urows, nz) if k])
+        Y = self._targets([r for r, k in zip(urows, nz, strict=False) if k])
         W, b, res = ridge_fit(X, Y, self.alpha, rtol=self.cg_rtol)
         return {"kind": "ridge", "vectorizers": vecs, "W": W, "b": b, "cg_iter": int(res.n_iter)}, n_bad
 
