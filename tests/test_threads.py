@@ -25,24 +25,49 @@ def two_blas_threads():
     yield
 
 
-def test_limit_is_shared_and_lifted_by_the_last_user(two_blas_threads):
+@pytest.fixture
+def fake_blas(monkeypatch):
+    import linxling._threads as threads_mod
+    fake = _FakeBlas()
+    monkeypatch.setattr(threads_mod, "_controller", lambda: fake)
+    return fake
+
+
+def test_limit_is_shared_and_lifted_by_the_last_user(fake_blas):
     with blas_single_thread():
-        assert _blas_threads() == 1
+        assert fake_blas.threads == 1
         with blas_single_thread():
-            assert _blas_threads() == 1
-        assert _blas_threads() == 1          # the inner end does not lift the outer's limit
-    assert _blas_threads() == 2
+            assert fake_blas.threads == 1
+        assert fake_blas.threads == 1        # the inner end does not lift the outer's limit
+    assert fake_blas.threads == 2
     with blas_single_thread(enabled=False):
-        assert _blas_threads() == 2
+        assert fake_blas.threads == 2
 
 
-def test_wmf_fit_runs_with_one_blas_thread(two_blas_threads):
+def test_real_blas_is_limited_and_restored(two_blas_threads):
+    # a fresh process: reading the real limit back is reliable only before other runtimes interfere
+    import subprocess
+    import sys
+    code = ("import numpy, scipy.linalg\n"
+            "from threadpoolctl import threadpool_info\n"
+            "from linxling._threads import blas_single_thread\n"
+            "n = lambda: max(i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas')\n"
+            "before = n()\n"
+            "with blas_single_thread():\n"
+            "    inside = n()\n"
+            "print(before, inside, n())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    before, inside, after = map(int, out)
+    assert inside == 1 and after == before
+
+
+def test_wmf_fit_runs_with_one_blas_thread(fake_blas):
     seen = []
     X = sp.random(40, 30, density=0.2, random_state=0, format="csr")
     WMF(n_components=3, max_iter=2, random_state=0, show_progress=False,
-        callback=lambda *_: seen.append(_blas_threads())).fit(X)
+        callback=lambda *_: seen.append(fake_blas.threads)).fit(X)
     assert seen and set(seen) == {1}
-    assert _blas_threads() == 2
+    assert fake_blas.threads == 2
 
 
 def _problem():
@@ -80,8 +105,8 @@ def test_concurrent_cr5_fits_keep_the_limit_and_equal_sequential_fits(monkeypatc
     sequential fit), and both equal sequential fits."""
     import time
 
-    import linxling._threads as threads_mod
     fake = _FakeBlas()
+    import linxling._threads as threads_mod
     monkeypatch.setattr(threads_mod, "_controller", lambda: fake)
     blocks, concepts = _problem()
     kw = dict(n_components=8, random_state=0, show_progress=False)
