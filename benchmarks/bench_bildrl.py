@@ -138,7 +138,7 @@ def main(argv=None) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             texts, langs, concepts = word_space_corpus(args.space, train, args.fr_gloss_words)
-            cr5 = Cr5(n_components=args.cr5_components, min_unique_words=None, max_unique_words=None,
+            cr5 = Cr5(n_components=args.cr5_components,
                       min_df=2, random_state=0, show_progress=False).fit(texts, langs, concepts)
             del texts, langs, concepts
         cr5.save(cache)

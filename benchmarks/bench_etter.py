@@ -41,7 +41,7 @@ def _fit_concept_model(cls, corpus, d, **kw):
 def _cr5(corpus, d):
     from linxling import Cr5
     # verses are short: no unique-word document filter (Cr5's default [50, 1000] is for articles)
-    return _fit_concept_model(Cr5, corpus, d, min_unique_words=None, max_unique_words=None)
+    return _fit_concept_model(Cr5, corpus, d)
 
 
 def _cllsi(corpus, d):

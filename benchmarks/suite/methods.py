@@ -33,8 +33,8 @@ def _fit_concept_model(model, train):
 
 def _fit_cr5(train, cfg):
     from linxling.models.cr5 import Cr5
-    m = _fit_concept_model(Cr5(n_components=cfg.n_components, alpha=1.0, min_unique_words=None,
-                               max_unique_words=None, random_state=0, show_progress=False), train)
+    m = _fit_concept_model(Cr5(n_components=cfg.n_components, alpha=1.0,
+                               random_state=0, show_progress=False), train)
     return Embedder(m, word_vectors=lambda lang, other: m.word_vectors(lang),
                     languages=tuple(train.languages))
 
