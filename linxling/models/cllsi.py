@@ -24,36 +24,32 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from linxling.io import register_model
+from linxling.solvers import orthonormalize
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 from linxling._validation import (check_positive, check_random_state, check_same_length,
                                   check_sparse_matrix)
 
 __all__ = ["CLLSI"]
 
-try:  # the model store registers the class for linxling.load(); optional at import time
-    from linxling.io import register_model as _register_model
-except ImportError:  # pragma: no cover - io is part of the package
-    def _register_model(name):
-        return lambda cls: cls
-
 
 def _randomized_svd(M: sp.csr_matrix, k: int, rng: np.random.Generator, n_oversamples: int = 10,
                     n_iter: int = 7):
-    """Halko-Martinsson-Tropp randomized SVD with QR-normalised power iterations."""
+    """Halko-Martinsson-Tropp randomized SVD with orthonormalised power iterations."""
     m, n = M.shape
     ell = min(k + n_oversamples, min(m, n))
     Q = rng.standard_normal((n, ell))
-    Q, _ = np.linalg.qr(M @ Q)
+    Q = orthonormalize(np.asarray(M @ Q))
     MT = M.T.tocsr()
     for _ in range(n_iter):
-        Z, _ = np.linalg.qr(MT @ Q)
-        Q, _ = np.linalg.qr(M @ Z)
+        Z = orthonormalize(np.asarray(MT @ Q))
+        Q = orthonormalize(np.asarray(M @ Z))
     B = np.asarray((MT @ Q).T)  # (ell, n) = Q^T M
     Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
     return Q @ Ub[:, :k], s[:k], Vt[:k]
 
 
-@_register_model("CLLSI")
+@register_model("CLLSI")
 class CLLSI(ConceptEmbeddingMixin):
     """Crosslingual LSI: truncated SVD of the concept x stacked-vocabulary matrix.
 

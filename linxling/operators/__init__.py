@@ -2,7 +2,7 @@
 
 All operators are matmat-first :class:`LinearOperator` objects (see ``docs/engine.md``).
 """
-from linxling.operators._base import (CallableOperator, DotTestResult, IdentityOperator,
+from linxling._linop import (CallableOperator, DotTestResult, IdentityOperator,
                                       LinearOperator, MatrixOperator, as_operator, dottest)
 from linxling.operators.block import BlockDiagonal
 from linxling.operators.crosscov import CrossCovariance

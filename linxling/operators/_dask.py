@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from linxling._linop import LinearOperator
 from linxling._validation import check_positive
-from linxling.operators._base import LinearOperator
 
 __all__ = ["DaskCenteredGram"]
 

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from linxling._backend import get_namespace
-from linxling.operators._base import LinearOperator, as_operator
+from linxling._linop import LinearOperator, as_operator
 
 __all__ = ["BlockDiagonal"]
 

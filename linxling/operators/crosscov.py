@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from linxling.kernels.spmm import csr_matmat, csr_transpose
 from linxling._backend import get_namespace
 from linxling._validation import check_sparse_matrix
-from linxling.operators._base import LinearOperator
+from linxling._linop import LinearOperator
 
 __all__ = ["CrossCovariance"]
 

@@ -13,7 +13,8 @@ import scipy.sparse as sp
 from linxling.kernels.spmm import csr_matmat, csr_transpose
 from linxling._backend import get_namespace
 from linxling._validation import check_positive, check_sparse_matrix
-from linxling.operators._base import LinearOperator
+from linxling._linop import LinearOperator
+from linxling.solvers import SolveResult, block_cg
 
 __all__ = ["Gram", "CenteredGram", "GramBlockInverse", "gram_nnz_estimate"]
 
@@ -427,8 +428,6 @@ class GramBlockInverse(LinearOperator):
             ``x`` has the shape of ``R``; for direct methods ``converged`` is True and
             ``n_iter`` is 0.
         """
-        from linxling.solvers import SolveResult, block_cg
-
         xp = get_namespace(R).xp
         R = xp.asarray(R)
         vec = R.ndim == 1

@@ -17,8 +17,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from linxling._backend import get_namespace
+from linxling._linop import LinearOperator
+from linxling._progress import progress
 from linxling._validation import check_positive
-from linxling.operators._base import LinearOperator
 from linxling.operators.block import BlockDiagonal
 from linxling.operators.gram import GramBlockInverse
 
@@ -109,7 +110,8 @@ class WoodburyInverse(LinearOperator):
                 f"n_blocks={len(self.block_inverse.blocks)} c={self.c_:.3g}>")
 
 
-def woodbury_from_blocks(blocks: Sequence[Any], alpha: float, *, n_jobs: int = 1,
+def woodbury_from_blocks(blocks: Sequence[Any], alpha: float, *, methods: Sequence[str] | None = None,
+                         n_jobs: int = 1, show_progress: bool | None = None,
                          **inverse_kwargs: Any) -> WoodburyInverse:
     """``(X̂^T X̂ + alpha I)^{-1}`` for ``X = diag(X_1, ..., X_L)`` (one block per language).
 
@@ -121,8 +123,13 @@ def woodbury_from_blocks(blocks: Sequence[Any], alpha: float, *, n_jobs: int = 1
     ----------
     blocks : sequence of sparse matrices (n_l, p_l)
     alpha : float > 0
+    methods : sequence of str, optional
+        ``method`` of each block's :class:`GramBlockInverse` (default ``"auto"`` for all, or
+        the ``method`` keyword).
     n_jobs : int, default 1
         Threads for the per-language solves.
+    show_progress : bool or None
+        A progress bar over the blocks while they are factorised (``None``: global setting).
     **inverse_kwargs
         Passed to every :class:`GramBlockInverse` (``method``, ``cg_rtol``, ...).
 
@@ -131,7 +138,14 @@ def woodbury_from_blocks(blocks: Sequence[Any], alpha: float, *, n_jobs: int = 1
     WoodburyInverse
         Of shape (sum p_l, sum p_l).
     """
-    invs = [GramBlockInverse(Xl, alpha, **inverse_kwargs) for Xl in blocks]
+    blocks = list(blocks)
+    if methods is None:
+        methods = [inverse_kwargs.pop("method", "auto")] * len(blocks)
+    elif len(methods) != len(blocks):
+        raise ValueError(f"methods has {len(methods)} entries for {len(blocks)} blocks")
+    invs = [GramBlockInverse(Xl, alpha, method=m, **inverse_kwargs)
+            for Xl, m in progress(list(zip(blocks, methods, strict=True)), show=show_progress,
+                                  desc="factorising blocks")]
     n = sum(inv.X.shape[0] for inv in invs)
     sums = [np.asarray(inv.X.sum(axis=0)).ravel() for inv in invs]
     mu = np.concatenate(sums) / n

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import numpy as np
 
 from linxling._backend import get_namespace
-from linxling.operators._base import LinearOperator, as_operator
+from linxling._linop import LinearOperator, as_operator
 from linxling.solvers._results import ConvergenceWarning, SolveResult
 
 __all__ = ["cg", "block_cg"]

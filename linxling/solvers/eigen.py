@@ -20,9 +20,10 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse.linalg as spla
 
+from linxling._linop import LinearOperator, as_operator
 from linxling._progress import progress
 from linxling._validation import check_positive, check_random_state
-from linxling.operators._base import LinearOperator, as_operator
+from linxling.solvers._orth import orthonormalize
 from linxling.solvers._results import ConvergenceWarning, EigResult
 
 __all__ = ["eigsh"]
@@ -234,51 +235,6 @@ def _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size) -> EigResult:
                      np.zeros(len(theta)), info)
 
 
-def _svqb(Y: np.ndarray, drop: float) -> np.ndarray:
-    """Orthonormalise the columns of ``Y`` with GEMMs only (SVQB, Stathopoulos & Wu 2002).
-
-    Eigen-decompose the column-scaled Gram matrix ``D^-1 Y^T Y D^-1 = Z diag(w) Z^T`` and return
-    ``Y D^-1 Z w^-1/2``, dropping directions with ``w < drop * max(w)`` (near-dependent
-    columns). One pass leaves an orthogonality error of about ``eps / min(w)``; call it twice.
-    """
-    if Y.shape[1] == 0:
-        return Y
-    G = Y.T.astype(np.float64) @ Y.astype(np.float64)
-    d = np.sqrt(np.clip(np.diag(G), 0, None))
-    ok = d > 0
-    if not ok.all():
-        Y, G, d = Y[:, ok], G[np.ix_(ok, ok)], d[ok]
-        if Y.shape[1] == 0:
-            return Y
-    w, Z = np.linalg.eigh(G / np.outer(d, d))
-    keep = w > drop * max(float(w[-1]), np.finfo(np.float64).tiny)
-    T = (Z[:, keep] / np.sqrt(w[keep])) / d[:, None]
-    return Y @ T.astype(Y.dtype)
-
-
-def _orth_against(Y: np.ndarray, Q: np.ndarray | None, eps: float) -> np.ndarray:
-    """Orthonormal basis of the part of ``Y`` orthogonal to ``Q`` (rank-revealing, may be empty).
-
-    Two rounds of block classical Gram–Schmidt against ``Q`` (dropping columns that were
-    numerically inside ``span(Q)``), then SVQB, a third projection and SVQB again. Everything
-    is matrix-matrix products (no tall QR/SVD), which matters when ``A`` is cheap.
-    """
-    if Y.shape[1] == 0:
-        return Y
-    has_q = Q is not None and Q.shape[1] > 0
-    if has_q:
-        n0 = np.linalg.norm(Y, axis=0)
-        for _ in range(2):
-            Y = Y - Q @ (Q.T @ Y)
-        n1 = np.linalg.norm(Y, axis=0)
-        Y = Y[:, n1 > 1e3 * eps * n0]
-    drop = 1e4 * eps
-    U = _svqb(Y, drop)
-    if has_q and U.shape[1]:
-        U = U - Q @ (Q.T @ U)
-    return _svqb(U, drop)
-
-
 def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, show_progress,
                   max_basis, start) -> EigResult:
     n = op.shape[0]
@@ -297,7 +253,7 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
     if v0 is not None:
         v0 = v0.reshape(n, -1)[:, :b]
         Y[:, :v0.shape[1]] = v0
-    Qnew = _orth_against(Y, None, eps).astype(dt, copy=False)
+    Qnew = orthonormalize(Y, drop=1e4 * eps).astype(dt, copy=False)
     Qbuf = np.empty((n, mb), dtype=dt)
     Wbuf = np.empty((n, mb), dtype=dt)
     H = np.zeros((mb, mb), dtype=np.float64)
@@ -369,7 +325,7 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
                 H[:keep, :keep] = (Hk + Hk.T) / 2
                 m = keep
                 Rexp = Rexp[:, :mb - m]
-            Qnew = _orth_against(Rexp, Qbuf[:, :m], eps).astype(dt, copy=False)
+            Qnew = orthonormalize(Rexp, drop=1e4 * eps, against=Qbuf[:, :m]).astype(dt, copy=False)
             if Qnew.shape[1] == 0:   # no new direction survives: Ritz pairs are as good as they get
                 break
     finally:
