@@ -21,10 +21,12 @@ _LAZY = {
     "BiCVM": "linxling.models.bicvm",
     "RankingEmbedding": "linxling.models.ranking",
     "BilDRL": "linxling.models.bildrl",
+    "SingleBlock": "linxling.models._single_block",
 }
 _MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf",
             "linxling.models.compress_tree", "linxling.models.bicvm", "linxling.models.ranking",
-            "linxling.models.bildrl")
+            "linxling.models.bildrl",
+            "linxling.models._single_block")
 
 __all__ = sorted(_LAZY)
 

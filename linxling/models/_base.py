@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from linxling._validation import check_same_length
-from linxling.models._estimator import LinxlingEstimator
+from linxling._validation import check_same_length, check_sparse_matrix
+from linxling.models._estimator import LinxlingEstimator, as_output
 from linxling.text._vectorize import check_unicode
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "classes_from_state", "classes_state", "encode_concepts",
@@ -207,7 +207,8 @@ def vectorizers_from_state(params: dict | None, arrays: dict | None) -> dict:
 class ConceptEmbeddingMixin(LinxlingEstimator):
     """Shared behaviour of estimators with per-language maps ``components_[lang]`` (r, p_l).
 
-    Subclasses define ``transform_matrix(X, language)`` and ``_get_state``/``_from_state``, and
+    Subclasses define ``_embed_matrix(X, language)`` (the embedding of checked features; the
+    public ``transform_matrix(X, language, dtype=None)`` wraps it) and ``_get_state``/``_from_state``, and
     may set ``vectorizers_`` (language -> TfidfVectorizer) when fitted from texts.
     """
 
@@ -217,15 +218,27 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
             raise ValueError(f"unknown language {language!r}: the model was trained on "
                              f"{sorted(self.components_)}")
 
-    def transform(self, texts: Sequence[str] | Iterable[str], language: str) -> np.ndarray:
-        """Embed raw documents of ``language``: shape (n_docs, n_components)."""
+    def transform(self, texts: Sequence[str] | Iterable[str], language: str, dtype: Any = None) -> np.ndarray:
+        """Embed raw documents of ``language``: a C-contiguous (n_docs, n_components) array,
+        in ``dtype`` when given (e.g. ``np.float32`` for a vector index)."""
         self._check_language(language)
         if not hasattr(self, "vectorizers_") or language not in self.vectorizers_:
             raise RuntimeError("this model was fitted with fit_matrices: use transform_matrix on "
                                "features, or fit from texts to get a vectoriser per language")
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of documents, not a single str")
-        return self.transform_matrix(self.vectorizers_[language].transform(texts), language)
+        return self.transform_matrix(self.vectorizers_[language].transform(texts), language, dtype=dtype)
+
+    def transform_matrix(self, X: Any, language: str, dtype: Any = None) -> np.ndarray:
+        """Embed rows of a feature matrix of ``language`` (sparse or dense (n, p_l), the columns
+        of the language's vocabulary): a C-contiguous (n, n_components) array, in ``dtype`` when
+        given."""
+        self._check_language(language)
+        Xl = check_sparse_matrix(X, "X", dtype=self.components_[language].dtype, allow_empty=True)
+        p = self.components_[language].shape[1]
+        if Xl.shape[1] != p:
+            raise ValueError(f"X has {Xl.shape[1]} columns but language {language!r} has {p} features")
+        return as_output(self._embed_matrix(Xl, language), dtype)
 
     # -------------------------------------------------------------- store helpers
     def _shared_state(self, params: dict) -> dict:

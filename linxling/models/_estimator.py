@@ -8,8 +8,9 @@ transforms):
   ``fit``;
 - fitted attributes end in ``_``; before ``fit`` every method that needs them raises
   :class:`sklearn.exceptions.NotFittedError` (:meth:`_check_fitted`);
-- ``transform(X, language=...)`` embeds documents (texts or features) of one language;
-  monolingual models accept and check ``language`` too;
+- ``transform(X, language=..., dtype=None)`` embeds documents (texts or features) of one
+  language as a C-contiguous array (``dtype=np.float32`` for vector indexes, see
+  :func:`as_output`); monolingual models accept and check ``language`` too;
 - ``word_vectors(language) -> (words, vectors)``: ``words`` a list of str (or ``None`` when the
   model was fitted from matrices and columns are feature indices), ``vectors`` an
   ``(n_words, n_components)`` array;
@@ -25,10 +26,26 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-__all__ = ["LinxlingEstimator", "NotFittedError"]
+__all__ = ["LinxlingEstimator", "NotFittedError", "as_output"]
+
+
+def as_output(Z: Any, dtype: Any = None) -> np.ndarray:
+    """An embedding as ``transform`` returns it: a NumPy array, C-contiguous; in ``dtype`` when
+    given (``np.float32`` for FAISS and most vector indexes: then no copy is needed there).
+
+    ``dtype`` must be a float dtype (float32 or float64); ``None`` keeps the model's dtype.
+    """
+    Z = np.asarray(Z)
+    if dtype is None:
+        return np.ascontiguousarray(Z)
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"dtype must be float32 or float64 (or None for the model's dtype), got {dt}")
+    return np.ascontiguousarray(Z, dtype=dt)
 
 
 class LinxlingEstimator(BaseEstimator):

@@ -132,8 +132,8 @@ class CLLSI(ConceptEmbeddingMixin):
         P = sum(m.shape[1] for m in mats.values())
         r = self.n_components
         if r >= min(K, P):
-            raise ValueError(f"n_components={r} must be < min(n_concepts, total features) = "
-                             f"min({K}, {P}) = {min(K, P)}")
+            raise ValueError(f"n_components={r} must be < min(n_concepts, n_features) with "
+                             f"n_concepts={K}, n_features={P} (over all languages)")
         parts = []
         for lang in langs:
             X = mats[lang]
@@ -208,13 +208,8 @@ class CLLSI(ConceptEmbeddingMixin):
         self._check_language(language)
         return self.components_[language].T * self._inverse_scale()[None, :]
 
-    def transform_matrix(self, X: Any, language: str) -> np.ndarray:
-        """Embed feature rows ``X`` (n, p_l) of ``language``: returns an (n, r) ndarray."""
-        self._check_language(language)
-        X = check_sparse_matrix(X, "X", allow_empty=True)
-        p = self.n_features_[language]
-        if X.shape[1] != p:
-            raise ValueError(f"X has {X.shape[1]} columns but language {language!r} has {p} features")
+    def _embed_matrix(self, X: Any, language: str) -> np.ndarray:
+        """``S⁻¹ V_lᵀ x`` (``scale="fold_in"``) or ``V_lᵀ x`` of checked feature rows."""
         Z = np.asarray(X @ self.components_[language].T, dtype=np.float64)
         return Z * self._inverse_scale()[None, :]
 

@@ -321,7 +321,8 @@ class Cr5(ConceptEmbeddingMixin):
         if r >= len(classes):
             raise ValueError(f"n_components={r} must be smaller than the number of concepts ({len(classes)})")
         if r > p_total:
-            raise ValueError(f"n_components={r} exceeds the total number of features ({p_total})")
+            raise ValueError(f"n_components={r} exceeds the number of features over all languages "
+                             f"(n_features={p_total})")
         dtype = np.dtype(self.dtype)
         X = sp.block_diag([blocks[lang] for lang in languages], format="csr", dtype=dtype)
         n = X.shape[0]
@@ -441,22 +442,9 @@ class Cr5(ConceptEmbeddingMixin):
         }
 
     # ------------------------------------------------------------------ inference
-    def transform_matrix(self, X: Any, language: str) -> np.ndarray:
-        """Embed rows of a feature matrix: returns ``X @ Φ_lᵀ`` (no centring), shape (n, r).
-
-        Parameters
-        ----------
-        X : sparse or dense (n, p_l)
-            Features in the column space of ``language`` (same vocabulary as in training).
-        language : str
-        """
-        self._check_language(language)
-        Phi = self.components_[language]
-        Xl = check_sparse_matrix(X, "X", dtype=Phi.dtype, allow_empty=True)
-        if Xl.shape[1] != Phi.shape[1]:
-            raise ValueError(f"X has {Xl.shape[1]} columns but language {language!r} has "
-                             f"{Phi.shape[1]} features")
-        return np.asarray(Xl @ Phi.T)
+    def _embed_matrix(self, X: Any, language: str) -> np.ndarray:
+        """``X Φ_lᵀ`` (no centring) of checked feature rows: public as :meth:`transform_matrix`."""
+        return np.asarray(X @ self.components_[language].T)
 
     def word_vectors(self, language: str):
         """Word vectors of ``language``: the columns of Φ_l.
