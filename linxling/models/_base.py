@@ -6,6 +6,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from linxling._validation import check_same_length, check_sparse_matrix
 from linxling.models._estimator import LinxlingEstimator, as_output
@@ -239,6 +240,23 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
         if Xl.shape[1] != p:
             raise ValueError(f"X has {Xl.shape[1]} columns but language {language!r} has {p} features")
         return as_output(self._embed_matrix(Xl, language), dtype)
+
+    def word_vectors(self, language: str):
+        """Word vectors of ``language``: the embedding of each one-word document, i.e. the columns
+        of the language's map (Φ_l for Cr5; S⁻¹V_lᵀ or V_lᵀ for CL-LSI, by ``scale``).
+
+        Returns
+        -------
+        words : list of str (p_l,), or None when fitted from matrices (then rows are feature indices)
+        vectors : ndarray (p_l, n_components), C-contiguous
+        """
+        self._check_language(language)
+        words = None
+        if getattr(self, "vectorizers_", None) and language in self.vectorizers_:
+            words = list(self.vectorizers_[language].vocabulary_)
+        p = self.components_[language].shape[1]
+        one_word_docs = sp.identity(p, dtype=self.components_[language].dtype, format="csr")
+        return words, as_output(self._embed_matrix(one_word_docs, language))
 
     # -------------------------------------------------------------- store helpers
     def _shared_state(self, params: dict) -> dict:

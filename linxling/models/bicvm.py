@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 
 from linxling.io import register_model
-from linxling.models._estimator import LinxlingEstimator
+from linxling.models._estimator import LinxlingEstimator, as_output
 
 __all__ = ["BiCVM"]
 
@@ -209,8 +209,9 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
             raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
         return language
 
-    def transform(self, X, language=None):
-        """Sentence vectors (n_texts, n_components) of texts in ``language``.
+    def transform(self, X, language=None, dtype=None):
+        """Sentence vectors (n_texts, n_components) of texts in ``language``, C-contiguous, in
+        ``dtype`` when given (e.g. ``np.float32`` for a vector index).
 
         Words not in the language's vocabulary are skipped; a text with none gives a zero row.
         """
@@ -223,8 +224,8 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
             if not isinstance(t, str):
                 raise TypeError(f"X[{i}] is a {type(t).__name__}, not a str")
         idx, ptr, cnt = self._encode(X, lang, fitting=False)
-        return sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(X), dtype=np.int64),
-                           sgd.COMPOSITIONS[self._composition])
+        return as_output(sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(X), dtype=np.int64),
+                                     sgd.COMPOSITIONS[self._composition]), dtype)
 
     def word_vectors(self, language=None):
         lang = self._check_language(language)

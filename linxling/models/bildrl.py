@@ -45,15 +45,10 @@ from typing import Any
 import numpy as np
 
 from linxling._validation import check_random_state
-from linxling.models._estimator import LinxlingEstimator
+from linxling.io import register_model
+from linxling.models._estimator import LinxlingEstimator, as_output
 
 __all__ = ["ENCODER_CHOICES", "BilDRL", "ridge_fit"]
-
-try:
-    from linxling.io import register_model as _register_model
-except ImportError:  # pragma: no cover
-    def _register_model(name):
-        return lambda cls: cls
 
 ENCODER_CHOICES = ("att", "gru", "cnn", "bow", "ridge")
 
@@ -87,7 +82,7 @@ def _check_text(value: Any, what: str) -> str:
     return value
 
 
-@_register_model("BilDRL")
+@register_model("BilDRL")
 class BilDRL(LinxlingEstimator):
     """Bilingual dictionary representation learning (reverse-dictionary encoder).
 
@@ -408,8 +403,10 @@ class BilDRL(LinxlingEstimator):
                              f"{target_language!r} words (trained: {sorted(self.units_)})")
         return self.units_[key]
 
-    def transform(self, X, language: str | None = None, target_language: str | None = None) -> np.ndarray:
-        """Definition vectors in the word space, shape (n_definitions, n_components).
+    def transform(self, X, language: str | None = None, target_language: str | None = None,
+                  dtype: Any = None) -> np.ndarray:
+        """Definition vectors in the word space, shape (n_definitions, n_components), C-contiguous,
+        in ``dtype`` when given.
 
         ``language`` is the definitions' language. A definition with no known word maps to the
         zero vector; an empty definition raises ``ValueError``.
@@ -442,7 +439,7 @@ class BilDRL(LinxlingEstimator):
                     Xb = self._batch_inputs(idx[s:s + 1024], L[s:s + 1024], [language] * len(idx[s:s + 1024]), dt)
                     Yb = K.forward(self.encoder, p, Xb, L[s:s + 1024], pool_size=self.pool_size)[0]
                     out[np.flatnonzero(known)[s:s + 1024]] = Yb
-        return out * self.scale_
+        return as_output(out * self.scale_, dtype)
 
     def word_vectors(self, language: str):
         """The word space of ``language`` the encoder maps into: ``(words, vectors)``."""

@@ -19,15 +19,10 @@ import numpy as np
 from sklearn.base import TransformerMixin
 
 from linxling._progress import progress
-from linxling.models._estimator import LinxlingEstimator
+from linxling.io import register_model
+from linxling.models._estimator import LinxlingEstimator, as_output
 
 __all__ = ["CompressTree"]
-
-try:  # the model store registers the class for linxling.load()
-    from linxling.io import register_model as _register_model
-except ImportError:  # pragma: no cover
-    def _register_model(name):
-        return lambda cls: cls
 
 _TREES = {"left": 0, "random": 1, "greedy": 2}
 UNK = "<unk>"
@@ -58,7 +53,7 @@ def _check_texts(texts: Any, name: str = "texts") -> list[str]:
     return texts
 
 
-@_register_model("CompressTree")
+@register_model("CompressTree")
 class CompressTree(TransformerMixin, LinxlingEstimator):
     """Etter's compression-tree sentence encoder trained with a ranking criterion.
 
@@ -238,9 +233,9 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
         return self
 
     # ------------------------------------------------------------------ use
-    def transform(self, X: Sequence[str], language: str | None = None) -> np.ndarray:
-        """Sentence vectors (root of the tree), (n, n_components). Random trees are drawn
-        with ``random_state`` (the same texts give the same vectors)."""
+    def transform(self, X: Sequence[str], language: str | None = None, dtype: Any = None) -> np.ndarray:
+        """Sentence vectors (root of the tree), (n, n_components), C-contiguous, in ``dtype`` when
+        given. Random trees are drawn with ``random_state`` (the same texts give the same vectors)."""
         from linxling.kernels import compress_tree as K
         self._check_fitted()
         self._check_language(language)
@@ -251,7 +246,7 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
         A1, b1, A2, b2, w, _, nl = self._params()
         K.encode(self.embeddings_, indices, indptr, _TREES[self.tree], tree_pos, A1, b1, A2, b2,
                  w, nl, out)
-        return out
+        return as_output(out, dtype)
 
     def score(self, X: Sequence[str], y: Any = None, language: str | None = None) -> np.ndarray:
         """Ranking score ``f(s)`` of each sentence (not an sklearn accuracy)."""

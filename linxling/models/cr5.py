@@ -446,20 +446,6 @@ class Cr5(ConceptEmbeddingMixin):
         """``X Φ_lᵀ`` (no centring) of checked feature rows: public as :meth:`transform_matrix`."""
         return np.asarray(X @ self.components_[language].T)
 
-    def word_vectors(self, language: str):
-        """Word vectors of ``language``: the columns of Φ_l.
-
-        Returns
-        -------
-        words : list of str (p_l,) or None when fitted from matrices (then columns are indices)
-        vectors : ndarray (p_l, n_components)
-        """
-        self._check_language(language)
-        words = None
-        if hasattr(self, "vectorizers_") and language in self.vectorizers_:
-            words = list(self.vectorizers_[language].vocabulary_)
-        return words, np.ascontiguousarray(self.components_[language].T)
-
     # ------------------------------------------------------------------ store
     _PARAMS = ("n_components", "alpha", "cg_rtol", "cg_maxiter", "eig_tol", "eig_maxiter",
                "eig_method", "scale", "start_steps", "reuse_solves", "reuse_budget", "limit_blas_threads", "doc_filter", "min_df",

@@ -54,7 +54,7 @@ import scipy.sparse as sp
 from linxling._progress import progress
 from linxling.io import register_model
 from linxling._threads import blas_single_thread
-from linxling.models._estimator import LinxlingEstimator, NotFittedError
+from linxling.models._estimator import LinxlingEstimator, NotFittedError, as_output
 from linxling.models._base import (vectorizer_from_state, vectorizer_state, vectorizers_from_state,
                                    vectorizers_state)
 from linxling._validation import (check_float_dtype, check_positive, check_random_state, check_value_range,
@@ -411,7 +411,7 @@ class WMF(_WMFParams):
         return self.fit(X, **fit_params).embedding_
 
     # ---------------------------------------------------------------- transform
-    def transform(self, X, language: str | None = None) -> np.ndarray:
+    def transform(self, X, language: str | None = None, dtype: Any = None) -> np.ndarray:
         """Sentence vectors by eq. (2), solved exactly (Cholesky) with P fixed.
 
         Parameters
@@ -420,16 +420,18 @@ class WMF(_WMFParams):
         language : str, optional
             WMF is monolingual: when the model was given a ``language``, a different one here is
             an error (the same call works for every linxling model).
+        dtype : float32 or float64, optional
+            Of the result (default: the model's); C-contiguous either way.
 
         Returns
         -------
-        ndarray (n_sentences, n_components), the dtype of the model. Empty rows give zeros.
+        ndarray (n_sentences, n_components). Empty rows give zeros.
         """
         self._check_fitted()
         self._check_language(language)
         X = self._input_matrix(X, fit=False)
-        return _solve_rows(X, np.ascontiguousarray(self.components_.T), self.missing_weight,
-                           self.alpha)
+        return as_output(_solve_rows(X, np.ascontiguousarray(self.components_.T), self.missing_weight,
+                                     self.alpha), dtype)
 
     def _check_language(self, language: str | None) -> None:
         if language is not None and self.language is not None and language != self.language:
@@ -609,8 +611,9 @@ class BilingualWMF(_WMFParams):
         self._run_loop(int(self.max_iter), step, "b-WMF")
         return self
 
-    def transform(self, X, language) -> np.ndarray:
-        """Sentence vectors of one language by eq. (2)/(6) with its word factor fixed.
+    def transform(self, X, language, dtype: Any = None) -> np.ndarray:
+        """Sentence vectors of one language by eq. (2)/(6) with its word factor fixed (C-contiguous,
+        in ``dtype`` when given).
 
         Parameters
         ----------
@@ -625,8 +628,8 @@ class BilingualWMF(_WMFParams):
         if language not in self.components_:
             raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
         X = self._language_matrix(X, language, fit=False)
-        return _solve_rows(X, np.ascontiguousarray(self.components_[language].T),
-                           self.missing_weight, self.alpha)
+        return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
+                                     self.missing_weight, self.alpha), dtype)
 
     def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
         """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
@@ -787,8 +790,9 @@ class CrossWMF(_WMFParams):
         self.languages_ = [self.pivot_language, *langs]
         return self
 
-    def transform(self, X, language) -> np.ndarray:
-        """Sentence vectors of ``language`` by eq. (2) with its word factor fixed (exact).
+    def transform(self, X, language, dtype: Any = None) -> np.ndarray:
+        """Sentence vectors of ``language`` by eq. (2) with its word factor fixed (exact;
+        C-contiguous, in ``dtype`` when given).
 
         Parameters
         ----------
@@ -801,12 +805,12 @@ class CrossWMF(_WMFParams):
         """
         self._check_fitted()
         if language == self.pivot_language:
-            return self.pivot_model_.transform(X)
+            return self.pivot_model_.transform(X, dtype=dtype)
         if language not in self.components_:
             raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
         X = self._language_matrix(X, language, fit=False, name="X")
-        return _solve_rows(X, np.ascontiguousarray(self.components_[language].T),
-                           self.missing_weight, self.alpha)
+        return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
+                                     self.missing_weight, self.alpha), dtype)
 
     def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
         """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.

@@ -1,0 +1,113 @@
+"""The one surface every linxling model has (docs/api.md, "The estimator contract").
+
+For each model: scikit-learn's clone/repr/get_params; NotFittedError before fit; transform on
+texts of one language returns a C-contiguous array, float32 on request; an unknown language is a
+ValueError; word_vectors gives one vector per word; export writes word2vec text; save /
+Class.load / linxling.load give the same embeddings.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+
+import linxling
+from linxling.models import CLLSI, WMF, BiCVM, BilDRL, BilingualWMF, CompressTree, Cr5, CrossWMF, RankingEmbedding
+
+
+def _corpus(n=60, vocab=40, seed=0):
+    """A tiny synthetic parallel corpus: 'de' word v<i> translates 'en' word w<i>."""
+    rng = np.random.default_rng(seed)
+    en, de = [], []
+    for _ in range(n):
+        ids = rng.integers(0, vocab, size=rng.integers(4, 9))
+        en.append(" ".join(f"w{i}" for i in ids))
+        de.append(" ".join(f"v{i}" for i in ids))
+    return en, de
+
+
+EN, DE = _corpus()
+
+
+def _fit_cr5(m):
+    return m.fit(EN + DE, ["en"] * len(EN) + ["de"] * len(DE), list(range(len(EN))) * 2)
+
+
+
+def _fit_bildrl(m):
+    space = _fit_cr5(Cr5(n_components=5, min_df=1, random_state=0))
+    words = space.word_vectors("en")[0]
+    dictionary = [(w, "en", " ".join(sorted({w.replace("w", "v"), "v1", "v2"})), "de") for w in words]
+    return m.fit(dictionary, space)
+
+
+CASES = [
+    (Cr5(n_components=5, min_df=1, random_state=0), _fit_cr5, "en"),
+    (CLLSI(n_components=5, random_state=0), lambda m: m.fit(EN + DE, ["en"] * 60 + ["de"] * 60,
+                                                            list(range(60)) * 2), "en"),
+    (WMF(n_components=4, max_iter=2, random_state=0, language="en", show_progress=False),
+     lambda m: m.fit(EN), "en"),
+    (BilingualWMF(n_components=4, max_iter=2, random_state=0, show_progress=False),
+     lambda m: m.fit({"en": EN, "de": DE}), "en"),
+    (CrossWMF(pivot_language="en", n_components=4, max_iter=2, random_state=0, show_progress=False),
+     lambda m: m.fit({"de": (DE, EN)}), "de"),
+    (BiCVM(n_components=8, n_epochs=1, random_state=0, n_threads=1, show_progress=False),
+     lambda m: m.fit({"en": EN, "de": DE}), "en"),
+    (RankingEmbedding(n_components=8, n_epochs=1, random_state=0, n_threads=1, show_progress=False),
+     lambda m: m.fit({"en": EN, "de": DE}), "en"),
+    (CompressTree(n_components=6, n_epochs=1, random_state=0, language="en", show_progress=False),
+     lambda m: m.fit(EN), "en"),
+    (BilDRL(encoder="bow", hidden_size=8, epochs=1, min_df=1, random_state=0, show_progress=False,
+            multitask=False), _fit_bildrl, "de"),
+]
+IDS = [type(c[0]).__name__ for c in CASES]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for (model, fit, lang), name in zip(CASES, IDS, strict=True):
+            out[name] = (fit(clone(model)), lang)
+    return out
+
+
+def _texts(lang):
+    return DE[:7] if lang == "de" else EN[:7]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_unfitted_model(case):
+    model, _, lang = case
+    twin = clone(model)
+    assert twin.get_params() == model.get_params() and type(model).__name__ in repr(model)
+    with pytest.raises(NotFittedError):
+        model.transform(_texts(lang), language=lang)
+    with pytest.raises(NotFittedError):
+        model.word_vectors(lang)
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_fitted_surface(name, fitted, tmp_path):
+    model, lang = fitted[name]
+    texts = _texts(lang)
+    Z = model.transform(texts, language=lang)
+    assert isinstance(Z, np.ndarray) and Z.ndim == 2 and Z.shape[0] == len(texts) and Z.flags.c_contiguous
+    Z32 = model.transform(texts, language=lang, dtype=np.float32)
+    assert Z32.dtype == np.float32 and Z32.flags.c_contiguous
+    np.testing.assert_allclose(Z32, Z, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(Z).max())))
+    with pytest.raises(ValueError):
+        model.transform(texts, language="xx")
+    words, vectors = model.word_vectors(lang)
+    assert vectors.ndim == 2 and (words is None or len(words) == vectors.shape[0])
+    model.export(tmp_path / "v.txt", lang, format="word2vec")
+    assert (tmp_path / "v.txt").stat().st_size > 0
+    path = tmp_path / "m.h5"
+    model.save(path)
+    for loaded in (type(model).load(path), linxling.load(path)):
+        assert type(loaded) is type(model)
+        np.testing.assert_allclose(loaded.transform(texts, language=lang), Z, rtol=1e-12, atol=0)
