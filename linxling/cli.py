@@ -22,7 +22,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- reading plain files
 TEXT_MODELS = ("Cr5", "CLLSI")           # concept-aligned documents: TSV or aligned line files
-ALIGNED_MODELS = ("WMF", "BilingualWMF", "CrossWMF")  # row-aligned sentences per language
+ALIGNED_MODELS = ("WMF", "BilingualWMF", "CrossWMF",  # row-aligned sentences per language
+                  "BiCVM", "RankingEmbedding", "CompressTree")
+MONOLINGUAL_MODELS = ("WMF", "CompressTree")   # one file of sentences
+DICTIONARY_MODELS = ("BilDRL",)   # a dictionary TSV + a fitted word space (--embeddings)
 
 
 def _read_lines(path: str) -> tuple[list[str], list[int]]:
@@ -88,6 +91,24 @@ def read_tsv(path: str) -> tuple[list[str], list[str], list[str]]:
     if not texts:
         raise ValueError(f"{path}: no documents")
     return texts, langs, concepts
+
+
+def read_dictionary(path: str) -> list[tuple[str, str, str, str]]:
+    """Rows ``target_word<TAB>target_language<TAB>definition<TAB>definition_language`` (BilDRL)."""
+    lines, empty = _read_lines(path)
+    _report_empty(path, empty)
+    rows = []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 4:
+            raise ValueError(f"{path}, line {lineno}: expected 4 tab-separated fields "
+                             f"(target_word, target_language, definition, definition_language), got {len(parts)}")
+        rows.append((parts[0], parts[1], parts[2], parts[3]))
+    if not rows:
+        raise ValueError(f"{path}: no dictionary rows")
+    return rows
 
 
 def read_aligned(files: dict[str, str]) -> tuple[dict[str, list[str]], list[int]]:
@@ -215,11 +236,11 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
     elif args.model in ALIGNED_MODELS:
         data, _ = read_aligned(_language_files(args.input))
         model = cls(**params)
-        if args.model == "WMF":
+        if args.model in MONOLINGUAL_MODELS:
             if len(data) != 1:
-                raise ValueError(f"WMF is monolingual: give one --input file, got {len(data)}")
+                raise ValueError(f"{args.model} is monolingual: give one --input file, got {len(data)}")
             model.fit(next(iter(data.values())))
-        elif args.model == "BilingualWMF":
+        elif args.model in ("BilingualWMF", "BiCVM", "RankingEmbedding"):
             model.fit(data)
         else:
             pivot = model.pivot_language
@@ -227,6 +248,14 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
                 raise ValueError(f"CrossWMF: no input file for the pivot language {pivot!r} "
                                  f"(got {', '.join(data)}); set --pivot-language")
             model.fit({lang: (data[pivot], lines) for lang, lines in data.items() if lang != pivot})
+    elif args.model in DICTIONARY_MODELS:
+        if len(args.input) != 1:
+            raise ValueError(f"{args.model}: give one --input dictionary file, got {len(args.input)}")
+        if not args.embeddings:
+            raise ValueError(f"{args.model} needs --embeddings MODEL.h5: a fitted model whose word vectors "
+                             "are the target space (e.g. a Cr5 or BiCVM model saved by linxling fit)")
+        model = cls(**params)
+        model.fit(read_dictionary(args.input[0]), _load(args.embeddings))
     else:  # pragma: no cover - a model added to linxling.models without a CLI input rule
         raise ValueError(f"linxling fit does not know how to read input for {args.model}")
     model.save(args.output)
@@ -251,7 +280,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from linxling import _backend
     m = _load(args.model)
     langs = model_languages(m)
-    print(f"{type(m).__name__} saved by linxling; languages: {', '.join(langs) if langs else 'monolingual'}")
+    mono = "monolingual" + (f" ({m.language})" if isinstance(getattr(m, "language", None), str) else "")
+    print(f"{type(m).__name__} saved by linxling; languages: {', '.join(langs) if langs else mono}")
     for k in ("n_components", "alpha", "pivot_language"):
         if hasattr(m, k):
             print(f"  {k} = {getattr(m, k)}")
@@ -317,7 +347,7 @@ EXAMPLES = {
 def _fit_help() -> str:
     """The parameters of every model, from its constructor's signature (and defaults)."""
     lines = ["model parameters (--name value; 'none' for None):"]
-    for name in TEXT_MODELS + ALIGNED_MODELS:
+    for name in TEXT_MODELS + ALIGNED_MODELS + DICTIONARY_MODELS:
         try:
             opts = model_options(_model_class(name))
         except Exception as exc:  # pragma: no cover - a broken model module must not break --help
@@ -362,11 +392,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     f = add("fit", "fit a model on plain UTF-8 files and save it")
     f.epilog = (f.epilog or "") + "\n\n" + _fit_help()
-    f.add_argument("model", help="model name: " + ", ".join(TEXT_MODELS + ALIGNED_MODELS))
+    f.add_argument("model", help="model name: " + ", ".join(TEXT_MODELS + ALIGNED_MODELS + DICTIONARY_MODELS))
     f.add_argument("--input", nargs="+", required=True, metavar="[LANG=]FILE",
                    help="Cr5/CLLSI: one TSV file language<TAB>concept<TAB>text, or one file per language of "
-                        "aligned lines (concept = line number); WMF family: one file per language of aligned "
-                        "lines. LANG defaults to the file name without extension")
+                        "aligned lines (concept = line number); WMF family, BiCVM, RankingEmbedding: one file "
+                        "per language of aligned lines (WMF, CompressTree: one file); BilDRL: one TSV "
+                        "target_word<TAB>target_language<TAB>definition<TAB>definition_language. LANG defaults "
+                        "to the file name without extension")
+    f.add_argument("--embeddings", metavar="MODEL", help="BilDRL: a saved model giving the word space")
     f.add_argument("--output", required=True, help="model file to write (.h5)")
     f.set_defaults(func=_cmd_fit, takes_extra=True)
 

@@ -147,20 +147,45 @@ def test_fit_tsv_matches_aligned_files(corpus):
     np.testing.assert_allclose(np.abs(a.transform(ES, "es")), np.abs(b.transform(ES, "es")), rtol=1e-6, atol=1e-8)
 
 
+_CLI_EXTRA = {"CLLSI": "", "BiCVM": "--n-epochs 1 --n-threads 1", "RankingEmbedding": "--n-epochs 1 --n-threads 1",
+              "CompressTree": "--n-epochs 1 --language en"}
+
+
 @pytest.mark.parametrize("model,inputs", [("WMF", "en.txt"), ("BilingualWMF", "en.txt es.txt"),
-                                          ("CrossWMF", "en.txt es.txt"), ("CLLSI", "en.txt es.txt")])
+                                          ("CrossWMF", "en.txt es.txt"), ("CLLSI", "en.txt es.txt"),
+                                          ("BiCVM", "en.txt es.txt"), ("RankingEmbedding", "en.txt es.txt"),
+                                          ("CompressTree", "en.txt")])
 def test_fit_embed_info_every_model(corpus, capsys, model, inputs):
-    extra = "" if model == "CLLSI" else "--min-df 1 --max-iter 3"
+    extra = _CLI_EXTRA.get(model, "--min-df 1 --max-iter 3")
     assert _run(f"linxling fit {model} --input {inputs} --output m.h5 --n-components 2 --random-state 0 {extra}") == 0
     m = linxling.load(corpus / "m.h5")
     assert type(m).__name__ == model and m.n_components == 2
     assert _run("linxling info m.h5") == 0
     out = capsys.readouterr().out
-    assert f"{model} saved by linxling; languages: " + ("monolingual" if model == "WMF" else "en, es") in out
+    mono = model in ("WMF", "CompressTree")
+    assert f"{model} saved by linxling; languages: " + ("monolingual (en)" if model == "CompressTree"
+                                                        else "monolingual" if mono else "en, es") in out
     assert "?" not in out
     assert _run("linxling embed m.h5 en en.txt e.npy") == 0
     E = np.load(corpus / "e.npy")
     assert E.shape == (6, 2) and np.all(np.isfinite(E))
+
+
+def test_fit_bildrl_from_a_dictionary_file(corpus, capsys):
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output space.h5 --n-components 2 --min-df 1") == 0
+    words = linxling.load(corpus / "space.h5").word_vectors("en")[0]
+    rows = [f"{w}\ten\t{ES[i % len(ES)]}\tes" for i, w in enumerate(words)]
+    (corpus / "dict.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert _run("linxling fit BilDRL --input dict.tsv --embeddings space.h5 --output d.h5 --encoder bow "
+                "--epochs 1 --min-df 1 --hidden-size 4 --multitask false") == 0
+    m = linxling.load(corpus / "d.h5")
+    assert type(m).__name__ == "BilDRL"
+    assert m.transform(ES[:3], language="es").shape[0] == 3
+    assert _run("linxling fit BilDRL --input dict.tsv --output d.h5") == 2
+    assert "needs --embeddings" in capsys.readouterr().err
+    (corpus / "bad.tsv").write_text("a\ten\tdef\n", encoding="utf-8")
+    assert _run("linxling fit BilDRL --input bad.tsv --embeddings space.h5 --output d.h5") == 2
+    assert "bad.tsv, line 1: expected 4 tab-separated fields" in capsys.readouterr().err
 
 
 def test_fit_reports_empty_lines_and_bad_utf8(corpus, capsys):
