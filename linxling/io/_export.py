@@ -7,13 +7,12 @@ failed export leaves an existing file intact.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 import numpy as np
 
-from linxling.io._store import _fsync_dir, _target_mode
+from linxling.io._store import atomic_replace
 
 __all__ = ["EXPORT_FORMATS", "export_vectors", "vocabulary_path"]
 
@@ -33,22 +32,10 @@ def vocabulary_path(path: str | os.PathLike) -> str:
 
 
 def _atomic_write(path: str, write: Callable[[IO[bytes]], object]) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
+    def fill(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
             write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _target_mode(path))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(directory)
+    atomic_replace(path, fill)
 
 
 def _check_vectors(vectors: Any) -> np.ndarray:

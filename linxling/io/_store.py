@@ -267,9 +267,8 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
     if os.path.isdir(path):
         raise IsADirectoryError(21, "cannot save the model over a directory", path)
     _remove_stale_temporaries(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=_tmp_prefix(path) + f"{os.getpid()}.", suffix=".tmp")
-    try:
-        os.close(fd)
+
+    def write_hdf5(tmp: str) -> None:
         with h5py.File(tmp, "w") as f:
             f.attrs["format_version"] = np.int64(FORMAT_VERSION)
             f.attrs["linxling_version"] = __version__
@@ -283,6 +282,21 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
             for key, value in arrays.items():
                 _write_node(group, key, value, compression, "")
             f.flush()
+
+    atomic_replace(path, write_hdf5)
+
+
+def atomic_replace(path: str, write: Callable[[str], object]) -> None:
+    """Write ``path`` atomically: ``write(tmp)`` fills a temporary file beside it (named
+    ``.NAME.PID.XXXXXXXX.tmp``), which is fsync'ed, given the mode a new file would get, and
+    renamed over ``path``; on any failure (or interrupt) the temporary file is removed and an
+    existing ``path`` is untouched. Used by the model store and by :func:`export_vectors`.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=_tmp_prefix(path) + f"{os.getpid()}.", suffix=".tmp")
+    try:
+        os.close(fd)
+        write(tmp)
         _fsync_path(tmp)
         os.chmod(tmp, _target_mode(path))
         os.replace(tmp, path)
