@@ -297,3 +297,53 @@ def test_nonconvergence_warns_and_is_recorded():
         model = Cr5(n_components=3, eig_method="subspace", eig_tol=1e-14, eig_maxiter=1, start_steps=0,
                     random_state=0).fit_matrices(blocks, concepts)
     assert model.convergence_["eig"]["converged"] is False
+
+
+def test_memory_budget_plans_stay_exact(monkeypatch):
+    """Every memory plan (sparse copies or not, fewer columns at a time, record or re-solve) gives
+    the dense closed form at tight tolerances; the plan is recorded."""
+    from linxling.models import cr5 as cr5_mod
+    monkeypatch.setattr(cr5_mod, "_current_rss", lambda: 0)       # budgets below are exact byte counts
+    rng = np.random.default_rng(7)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
+    r, alpha = 6, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    probe = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, **TIGHT)
+    problem = probe._set_up_problem(blocks, concepts)
+    full = cr5_mod._MemoryPlan(record_bytes=0)
+    lean = cr5_mod._MemoryPlan(copies=False, mixed_precision=False, basis_factor=2, apply_columns=8)
+    budgets = [None, cr5_mod._MemoryPlan.sizes(problem, full) + 1, cr5_mod._MemoryPlan.sizes(problem, lean) + 1]
+    plans = []
+    for budget in budgets:
+        model = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, memory_budget=budget,
+                    **TIGHT).fit_matrices(blocks, concepts)
+        plan = model.fit_info_["memory_plan"]
+        plans.append(plan)
+        assert budget is None or plan["estimate"] <= budget
+        np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+        for lang in blocks:
+            np.testing.assert_allclose(model.components_[lang].T @ model.components_[lang],
+                                       Phi[lang].T @ Phi[lang], atol=1e-7)
+    assert plans[0]["copies"] and plans[0]["record_bytes"] > 0
+    assert not plans[2]["copies"] and plans[2]["apply_columns"] == 8 and plans[2]["basis_dtype"] is None
+    with pytest.raises(MemoryError, match="memory_budget=.* is too small"):
+        Cr5(n_components=r, alpha=alpha, memory_budget=1000, **TIGHT).fit_matrices(blocks, concepts)
+    for bad in (0, -5, "lots", True):
+        with pytest.raises(ValueError, match="memory_budget must be"):
+            Cr5(n_components=r, memory_budget=bad).fit_matrices(blocks, concepts)
+    assert cr5_mod._parse_budget("12G", "m") == 12 * 2 ** 30 and cr5_mod._parse_budget("800MiB", "m") == 800 * 2 ** 20
+
+
+def test_memory_budget_loose_tolerance_uses_float32_basis(monkeypatch):
+    from linxling.models import cr5 as cr5_mod
+    monkeypatch.setattr(cr5_mod, "_current_rss", lambda: 0)
+    rng = np.random.default_rng(8)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=80)
+    free = Cr5(n_components=6, eig_method="subspace", random_state=0).fit_matrices(blocks, concepts)
+    problem = free._set_up_problem(blocks, concepts)
+    budget = cr5_mod._MemoryPlan.sizes(problem, cr5_mod._MemoryPlan(record_bytes=0)) - 1
+    tight = Cr5(n_components=6, eig_method="subspace", random_state=0, memory_budget=budget).fit_matrices(
+        blocks, concepts)
+    assert tight.fit_info_["memory_plan"]["basis_dtype"] == "float32"
+    # the paper's loose eig_tol: the same subspace to well within that tolerance
+    np.testing.assert_allclose(tight.singular_values_, free.singular_values_, rtol=1e-3)

@@ -44,3 +44,31 @@ def test_fallbacks_keep_semantics():
     np.testing.assert_allclose(csr_matmat(X.tocsc(), v[:, None]), X @ v[:, None])  # not CSR
     V32 = np.ones((10, 2), dtype=np.float32)
     assert csr_matmat(X, V32).dtype == np.result_type(X.dtype, V32.dtype)    # mixed dtypes -> SciPy
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m", [1, 2, 7])
+def test_transposed_scatter_matches_reference_for_any_thread_count(dtype, m, monkeypatch):
+    import numba
+
+    from linxling.kernels.spmm import csr_rmatmat, csr_rmatmat_reference
+    monkeypatch.setattr(spmm, "MIN_PARALLEL_WORK", 0)
+    rng = np.random.default_rng(2)
+    X = sp.random(250, 120, density=0.05, format="csr", random_state=3, dtype=dtype)
+    X.data[X.indptr[7]:X.indptr[8]] = 0                   # an empty row
+    X.eliminate_zeros()
+    V = rng.standard_normal((250, m)).astype(dtype)
+    ref = csr_rmatmat_reference(X, V)
+    results = []
+    old = numba.get_num_threads()
+    try:
+        for threads in sorted({1, old}):
+            numba.set_num_threads(threads)
+            got = csr_rmatmat(X, V)
+            assert got.dtype == dtype and got.shape == (120, m)
+            np.testing.assert_allclose(got, ref, rtol=1e-5 if dtype == np.float32 else 1e-13, atol=1e-6)
+            results.append(got)
+    finally:
+        numba.set_num_threads(old)
+    # each output column is summed in the same order whatever the thread count
+    np.testing.assert_array_equal(results[0], results[-1])

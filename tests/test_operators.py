@@ -462,3 +462,40 @@ def test_gram_block_inverse_cost_model_prefers_cg_for_few_nonzeros():
     assert inv.method_ == "dense"
     # without the hint the size rule applies unchanged
     assert GramBlockInverse(sparse_rows, 1.0, cg_rtol=1e-2, cholmod_max_density=0).method_ == "dense"
+
+
+@pytest.mark.parametrize("precompute", [True, False])
+def test_cross_covariance_from_blocks_matches_dense(precompute, monkeypatch):
+    """X̂ᵀŶ for X = diag(blocks) without stacking X, with and without the precomputed YᵀX."""
+    from linxling.kernels import spmm
+    from linxling.operators import CrossCovariance
+    monkeypatch.setattr(spmm, "MIN_PARALLEL_WORK", 0)           # the numba kernels, not SciPy's
+    rng = np.random.default_rng(5)
+    blocks = [sp.random(30, 12, density=0.3, random_state=1, format="csr"),
+              sp.random(25, 9, density=0.3, random_state=2, format="csr")]
+    labels = [rng.integers(0, 20, 30), rng.integers(0, 20, 25)]
+    K = 20
+    C = CrossCovariance.from_blocks(blocks, labels, K, precompute=precompute)
+    X = sp.block_diag(blocks).toarray()
+    Y = np.zeros((55, K))
+    Y[np.arange(55), np.concatenate(labels)] = 1
+    dense = (X - X.mean(0)).T @ (Y - Y.mean(0))
+    V, U = rng.standard_normal((K, 4)), rng.standard_normal((21, 3))
+    np.testing.assert_allclose(C.matmat(V), dense @ V, atol=1e-12)
+    np.testing.assert_allclose(C.rmatmat(U), dense.T @ U, atol=1e-12)
+    ref = CrossCovariance(sp.block_diag(blocks, format="csr"), np.concatenate(labels), K)
+    np.testing.assert_allclose(C.mean_, ref.mean_)
+
+
+def test_gram_without_transposed_copy_matches(monkeypatch):
+    from linxling.kernels import spmm
+    from linxling.operators import Gram, GramBlockInverse
+    monkeypatch.setattr(spmm, "MIN_PARALLEL_WORK", 0)
+    X = sp.random(60, 25, density=0.3, random_state=4, format="csr")
+    V = np.random.default_rng(0).standard_normal((25, 5))
+    lean = Gram(X, 0.5, transpose_copy=False)
+    np.testing.assert_allclose(lean.matmat(V), Gram(X, 0.5).matmat(V), rtol=1e-12)
+    assert lean._XT is None                                   # no copy was made
+    inv = GramBlockInverse(X, 0.5, method="cg", cg_rtol=1e-12, transpose_copy=False, mixed_precision=False)
+    np.testing.assert_allclose(inv.matmat(V), np.linalg.solve((X.T @ X).toarray() + 0.5 * np.eye(25), V),
+                               rtol=1e-8, atol=1e-10)

@@ -239,3 +239,17 @@ def test_eigsh_v0_and_invariant_subspace():
     res = eigsh(A, 3, method="subspace", block_size=3, random_state=0, v0=U[:, 0])
     assert res.converged
     np.testing.assert_allclose(res.eigenvalues, [3, 2, 1], rtol=1e-10)
+
+
+def test_subspace_float32_basis_reaches_loose_tolerance():
+    from linxling.solvers import eigsh
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.standard_normal((400, 400)))
+    lam = np.r_[np.linspace(50, 20, 10), np.linspace(5, 0.1, 390)]
+    A = (Q * lam) @ Q.T
+    res = eigsh(A, 10, tol=1e-4, method="subspace", random_state=0, basis_dtype=np.float32)
+    assert res.converged if np.ndim(res.converged) == 0 else np.all(res.converged)
+    assert res.eigenvectors.dtype == np.float32
+    np.testing.assert_allclose(res.eigenvalues, lam[:10], rtol=1e-4)
+    with pytest.raises(ValueError, match="basis_dtype must be float32 or float64"):
+        eigsh(A, 10, method="subspace", basis_dtype=np.int32)

@@ -3,7 +3,9 @@
 SciPy's ``csr @ dense`` runs on one thread; Cr5's inner solves and cross-covariance products are
 made of such products on blocks of 100+ vectors, so a row-parallel numba kernel (each output row
 is owned by one thread: no atomics, no reduction) uses both cores of the machine. Transposed
-products are done with an explicit CSR copy of ``Xᵀ`` (see :func:`csr_transpose`), never a CSC scatter.
+products are fastest with an explicit CSR copy of ``Xᵀ`` (see :func:`csr_transpose`); when that
+copy does not fit the memory budget, :func:`csr_rmatmat` computes ``Xᵀ V`` from ``X`` itself by a
+scatter in which each thread owns a range of output *columns* (no atomics, no copy).
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["csr_matmat", "csr_matmat_reference", "csr_transpose", "MIN_PARALLEL_WORK"]
+__all__ = ["csr_matmat", "csr_matmat_reference", "csr_rmatmat", "csr_rmatmat_reference", "csr_transpose",
+           "MIN_PARALLEL_WORK"]
 
 # below this many multiply-adds (nnz * n_cols) the thread start-up costs more than it saves
 MIN_PARALLEL_WORK = 200_000
@@ -49,6 +52,47 @@ def csr_matmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
     Vc = np.ascontiguousarray(V)
     out = np.empty((X.shape[0], V.shape[1]), dtype=V.dtype)
     _csr_matmat(X.indptr, X.indices, X.data, Vc, out)
+    return out
+
+
+@numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
+def _csr_rmatmat(indptr, indices, data, V, out, n_parts):  # pragma: no cover - compiled
+    n_rows = V.shape[0]
+    m = V.shape[1]
+    for t in numba.prange(n_parts):
+        c0 = t * m // n_parts
+        c1 = (t + 1) * m // n_parts
+        for r in range(out.shape[0]):
+            for j in range(c0, c1):
+                out[r, j] = 0.0
+        for i in range(n_rows):
+            for jj in range(indptr[i], indptr[i + 1]):
+                a = data[jj]
+                col = indices[jj]
+                for j in range(c0, c1):
+                    out[col, j] += a * V[i, j]
+
+
+def csr_rmatmat_reference(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
+    """The plain product ``Xᵀ @ V`` (SciPy): the oracle of :func:`csr_rmatmat`."""
+    return np.asarray(X.T @ V)
+
+
+def csr_rmatmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
+    """``Xᵀ @ V`` for CSR ``X`` (n, p) and dense ``V`` (n, m), without a transposed copy of ``X``.
+
+    Each numba thread owns a contiguous range of the ``m`` output columns and streams all of
+    ``X`` (race-free scatter; the result does not depend on the thread count). Falls back to
+    SciPy for small work and the cases :func:`csr_matmat` falls back for.
+    """
+    if (not isinstance(V, np.ndarray) or V.ndim != 2 or not sp.isspmatrix_csr(X)
+            or X.dtype != V.dtype or V.dtype not in (np.float32, np.float64)
+            or X.nnz * V.shape[1] < MIN_PARALLEL_WORK):
+        return np.asarray(X.T @ V)
+    Vc = np.ascontiguousarray(V)
+    out = np.empty((X.shape[1], V.shape[1]), dtype=V.dtype)
+    n_parts = max(1, min(numba.get_num_threads(), V.shape[1]))
+    _csr_rmatmat(X.indptr, X.indices, X.data, Vc, out, n_parts)
     return out
 
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-import scipy.sparse as sp
 
 from linxling._threads import blas_single_thread
 from linxling._validation import (
@@ -89,6 +88,15 @@ class Cr5(ConceptEmbeddingMixin):
         solving again; falls back to a fresh solve when P_r is not in that span.
     reuse_budget : int, default 2 GiB
         Memory allowed for the kept solves (beyond it they are not kept).
+    memory_budget : None, int or str, default None
+        Peak resident memory of the process the fit may reach, in bytes or as a size such as
+        ``"12G"``. ``None`` keeps everything that saves time. With a budget the fit estimates its
+        peak and sheds, in order: a float32 eigen-solver basis (when ``eig_tol >= 1e-4``), a
+        smaller basis (2 blocks instead of 3), the sparse copies (YᵀX, transposed blocks: products
+        are then computed from the blocks themselves), the float32 block copies, and then applies
+        the operator to fewer columns at a time; recorded solves get what is left (else Φ is
+        solved for once more). The choice is in ``fit_info_["memory_plan"]``; a budget below what
+        the leanest plan needs raises ``MemoryError`` before any work. See docs/scale.md.
     limit_blas_threads : bool, default True
         Limit BLAS to one thread during the fit (the numba kernels use all cores).
     random_state : None, int or numpy Generator
@@ -124,7 +132,7 @@ class Cr5(ConceptEmbeddingMixin):
                  doc_filter: Any = None,
                  min_df: int = 3, max_features: int = 200_000, norm: str | None = "l2",
                  start_steps: int = 6, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
-                 limit_blas_threads: bool = True,
+                 limit_blas_threads: bool = True, memory_budget: Any = None,
                  random_state: Any = None, show_progress: bool | None = None,
                  callback: Callable[[str, dict], Any] | None = None):
         self.n_components = n_components
@@ -145,6 +153,7 @@ class Cr5(ConceptEmbeddingMixin):
         self.reuse_solves = reuse_solves
         self.reuse_budget = reuse_budget
         self.limit_blas_threads = limit_blas_threads
+        self.memory_budget = memory_budget
         self.random_state = random_state
         self.show_progress = show_progress
         self.callback = callback
@@ -299,20 +308,25 @@ class Cr5(ConceptEmbeddingMixin):
         self._check_params()
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
-        problem = self._stack_problem(blocks, concepts)
+        problem = self._set_up_problem(blocks, concepts)
+        plan = self._plan_memory(problem)
         with _timed(timings, "time_factor"):
-            A_inv = self._factor_gram(problem)
-        eig, record = self._top_eigenvectors(problem, A_inv, timings)
+            A_inv = self._factor_gram(problem, plan)
+        eig, record = self._top_eigenvectors(problem, A_inv, plan, timings)
         with _timed(timings, "time_phi"):
-            Phi_star_T, phi_source = self._phi_star(problem, A_inv, record, eig.eigenvectors)
-        Phi_T, sv = self._orthonormal_map(Phi_star_T)
-        self._set_fitted(problem, A_inv, eig, Phi_T, sv)
-        self.fit_info_.update(timings, phi_source=phi_source, time_total=time.perf_counter() - t_start)
+            Phi_star_T, phi_source = self._phi_star(problem, A_inv, record, eig.eigenvectors, plan)
+        del record
+        components, sv = self._orthonormal_map(Phi_star_T, problem)
+        del Phi_star_T
+        self._set_fitted(problem, A_inv, eig, components, sv)
+        self.fit_info_.update(timings, phi_source=phi_source, memory_plan=plan.as_dict(),
+                              time_total=time.perf_counter() - t_start)
         return self
 
     # ---- stage 1: the problem (X̂, Ŷ) of eq. (8)
-    def _stack_problem(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "_Problem":
-        """Validate the blocks, encode the concepts, stack X = diag(X_1, ..., X_L) and its mean μ."""
+    def _set_up_problem(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "_Problem":
+        """Validate the blocks X_1..X_L, encode the concepts, and the column means μ of
+        X = diag(X_1, ..., X_L) (X itself is never stacked: every operator works per block)."""
         blocks = self._validate_blocks(blocks, concepts)
         languages = list(blocks)
         labels, classes = encode_concepts(concepts, languages)
@@ -324,14 +338,23 @@ class Cr5(ConceptEmbeddingMixin):
             raise ValueError(f"n_components={r} exceeds the number of features over all languages "
                              f"(n_features={p_total})")
         dtype = np.dtype(self.dtype)
-        X = sp.block_diag([blocks[lang] for lang in languages], format="csr", dtype=dtype)
-        n = X.shape[0]
-        return _Problem(blocks=blocks, languages=languages, classes=classes, X=X,
-                        y=np.concatenate([labels[lang] for lang in languages]),
-                        mean=np.asarray(X.sum(axis=0)).ravel().astype(dtype) / n, n=n, r=r, dtype=dtype)
+        n = sum(X.shape[0] for X in blocks.values())
+        mean = np.concatenate([np.asarray(blocks[lang].sum(axis=0), dtype=np.float64).ravel()
+                               for lang in languages]) / n
+        return _Problem(blocks=blocks, languages=languages, classes=classes,
+                        labels=[labels[lang] for lang in languages], mean=mean.astype(dtype), n=n, r=r,
+                        dtype=dtype, nnz=sum(int(X.nnz) for X in blocks.values()), p=p_total)
+
+    # ---- memory: what to keep and what to recompute
+    def _plan_memory(self, problem: "_Problem") -> "_MemoryPlan":
+        """Choose the fit's memory layout. Without ``memory_budget`` everything that saves time is
+        kept; with one, the cheapest savings are taken in order until the estimated peak fits."""
+        return _MemoryPlan.choose(problem, budget=_parse_budget(self.memory_budget, "memory_budget"),
+                                  reuse_budget=self.reuse_budget if self.reuse_solves else 0,
+                                  eig_tol=self.eig_tol, cg_rtol=self.cg_rtol)
 
     # ---- stage 2: (X̂ᵀX̂ + λI)⁻¹ = B⁻¹ + c g gᵀ (Sec. 5, Woodbury), one factor or CG per language
-    def _factor_gram(self, problem: "_Problem") -> WoodburyInverse:
+    def _factor_gram(self, problem: "_Problem", plan: "_MemoryPlan") -> WoodburyInverse:
         r = problem.r
         # right-hand sides the block inverses will see: ~2 eigen-solver blocks of r + 20 after the
         # start, plus Φ (measured: 217 columns for r = 100); the cost model chooses dense or CG
@@ -341,21 +364,31 @@ class Cr5(ConceptEmbeddingMixin):
                                     methods=[bm.get(lang, "auto") if isinstance(bm, Mapping) else bm
                                              for lang in problem.languages],
                                     cg_rtol=self.cg_rtol, cg_maxiter=self.cg_maxiter, expected_rhs=expected_rhs,
-                                    show_progress=self.show_progress)
+                                    show_progress=self.show_progress, transpose_copy=plan.copies,
+                                    mixed_precision="auto" if plan.mixed_precision else False)
 
     # ---- stage 3: top-r eigenvectors P_r of M = ŶᵀX̂ (X̂ᵀX̂ + λI)⁻¹ X̂ᵀŶ (eqs. 12-13)
-    def _top_eigenvectors(self, problem: "_Problem", A_inv: WoodburyInverse, timings: dict):
-        C = CrossCovariance(problem.X, problem.y, len(problem.classes), mean=problem.mean)   # X̂ᵀŶ (p, K)
-        # every block solve Z = A⁻¹ĈV of the eigen-solve is kept (within a memory budget) so that
+    def _top_eigenvectors(self, problem: "_Problem", A_inv: WoodburyInverse, plan: "_MemoryPlan",
+                          timings: dict):
+        K = len(problem.classes)
+        C = CrossCovariance.from_blocks([problem.blocks[lang] for lang in problem.languages], problem.labels,
+                                        K, precompute=plan.copies, dtype=problem.dtype)     # X̂ᵀŶ (p, K)
+        # every block solve Z = A⁻¹ĈV of the eigen-solve is kept (within plan.record_bytes) so that
         # Φ*ᵀ = A⁻¹ĈP can be recombined from them afterwards (stage 4)
-        record = _SolveRecord(self.reuse_budget if self.reuse_solves else 0, C)
+        record = _SolveRecord(plan.record_bytes, C)
+        chunk = plan.apply_columns
 
         def apply_m(V):
-            Z = A_inv.matmat(C.matmat(V))
-            record.add(V, Z)
-            return C.rmatmat(Z)
+            V = np.asarray(V, dtype=problem.dtype)
+            out = np.empty((K, V.shape[1]), dtype=problem.dtype)
+            for a in range(0, V.shape[1], chunk):       # columns are independent: exact in chunks
+                Vc = V[:, a:a + chunk]
+                Z = A_inv.matmat(C.matmat(Vc))
+                record.add(Vc, Z)
+                out[:, a:a + chunk] = C.rmatmat(Z)
+                del Z
+            return out
 
-        K = len(problem.classes)
         M = CallableOperator(apply_m, (K, K), problem.dtype, symmetric=True)
         rng = check_random_state(self.random_state)
         # starting block: power steps on the cheap surrogate ĈᵀD⁻¹Ĉ, D = diag(X̂ᵀX̂ + λI) (no inner
@@ -364,7 +397,7 @@ class Cr5(ConceptEmbeddingMixin):
         with _timed(timings, "time_start"):
             v0 = None
             if self.start_steps > 0:
-                v0 = _jacobi_start(problem, self.alpha, self.start_steps, rng)
+                v0 = _jacobi_start(problem, C, self.alpha, self.start_steps, rng, float32=plan.copies)
         cb = None
         if self.callback is not None:
             def cb(iteration, eigenvalues, residuals):
@@ -372,26 +405,32 @@ class Cr5(ConceptEmbeddingMixin):
                                       "residuals": residuals})
         with _timed(timings, "time_eig"):
             res = eigsh(M, problem.r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=self.eig_method,
-                        v0=v0, random_state=rng, callback=cb, show_progress=self.show_progress)
+                        v0=v0, random_state=rng, callback=cb, show_progress=self.show_progress,
+                        **plan.eig_kwargs(problem))
         return res, record
 
     # ---- stage 4: Φ*ᵀ = (X̂ᵀX̂ + λI)⁻¹ X̂ᵀŶ P_r (eq. 14)
-    def _phi_star(self, problem: "_Problem", A_inv: WoodburyInverse, record: "_SolveRecord", eigenvectors):
+    def _phi_star(self, problem: "_Problem", A_inv: WoodburyInverse, record: "_SolveRecord", eigenvectors,
+                  plan: "_MemoryPlan"):
         """Recombined from the recorded solves when P_r lies in their span (it does for the block
-        eigen-solvers), else one block solve with r right-hand sides."""
+        eigen-solvers), else block solves with r right-hand sides (in chunks of the plan's width)."""
         P = np.asarray(eigenvectors[:, :problem.r], dtype=problem.dtype)
         if self.callback is not None:
             self.callback("phi", {"stage": "start", "n_rhs": problem.r})
         Phi_star_T, source = record.recombine(P)
         if Phi_star_T is None:
-            Phi_star_T = A_inv.matmat(record.C.matmat(P))       # (p, r)
+            Phi_star_T = np.empty((problem.p, problem.r), dtype=problem.dtype)    # (p, r)
+            for a in range(0, problem.r, plan.apply_columns):
+                Phi_star_T[:, a:a + plan.apply_columns] = A_inv.matmat(record.C.matmat(P[:, a:a + plan.apply_columns]))
         if self.callback is not None:
             self.callback("phi", {"stage": "done", "n_rhs": problem.r, "source": source})
         return np.asarray(Phi_star_T, dtype=problem.dtype), source
 
     # ---- stage 5: orthonormal rows (eq. 15)
-    def _orthonormal_map(self, Phi_star_T):
-        """Φ*Φ*ᵀ = QΛQᵀ, Φ = Λ^{-1/2} QᵀΦ* (orthonormal rows); singular values of W are Λ^{1/2}."""
+    def _orthonormal_map(self, Phi_star_T, problem: "_Problem"):
+        """Φ*Φ*ᵀ = QΛQᵀ, Φ = Λ^{-1/2} QᵀΦ* (orthonormal rows); singular values of W are Λ^{1/2}.
+
+        Returns Φ per language (each (r, p_l), C-contiguous), built one language at a time."""
         G = Phi_star_T.T @ Phi_star_T
         lam, Q = np.linalg.eigh((G + G.T) / 2)
         order = np.argsort(lam)[::-1]
@@ -401,20 +440,22 @@ class Cr5(ConceptEmbeddingMixin):
                 f"Φ*Φ*ᵀ is singular (smallest eigenvalue {lam[-1]:.3g}): the data support fewer than "
                 f"n_components={len(lam)} directions; lower n_components")
         sv = np.sqrt(lam)
-        Phi_T = Phi_star_T @ (Q / sv)            # (p, r), orthonormal columns = Tᵀ rows
+        T = Q / sv                                   # Φᵀ = Φ*ᵀ T: orthonormal columns
         if self.scale == "singular":
-            Phi_T = Phi_T * sv
-        return Phi_T.astype(Phi_star_T.dtype, copy=False), sv
+            T = T * sv
+        T = T.astype(Phi_star_T.dtype, copy=False)
+        offsets = np.cumsum([0] + [problem.blocks[lang].shape[1] for lang in problem.languages])
+        components = {lang: np.ascontiguousarray((Phi_star_T[offsets[i]:offsets[i + 1]] @ T).T)
+                      for i, lang in enumerate(problem.languages)}
+        return components, sv
 
     # ---- fitted attributes and convergence records
-    def _set_fitted(self, problem: "_Problem", A_inv: WoodburyInverse, res, Phi_T, sv) -> None:
+    def _set_fitted(self, problem: "_Problem", A_inv: WoodburyInverse, res, components, sv) -> None:
         languages, dtype = problem.languages, problem.dtype
         self.languages_ = languages
         self.classes_ = problem.classes
         self.n_features_ = {lang: problem.blocks[lang].shape[1] for lang in languages}
-        offsets = np.cumsum([0] + [self.n_features_[lang] for lang in languages])
-        self.components_ = {lang: np.ascontiguousarray(Phi_T[offsets[i]:offsets[i + 1]].T)
-                            for i, lang in enumerate(languages)}
+        self.components_ = components
         self.singular_values_ = sv.astype(dtype)
         self.eigenvalues_ = np.asarray(res.eigenvalues[:problem.r])
         inverses = A_inv.block_inverse.blocks
@@ -437,7 +478,7 @@ class Cr5(ConceptEmbeddingMixin):
                           "convergence_ (raise eig_maxiter or eig_tol)", UserWarning, stacklevel=4)
         self.fit_info_ = {
             "n_documents": problem.n, "n_concepts": len(problem.classes),
-            "n_features": int(problem.X.shape[1]), "nnz": int(problem.X.nnz),
+            "n_features": int(problem.p), "nnz": int(problem.nnz),
             "block_methods": {lang: inv.method_ for lang, inv in zip(languages, inverses)},
         }
 
@@ -448,7 +489,7 @@ class Cr5(ConceptEmbeddingMixin):
 
     # ------------------------------------------------------------------ store
     _PARAMS = ("n_components", "alpha", "cg_rtol", "cg_maxiter", "eig_tol", "eig_maxiter",
-               "eig_method", "scale", "start_steps", "reuse_solves", "reuse_budget", "limit_blas_threads", "doc_filter", "min_df",
+               "eig_method", "scale", "start_steps", "reuse_solves", "reuse_budget", "limit_blas_threads", "memory_budget", "doc_filter", "min_df",
                "max_features", "norm")
 
     def _get_state(self):
@@ -499,56 +540,205 @@ class _SolveRecord:
         self.nbytes += size
 
     def recombine(self, P, rtol: float = 1e-8):
-        """Return (A⁻¹ĈP, "recorded") when P is in the span of the recorded blocks, else (None, why)."""
+        """Return (A⁻¹ĈP, "recorded") when P is in the span of the recorded blocks, else (None, why).
+
+        Works block by block (Gram matrix VᵀV and VᵀP from the recorded blocks, then Σ_i Z_i c_i),
+        never stacking the record: it needs no memory beyond the (p, r) result.
+        """
         if not self.complete or not self.V:
             return None, "solve (no usable record)"
-        V = np.hstack(self.V)
-        # normal equations (two BLAS-3 products) first; SVD least squares if they are unreliable
+        import scipy.linalg as sla
+        widths = [V.shape[1] for V in self.V]
+        offsets = np.cumsum([0] + widths)
+        G = np.empty((offsets[-1], offsets[-1]))
+        for i, Vi in enumerate(self.V):
+            for j in range(i, len(self.V)):
+                G[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = Vi.T @ self.V[j]
+                G[offsets[j]:offsets[j + 1], offsets[i]:offsets[i + 1]] = G[offsets[i]:offsets[i + 1],
+                                                                            offsets[j]:offsets[j + 1]].T
+        VtP = np.vstack([Vi.T @ P for Vi in self.V])
+        pnorm = max(float(np.linalg.norm(P)), np.finfo(float).tiny)
+
+        def residual(coef):
+            R = P.astype(np.float64, copy=True)
+            for Vi, a, b in zip(self.V, offsets[:-1], offsets[1:], strict=True):
+                R -= Vi @ coef[a:b]
+            return float(np.linalg.norm(R)) / pnorm
+
+        # normal equations first; a pseudo-inverse of the (small) Gram matrix when they are unreliable
         try:
-            import scipy.linalg as sla
-            coef = sla.cho_solve(sla.cho_factor(V.T @ V, check_finite=False), V.T @ P, check_finite=False)
+            coef = sla.cho_solve(sla.cho_factor(G, check_finite=False), VtP, check_finite=False)
+            err = residual(coef)
         except np.linalg.LinAlgError:
-            coef = None
-        err = np.inf
-        if coef is not None:
-            err = np.linalg.norm(V @ coef - P) / max(np.linalg.norm(P), np.finfo(float).tiny)
+            err = np.inf
         if not err <= rtol:
-            coef, *_ = np.linalg.lstsq(V, P, rcond=None)
-            err = np.linalg.norm(V @ coef - P) / max(np.linalg.norm(P), np.finfo(float).tiny)
+            w, U = np.linalg.eigh(G)
+            keep = w > w[-1] * 1e-14
+            coef = (U[:, keep] / w[keep]) @ (U[:, keep].T @ VtP)
+            err = residual(coef)
         if not err <= rtol:
             return None, f"solve (P outside the recorded span, rel. error {err:.1e})"
-        return np.hstack(self.Z) @ coef, "recorded"
+        out = np.zeros((self.Z[0].shape[0], P.shape[1]), dtype=np.result_type(self.Z[0].dtype, P.dtype))
+        for Zi, a, b in zip(self.Z, offsets[:-1], offsets[1:], strict=True):
+            out += Zi @ coef[a:b]
+        return out, "recorded"
 
 
-def _jacobi_start(problem: "_Problem", alpha, steps, rng):
+def _jacobi_start(problem: "_Problem", C, alpha, steps, rng, *, float32: bool = True):
     """Starting block for the eigen-solve: ``steps`` power steps of ĈᵀD⁻¹Ĉ on a random block.
 
-    Only a starting guess, so it runs in float32 whatever the data dtype (half the memory
-    traffic); the eigen-solver judges convergence on the exact operator.
+    Only a starting guess, so by default it runs on a float32 copy of Ĉ whatever the data dtype
+    (half the memory traffic); under a tight memory budget it uses Ĉ itself. The eigen-solver
+    judges convergence on the exact operator.
     """
-    X, mean, n, r, K = problem.X, problem.mean, problem.n, problem.r, len(problem.classes)
+    from linxling.operators.gram import _column_sumsq
+    r, K = problem.r, len(problem.classes)
     b = min(K, r + max(10, int(np.ceil(0.2 * r))))
-    d = np.asarray(X.multiply(X).sum(axis=0)).ravel() - n * mean.astype(np.float64) ** 2 + alpha
-    d_inv = (1.0 / d).astype(np.float32)[:, None]
-    C32 = CrossCovariance(X.astype(np.float32), problem.y, K, mean=mean.astype(np.float32))
-    Y = rng.standard_normal((K, b)).astype(np.float32)
+    sumsq = np.concatenate([np.asarray(_column_sumsq(problem.blocks[lang]), dtype=np.float64)
+                            for lang in problem.languages])
+    d = sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + alpha
+    dt = np.float32 if float32 else problem.dtype
+    Cs = C.astype(np.float32) if float32 else C
+    d_inv = (1.0 / d).astype(dt)[:, None]
+    Y = rng.standard_normal((K, b)).astype(dt)
     for _ in range(int(steps)):
-        Y = orthonormalize(C32.rmatmat(C32.matmat(Y) * d_inv))
+        Y = orthonormalize(Cs.rmatmat(Cs.matmat(Y) * d_inv))
     return Y.astype(problem.dtype)
 
 
 @dataclass
 class _Problem:
-    """The stacked problem of eq. (8): X = diag(X_1..X_L) (n × p), concept labels y, mean μ."""
+    """The problem of eq. (8) per block: X = diag(X_1..X_L) is never stacked."""
     blocks: dict
     languages: list
     classes: list
-    X: sp.csr_matrix
-    y: np.ndarray
+    labels: list
     mean: np.ndarray
     n: int
     r: int
     dtype: np.dtype
+    nnz: int
+    p: int
+
+
+def _parse_budget(value: Any, name: str) -> int | None:
+    """``None``, a number of bytes, or a string such as ``"12G"``, ``"12GiB"``, ``"800M"``."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().upper().replace("IB", "").rstrip("B")
+        units = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+        try:
+            number = float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
+        except (ValueError, KeyError):
+            raise ValueError(f"{name} must be None, a number of bytes or a size like '12G', got {value!r}") from None
+        value = number
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
+        raise ValueError(f"{name} must be None, a positive number of bytes or a size like '12G', got {value!r}")
+    return int(value)
+
+
+def _current_rss() -> int:
+    """Resident memory of this process in bytes (0 where it cannot be read)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            import os
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@dataclass
+class _MemoryPlan:
+    """What a Cr5 fit keeps in memory (see :meth:`choose`); recorded in ``fit_info_["memory_plan"]``."""
+    copies: bool = True            # YᵀX and transposed copies of the blocks (fastest products)
+    mixed_precision: bool = True   # float32 copies of the blocks for loose block CG
+    basis_dtype: Any = None        # eigen-solver basis dtype (None: the data's)
+    basis_factor: int = 3          # eigen-solver basis = basis_factor × block size
+    apply_columns: int = 1 << 30   # columns of the operator applied at a time
+    record_bytes: int = 0          # memory for the solves kept to recombine Φ
+    budget: int | None = None
+    estimate: int = 0              # estimated peak of the fit on top of the memory in use at its start
+    in_use: int = 0                # resident memory when the fit started
+
+    def eig_kwargs(self, problem: "_Problem") -> dict:
+        """Keyword arguments for :func:`linxling.solvers.eigsh` (its subspace method)."""
+        if self.basis_dtype is None and self.basis_factor == 3:
+            return {}
+        K, r = len(problem.classes), problem.r
+        b = min(K, r + max(10, int(np.ceil(0.2 * r))))
+        return {"basis_dtype": self.basis_dtype, "max_basis": min(K, self.basis_factor * b)}
+
+    def as_dict(self) -> dict:
+        return {"copies": self.copies, "mixed_precision": self.mixed_precision,
+                "basis_dtype": None if self.basis_dtype is None else np.dtype(self.basis_dtype).name,
+                "basis_factor": self.basis_factor, "apply_columns": min(self.apply_columns, 1 << 30),
+                "record_bytes": self.record_bytes, "budget": self.budget, "estimate": self.estimate,
+                "in_use": self.in_use}
+
+    @staticmethod
+    def sizes(problem: "_Problem", plan: "_MemoryPlan") -> int:
+        """Estimated peak bytes of the fit (sparse copies + the eigen stage, or the Φ stage)."""
+        f = problem.dtype.itemsize
+        N, p, K, r = problem.nnz, problem.p, len(problem.classes), problem.r
+        p_max = max(X.shape[1] for X in problem.blocks.values())
+        n_max = max(X.shape[0] for X in problem.blocks.values())
+        b = min(K, r + max(10, int(np.ceil(0.2 * r))))
+        idx = 4                                                     # int32 indices
+        sparse = problem.n * 16 + K * 8                            # one-hot label matrices
+        if plan.copies:
+            sparse += 2 * N * (f + idx)                             # YᵀX and its transpose
+            sparse += N * (4 + idx) if plan.mixed_precision else N * (f + idx)   # transposed blocks
+        if plan.mixed_precision:
+            sparse += N * (4 + idx)                                 # float32 copies of the blocks
+        start = 2 * N * (4 + idx) if plan.copies else 0             # float32 YᵀX for the start
+        fb = np.dtype(plan.basis_dtype or problem.dtype).itemsize
+        basis = 2 * K * plan.basis_factor * b * fb + 4 * K * b * fb + 2 * K * b * f
+        cols = min(plan.apply_columns, b)
+        cg_vec = 4 if plan.mixed_precision else f
+        per_col = f * (2 * p + K + (0 if plan.copies else n_max)) + (6 * cg_vec + 2 * f) * p_max
+        eig_stage = basis + cols * per_col + plan.record_bytes
+        phi_stage = plan.record_bytes + 2 * p * r * f + K * r * f + min(plan.apply_columns, r) * per_col
+        return sparse + max(start, eig_stage, phi_stage)
+
+    @classmethod
+    def choose(cls, problem: "_Problem", *, budget: int | None, reuse_budget: int, eig_tol: float,
+               cg_rtol: float) -> "_MemoryPlan":
+        in_use = _current_rss()
+        if budget is None:
+            plan = cls(record_bytes=int(reuse_budget), in_use=in_use)
+            plan.estimate = cls.sizes(problem, plan)
+            return plan
+        avail = budget - in_use
+        plan = cls(record_bytes=0, budget=budget, in_use=in_use)
+        steps = []
+        if eig_tol >= 1e-4:
+            steps.append(("basis_dtype", np.float32))
+        steps += [("basis_factor", 2), ("copies", False), ("mixed_precision", False)]
+        # the cheapest savings first: keep everything, then shed until the estimate fits
+        for attr, value in [(None, None)] + steps:
+            if attr is not None:
+                setattr(plan, attr, value)
+            if cls.sizes(problem, plan) <= avail:
+                break
+        f = problem.dtype.itemsize
+        b = min(len(problem.classes), problem.r + max(10, int(np.ceil(0.2 * problem.r))))
+        # columns per application: as many as fit, at least 8
+        while cls.sizes(problem, plan) > avail and plan.apply_columns > 8:
+            plan.apply_columns = max(8, min(plan.apply_columns, b) // 2)
+        estimate = cls.sizes(problem, plan)
+        if estimate > avail:
+            raise MemoryError(
+                f"memory_budget={budget / 2 ** 30:.2f} GiB is too small for this problem: with "
+                f"{in_use / 2 ** 30:.2f} GiB already in use, the leanest plan needs about "
+                f"{(in_use + estimate) / 2 ** 30:.2f} GiB (n_concepts={len(problem.classes)}, "
+                f"n_features={problem.p}, nnz={problem.nnz}, n_components={problem.r})")
+        # what is left keeps recorded solves (Φ without another solve), in whole blocks of b columns
+        spare = avail - estimate
+        block = b * f * (len(problem.classes) + problem.p)
+        plan.record_bytes = int(min(reuse_budget, (spare // 2 // block) * block)) if block else 0
+        plan.estimate = cls.sizes(problem, plan)
+        return plan
 
 
 @contextmanager

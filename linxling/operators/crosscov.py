@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling.kernels.spmm import csr_matmat, csr_transpose
+from linxling.kernels.spmm import csr_matmat, csr_rmatmat, csr_transpose
 from linxling._backend import get_namespace
 from linxling._validation import check_sparse_matrix
 from linxling._linop import LinearOperator
@@ -102,14 +102,92 @@ class CrossCovariance(LinearOperator):
         self._YT = spmod.csr_matrix((ones, (lab, xp.arange(n))), shape=(n_classes, n))
         self.XtY_ = None
         self._YtX = None
+        self._blocks = self._block_labels = self._block_YT = None
         if precompute:
             self._YtX = (self._YT @ X).tocsr()              # K x p, nnz <= nnz(X)
             self._YtX.sum_duplicates()
             self.XtY_ = csr_transpose(self._YtX)                 # p x K, explicit CSR (fast SpMM)
         super().__init__((p, n_classes), X.dtype)
 
+    @classmethod
+    def from_blocks(cls, blocks: Any, labels: Any, n_classes: int, *, precompute: bool = True,
+                    dtype: Any = None) -> CrossCovariance:
+        """``X̂ᵀŶ`` for the block-diagonal ``X = diag(X_1, ..., X_L)`` without stacking ``X``.
+
+        Rows of block ``l`` use only block ``l``'s columns (one language's documents and
+        vocabulary, as in Cr5). With ``precompute`` the sparse ``YᵀX`` (K × p) is assembled block
+        by block and kept with its transpose (two copies of ``nnz(X)``, the fastest products);
+        without it nothing is copied: ``Ŷᵀ X̂ U`` is an SpMM with each block plus a sum of rows by
+        label, and ``X̂ᵀ Ŷ V`` uses :func:`linxling.kernels.spmm.csr_rmatmat` on each block.
+
+        Parameters
+        ----------
+        blocks : sequence of CSR matrices (n_l, p_l)
+        labels : sequence of int arrays (n_l,), concept index of each row in ``[0, n_classes)``
+        n_classes : int
+        dtype : float dtype of the products (default: the blocks')
+        """
+        blocks = [check_sparse_matrix(X, f"blocks[{i}]", dtype=dtype) for i, X in enumerate(blocks)]
+        labels = [np.asarray(lab, dtype=np.int64) for lab in labels]
+        if len(blocks) != len(labels) or not blocks:
+            raise ValueError(f"blocks and labels must be non-empty and of equal length, got {len(blocks)} "
+                             f"and {len(labels)}")
+        n_classes = int(n_classes)
+        for i, (X, lab) in enumerate(zip(blocks, labels, strict=True)):
+            if lab.shape != (X.shape[0],):
+                raise ValueError(f"labels[{i}] must have shape ({X.shape[0]},), got {lab.shape}")
+            if lab.size and (lab.min() < 0 or lab.max() >= n_classes):
+                raise ValueError(f"labels[{i}] must lie in [0, {n_classes})")
+        self = cls.__new__(cls)
+        dt = blocks[0].dtype
+        n = sum(X.shape[0] for X in blocks)
+        p = sum(X.shape[1] for X in blocks)
+        self.X = None
+        self.labels = np.concatenate(labels)
+        self.n_samples = n
+        self.n_classes = n_classes
+        self.mean_ = (np.concatenate([np.asarray(X.sum(axis=0)).ravel() for X in blocks]) / n).astype(dt)
+        self.class_counts_ = np.bincount(self.labels, minlength=n_classes)
+        self.class_mean_ = (self.class_counts_ / n).astype(dt)
+        YT = [sp.csr_matrix((np.ones(X.shape[0], dtype=dt), (lab, np.arange(X.shape[0]))),
+                            shape=(n_classes, X.shape[0])) for X, lab in zip(blocks, labels, strict=True)]
+        self._col_offsets = np.cumsum([0] + [X.shape[1] for X in blocks])
+        self.XtY_ = self._YtX = self._YT = None
+        self._blocks = self._block_labels = self._block_YT = None
+        if precompute:
+            self._YtX = sp.hstack([Y @ X for Y, X in zip(YT, blocks, strict=True)], format="csr")
+            self._YtX.sum_duplicates()
+            self.XtY_ = csr_transpose(self._YtX)
+        else:
+            self._blocks, self._block_labels, self._block_YT = blocks, labels, YT
+        LinearOperator.__init__(self, (p, n_classes), dt)
+        return self
+
+    def astype(self, dtype: Any) -> CrossCovariance:
+        """The same operator with its matrices in ``dtype`` (copies; e.g. a float32 twin for cheap
+        approximate products). Needs the precomputed form or the stacked ``X``."""
+        dt = np.dtype(dtype)
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        if self._blocks is not None:
+            twin._blocks = [X.astype(dt) for X in self._blocks]
+            twin._block_YT = [Y.astype(dt) for Y in self._block_YT]
+        for name in ("X", "_YtX", "XtY_", "_YT"):
+            value = getattr(self, name, None)
+            if value is not None:
+                setattr(twin, name, value.astype(dt))
+        twin.mean_ = self.mean_.astype(dt)
+        twin.class_mean_ = self.class_mean_.astype(dt)
+        LinearOperator.__init__(twin, self.shape, dt)
+        return twin
+
     def _matmat(self, V):
-        if self.XtY_ is not None:
+        if self._blocks is not None:                        # per block, no copy of X
+            Y = np.empty((self.shape[0], V.shape[1]), dtype=np.result_type(self.dtype, V.dtype))
+            for X, lab, a, b in zip(self._blocks, self._block_labels, self._col_offsets[:-1],
+                                    self._col_offsets[1:], strict=True):
+                Y[a:b] = csr_rmatmat(X, np.ascontiguousarray(V[lab], dtype=Y.dtype))
+        elif self.XtY_ is not None:
             Y = csr_matmat(self.XtY_, V)                    # (X^T Y) V: one SpMM
         else:
             Y = self.X.T @ V[self.labels]                   # X^T (Y V): gather + SpMM
@@ -118,7 +196,13 @@ class CrossCovariance(LinearOperator):
         return Y
 
     def _rmatmat(self, U):
-        if self._YtX is not None:
+        if self._blocks is not None:                        # per block, no copy of X
+            Y = np.zeros((self.n_classes, U.shape[1]), dtype=np.result_type(self.dtype, U.dtype))
+            for X, YT, a, b in zip(self._blocks, self._block_YT, self._col_offsets[:-1],
+                                   self._col_offsets[1:], strict=True):
+                Ul = np.ascontiguousarray(U[a:b], dtype=Y.dtype)
+                Y += csr_matmat(YT.astype(Y.dtype, copy=False), csr_matmat(X.astype(Y.dtype, copy=False), Ul))
+        elif self._YtX is not None:
             Y = csr_matmat(self._YtX, U)                    # (Y^T X) U: one SpMM
         else:
             Z = self.X @ U                                  # (n, m) SpMM

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling.kernels.spmm import csr_matmat, csr_transpose
+from linxling.kernels.spmm import csr_matmat, csr_rmatmat, csr_transpose
 from linxling._backend import get_namespace
 from linxling._validation import check_positive, check_sparse_matrix
 from linxling._linop import LinearOperator
@@ -41,6 +41,10 @@ class Gram(LinearOperator):
         Converted to CSR; float32 stays float32.
     alpha : float > 0
         Ridge term.
+    transpose_copy : bool, default True
+        Keep an explicit CSR copy of ``Xᵀ`` (built on first use) so that both products are
+        row-parallel gathers; ``False`` applies ``Xᵀ`` from ``X`` itself
+        (:func:`linxling.kernels.spmm.csr_rmatmat`: no copy, somewhat slower).
 
     Attributes
     ----------
@@ -49,8 +53,9 @@ class Gram(LinearOperator):
     n_samples : int
     """
 
-    def __init__(self, X: Any, alpha: float) -> None:
+    def __init__(self, X: Any, alpha: float, *, transpose_copy: bool = True) -> None:
         X = check_sparse_matrix(X, "X")
+        self.transpose_copy = bool(transpose_copy)
         self.alpha = float(check_positive(alpha, "alpha"))
         self.X = X
         self.n_samples = X.shape[0]
@@ -63,7 +68,9 @@ class Gram(LinearOperator):
 
     def _apply_gram(self, V):
         """``X^T (X V) + alpha V`` for V (p, m)."""
-        if self._host and isinstance(V, np.ndarray):
+        if self._host and isinstance(V, np.ndarray) and not self.transpose_copy:
+            Y = csr_rmatmat(self.X, csr_matmat(self.X, V))       # (p, m), no copy of X
+        elif self._host and isinstance(V, np.ndarray):
             if self._XT is None:
                 self._XT = csr_transpose(self.X)
             Y = csr_matmat(self._XT, csr_matmat(self.X, V))      # (p, m), two parallel SpMMs
@@ -226,7 +233,10 @@ class GramBlockInverse(LinearOperator):
         Run ``"cg"`` iterations in float32 on float64 data (results returned in float64).
         "auto" does so when ``cg_rtol >= 1e-4``: float32 reaches such residuals with room to
         spare, and it halves the memory traffic of every iteration. ``mixed_precision_`` tells
-        whether it is in use.
+        whether it is in use (it keeps a float32 copy of ``X_l``).
+    transpose_copy : bool, default True
+        See :class:`Gram`: ``False`` keeps no transposed copy of ``X_l`` (for fits under a
+        memory budget).
 
     Attributes
     ----------
@@ -254,10 +264,10 @@ class GramBlockInverse(LinearOperator):
                  cg_maxiter: int | None = None, dense_max: int = 4000, *,
                  memory_budget: int = 2 * 1024 ** 3, cholmod_max_density: float = 0.01,
                  fill_factor: float = 10.0, mixed_precision: str | bool = "auto",
-                 expected_rhs: int | None = None) -> None:
+                 expected_rhs: int | None = None, transpose_copy: bool = True) -> None:
         if method not in self.METHODS:
             raise ValueError(f"method must be one of {self.METHODS}, got {method!r}")
-        self.gram = Gram(X_l, alpha)
+        self.gram = Gram(X_l, alpha, transpose_copy=transpose_copy)
         X = self.gram.X
         self.X = X
         self.alpha = self.gram.alpha
@@ -295,7 +305,7 @@ class GramBlockInverse(LinearOperator):
             and (mixed_precision is True or (mixed_precision == "auto" and self.cg_rtol >= 1e-4)))
         self._gram_cg, self._diag_cg = self.gram, self._precond_diag
         if self.mixed_precision_:
-            self._gram_cg = Gram(X.astype(np.float32), self.alpha)
+            self._gram_cg = Gram(X.astype(np.float32), self.alpha, transpose_copy=transpose_copy)
             self._diag_cg = self._precond_diag.astype(np.float32)
 
     # ------------------------------------------------------------------ method choice

@@ -57,7 +57,8 @@ def _residuals(op: LinearOperator, theta, V):
 def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: Any = None,
           which: str = "LA", method: str = "auto", block_size: int | None = None,
           random_state: Any = None, callback: Callable | None = None,
-          show_progress: bool | None = None, max_basis: int | None = None) -> EigResult:
+          show_progress: bool | None = None, max_basis: int | None = None,
+          basis_dtype: Any = None) -> EigResult:
     """``k`` extreme eigenpairs of a symmetric (PSD) operator.
 
     Parameters
@@ -102,6 +103,11 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
     max_basis : int, optional
         ``"subspace"`` only: the largest basis before a thick restart (default
         ``min(n, 3 b)``). Memory is about ``2 * n * max_basis`` numbers.
+    basis_dtype : float32 or float64, optional
+        ``"subspace"`` only: the dtype the basis ``Q`` and ``W = A Q`` are stored in (default the
+        operator's). float32 halves the solver's memory; Rayleigh-Ritz still runs in float64,
+        and Ritz residuals are then accurate to about 1e-6 relative, so use it only with
+        ``tol`` >= 1e-4 (Cr5 does so under a ``memory_budget``).
 
     Returns
     -------
@@ -154,7 +160,7 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
         res = _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size)
     else:
         res = _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback,
-                            show_progress, max_basis, start)
+                            show_progress, max_basis, start, basis_dtype)
     if method != "subspace":
         res.n_matvec = int(op.n_matvec_equiv - start)
         res.residual_norms = _residuals(op, res.eigenvalues, res.eigenvectors)
@@ -236,9 +242,11 @@ def _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size) -> EigResult:
 
 
 def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, show_progress,
-                  max_basis, start) -> EigResult:
+                  max_basis, start, basis_dtype=None) -> EigResult:
     n = op.shape[0]
-    dt = op.dtype
+    dt = op.dtype if basis_dtype is None else np.dtype(basis_dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"basis_dtype must be float32 or float64, got {dt}")
     eps = float(np.finfo(dt).eps)
     tol_eff = tol if tol > 0 else math.sqrt(eps)
     b = block_size if block_size is not None else k + max(10, math.ceil(0.2 * k))
