@@ -711,21 +711,26 @@ class _MemoryPlan:
             return plan
         avail = budget - in_use
         plan = cls(record_bytes=0, budget=budget, in_use=in_use)
-        steps = []
-        if eig_tol >= 1e-4:
-            steps.append(("basis_dtype", np.float32))
-        steps += [("basis_factor", 2), ("copies", False), ("mixed_precision", False)]
-        # the cheapest savings first: keep everything, then shed until the estimate fits
-        for attr, value in [(None, None)] + steps:
-            if attr is not None:
-                setattr(plan, attr, value)
-            if cls.sizes(problem, plan) <= avail:
-                break
-        f = problem.dtype.itemsize
         b = min(len(problem.classes), problem.r + max(10, int(np.ceil(0.2 * problem.r))))
-        # columns per application: as many as fit, at least 8
-        while cls.sizes(problem, plan) > avail and plan.apply_columns > 8:
-            plan.apply_columns = max(8, min(plan.apply_columns, b) // 2)
+
+        def fits() -> bool:
+            return cls.sizes(problem, plan) <= avail
+
+        def fewer_columns(floor: int) -> None:
+            while not fits() and plan.apply_columns > floor:
+                plan.apply_columns = max(floor, min(plan.apply_columns, b) // 2)
+
+        # savings in order of what they cost in time: a float32 basis (free at loose eig_tol),
+        # fewer columns per application (down to 64), a smaller basis (more restarts), no sparse
+        # copies (slower products), no float32 block copies (slower CG), then down to 8 columns
+        if not fits() and eig_tol >= 1e-4:
+            plan.basis_dtype = np.float32
+        fewer_columns(64)
+        for attr, value in (("basis_factor", 2), ("copies", False), ("mixed_precision", False)):
+            if not fits():
+                setattr(plan, attr, value)
+        fewer_columns(8)
+        f = problem.dtype.itemsize
         estimate = cls.sizes(problem, plan)
         if estimate > avail:
             raise MemoryError(
