@@ -54,6 +54,13 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     plot_dir = Path(plot_dir) if plot_dir else BENCH_DIR
     results["plots"] = report.plots(results, plot_dir)
     (out_dir / "leaderboard.json").write_text(json.dumps(results, indent=1, default=float), encoding="utf-8")
+    # the committed copy beside the README and the plots: every metric, no tracebacks
+    summary = json.loads(json.dumps(results, default=float))
+    for v in summary["methods"].values():
+        for t in v["tasks"].values():
+            t.pop("traceback", None)
+    summary["plots"] = [Path(f).name for f in summary["plots"]]
+    (plot_dir / "leaderboard.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     report.write_readme(Path(readme) if readme else BENCH_DIR / "README.md", results)
     return results
 
