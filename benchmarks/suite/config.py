@@ -20,7 +20,7 @@ class Config:
     tatoeba_pairs: int = 1000     # all of them
     #: sentence-pair SGD models (BiCVM, BiCVM+, RankingEmbedding): dimension and epochs
     sgd_components: int = 128
-    sgd_epochs: int = 5
+    sgd_epochs: int = 3
     #: CompressTree (English only): dimension, vocabulary, epochs
     tree_components: int = 50
     tree_features: int = 5000
@@ -28,7 +28,7 @@ class Config:
     #: BilDRL: encoder ("att", "gru", ...; multitask), epochs; its word space is Cr5 with r =
     #: bildrl_space_components on the en-fr Bible (training chapters) + Wikt3l training pairs
     bildrl_encoder: str = "att"
-    bildrl_epochs: int = 3
+    bildrl_epochs: int = 2
     bildrl_space_components: int = 100
     #: CLDC (SIB-200 and Bible genres): averaged-perceptron epochs
     cldc_epochs: int = 10
