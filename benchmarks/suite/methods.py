@@ -216,8 +216,8 @@ register(Method("BiCVM+", _fit_bicvm_plus, "BiCVM+ ADD, one model on all en–X 
                 "same parameters as BiCVM"))
 register(Method("RankingEmbedding", _fit_ranking, "Etter's network: mean of word vectors, dot score, "
                 "margin √d, SGD lr 0.01, batch 1, one model on all the verse-aligned languages"))
-register(Method("CompressTree", _fit_compress_tree, "CompressTree (linear, left tree, d = 50, 5,000 words, SGD lr 0.003) "
-                "on the English training verses; monolingual"))
+register(Method("CompressTree", _fit_compress_tree, "CompressTree (linear, left tree, d = 50, 5,000 words, "
+                "SGD lr 0.003) on the English training verses; monolingual"))
 register(Method("BilDRL", _fit_bildrl, "BilDRL multitask encoder (config: ATT, 2 epochs; quick: GRU, 1) "
                 "on all Wikt3l training rows, into Cr5 word vectors (r = 100) of the en–fr Bible "
                 "training verses + Wikt3l training pairs",
