@@ -350,7 +350,7 @@ def _run(parts, Y, G, dw, out, solver, cg_steps):
 
 def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
                   regularization: float, solver: str = "cholesky", cg_steps: int = 3,
-                  parts=None, return_objective: bool = False):
+                  parts=None, return_objective: bool = False, gram_matrix=None):
     """Solve every row of ``X`` for its factor with ``Y`` fixed (one ALS half-step), in place.
 
     Parameters
@@ -376,6 +376,9 @@ def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
         where xᵀAx − 2bᵀx = −x·(r + b) uses the residual r = b − Ax the solver already has (CG
         keeps it by recurrence). Adding λ‖Y‖² gives eq. (1) at (out, Y) with no extra pass
         over the nonzeros.
+    gram_matrix : ndarray (k, k), optional
+        ``gram(Y, missing_weight, regularization)`` precomputed (a half-step over row chunks
+        forms it once for all chunks).
 
     Returns
     -------
@@ -385,7 +388,7 @@ def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
     dtype = Y.dtype
     if parts is None:
         parts = _csr_parts(X, dtype)
-    G = gram(Y, missing_weight, regularization)
+    G = gram(Y, missing_weight, regularization) if gram_matrix is None else gram_matrix
     dw = np.full(Y.shape[0], 1.0 - missing_weight, dtype=dtype)
     quad = _run(parts, Y, G, dw, out, solver, cg_steps)
     if return_objective:

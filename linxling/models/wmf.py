@@ -378,25 +378,39 @@ class WMF(_WMFParams):
         return _check_matrix(X, name, dtype, n_cols, type(self).__name__)
 
     # ---------------------------------------------------------------- fit
-    def fit(self, X, y=None, *, init_components=None, init_embedding=None) -> "WMF":
+    def fit(self, X, y=None, *, init_components=None, init_embedding=None,
+            memory_budget=None) -> "WMF":
         """Factorise X by ALS.
 
         Parameters
         ----------
-        X : sparse (n_sentences, n_words) non-negative, or sequence of n_sentences str
-            The tf-idf matrix (raw tf-idf as in the paper) or texts for the text pipeline.
+        X : sparse (n_sentences, n_words) non-negative, sequence of n_sentences str, or ChunkedCSR
+            The tf-idf matrix (raw tf-idf as in the paper) or texts for the text pipeline. A
+            :class:`linxling.io.ChunkedCSR` (a corpus on disk, :func:`linxling.io.write_chunks`
+            with ``transpose=True``) is streamed: each half-step reads the row chunks of X (or
+            of Xᵀ) one read at a time; the result equals the in-memory fit.
         y : ignored
         init_components : ndarray (n_components, n_words), optional
             Initial P (default random). The first half-step computes the sentence vectors from it.
         init_embedding : ndarray (n_sentences, n_components), optional
             Initial sentence vectors: only the CG solver's warm start of the first half-step
             depends on them (default random).
+        memory_budget : int or str, optional
+            Only for a ChunkedCSR ``X``: bytes (or "512M", "2G") that the fit's arrays may take
+            (factors, row pointers and the chunk being read); reads are sized to fit it.
+            MemoryError when the factors alone do not fit.
 
         Returns
         -------
         self
         """
         self._validate_params()
+        from linxling.io._chunks import ChunkedCSR
+        if isinstance(X, ChunkedCSR):
+            return self._fit_chunked(X, init_components, init_embedding, memory_budget)
+        if memory_budget is not None:
+            raise ValueError("memory_budget applies to a ChunkedCSR corpus (linxling.io.write_chunks); "
+                             "an in-memory X is already in memory")
         X = self._input_matrix(X, fit=True)
         dtype = self._fit_dtype(X)
         n, m = X.shape
@@ -424,6 +438,49 @@ class WMF(_WMFParams):
                                        return_objective=True)                  # eq. (3)
             # eq. (1) from the solver's own residuals (no extra pass): Σ_words f_i + λ‖Q‖²
             return obj + lam * _sqnorm(E)
+
+        self._run_loop(int(self.max_iter), step, "WMF")
+        return self
+
+    def _fit_chunked(self, X, init_components, init_embedding, memory_budget) -> "WMF":
+        """ALS streaming the row chunks of X (sentence half-step) and of Xᵀ (word half-step)."""
+        XT = X.T
+        dtype = self._fit_dtype(X)
+        n, m = X.shape
+        k = int(self.n_components)
+        self._check_k(m, "X")
+        budget = _parse_budget(memory_budget)
+        fixed = (n + m) * k * dtype.itemsize + 8 * (n + m + 2) + 2 * k * k * dtype.itemsize
+        reads = (_read_ranges(X, budget, fixed, dtype), _read_ranges(XT, budget, fixed, dtype))
+        als = _als()
+        rng = check_random_state(self.random_state)
+        V = (_init_factor(rng, (m, k), dtype) if init_components is None else
+             _check_init(np.asarray(init_components).T, "init_components.T", (m, k), dtype))
+        E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
+             _check_init(init_embedding, "init_embedding", (n, k), dtype))
+        lam, w = float(self.alpha), float(self.missing_weight)
+        solver, steps = self._solver(), int(self.cg_steps)
+        self.vectorizer_ = None
+        self.components_ = V.T
+        self.n_features_in_ = int(m)
+        self.embedding_ = E
+        self.memory_plan_ = {"budget": budget, "factor_bytes": fixed,
+                             "reads_per_pass": (len(reads[0]), len(reads[1]))}
+
+        def half_step(src, ranges, Y, out):
+            G = als.gram(Y, w, lam)
+            obj = 0.0
+            for r0, r1, chunk in src.read_ranges(ranges):
+                chunk = _check_matrix(chunk, f"{src.group} rows {r0}:{r1}", dtype, chunk.shape[1])
+                _, o = als.als_half_step(chunk, Y, out[r0:r1], missing_weight=w, regularization=lam,
+                                         solver=solver, cg_steps=steps, gram_matrix=G,
+                                         return_objective=True)
+                obj += o
+            return obj
+
+        def step():
+            half_step(X, reads[0], V, E)                                        # eq. (2)
+            return half_step(XT, reads[1], E, V) + lam * _sqnorm(E)            # eq. (3), eq. (1)
 
         self._run_loop(int(self.max_iter), step, "WMF")
         return self
@@ -519,6 +576,50 @@ def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float) -> np.n
     out = np.zeros((X.shape[0], V.shape[1]), dtype=V.dtype)
     return als.als_half_step(X, V, out, missing_weight=w_m, regularization=lam,
                              solver="cholesky")
+
+
+def _parse_budget(budget) -> int | None:
+    """``memory_budget`` in bytes: None, a positive number, or a string like "512M" / "2G"."""
+    if budget is None:
+        return None
+    if isinstance(budget, str):
+        text = budget.strip().upper().rstrip("B").rstrip("I")
+        scale = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}.get(text[-1:], 1)
+        try:
+            value = float(text[:-1] if scale > 1 else text) * scale
+        except ValueError:
+            raise ValueError(f"memory_budget must be bytes or a string like '512M' or '2G', "
+                             f"got {budget!r}") from None
+    elif isinstance(budget, (int, float, np.integer, np.floating)) and not isinstance(budget, bool):
+        value = float(budget)
+    else:
+        raise TypeError(f"memory_budget must be a number of bytes or a string like '2G', got "
+                        f"{type(budget).__name__}")
+    if not value > 0:
+        raise ValueError(f"memory_budget must be positive, got {budget!r}")
+    return int(value)
+
+
+def _read_ranges(src, budget: int | None, fixed: int, dtype) -> list[tuple[int, int]]:
+    """Row ranges of ``src`` (a ChunkedCSR) to read at a time: its stored chunks without a
+    budget; else ranges whose CSR (read, converted for the kernel: ~3 copies of
+    indices + data, plus int64 row pointers) fits what the factors leave of the budget."""
+    if budget is None:
+        return [(int(a), int(b)) for a, b in zip(src.bounds[:-1], src.bounds[1:], strict=True)]
+    avail = budget - fixed
+    per_nz = 3 * (4 + max(np.dtype(dtype).itemsize, src.dtype.itemsize))
+    if avail <= per_nz * 64:
+        raise MemoryError(f"memory_budget={budget} bytes does not hold the factors and row pointers "
+                          f"({fixed} bytes) plus a chunk; give at least {fixed + per_nz * 2 ** 20} bytes")
+    max_nnz = avail // per_nz
+    indptr = src.indptr
+    ranges, start, n = [], 0, src.shape[0]
+    while start < n:
+        stop = int(np.searchsorted(indptr, indptr[start] + max_nnz, side="right")) - 1
+        stop = min(n, max(stop, start + 1))
+        ranges.append((start, stop))
+        start = stop
+    return ranges
 
 
 def _stored_dtype(dtype, array) -> np.dtype:
