@@ -11,7 +11,11 @@ this benchmark's settings; override with BICVM_ARGS, placeholders {train_en} {tr
 vectors are read back with `extract-vectors` (beside BICVM_BIN) and scored exactly like ours.
 Its `--batches` is the number of minibatches per epoch: `--cpp-batches 10 602` runs it twice.
 
-    python benchmarks/bench_bicvm.py [--epochs 10] [--cpp-batches 10 602] [--batch-size 50]
+    python benchmarks/bench_bicvm.py [--epochs 10] [--cpp-batches 10 602] [--batch-size 50 500]
+        [--margin 128]
+
+numba runs on its `workqueue` threading layer and the C++ with OMP_WAIT_POLICY=PASSIVE (set
+unless given): see the comment at the imports.
 
 Raw results go to benchmarks/results/bench_bicvm.json (git-ignored).
 """
@@ -28,6 +32,10 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Both sides wait passively at their barriers: on a shared (oversubscribed) machine numba's OpenMP
+# layer and the C++'s libgomp both spin, and two spinning threads ran 4x slower than one here.
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 

@@ -21,6 +21,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")   # see bench_bicvm.py
 
 import numpy as np
 
@@ -49,9 +50,48 @@ def _cllsi(corpus, d):
     return _fit_concept_model(CLLSI, corpus, d)
 
 
+#: BiCVM settings of the speed benchmark (benchmarks/README.md "BiCVM"): margin 128, batch 500.
+BICVM = {"noise": 10, "margin": 128.0, "batch_size": 500, "n_epochs": 10, "n_threads": 2}
+
+
+def _sentence_model(model, pairs):
+    model.set_params(random_state=0, show_progress=False)
+    model.fit(pairs)
+    return lambda X, lang: model.transform(X, language=lang)
+
+
+def _bicvm(composition):
+    def fit(corpus, d):
+        from linxling import BiCVM
+        return _sentence_model(BiCVM(n_components=d, composition=composition, **BICVM),
+                               {lang: corpus.texts[lang] for lang in LANGS})
+    return fit
+
+
+def _bicvm_plus(corpus, d):
+    """BiCVM+ (Sec. 4.1): the en-de pairs plus the en-fr pairs of the same training verses."""
+    from linxling import BiCVM
+    from linxling.datasets import load_bible_genres
+    fr = load_bible_genres(["en", "fr"], test_fraction=0.2, random_state=0)
+    de = load_bible_genres(list(LANGS), test_fraction=0.2, random_state=0)
+    if set(fr.test.keys) != set(de.test.keys):   # no tested chapter may be seen by the embeddings
+        raise RuntimeError("the en-fr split holds out other chapters than the en-de split")
+    enfr = fr.embedding_corpus
+    return _sentence_model(BiCVM(n_components=d, composition="add", **BICVM),
+                           [{lang: corpus.texts[lang] for lang in LANGS},
+                            {"en": enfr.texts["en"], "fr": enfr.texts["fr"]}])
+
+
+def _ranking(corpus, d):
+    from linxling import RankingEmbedding
+    return _sentence_model(RankingEmbedding(n_components=d, score="dot", n_epochs=5, batch_size=50,
+                                            learning_rate=0.05, n_threads=2),
+                           {lang: corpus.texts[lang] for lang in LANGS})
+
+
 #: name -> (corpus, d) -> embed(texts, language); "majority" is handled separately.
-METHODS = {"cr5": _cr5, "cllsi": _cllsi}
-# When the bicvm branch lands: "bicvm_add": lambda c, d: ..., "ranking": lambda c, d: ...
+METHODS = {"cr5": _cr5, "cllsi": _cllsi, "bicvm_add": _bicvm("add"), "bicvm_bi": _bicvm("bi"),
+           "bicvm_plus": _bicvm_plus, "ranking": _ranking}
 
 
 def _doc_vectors(embed, chapters, lang):
