@@ -204,9 +204,73 @@ def _continue_epoch(m, texts, ep):
     m.loss_curve_.append(float(total) / n)
 
 
+# --------------------------------------------------------------------------- Etter Figs. 4.3-4.10
+#: (label, figure, RankingEmbedding params); d=50, dot, margin sqrt(d), words only is the base.
+CURVES = [
+    ("dot, margin sqrt(d), d=50", ("score", "margin", "dim", "pairs"), {}),
+    ("L1", ("score",), {"score": "l1"}),
+    ("margin 1", ("margin",), {"margin": 1.0}),
+    ("d=25", ("dim",), {"n_components": 25}),
+    ("d=150", ("dim",), {"n_components": 150}),
+    ("words + pairs", ("pairs",), {"word_pairs": True}),
+]
+
+
+def run_curves(n_train, n_test, epochs, out):
+    """Estimated rank (Algorithm 2, M = 10) of held-out Bible en-fr verse pairs after every epoch."""
+    from linxling import RankingEmbedding
+    from linxling.datasets import load_bible
+    from linxling.evaluate import estimated_rank
+    c = load_bible(["en", "fr"])
+    perm = np.random.default_rng(0).permutation(len(c.texts["en"]))
+    test, train = perm[:n_test], perm[n_test:n_test + n_train]
+    tr = {lang: [c.texts[lang][i] for i in train] for lang in ("en", "fr")}
+    te = {lang: [c.texts[lang][i] for i in test] for lang in ("en", "fr")}
+    curves = {}
+    for label, _, kw in CURVES:
+        params = {"n_components": 50, "score": "dot", "learning_rate": 0.05, "batch_size": 10,
+                  "n_epochs": epochs, "random_state": 0, "n_threads": 2, "show_progress": False}
+        params.update(kw)
+        ranks: list[float] = []
+
+        def cb(model, epoch, loss, ranks=ranks):
+            Q = model.transform(te["en"], language="en")
+            T = model.transform(te["fr"], language="fr")
+            ranks.append(estimated_rank(Q, T, score=model.score, n_candidates=10,
+                                        random_state=0).mean_rank)
+
+        t0 = time.perf_counter()
+        RankingEmbedding(callback=cb, **params).fit(tr)
+        curves[label] = {"mean_rank": ranks, "seconds": time.perf_counter() - t0, "params": kw}
+        print(json.dumps({label: curves[label]}), flush=True)
+    out.write_text(json.dumps({"n_train": n_train, "n_test": n_test, "epochs": epochs,
+                               "curves": curves}, indent=1))
+    plot_curves(curves, n_test, out.parent.parent)
+
+
+def plot_curves(curves, n_test, where):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figs = {"score": "dot vs L1 (Fig. 4.3)", "margin": "margin sqrt(d) vs 1 (Figs. 4.4-4.5)",
+            "dim": "d in {25, 50, 150} (Fig. 4.6)", "pairs": "words vs words + pairs (Fig. 4.10)"}
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), sharey=True)
+    for ax, (key, title) in zip(axes, figs.items(), strict=True):
+        for label, keys, _ in CURVES:
+            if key in keys:
+                r = curves[label]["mean_rank"]
+                ax.plot(range(1, len(r) + 1), r, marker="o", label=label)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("epoch")
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel(f"estimated mean rank of {n_test} held-out pairs (M=10)")
+    fig.tight_layout()
+    fig.savefig(where / "etter_rank_curves.png", dpi=90)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["rank", "cldc"])
+    ap.add_argument("what", choices=["rank", "cldc", "curves"])
     ap.add_argument("--methods", default="majority,cr5,cllsi")
     ap.add_argument("--d", type=int, default=None)
     ap.add_argument("--n-train", type=int, default=20000)
@@ -216,7 +280,9 @@ def main(argv=None):
     ap.add_argument("--vocab", type=int, default=1000)
     a = ap.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)
-    if a.what == "cldc":
+    if a.what == "curves":
+        run_curves(a.n_train, a.n_test, a.epochs, RESULTS / "etter_curves.json")
+    elif a.what == "cldc":
         run_cldc(a.methods.split(","), a.d or 128, RESULTS / "etter_cldc.json")
     else:
         run_rank(a.n_train, a.n_test, a.epochs, a.d or 50, a.n_hidden, a.vocab,
