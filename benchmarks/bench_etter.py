@@ -216,7 +216,7 @@ CURVES = [
 ]
 
 
-def run_curves(n_train, n_test, epochs, out):
+def run_curves(n_train, n_test, epochs, lr, out):
     """Estimated rank (Algorithm 2, M = 10) of held-out Bible en-fr verse pairs after every epoch."""
     from linxling import RankingEmbedding
     from linxling.datasets import load_bible
@@ -228,7 +228,7 @@ def run_curves(n_train, n_test, epochs, out):
     te = {lang: [c.texts[lang][i] for i in test] for lang in ("en", "fr")}
     curves = {}
     for label, _, kw in CURVES:
-        params = {"n_components": 50, "score": "dot", "learning_rate": 0.05, "batch_size": 10,
+        params = {"n_components": 50, "score": "dot", "learning_rate": lr, "batch_size": 10,
                   "n_epochs": epochs, "random_state": 0, "n_threads": 2, "show_progress": False}
         params.update(kw)
         ranks: list[float] = []
@@ -243,29 +243,33 @@ def run_curves(n_train, n_test, epochs, out):
         RankingEmbedding(callback=cb, **params).fit(tr)
         curves[label] = {"mean_rank": ranks, "seconds": time.perf_counter() - t0, "params": kw}
         print(json.dumps({label: curves[label]}), flush=True)
-    out.write_text(json.dumps({"n_train": n_train, "n_test": n_test, "epochs": epochs,
+    out = out.with_name(f"{out.stem}_lr{lr:g}.json")
+    out.write_text(json.dumps({"n_train": n_train, "n_test": n_test, "epochs": epochs, "lr": lr,
                                "curves": curves}, indent=1))
-    plot_curves(curves, n_test, out.parent.parent)
+    plot_curves(sorted(out.parent.glob("etter_curves_lr*.json")), out.parent.parent)
 
 
-def plot_curves(curves, n_test, where):
+def plot_curves(files, where):
+    """One row of four panels per learning rate run (results/etter_curves_lr*.json)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    runs = [json.loads(f.read_text()) for f in files]
     figs = {"score": "dot vs L1 (Fig. 4.3)", "margin": "margin sqrt(d) vs 1 (Figs. 4.4-4.5)",
             "dim": "d in {25, 50, 150} (Fig. 4.6)", "pairs": "words vs words + pairs (Fig. 4.10)"}
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), sharey=True)
-    for ax, (key, title) in zip(axes, figs.items(), strict=True):
-        for label, keys, _ in CURVES:
-            if key in keys:
-                r = curves[label]["mean_rank"]
-                ax.plot(range(1, len(r) + 1), r, marker="o", label=label)
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("epoch")
-        ax.legend(fontsize=8)
-    axes[0].set_ylabel(f"estimated mean rank of {n_test} held-out pairs (M=10)")
+    fig, axes = plt.subplots(len(runs), 4, figsize=(16, 3.6 * len(runs)), squeeze=False)
+    for row, run in zip(axes, runs, strict=True):
+        for ax, (key, title) in zip(row, figs.items(), strict=True):
+            for label, keys, _ in CURVES:
+                if key in keys and label in run["curves"]:
+                    r = run["curves"][label]["mean_rank"]
+                    ax.plot(range(1, len(r) + 1), r, marker="o", label=label)
+            ax.set_title(f"{title}, lr {run['lr']:g}", fontsize=10)
+            ax.set_xlabel("epoch")
+            ax.legend(fontsize=8)
+        row[0].set_ylabel(f"mean rank, {runs[0]['n_test']} held-out (M=10)")
     fig.tight_layout()
-    fig.savefig(where / "etter_rank_curves.png", dpi=90)
+    fig.savefig(where / "etter_rank_curves.png", dpi=80)
 
 
 def main(argv=None):
@@ -278,10 +282,11 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--n-hidden", type=int, default=50)
     ap.add_argument("--vocab", type=int, default=1000)
+    ap.add_argument("--lr", type=float, default=0.05, help="curves: SGD learning rate")
     a = ap.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)
     if a.what == "curves":
-        run_curves(a.n_train, a.n_test, a.epochs, RESULTS / "etter_curves.json")
+        run_curves(a.n_train, a.n_test, a.epochs, a.lr, RESULTS / "etter_curves.json")
     elif a.what == "cldc":
         run_cldc(a.methods.split(","), a.d or 128, RESULTS / "etter_cldc.json")
     else:
