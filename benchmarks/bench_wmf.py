@@ -150,6 +150,61 @@ def bench_speed(quick: bool) -> dict:
     return out
 
 
+def bench_defaults(quick: bool, repeats: int = 2) -> dict:
+    """Both libraries at their defaults on a float32 binary matrix (issue #11's 0.8x goal).
+
+    linxling: ``WMF(n_components, alpha, missing_weight, max_iter)`` (solver "cg", dtype None:
+    float32 factors from the float32 input, BLAS limited inside fit). implicit:
+    ``AlternatingLeastSquares(factors, regularization, alpha, iterations)`` (its defaults:
+    float32, use_cg, all threads). Only the equivalent objective is set; nothing else, and
+    the bench does not limit BLAS for either.
+    """
+    from implicit.cpu.als import AlternatingLeastSquares
+    n, m, nnz, k, n_iter = (200_000, 50_000, 20, 100, 5) if not quick else (20_000, 5_000, 20, 32, 3)
+    w_m, lam = 0.01, 20.0
+    X = zipf_binary(n, m, nnz, seed=0).astype(np.float32)
+    rng = np.random.default_rng(1)
+    E0 = (rng.random((n, k)) * 0.01).astype(np.float32)
+    V0 = (rng.random((m, k)) * 0.01).astype(np.float32)
+    WMF(n_components=k, max_iter=1).fit(X[:200])            # compile outside the timings
+    ours: list = []
+    peers: list = []
+    loads = []
+    for rep in range(repeats):
+        stamps: list = []
+        model = WMF(n_components=k, alpha=lam, missing_weight=w_m, max_iter=n_iter,
+                    callback=lambda mdl, it, loss, st=stamps: st.append(time.perf_counter()))
+        stamps.append(time.perf_counter())
+        model.fit(X, init_components=V0.T, init_embedding=E0)
+        t_ours = np.diff(stamps).tolist()
+        loss_ours = als.wmf_loss(X, model.embedding_, np.ascontiguousarray(model.components_.T),
+                                 missing_weight=w_m, regularization=lam)
+        times: list = []
+        peer = AlternatingLeastSquares(factors=k, regularization=lam / w_m, alpha=1 / w_m,
+                                       iterations=n_iter, random_state=0)
+        peer.user_factors, peer.item_factors = E0.copy(), V0.copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            peer.fit(X, show_progress=False,
+                     callback=lambda it, elapsed, loss, ts=times: ts.append(elapsed))
+        loss_peer = als.wmf_loss(X, peer.user_factors, peer.item_factors, missing_weight=w_m,
+                                 regularization=lam)
+        loads.append(os.getloadavg())
+        print(f"defaults rep {rep}: linxling {np.round(t_ours, 2).tolist()} s/it "
+              f"({model.embedding_.dtype}), implicit {np.round(times, 2).tolist()} s/it "
+              f"({peer.user_factors.dtype}); loss {loss_ours:.6g} vs {loss_peer:.6g}; "
+              f"load {os.getloadavg()}", flush=True)
+        ours += t_ours[1:]
+        peers += times[1:]
+    med_o, med_p = statistics.median(ours), statistics.median(peers)
+    print(f"  -> defaults: median {med_o:.3f} vs {med_p:.3f} s/it, ratio {med_o / med_p:.3f}", flush=True)
+    return {"shape": [n, m], "nnz": int(X.nnz), "k": k, "iterations": n_iter,
+            "linxling_s_per_iter": ours, "implicit_s_per_iter": peers, "linxling_median_s": med_o,
+            "implicit_median_s": med_p, "time_ratio_linxling_over_implicit": med_o / med_p,
+            "linxling_loss": loss_ours, "implicit_loss": loss_peer, "loadavg": loads,
+            "linxling_dtype": str(model.embedding_.dtype), "implicit_dtype": str(peer.user_factors.dtype)}
+
+
 # ------------------------------------------------------------------------------- (b) quality
 TRACKS = {"track4a.es-en": ("es", "en"), "track4b.es-en": ("en", "es"), "track2.ar-en": ("en", "ar")}
 
@@ -271,7 +326,7 @@ def write_readme(res: dict) -> None:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["speed", "quality", "all"], default="all")
+    ap.add_argument("--part", choices=["speed", "defaults", "quality", "all"], default="all")
     ap.add_argument("--quick", action="store_true", help="small sizes, for checking the script")
     args = ap.parse_args(argv)
     res = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
@@ -279,6 +334,9 @@ def main(argv=None):
     if args.part in ("speed", "all"):
         res["speed"] = bench_speed(args.quick)
         res["speed"]["quick"] = args.quick
+    if args.part in ("defaults", "all"):
+        res["defaults"] = bench_defaults(args.quick)
+        res["defaults"]["quick"] = args.quick
     if args.part in ("quality", "all"):
         res["quality"] = bench_quality(args.quick)
         res["quality"]["quick"] = args.quick

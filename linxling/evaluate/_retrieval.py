@@ -111,6 +111,8 @@ def _csls_radii(An: Any, Bn: Any, knn: int, block_size: int, xp, show_progress=N
     r_B : array, shape (n_B,)
     """
     n_a, n_b = An.shape[0], Bn.shape[0]
+    if xp is np:
+        return _csls_radii_numpy(An, Bn, knn, block_size, show_progress)
     r_a = xp.empty(n_a, dtype=An.dtype)
     top_b = None  # (<= knn, n_b): running largest similarities of each B row to the A rows seen
     starts = range(0, n_a, block_size)
@@ -128,6 +130,40 @@ def _csls_radii(An: Any, Bn: Any, knn: int, block_size: int, xp, show_progress=N
         top_b = S
     r_b = xp.mean(top_b, axis=0)
     return r_a, r_b
+
+
+def _csls_radii_numpy(An: np.ndarray, Bn: np.ndarray, knn: int, block_size: int,
+                      show_progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_csls_radii` on the CPU: one GEMM per block, both top-k's from the same block.
+
+    The numba kernels of :mod:`linxling.kernels.retrieval` keep each row's and each column's
+    ``knn`` largest scores with one threshold test per entry, reading the block row by row
+    (no partition along the strided axis, no concatenated merge buffers). Memory is
+    O(block_size * n_B + knn * (block_size + n_B)).
+    """
+    import numba
+
+    from linxling.kernels.retrieval import topk_cols_update, topk_rows
+    n_a, n_b = An.shape[0], Bn.shape[0]
+    dtype = An.dtype
+    r_a = np.empty(n_a, dtype=dtype)
+    row_top = np.empty((min(block_size, n_a), knn), dtype=dtype)
+    top_b = np.full((n_b, knn), -np.inf, dtype=dtype)
+    thr = np.full(n_b, -np.inf, dtype=dtype)
+    amin = np.zeros(n_b, dtype=np.int64)
+    nthreads = numba.get_num_threads()
+    BnT = Bn.T
+    starts = range(0, n_a, block_size)
+    for start in progress(starts, show=show_progress, desc="CSLS radii", total=len(starts), delay=1.0):
+        stop = min(start + block_size, n_a)
+        S = An[start:stop] @ BnT
+        top = row_top[:stop - start]
+        topk_rows(S, knn, top)
+        top.sort(axis=1)                                # mean of the largest first (as sorted)
+        r_a[start:stop] = np.mean(top[:, ::-1], axis=1)
+        topk_cols_update(S, top_b, thr, amin, nthreads)
+    top_b.sort(axis=1)
+    return r_a, np.mean(top_b[:, ::-1], axis=1)
 
 
 def _has_direction(Xn: Any, xp) -> Any:
@@ -159,13 +195,16 @@ def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, b
     for i, start in enumerate(progress(starts, show=show_progress, desc="ranking", total=len(starts), delay=1.0)):
         stop = min(start + block_size, n_q)
         S = Qn[start:stop] @ Cn.T
-        if r_q is not None:  # CSLS, in place: 2 cos - r_q - r_c
+        fused = r_q is not None and xp is np   # CSLS counted by a kernel, scores never written
+        if r_q is not None and not fused:  # CSLS, in place: 2 cos - r_q - r_c
             S *= 2
             S -= r_q[start:stop, None]
             S -= r_c[None, :]
         lo, hi = bounds[i], bounds[i + 1]
         local, gold_cols = rows[lo:hi] - start, cols[lo:hi]
         vals = S[local, gold_cols]
+        if fused:  # the same operations, in the same order, as the in-place branch
+            vals = (2 * vals - r_q[rows[lo:hi]]) - r_c[gold_cols]
         vals = xp.where(q_ok[rows[lo:hi]] & c_ok[gold_cols], vals, -xp.inf)
         if hi - lo == stop - start:  # one gold per query
             best = vals
@@ -174,7 +213,13 @@ def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, b
             srt = local[order]
             last = xp.concatenate([srt[1:] != srt[:-1], xp.ones(1, dtype=bool)])
             best = vals[order][last]
-        ranks[start:stop] = 1 + xp.count_nonzero(S > best[:, None], axis=1)
+        if fused:
+            from linxling.kernels.retrieval import csls_count_greater
+            count = np.empty(stop - start, dtype=np.int64)
+            csls_count_greater(S, r_q[start:stop], r_c, best.astype(S.dtype, copy=False), count)
+            ranks[start:stop] = 1 + count
+        else:
+            ranks[start:stop] = 1 + xp.count_nonzero(S > best[:, None], axis=1)
     return ranks
 
 

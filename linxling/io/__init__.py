@@ -12,6 +12,7 @@ FAISS-ready matrix; :data:`EXPORT_FORMATS` lists the formats.
 """
 from __future__ import annotations
 
+from linxling.io._chunks import ChunkedCSR, write_chunks
 from linxling.io._export import EXPORT_FORMATS, export_vectors, vocabulary_path
 from linxling.io._store import (
                                 FORMAT_VERSION,
@@ -24,4 +25,5 @@ from linxling.io._store import (
 )
 
 __all__ = ["FORMAT_VERSION", "ModelFormatError", "register_model", "registered_models", "save", "load",
-           "read_info", "EXPORT_FORMATS", "export_vectors", "vocabulary_path"]
+           "read_info", "EXPORT_FORMATS", "export_vectors", "vocabulary_path",
+           "ChunkedCSR", "write_chunks"]

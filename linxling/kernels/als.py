@@ -172,104 +172,103 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
     zero = Y.dtype.type(0)
     minus_one = Y.dtype.type(-1)
     plus_one = Y.dtype.type(1)
-    if True:
-        x = np.empty((B, k), dtype=Y.dtype)
-        bv = np.empty((B, k), dtype=Y.dtype)
-        r = np.empty((B, k), dtype=Y.dtype)
-        quad = 0.0
-        p = np.empty((B, k), dtype=Y.dtype)
-        Ap = np.empty((B, k), dtype=Y.dtype)
-        rows = np.empty(B, dtype=np.int64)
-        active = np.empty(B, dtype=np.bool_)
-        rsold = np.empty(B, dtype=Y.dtype)
-        tiny = np.empty(B, dtype=Y.dtype)
-        u_next = np.int64(c)
-        step = np.int64(nchunks)
-        while u_next < n:
-            # gather the next batch of non-empty rows of this chunk
-            nb = 0
-            while nb < B and u_next < n:
-                u = u_next
-                u_next += step
-                if indptr[u] == indptr[u + 1]:
-                    for j in range(k):
-                        out[u, j] = zero
-                    continue
-                rows[nb] = u
-                active[nb] = True
+    x = np.empty((B, k), dtype=Y.dtype)
+    bv = np.empty((B, k), dtype=Y.dtype)
+    r = np.empty((B, k), dtype=Y.dtype)
+    quad = 0.0
+    p = np.empty((B, k), dtype=Y.dtype)
+    Ap = np.empty((B, k), dtype=Y.dtype)
+    rows = np.empty(B, dtype=np.int64)
+    active = np.empty(B, dtype=np.bool_)
+    rsold = np.empty(B, dtype=Y.dtype)
+    tiny = np.empty(B, dtype=Y.dtype)
+    u_next = np.int64(c)
+    step = np.int64(nchunks)
+    while u_next < n:
+        # gather the next batch of non-empty rows of this chunk
+        nb = 0
+        while nb < B and u_next < n:
+            u = u_next
+            u_next += step
+            if indptr[u] == indptr[u + 1]:
                 for j in range(k):
-                    x[nb, j] = out[u, j]
-                nb += 1
-            if nb == 0:
-                break
-            # r = b − A x, with A x = G x + Σ dw_i (y_i·x) y_i and b = Σ X_ui y_i
-            _gram_matvec_batch(G, x, r, active, nb, k, minus_one)
+                    out[u, j] = zero
+                continue
+            rows[nb] = u
+            active[nb] = True
+            for j in range(k):
+                x[nb, j] = out[u, j]
+            nb += 1
+        if nb == 0:
+            break
+        # r = b − A x, with A x = G x + Σ dw_i (y_i·x) y_i and b = Σ X_ui y_i
+        _gram_matvec_batch(G, x, r, active, nb, k, minus_one)
+        for b in range(nb):
+            u = rows[b]
+            for j in range(k):
+                bv[b, j] = zero
+            for idx in range(indptr[u], indptr[u + 1]):
+                i = indices[idx]
+                t = zero
+                for j in range(k):
+                    t += Y[i, j] * x[b, j]
+                xv = data[idx]
+                coef = xv - dw[i] * t
+                for j in range(k):
+                    r[b, j] += coef * Y[i, j]
+                    bv[b, j] += xv * Y[i, j]
+            rs = zero
+            for j in range(k):
+                p[b, j] = r[b, j]
+                rs += r[b, j] * r[b, j]
+            rsold[b] = rs
+            tiny[b] = Y.dtype.type(1e-30) + Y.dtype.type(1e-24) * rs
+            active[b] = rs > 1e-30
+        for _ in range(cg_steps):
+            any_active = False
             for b in range(nb):
+                any_active = any_active or active[b]
+            if not any_active:
+                break
+            _gram_matvec_batch(G, p, Ap, active, nb, k, plus_one)
+            for b in range(nb):
+                if not active[b]:
+                    continue
                 u = rows[b]
-                for j in range(k):
-                    bv[b, j] = zero
                 for idx in range(indptr[u], indptr[u + 1]):
                     i = indices[idx]
                     t = zero
                     for j in range(k):
-                        t += Y[i, j] * x[b, j]
-                    xv = data[idx]
-                    coef = xv - dw[i] * t
+                        t += Y[i, j] * p[b, j]
+                    t *= dw[i]
                     for j in range(k):
-                        r[b, j] += coef * Y[i, j]
-                        bv[b, j] += xv * Y[i, j]
-                rs = zero
+                        Ap[b, j] += t * Y[i, j]
+                pAp = zero
                 for j in range(k):
-                    p[b, j] = r[b, j]
-                    rs += r[b, j] * r[b, j]
-                rsold[b] = rs
-                tiny[b] = Y.dtype.type(1e-30) + Y.dtype.type(1e-24) * rs
-                active[b] = rs > 1e-30
-            for _ in range(cg_steps):
-                any_active = False
-                for b in range(nb):
-                    any_active = any_active or active[b]
-                if not any_active:
-                    break
-                _gram_matvec_batch(G, p, Ap, active, nb, k, plus_one)
-                for b in range(nb):
-                    if not active[b]:
-                        continue
-                    u = rows[b]
-                    for idx in range(indptr[u], indptr[u + 1]):
-                        i = indices[idx]
-                        t = zero
-                        for j in range(k):
-                            t += Y[i, j] * p[b, j]
-                        t *= dw[i]
-                        for j in range(k):
-                            Ap[b, j] += t * Y[i, j]
-                    pAp = zero
-                    for j in range(k):
-                        pAp += p[b, j] * Ap[b, j]
-                    if not pAp > zero:
-                        active[b] = False
-                        continue
-                    alpha = rsold[b] / pAp
-                    rsnew = zero
-                    for j in range(k):
-                        x[b, j] += alpha * p[b, j]
-                        r[b, j] -= alpha * Ap[b, j]
-                        rsnew += r[b, j] * r[b, j]
-                    if rsnew < tiny[b]:
-                        active[b] = False
-                        continue
-                    beta = rsnew / rsold[b]
-                    for j in range(k):
-                        p[b, j] = r[b, j] + beta * p[b, j]
-                    rsold[b] = rsnew
-            for b in range(nb):
-                u = rows[b]
-                t = zero
+                    pAp += p[b, j] * Ap[b, j]
+                if not pAp > zero:
+                    active[b] = False
+                    continue
+                alpha = rsold[b] / pAp
+                rsnew = zero
                 for j in range(k):
-                    out[u, j] = x[b, j]
-                    t += x[b, j] * (r[b, j] + bv[b, j])
-                quad += np.float64(t)
+                    x[b, j] += alpha * p[b, j]
+                    r[b, j] -= alpha * Ap[b, j]
+                    rsnew += r[b, j] * r[b, j]
+                if rsnew < tiny[b]:
+                    active[b] = False
+                    continue
+                beta = rsnew / rsold[b]
+                for j in range(k):
+                    p[b, j] = r[b, j] + beta * p[b, j]
+                rsold[b] = rsnew
+        for b in range(nb):
+            u = rows[b]
+            t = zero
+            for j in range(k):
+                out[u, j] = x[b, j]
+                t += x[b, j] * (r[b, j] + bv[b, j])
+            quad += np.float64(t)
     return quad
 
 
@@ -351,7 +350,7 @@ def _run(parts, Y, G, dw, out, solver, cg_steps):
 
 def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
                   regularization: float, solver: str = "cholesky", cg_steps: int = 3,
-                  parts=None, return_objective: bool = False):
+                  parts=None, return_objective: bool = False, gram_matrix=None):
     """Solve every row of ``X`` for its factor with ``Y`` fixed (one ALS half-step), in place.
 
     Parameters
@@ -377,6 +376,9 @@ def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
         where xᵀAx − 2bᵀx = −x·(r + b) uses the residual r = b − Ax the solver already has (CG
         keeps it by recurrence). Adding λ‖Y‖² gives eq. (1) at (out, Y) with no extra pass
         over the nonzeros.
+    gram_matrix : ndarray (k, k), optional
+        ``gram(Y, missing_weight, regularization)`` precomputed (a half-step over row chunks
+        forms it once for all chunks).
 
     Returns
     -------
@@ -386,7 +388,7 @@ def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
     dtype = Y.dtype
     if parts is None:
         parts = _csr_parts(X, dtype)
-    G = gram(Y, missing_weight, regularization)
+    G = gram(Y, missing_weight, regularization) if gram_matrix is None else gram_matrix
     dw = np.full(Y.shape[0], 1.0 - missing_weight, dtype=dtype)
     quad = _run(parts, Y, G, dw, out, solver, cg_steps)
     if return_objective:

@@ -113,7 +113,7 @@ def _texts_or_none(X: Any, name: str) -> list[str] | None:
 def _make_vectorizer(est):
     from linxling.text import TfidfVectorizer
     kw = dict(min_df=est.min_df, max_features=est.max_features, norm=None,
-              dtype=check_float_dtype(est.dtype))
+              dtype=np.float64 if est.dtype is None else check_float_dtype(est.dtype))
     if est.tokenizer is not None:
         kw["tokenizer"] = est.tokenizer
     return TfidfVectorizer(**kw)
@@ -189,7 +189,23 @@ class _WMFParams(TransformerMixin, LinxlingEstimator):
             raise ValueError(f"solver must be 'cg', 'cholesky' or 'auto', got {self.solver!r}")
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable(model, iteration, loss) or None")
-        return check_float_dtype(self.dtype)
+        return None if self.dtype is None else check_float_dtype(self.dtype)
+
+    def _fit_dtype(self, *mats) -> np.dtype:
+        """The factors' dtype: ``dtype`` when given, else the data's (float32 only when every
+        matrix is float32; float64 otherwise, also for texts and integer input)."""
+        if self.dtype is not None:
+            return check_float_dtype(self.dtype)
+        if mats and all(getattr(M, "dtype", None) == np.float32 for M in mats):
+            return np.dtype(np.float32)
+        return np.dtype(np.float64)
+
+    def _model_dtype(self) -> np.dtype:
+        """The fitted factors' dtype (the ``dtype`` parameter may be None: follow the data)."""
+        comps = self.components_
+        if not isinstance(comps, np.ndarray):
+            comps = next(iter(comps.values()))
+        return np.dtype(comps.dtype)
 
     def _solver(self) -> str:
         """'auto' = CG (monotone, cheaper) unless cg_steps ≥ n_components (Cholesky is cheaper)."""
@@ -224,7 +240,7 @@ class _WMFParams(TransformerMixin, LinxlingEstimator):
 
     def _base_params_state(self) -> dict:
         params = {name: getattr(self, name) for name in _PARAM_NAMES}
-        params["dtype"] = np.dtype(self.dtype).name
+        params["dtype"] = None if self.dtype is None else np.dtype(self.dtype).name
         if not (params["random_state"] is None or isinstance(params["random_state"], int)):
             params["random_state"] = None
         if not (params["tokenizer"] is None or isinstance(params["tokenizer"], str)):
@@ -235,8 +251,10 @@ class _WMFParams(TransformerMixin, LinxlingEstimator):
 
     def _language_matrix(self, X, language, *, fit: bool, name: str | None = None) -> sp.csr_matrix:
         """One language's input as a checked CSR matrix; texts go through that language's
-        vectoriser (created and fitted when ``fit``). Used by b-WMF and x-WMF."""
-        dtype = check_float_dtype(self.dtype)
+        vectoriser (created and fitted when ``fit``). Used by b-WMF and x-WMF. The matrix keeps
+        its float dtype when ``dtype`` is None at fit; at transform it gets the model's."""
+        dtype = (self._model_dtype() if not fit else
+                 None if self.dtype is None else check_float_dtype(self.dtype))
         name = f"X[{language!r}]" if name is None else name
         texts = _texts_or_none(X, name)
         if texts is not None:
@@ -293,8 +311,10 @@ class WMF(_WMFParams):
         fraction of the cost. "auto" is "cg" unless ``cg_steps >= n_components``.
         ``transform`` always solves exactly.
     cg_steps : int, default 3
-    dtype : float32 or float64, default float64
+    dtype : None, float32 or float64, default None
         Dtype of the factors and of the kernel arithmetic (the loss is accumulated in float64).
+        None follows the data: a float32 matrix gives float32 factors, float64 (and integer
+        or boolean input, and texts) float64.
     random_state : None, int or numpy Generator
         Seeds the N(0, 1/k) initial factors.
     tokenizer, min_df, max_features :
@@ -329,7 +349,7 @@ class WMF(_WMFParams):
 
     def __init__(self, n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
-                 dtype: Any = np.float64, random_state: Any = None, tokenizer: Any = None,
+                 dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
                  callback: Callable[[Any, int, float], Any] | None = None, language: str | None = None):
@@ -340,7 +360,8 @@ class WMF(_WMFParams):
 
     # ---------------------------------------------------------------- input
     def _input_matrix(self, X, *, fit: bool, name: str = "X") -> sp.csr_matrix:
-        dtype = check_float_dtype(self.dtype)
+        dtype = (self._model_dtype() if not fit else
+                 None if self.dtype is None else check_float_dtype(self.dtype))
         texts = _texts_or_none(X, name)
         if texts is not None:
             if fit:
@@ -357,26 +378,41 @@ class WMF(_WMFParams):
         return _check_matrix(X, name, dtype, n_cols, type(self).__name__)
 
     # ---------------------------------------------------------------- fit
-    def fit(self, X, y=None, *, init_components=None, init_embedding=None) -> "WMF":
+    def fit(self, X, y=None, *, init_components=None, init_embedding=None,
+            memory_budget=None) -> "WMF":
         """Factorise X by ALS.
 
         Parameters
         ----------
-        X : sparse (n_sentences, n_words) non-negative, or sequence of n_sentences str
-            The tf-idf matrix (raw tf-idf as in the paper) or texts for the text pipeline.
+        X : sparse (n_sentences, n_words) non-negative, sequence of n_sentences str, or ChunkedCSR
+            The tf-idf matrix (raw tf-idf as in the paper) or texts for the text pipeline. A
+            :class:`linxling.io.ChunkedCSR` (a corpus on disk, :func:`linxling.io.write_chunks`
+            with ``transpose=True``) is streamed: each half-step reads the row chunks of X (or
+            of Xᵀ) one read at a time; the result equals the in-memory fit.
         y : ignored
         init_components : ndarray (n_components, n_words), optional
             Initial P (default random). The first half-step computes the sentence vectors from it.
         init_embedding : ndarray (n_sentences, n_components), optional
             Initial sentence vectors: only the CG solver's warm start of the first half-step
             depends on them (default random).
+        memory_budget : int or str, optional
+            Only for a ChunkedCSR ``X``: bytes (or "512M", "2G") that the fit's arrays may take
+            (factors, row pointers and the chunk being read); reads are sized to fit it.
+            MemoryError when the factors alone do not fit.
 
         Returns
         -------
         self
         """
-        dtype = self._validate_params()
+        self._validate_params()
+        from linxling.io._chunks import ChunkedCSR
+        if isinstance(X, ChunkedCSR):
+            return self._fit_chunked(X, init_components, init_embedding, memory_budget)
+        if memory_budget is not None:
+            raise ValueError("memory_budget applies to a ChunkedCSR corpus (linxling.io.write_chunks); "
+                             "an in-memory X is already in memory")
         X = self._input_matrix(X, fit=True)
+        dtype = self._fit_dtype(X)
         n, m = X.shape
         k = int(self.n_components)
         self._check_k(m, "X")
@@ -402,6 +438,49 @@ class WMF(_WMFParams):
                                        return_objective=True)                  # eq. (3)
             # eq. (1) from the solver's own residuals (no extra pass): Σ_words f_i + λ‖Q‖²
             return obj + lam * _sqnorm(E)
+
+        self._run_loop(int(self.max_iter), step, "WMF")
+        return self
+
+    def _fit_chunked(self, X, init_components, init_embedding, memory_budget) -> "WMF":
+        """ALS streaming the row chunks of X (sentence half-step) and of Xᵀ (word half-step)."""
+        XT = X.T
+        dtype = self._fit_dtype(X)
+        n, m = X.shape
+        k = int(self.n_components)
+        self._check_k(m, "X")
+        budget = _parse_budget(memory_budget)
+        fixed = (n + m) * k * dtype.itemsize + 8 * (n + m + 2) + 2 * k * k * dtype.itemsize
+        reads = (_read_ranges(X, budget, fixed, dtype), _read_ranges(XT, budget, fixed, dtype))
+        als = _als()
+        rng = check_random_state(self.random_state)
+        V = (_init_factor(rng, (m, k), dtype) if init_components is None else
+             _check_init(np.asarray(init_components).T, "init_components.T", (m, k), dtype))
+        E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
+             _check_init(init_embedding, "init_embedding", (n, k), dtype))
+        lam, w = float(self.alpha), float(self.missing_weight)
+        solver, steps = self._solver(), int(self.cg_steps)
+        self.vectorizer_ = None
+        self.components_ = V.T
+        self.n_features_in_ = int(m)
+        self.embedding_ = E
+        self.memory_plan_ = {"budget": budget, "factor_bytes": fixed,
+                             "reads_per_pass": (len(reads[0]), len(reads[1]))}
+
+        def half_step(src, ranges, Y, out):
+            G = als.gram(Y, w, lam)
+            obj = 0.0
+            for r0, r1, chunk in src.read_ranges(ranges):
+                chunk = _check_matrix(chunk, f"{src.group} rows {r0}:{r1}", dtype, chunk.shape[1])
+                _, o = als.als_half_step(chunk, Y, out[r0:r1], missing_weight=w, regularization=lam,
+                                         solver=solver, cg_steps=steps, gram_matrix=G,
+                                         return_objective=True)
+                obj += o
+            return obj
+
+        def step():
+            half_step(X, reads[0], V, E)                                        # eq. (2)
+            return half_step(XT, reads[1], E, V) + lam * _sqnorm(E)            # eq. (3), eq. (1)
 
         self._run_loop(int(self.max_iter), step, "WMF")
         return self
@@ -482,7 +561,7 @@ class WMF(_WMFParams):
         n_iter = params.pop("n_iter", len(loss_curve))
         vp = params.pop("vectorizer", None)
         model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES}, language=params.get("language"))
-        dtype = check_float_dtype(model.dtype)
+        dtype = _stored_dtype(model.dtype, arrays["components"])
         model.components_ = np.ascontiguousarray(np.asarray(arrays["components"], dtype=dtype).T).T
         model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
         model.loss_curve_ = list(loss_curve)
@@ -497,6 +576,55 @@ def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float) -> np.n
     out = np.zeros((X.shape[0], V.shape[1]), dtype=V.dtype)
     return als.als_half_step(X, V, out, missing_weight=w_m, regularization=lam,
                              solver="cholesky")
+
+
+def _parse_budget(budget) -> int | None:
+    """``memory_budget`` in bytes: None, a positive number, or a string like "512M" / "2G"."""
+    if budget is None:
+        return None
+    if isinstance(budget, str):
+        text = budget.strip().upper().rstrip("B").rstrip("I")
+        scale = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}.get(text[-1:], 1)
+        try:
+            value = float(text[:-1] if scale > 1 else text) * scale
+        except ValueError:
+            raise ValueError(f"memory_budget must be bytes or a string like '512M' or '2G', "
+                             f"got {budget!r}") from None
+    elif isinstance(budget, (int, float, np.integer, np.floating)) and not isinstance(budget, bool):
+        value = float(budget)
+    else:
+        raise TypeError(f"memory_budget must be a number of bytes or a string like '2G', got "
+                        f"{type(budget).__name__}")
+    if not value > 0:
+        raise ValueError(f"memory_budget must be positive, got {budget!r}")
+    return int(value)
+
+
+def _read_ranges(src, budget: int | None, fixed: int, dtype) -> list[tuple[int, int]]:
+    """Row ranges of ``src`` (a ChunkedCSR) to read at a time: its stored chunks without a
+    budget; else ranges whose CSR (read, converted for the kernel: ~3 copies of
+    indices + data, plus int64 row pointers) fits what the factors leave of the budget."""
+    if budget is None:
+        return [(int(a), int(b)) for a, b in zip(src.bounds[:-1], src.bounds[1:], strict=True)]
+    avail = budget - fixed
+    per_nz = 3 * (4 + max(np.dtype(dtype).itemsize, src.dtype.itemsize))
+    if avail <= per_nz * 64:
+        raise MemoryError(f"memory_budget={budget} bytes does not hold the factors and row pointers "
+                          f"({fixed} bytes) plus a chunk; give at least {fixed + per_nz * 2 ** 20} bytes")
+    max_nnz = avail // per_nz
+    indptr = src.indptr
+    ranges, start, n = [], 0, src.shape[0]
+    while start < n:
+        stop = int(np.searchsorted(indptr, indptr[start] + max_nnz, side="right")) - 1
+        stop = min(n, max(stop, start + 1))
+        ranges.append((start, stop))
+        start = stop
+    return ranges
+
+
+def _stored_dtype(dtype, array) -> np.dtype:
+    """dtype of a loaded model's factors: the parameter when set, else the stored array's."""
+    return check_float_dtype(dtype if dtype is not None else np.asarray(array).dtype)
 
 
 def _check_languages(mapping, name: str) -> list:
@@ -539,7 +667,7 @@ class BilingualWMF(_WMFParams):
 
     def __init__(self, n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
-                 dtype: Any = np.float64, random_state: Any = None, tokenizer: Any = None,
+                 dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
                  callback: Callable[[Any, int, float], Any] | None = None):
@@ -562,7 +690,7 @@ class BilingualWMF(_WMFParams):
         -------
         self
         """
-        dtype = self._validate_params()
+        self._validate_params()
         langs = _check_languages(X, "X")
         if len(langs) < 2:
             raise ValueError(f"BilingualWMF needs at least two languages, got {langs}")
@@ -573,6 +701,8 @@ class BilingualWMF(_WMFParams):
             if mats[lang].shape[0] != n:
                 raise ValueError(f"X[{lang!r}] has {mats[lang].shape[0]} rows but X[{langs[0]!r}] "
                                  f"has {n}; the languages must be row-aligned (parallel sentences)")
+        dtype = self._fit_dtype(*mats.values())
+        mats = {lang: M if M.dtype == dtype else M.astype(dtype) for lang, M in mats.items()}
         k = int(self.n_components)
         for lang in langs:
             self._check_k(mats[lang].shape[1], f"X[{lang!r}]")
@@ -656,7 +786,7 @@ class BilingualWMF(_WMFParams):
     def _from_state(cls, params, arrays):
         params = dict(params)
         model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES})
-        dtype = check_float_dtype(model.dtype)
+        dtype = _stored_dtype(model.dtype, arrays["embedding"])
         model.languages_ = list(params["languages"])
         model.components_ = {lang: np.asarray(arrays["components"][lang], dtype=dtype)
                              for lang in model.languages_}
@@ -711,7 +841,7 @@ class CrossWMF(_WMFParams):
     def __init__(self, pivot_language: str = "en", pivot_model: WMF | None = None,
                  n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
-                 dtype: Any = np.float64, random_state: Any = None, tokenizer: Any = None,
+                 dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
                  callback: Callable[[Any, int, float], Any] | None = None):
@@ -841,7 +971,7 @@ class CrossWMF(_WMFParams):
         pivot = WMF._from_state(params["pivot"], arrays["pivot"])
         model = cls(pivot_language=params["pivot_language"],
                     **{k: v for k, v in params.items() if k in _PARAM_NAMES})
-        dtype = check_float_dtype(model.dtype)
+        dtype = _stored_dtype(model.dtype, pivot.components_)
         model.pivot_model_ = pivot
         model.languages_ = list(params["languages"])
         model.components_ = {model.pivot_language: pivot.components_}

@@ -1,0 +1,284 @@
+"""A sparse corpus written once to HDF5 as CSR row chunks, read back chunk by chunk.
+
+Layout of the file (one group per orientation, ``"X"`` and optionally ``"XT"`` = Xᵀ)::
+
+    /X/indptr   int64 (n_rows + 1,)   global row pointers (any row range is one slice)
+    /X/indices  int32 (nnz,)
+    /X/data     float32/float64 (nnz,)
+    /X/bounds   int64 (n_chunks + 1,) row boundaries of the chunks
+    attrs: shape, format_version
+
+A model that streams the chunks holds one chunk (a CSR matrix of ``chunk_rows`` rows) at a
+time; :meth:`ChunkedCSR.chunks` reads each with one contiguous slice of ``indices``/``data``.
+The transpose is written out of core by :func:`write_chunks` (``transpose=True``): a first
+pass counts the nonzeros of every column, then columns are gathered block by block, each
+block's nonzeros bounded by ``memory_budget``.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["ChunkedCSR", "write_chunks"]
+
+_FORMAT_VERSION = 1
+_DEFAULT_CHUNK_BYTES = 64 * 2 ** 20
+
+
+def _check_block(block: Any, n_cols: int | None, i: int, name: str) -> sp.csr_matrix:
+    from linxling._validation import check_sparse_matrix
+    X = check_sparse_matrix(block, f"{name} chunk {i}" if i >= 0 else name, allow_empty=True)
+    if n_cols is not None and X.shape[1] != n_cols:
+        raise ValueError(f"{name} chunk {i} has {X.shape[1]} columns, the first chunk has {n_cols}")
+    X = X.copy() if X is block else X
+    X.sum_duplicates()
+    X.sort_indices()
+    return X
+
+
+def _rows_per_chunk(X: sp.csr_matrix, chunk_bytes: int) -> int:
+    per_row = max(1.0, (X.data.itemsize + 4) * X.nnz / max(X.shape[0], 1) + 8)
+    return max(1, int(chunk_bytes // per_row))
+
+
+class ChunkedCSR:
+    """Read access to one orientation of a corpus written by :func:`write_chunks`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The HDF5 file.
+    group : {"X", "XT"}
+        ``"X"`` the matrix, ``"XT"`` its transpose (present when written with ``transpose=True``).
+
+    Attributes
+    ----------
+    shape : (int, int)
+    nnz : int
+    dtype : numpy dtype of the values
+    bounds : ndarray of int64, the row boundaries of the chunks
+    """
+
+    def __init__(self, path: str | os.PathLike, group: str = "X"):
+        import h5py
+        self.path = Path(path)
+        if not self.path.exists():
+            raise FileNotFoundError(f"path {str(self.path)!r} does not exist")
+        with h5py.File(self.path, "r") as fh:
+            if group not in fh:
+                raise ValueError(f"{str(self.path)!r} has no group {group!r} (groups: {list(fh)}); "
+                                 "write it with write_chunks(..., transpose=True) for 'XT'")
+            g = fh[group]
+            self.shape = tuple(int(v) for v in g.attrs["shape"])
+            self.bounds = np.asarray(g["bounds"][...], dtype=np.int64)
+            self.indptr = np.asarray(g["indptr"][...], dtype=np.int64)
+            self.dtype = np.dtype(g["data"].dtype)
+        self.group = group
+        self.nnz = int(self.indptr[-1])
+
+    def __repr__(self) -> str:
+        return (f"ChunkedCSR({str(self.path)!r}, group={self.group!r}, shape={self.shape}, "
+                f"nnz={self.nnz}, n_chunks={self.n_chunks})")
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the whole matrix as an in-memory CSR (indptr int64, indices int32, data)."""
+        return 8 * (self.shape[0] + 1) + (4 + self.dtype.itemsize) * self.nnz
+
+    @property
+    def T(self) -> ChunkedCSR:
+        """The transpose's chunks (``group="XT"``)."""
+        return ChunkedCSR(self.path, "XT" if self.group == "X" else "X")
+
+    def max_chunk_nbytes(self) -> int:
+        nnz = np.diff(self.indptr[self.bounds])
+        rows = np.diff(self.bounds)
+        return int(np.max(8 * (rows + 1) + (4 + self.dtype.itemsize) * nnz)) if len(nnz) else 0
+
+    def _read(self, g, r0: int, r1: int) -> sp.csr_matrix:
+        a, b = int(self.indptr[r0]), int(self.indptr[r1])
+        indptr = self.indptr[r0:r1 + 1] - a
+        return sp.csr_matrix((g["data"][a:b], g["indices"][a:b], indptr),
+                             shape=(r1 - r0, self.shape[1]))
+
+    def chunks(self) -> Iterator[tuple[int, sp.csr_matrix]]:
+        """Yield ``(first_row, chunk)`` for every chunk in order; one chunk in memory at a time."""
+        import h5py
+        with h5py.File(self.path, "r") as fh:
+            g = fh[self.group]
+            for r0, r1 in zip(self.bounds[:-1], self.bounds[1:], strict=True):
+                yield int(r0), self._read(g, int(r0), int(r1))
+
+    def read_ranges(self, ranges) -> Iterator[tuple[int, int, sp.csr_matrix]]:
+        """Yield ``(r0, r1, rows r0:r1)`` for the given row ranges, one file handle for all."""
+        import h5py
+        with h5py.File(self.path, "r") as fh:
+            g = fh[self.group]
+            for r0, r1 in ranges:
+                yield int(r0), int(r1), self._read(g, int(r0), int(r1))
+
+    def __iter__(self) -> Iterator[tuple[int, sp.csr_matrix]]:
+        return self.chunks()
+
+    def to_csr(self) -> sp.csr_matrix:
+        """The whole matrix in memory (for tests and small corpora)."""
+        import h5py
+        with h5py.File(self.path, "r") as fh:
+            return self._read(fh[self.group], 0, self.shape[0])
+
+
+def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = None,
+                 n_cols: int | None = None, transpose: bool = True,
+                 memory_budget: int | None = None, overwrite: bool = False) -> ChunkedCSR:
+    """Write a sparse corpus to HDF5 as CSR row chunks (and, by default, its transpose).
+
+    Parameters
+    ----------
+    path : str or Path
+        The HDF5 file to create.
+    X : sparse matrix, or iterable of sparse matrices (row blocks, all with the same columns)
+        The corpus; an iterable is consumed block by block (never stacked in memory), so a
+        corpus larger than memory can be written from a generator.
+    chunk_rows : int, optional
+        Rows per stored chunk. Default: about 64 MiB of CSR per chunk (for a matrix) or the
+        blocks as given (for an iterable).
+    n_cols : int, optional
+        Number of columns (checked against every block; default: the first block's).
+    transpose : bool, default True
+        Also write Xᵀ (group ``"XT"``), which the word half-steps of WMF stream.
+    memory_budget : int, optional
+        Bytes of nonzeros gathered at a time while transposing (default 256 MiB).
+    overwrite : bool, default False
+
+    Returns
+    -------
+    ChunkedCSR
+        Read access to ``X`` (``.T`` for the transpose).
+    """
+    import h5py
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"path {str(path)!r} exists; pass overwrite=True to replace it")
+    if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer))
+                                   or chunk_rows < 1):
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    if memory_budget is not None and (not isinstance(memory_budget, (int, np.integer)) or memory_budget < 1):
+        raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
+    if sp.issparse(X) or isinstance(X, np.ndarray):
+        Xc = _check_block(X, n_cols, -1, "X")
+        step = chunk_rows or _rows_per_chunk(Xc, _DEFAULT_CHUNK_BYTES)
+        blocks: Iterable = (Xc[r:r + step] for r in range(0, max(Xc.shape[0], 1), step))
+        rechunk = None
+    else:
+        try:
+            blocks = iter(X)
+        except TypeError:
+            raise TypeError(f"X must be a sparse matrix or an iterable of sparse row blocks, got "
+                            f"{type(X).__name__}") from None
+        rechunk = chunk_rows
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with h5py.File(tmp, "w") as fh:
+            g = fh.create_group("X")
+            dtype = _write_rows(g, blocks, n_cols, rechunk)
+            g.attrs["format_version"] = _FORMAT_VERSION
+        if transpose:
+            src = ChunkedCSR(tmp, "X")
+            with h5py.File(tmp, "a") as fh:
+                _write_transpose(fh.create_group("XT"), src, dtype,
+                                 memory_budget or 256 * 2 ** 20, chunk_rows)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return ChunkedCSR(path, "X")
+
+
+def _write_rows(g, blocks: Iterable, n_cols: int | None, chunk_rows: int | None) -> np.dtype:
+    """Append row blocks to the group; return the value dtype."""
+    indices = data = None
+    indptr_parts = [np.zeros(1, dtype=np.int64)]
+    bounds = [0]
+    n_rows = nnz = 0
+    dtype = None
+    for i, block in enumerate(blocks):
+        B = _check_block(block, n_cols, i, "X")
+        if n_cols is None:
+            n_cols = B.shape[1]
+        if dtype is None:
+            dtype = B.dtype
+            indices = g.create_dataset("indices", shape=(0,), maxshape=(None,), dtype=np.int32,
+                                       chunks=(2 ** 18,))
+            data = g.create_dataset("data", shape=(0,), maxshape=(None,), dtype=dtype, chunks=(2 ** 18,))
+        elif B.dtype != dtype:
+            raise TypeError(f"X chunk {i} has dtype {B.dtype}, the first chunk has {dtype}")
+        assert indices is not None and data is not None
+        indices.resize((nnz + B.nnz,))
+        data.resize((nnz + B.nnz,))
+        indices[nnz:] = B.indices.astype(np.int32, copy=False)
+        data[nnz:] = B.data
+        indptr_parts.append(B.indptr[1:].astype(np.int64) + nnz)
+        nnz += B.nnz
+        step = chunk_rows or max(B.shape[0], 1)
+        for r in range(step, B.shape[0], step):
+            bounds.append(n_rows + r)
+        n_rows += B.shape[0]
+        if B.shape[0]:
+            bounds.append(n_rows)
+    if dtype is None:
+        raise ValueError("X has no row blocks: nothing to write")
+    g.create_dataset("indptr", data=np.concatenate(indptr_parts))
+    g.create_dataset("bounds", data=np.asarray(bounds, dtype=np.int64))
+    g.attrs["shape"] = (n_rows, int(n_cols or 0))
+    return np.dtype(dtype)
+
+
+def _write_transpose(g, src: ChunkedCSR, dtype, budget: int, chunk_rows: int | None) -> None:
+    """Write src ᵀ as row chunks: count per column, then gather column blocks within ``budget``."""
+    n, m = src.shape
+    counts = np.zeros(m, dtype=np.int64)
+    for _, C in src.chunks():
+        counts += np.bincount(C.indices, minlength=m)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    per_nz = 4 + np.dtype(dtype).itemsize + 8          # indices, data, and the COO row index
+    max_nnz = max(1, budget // (2 * per_nz))
+    # column blocks: as many columns as keep a block's nonzeros under max_nnz (at least one)
+    bounds = [0]
+    while bounds[-1] < m:
+        start = bounds[-1]
+        stop = int(np.searchsorted(indptr, indptr[start] + max_nnz, side="right")) - 1
+        stop = max(stop, start + 1)
+        if chunk_rows:
+            stop = min(stop, start + chunk_rows)
+        bounds.append(min(stop, m))
+    nnz = int(indptr[-1])
+    hchunks = (min(2 ** 18, nnz),) if nnz else None
+    indices = g.create_dataset("indices", shape=(nnz,), dtype=np.int32, chunks=hchunks)
+    data = g.create_dataset("data", shape=(nnz,), dtype=dtype, chunks=hchunks)
+    for c0, c1 in zip(bounds[:-1], bounds[1:], strict=True):
+        rows, cols, vals = [], [], []
+        for r0, C in src.chunks():               # one pass over the corpus per column block
+            sub = C[:, c0:c1].tocoo()
+            rows.append(sub.row.astype(np.int64) + r0)
+            cols.append(sub.col)
+            vals.append(sub.data)
+        T = sp.csr_matrix((np.concatenate(vals), (np.concatenate(cols), np.concatenate(rows))),
+                          shape=(c1 - c0, n), dtype=dtype)
+        T.sum_duplicates()
+        T.sort_indices()
+        a, b = int(indptr[c0]), int(indptr[c1])
+        indices[a:b] = T.indices.astype(np.int32, copy=False)
+        data[a:b] = T.data
+    g.create_dataset("indptr", data=indptr)
+    g.create_dataset("bounds", data=np.asarray(bounds, dtype=np.int64))
+    g.attrs["shape"] = (m, n)
+    g.attrs["format_version"] = _FORMAT_VERSION

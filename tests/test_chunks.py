@@ -1,0 +1,101 @@
+"""Out-of-core corpus (linxling.io.write_chunks / ChunkedCSR) and WMF streaming its chunks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from linxling.io import ChunkedCSR, write_chunks
+from linxling.models.wmf import WMF
+
+
+def _corpus(n=120, m=45, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, m, density=0.12, random_state=seed, format="csr", dtype=np.float64)
+    X.data[:] = rng.random(X.nnz) + 0.5
+    X = X.tolil()
+    X[7, :] = 0          # an empty sentence
+    X[:, 3] = 0          # an unused word
+    X = sp.csr_matrix(X)
+    X.eliminate_zeros()
+    return X.astype(dtype)
+
+
+def test_write_and_read_round_trip(tmp_path):
+    X = _corpus()
+    C = write_chunks(tmp_path / "c.h5", X, chunk_rows=17, memory_budget=400)
+    assert isinstance(C, ChunkedCSR) and C.shape == X.shape and C.nnz == X.nnz
+    assert C.n_chunks == int(np.ceil(120 / 17))
+    assert (C.to_csr() != X).nnz == 0
+    assert (C.T.to_csr() != X.T.tocsr()).nnz == 0
+    got = sp.vstack([B for _, B in C.chunks()], format="csr")
+    assert (got != X).nnz == 0
+    starts = [r0 for r0, _ in C]
+    assert starts == list(C.bounds[:-1])
+    assert C.nbytes == 8 * 121 + 12 * X.nnz
+
+
+def test_write_from_generator_of_blocks(tmp_path):
+    X = _corpus(dtype=np.float32)
+    blocks = (X[i:i + 25] for i in range(0, 120, 25))
+    C = write_chunks(tmp_path / "g.h5", blocks, chunk_rows=10)
+    assert C.dtype == np.float32
+    assert (C.to_csr() != X).nnz == 0 and (C.T.to_csr() != X.T.tocsr()).nnz == 0
+    assert np.all(np.diff(C.bounds) <= 10)
+
+
+def test_write_errors(tmp_path):
+    X = _corpus()
+    write_chunks(tmp_path / "a.h5", X)
+    with pytest.raises(FileExistsError, match="exists"):
+        write_chunks(tmp_path / "a.h5", X)
+    with pytest.raises(ValueError, match="chunk_rows"):
+        write_chunks(tmp_path / "b.h5", X, chunk_rows=0)
+    with pytest.raises(ValueError, match="columns"):
+        write_chunks(tmp_path / "c.h5", [X[:10], X[10:20, :30]])
+    with pytest.raises(ValueError, match="non-finite|NaN|inf"):
+        Y = X.copy()
+        Y.data[0] = np.nan
+        write_chunks(tmp_path / "d.h5", Y)
+    with pytest.raises(ValueError, match="no row blocks"):
+        write_chunks(tmp_path / "e.h5", iter([]))
+    assert not (tmp_path / "d.h5").exists()
+    with pytest.raises(ValueError, match="XT"):
+        ChunkedCSR(write_chunks(tmp_path / "f.h5", X, transpose=False).path, "XT")
+    with pytest.raises(FileNotFoundError):
+        ChunkedCSR(tmp_path / "missing.h5")
+
+
+@pytest.mark.parametrize("solver", ["cg", "cholesky"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_wmf_streaming_equals_in_memory(tmp_path, solver, dtype):
+    X = _corpus(dtype=dtype)
+    C = write_chunks(tmp_path / "c.h5", X, chunk_rows=13, memory_budget=300)
+    kw = dict(n_components=5, alpha=0.5, max_iter=4, solver=solver, random_state=0)
+    ref = WMF(**kw).fit(X)
+    got = WMF(**kw).fit(C)
+    assert got.components_.dtype == dtype
+    # each row's solve is independent of the chunking: the factors are the same numbers
+    np.testing.assert_array_equal(got.embedding_, ref.embedding_)
+    np.testing.assert_array_equal(got.components_, ref.components_)
+    np.testing.assert_allclose(got.loss_curve_, ref.loss_curve_, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    assert np.all(got.embedding_[7] == 0)
+
+
+def test_wmf_streaming_with_budget(tmp_path):
+    X = _corpus(n=300, m=60)
+    C = write_chunks(tmp_path / "c.h5", X)               # one stored chunk: the fit re-slices
+    assert C.n_chunks == 1
+    k = 4
+    fixed = (300 + 60) * k * 8 + 8 * 362 + 2 * k * k * 8
+    budget = fixed + 36 * 200                           # ~200 nonzeros per read
+    ref = WMF(n_components=k, max_iter=2, random_state=0).fit(X)
+    got = WMF(n_components=k, max_iter=2, random_state=0).fit(C, memory_budget=budget)
+    assert got.memory_plan_["reads_per_pass"][0] >= X.nnz // 200
+    np.testing.assert_array_equal(got.embedding_, ref.embedding_)
+    with pytest.raises(MemoryError, match="memory_budget"):
+        WMF(n_components=k, max_iter=1).fit(C, memory_budget=fixed)
+    with pytest.raises(ValueError, match="memory_budget"):
+        WMF(n_components=k, max_iter=1).fit(X, memory_budget="1G")
+    with pytest.raises(ValueError, match="memory_budget"):
+        WMF(n_components=k, max_iter=1).fit(C, memory_budget="lots")
