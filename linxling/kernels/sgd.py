@@ -6,11 +6,15 @@ docstring for the compositions, energies and loss). Layout of one minibatch step
 1. compose the sentence vectors of every pair and noise sentence, ``prange`` over samples;
 2. hinge losses and the gradients with respect to the sentence vectors, ``prange`` over samples
    (each sample writes only its own rows: no locks);
-3. back-propagate into a dense gradient buffer, ``prange`` over blocks of 8 columns (every
-   operation of the compositions is column-wise, so each thread owns its columns: no locks,
-   and the result does not depend on the thread count);
+3. back-propagate into a dense gradient buffer, ``prange`` over blocks of 32 columns of both
+   tables (every operation of the compositions is column-wise, so each thread owns its columns:
+   no locks, and the result does not depend on the thread count); a sentence whose hinges are
+   all inactive has a zero gradient and is skipped;
 4. sparse-row update (AdaGrad or SGD, L2 term ``alpha * W[row]``) of only the rows of words in
    the batch's sentences, which also resets their buffer rows to zero.
+
+The word tables may be float32 or float64 (numba compiles one version per dtype; the
+gradient checks use float64); the batch workspace is allocated once per epoch.
 
 Integer codes: composition add=0 mean=1 bi=2; distance sqeuclidean=0 l1=1 dot=2;
 optimizer adagrad=0 sgd=1.
