@@ -5,10 +5,17 @@ Setup: Bible verse pairs en-de (linxling.datasets.load_bible), 1,000 random vers
 (cosine of summed word vectors, 1,000 candidates, linxling.evaluate.retrieval).
 
 The authors' C++ (karlmoritz/bicvm @64fb7c1) is run when BICVM_BIN points to its built binary;
-otherwise it is skipped with a message. Its command line is given in BICVM_ARGS (a template with
-{train_en} {train_de} {model} placeholders), since this script does not assume its options.
+otherwise it is skipped with a message. Its command line is CPP_ARGS (the README's example with
+this benchmark's settings; override with BICVM_ARGS, placeholders {train_en} {train_de} {model}
+{epochs} {batches}); it is given our tokens (space-joined linxling tokens, lower-cased), its word
+vectors are read back with `extract-vectors` (beside BICVM_BIN) and scored exactly like ours.
+Its `--batches` is the number of minibatches per epoch: `--cpp-batches 10 602` runs it twice.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_bicvm.py [--epochs 10]
+    python benchmarks/bench_bicvm.py [--epochs 10] [--cpp-batches 10 602] [--batch-size 50 500]
+        [--margin 128]
+
+numba runs on its `workqueue` threading layer and the C++ with OMP_WAIT_POLICY=PASSIVE (set
+unless given): see the comment at the imports.
 
 Raw results go to benchmarks/results/bench_bicvm.json (git-ignored).
 """
@@ -25,6 +32,10 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Both sides wait passively at their barriers: on a shared (oversubscribed) machine numba's OpenMP
+# layer and the C++'s libgomp both spin, and two spinning threads ran 4x slower than one here.
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 
@@ -44,55 +55,125 @@ def p_at_1(E, D):
             retrieval(D, E, ks=(1,), show_progress=False)["P@1"])
 
 
-def run_linxling(train, test, epochs):
+def run_linxling(train, test, epochs, batch_size, threads, **params):
     from linxling import BiCVM
     m = BiCVM(n_components=128, composition="add", noise=10, n_epochs=epochs, random_state=0,
-              n_threads=2, show_progress=False)
+              n_threads=threads, batch_size=batch_size, show_progress=False, **params)
+    m.fit({"en": train[0][:100], "de": train[1][:100]})        # compile the kernels (not timed)
     t0 = time.perf_counter()
+    c0 = time.process_time()
     m.fit({"en": train[0], "de": train[1]})
     dt = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    load = os.getloadavg()
     en2de, de2en = p_at_1(m.transform(test[0], "en"), m.transform(test[1], "de"))
-    return {"impl": "linxling", "seconds": dt, "pairs_per_s": len(train[0]) * epochs / dt,
-            "P@1 en->de": en2de, "P@1 de->en": de2en, "loss_curve": m.loss_curve_}
+    return {"impl": f"linxling (batch {batch_size}{', ' if params else ''}"
+                    + ", ".join(f"{k} {v}" for k, v in params.items()) + ")",
+            "seconds": dt, "cpu_seconds": cpu, "pairs_per_s": len(train[0]) * epochs / dt,
+            "batch_size": batch_size, "P@1 en->de": en2de, "P@1 de->en": de2en, "loadavg": load,
+            "loss_curve": m.loss_curve_}
 
 
-def run_cpp(train, epochs):
-    binary, template = os.environ.get("BICVM_BIN"), os.environ.get("BICVM_ARGS")
+# The authors' example command line (karlmoritz/bicvm README) with this benchmark's settings:
+# ADD ("additive", plain tree), AdaGrad, d = 128, noise 10, eta 0.05, 10 iterations.
+# `--batches` is the NUMBER of minibatches per epoch (batch size = pairs / batches).
+CPP_ARGS = ("--input1 {train_en} --input2 {train_de} --tree plain --type additive --method adagrad "
+            "--word-width 128 --hinge_loss_margin 128 --noise 10 --batches {batches} --eta 0.05 "
+            "--lambdaD 1 --calc_bi_error1 true --calc_bi_error2 true --iterations {epochs} "
+            "--model1-out {model}.en --model2-out {model}.de")
+
+
+def _tokenized(texts):
+    """One line of space-joined linxling tokens per text (the C++ splits on whitespace and skips
+    empty lines, which would misalign the pairs: none may be empty)."""
+    from linxling.text import tokenize
+    lines = [" ".join(tokenize(t)) for t in texts]
+    empty = [i for i, t in enumerate(lines) if not t]
+    if empty:
+        raise ValueError(f"{len(empty)} texts have no token (first: {empty[0]}): the C++ would misalign")
+    return lines
+
+
+def _cpp_vectors(extract, model_file):
+    """word -> vector from the C++ model file (extract-vectors prints 'word v1 ... vd')."""
+    out = subprocess.run([extract, "--model", str(model_file)], check=True, capture_output=True,
+                         text=True).stdout
+    vec = {}
+    for line in out.splitlines():
+        f = line.split(" ")
+        if len(f) == 129:
+            try:
+                vec[f[0]] = np.array(f[1:], dtype=np.float64)
+            except ValueError:
+                continue
+    return vec
+
+
+def _sum_vectors(vec, texts):
+    from linxling.text import tokenize
+    Z = np.zeros((len(texts), 128))
+    for i, t in enumerate(texts):
+        for w in tokenize(t):
+            if w in vec:
+                Z[i] += vec[w]
+    return Z
+
+
+def run_cpp(train, test, epochs, batches, threads):
+    binary = os.environ.get("BICVM_BIN")
+    template = os.environ.get("BICVM_ARGS", CPP_ARGS)
     if not binary or not Path(binary).exists():
         print("BICVM_BIN not set or missing: skipping the authors' C++ (build it with "
               "/work/shared/tools/build_bicvm.sh)", file=sys.stderr)
         return None
-    if not template:
-        print("BICVM_ARGS not set: skipping the authors' C++ (give its command-line template)",
-              file=sys.stderr)
-        return None
+    extract = str(Path(binary).with_name("extract-vectors"))
     with tempfile.TemporaryDirectory() as tmp:
         paths = {"train_en": Path(tmp, "en.txt"), "train_de": Path(tmp, "de.txt"), "model": Path(tmp, "model")}
-        paths["train_en"].write_text("\n".join(train[0]) + "\n")
-        paths["train_de"].write_text("\n".join(train[1]) + "\n")
-        cmd = [binary, *template.format(**{k: str(v) for k, v in paths.items()}).split()]
+        paths["train_en"].write_text("\n".join(_tokenized(train[0])) + "\n")
+        paths["train_de"].write_text("\n".join(_tokenized(train[1])) + "\n")
+        args = template.format(epochs=epochs, batches=batches, **{k: str(v) for k, v in paths.items()})
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True)
+        c0 = os.times()
+        subprocess.run([binary, *args.split()], check=True, env=env, cwd=tmp,
+                       stdout=subprocess.DEVNULL)
         dt = time.perf_counter() - t0
-    return {"impl": "bicvm C++", "seconds": dt, "pairs_per_s": len(train[0]) * epochs / dt}
+        c1 = os.times()
+        load = os.getloadavg()
+        vA = _cpp_vectors(extract, f"{paths['model']}.en")
+        vB = _cpp_vectors(extract, f"{paths['model']}.de")
+    en2de, de2en = p_at_1(_sum_vectors(vA, test[0]), _sum_vectors(vB, test[1]))
+    return {"impl": f"bicvm C++ (--batches {batches})", "seconds": dt,
+            "cpu_seconds": (c1.children_user + c1.children_system) - (c0.children_user + c0.children_system),
+            "pairs_per_s": len(train[0]) * epochs / dt, "batch_size": len(train[0]) // batches,
+            "P@1 en->de": en2de, "P@1 de->en": de2en, "loadavg": load}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, nargs="+", default=[50])
+    ap.add_argument("--cpp-batches", type=int, nargs="*", default=[10])
+    ap.add_argument("--margin", type=float, default=None)
+    ap.add_argument("--learning-rate", type=float, default=None)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from benchmarks._machine import machine
+    params = {k: v for k, v in (("margin", args.margin), ("learning_rate", args.learning_rate))
+              if v is not None}
     train, test = split()
     results = []
-    for _ in range(args.repeats):     # interleaved: ours, C++, ours, C++
-        results.append(run_linxling(train, test, args.epochs))
-        print(json.dumps({k: v for k, v in results[-1].items() if k != "loss_curve"}))
-        cpp = run_cpp(train, args.epochs)
-        if cpp is not None:
-            results.append(cpp)
-            print(json.dumps(cpp))
+    for _ in range(args.repeats):     # interleaved: ours, C++, ours, C++ (same load for both)
+        for bs in args.batch_size:
+            results.append(run_linxling(train, test, args.epochs, bs, args.threads, **params))
+            print(json.dumps({k: v for k, v in results[-1].items() if k != "loss_curve"}), flush=True)
+        for nb in args.cpp_batches:
+            cpp = run_cpp(train, test, args.epochs, nb, args.threads)
+            if cpp is not None:
+                results.append(cpp)
+                print(json.dumps(cpp), flush=True)
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
     (out / "bench_bicvm.json").write_text(json.dumps({"machine": machine(), "results": results}, indent=1))

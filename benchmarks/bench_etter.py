@@ -21,6 +21,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")   # see bench_bicvm.py
 
 import numpy as np
 
@@ -49,9 +50,49 @@ def _cllsi(corpus, d):
     return _fit_concept_model(CLLSI, corpus, d)
 
 
+#: BiCVM settings of the speed benchmark (benchmarks/README.md "BiCVM"): margin 128, batch 500.
+BICVM = {"noise": 10, "margin": 128.0, "batch_size": 500, "n_epochs": 10, "n_threads": 2}
+
+
+def _sentence_model(model, pairs):
+    model.set_params(random_state=0, show_progress=False)
+    model.fit(pairs)
+    return lambda X, lang: model.transform(X, language=lang)
+
+
+def _bicvm(composition):
+    def fit(corpus, d):
+        from linxling import BiCVM
+        return _sentence_model(BiCVM(n_components=d, composition=composition, **BICVM),
+                               {lang: corpus.texts[lang] for lang in LANGS})
+    return fit
+
+
+def _bicvm_plus(corpus, d):
+    """BiCVM+ (Sec. 4.1): the en-de pairs plus the en-fr pairs of the same training verses."""
+    from linxling import BiCVM
+    from linxling.datasets import load_bible_genres
+    fr = load_bible_genres(["en", "fr"], test_fraction=0.2, random_state=0)
+    de = load_bible_genres(list(LANGS), test_fraction=0.2, random_state=0)
+    if set(fr.test.keys) != set(de.test.keys):   # no tested chapter may be seen by the embeddings
+        raise RuntimeError("the en-fr split holds out other chapters than the en-de split")
+    enfr = fr.embedding_corpus
+    return _sentence_model(BiCVM(n_components=d, composition="add", **BICVM),
+                           [{lang: corpus.texts[lang] for lang in LANGS},
+                            {"en": enfr.texts["en"], "fr": enfr.texts["fr"]}])
+
+
+def _ranking(corpus, d):
+    from linxling import RankingEmbedding
+    # L1 score and lr 0.5: the best setting of the en-fr rank curves (dot: see README)
+    return _sentence_model(RankingEmbedding(n_components=d, score="l1", n_epochs=5, batch_size=10,
+                                            learning_rate=0.5, n_threads=2),
+                           {lang: corpus.texts[lang] for lang in LANGS})
+
+
 #: name -> (corpus, d) -> embed(texts, language); "majority" is handled separately.
-METHODS = {"cr5": _cr5, "cllsi": _cllsi}
-# When the bicvm branch lands: "bicvm_add": lambda c, d: ..., "ranking": lambda c, d: ...
+METHODS = {"cr5": _cr5, "cllsi": _cllsi, "bicvm_add": _bicvm("add"), "bicvm_bi": _bicvm("bi"),
+           "bicvm_plus": _bicvm_plus, "ranking": _ranking}
 
 
 def _doc_vectors(embed, chapters, lang):
@@ -164,9 +205,77 @@ def _continue_epoch(m, texts, ep):
     m.loss_curve_.append(float(total) / n)
 
 
+# --------------------------------------------------------------------------- Etter Figs. 4.3-4.10
+#: (label, figure, RankingEmbedding params); d=50, dot, margin sqrt(d), words only is the base.
+CURVES = [
+    ("dot, margin sqrt(d), d=50", ("score", "margin", "dim", "pairs"), {}),
+    ("L1", ("score",), {"score": "l1"}),
+    ("margin 1", ("margin",), {"margin": 1.0}),
+    ("d=25", ("dim",), {"n_components": 25}),
+    ("d=150", ("dim",), {"n_components": 150}),
+    ("words + pairs", ("pairs",), {"word_pairs": True}),
+]
+
+
+def run_curves(n_train, n_test, epochs, lr, out):
+    """Estimated rank (Algorithm 2, M = 10) of held-out Bible en-fr verse pairs after every epoch."""
+    from linxling import RankingEmbedding
+    from linxling.datasets import load_bible
+    from linxling.evaluate import estimated_rank
+    c = load_bible(["en", "fr"])
+    perm = np.random.default_rng(0).permutation(len(c.texts["en"]))
+    test, train = perm[:n_test], perm[n_test:n_test + n_train]
+    tr = {lang: [c.texts[lang][i] for i in train] for lang in ("en", "fr")}
+    te = {lang: [c.texts[lang][i] for i in test] for lang in ("en", "fr")}
+    curves = {}
+    for label, _, kw in CURVES:
+        params = {"n_components": 50, "score": "dot", "learning_rate": lr, "batch_size": 10,
+                  "n_epochs": epochs, "random_state": 0, "n_threads": 2, "show_progress": False}
+        params.update(kw)
+        ranks: list[float] = []
+
+        def cb(model, epoch, loss, ranks=ranks):
+            Q = model.transform(te["en"], language="en")
+            T = model.transform(te["fr"], language="fr")
+            ranks.append(estimated_rank(Q, T, score=model.score, n_candidates=10,
+                                        random_state=0).mean_rank)
+
+        t0 = time.perf_counter()
+        RankingEmbedding(callback=cb, **params).fit(tr)
+        curves[label] = {"mean_rank": ranks, "seconds": time.perf_counter() - t0, "params": kw}
+        print(json.dumps({label: curves[label]}), flush=True)
+    out = out.with_name(f"{out.stem}_lr{lr:g}.json")
+    out.write_text(json.dumps({"n_train": n_train, "n_test": n_test, "epochs": epochs, "lr": lr,
+                               "curves": curves}, indent=1))
+    plot_curves(sorted(out.parent.glob("etter_curves_lr*.json")), out.parent.parent)
+
+
+def plot_curves(files, where):
+    """One row of four panels per learning rate run (results/etter_curves_lr*.json)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    runs = [json.loads(f.read_text()) for f in files]
+    figs = {"score": "dot vs L1 (Fig. 4.3)", "margin": "margin sqrt(d) vs 1 (Figs. 4.4-4.5)",
+            "dim": "d in {25, 50, 150} (Fig. 4.6)", "pairs": "words vs words + pairs (Fig. 4.10)"}
+    fig, axes = plt.subplots(len(runs), 4, figsize=(16, 3.6 * len(runs)), squeeze=False)
+    for row, run in zip(axes, runs, strict=True):
+        for ax, (key, title) in zip(row, figs.items(), strict=True):
+            for label, keys, _ in CURVES:
+                if key in keys and label in run["curves"]:
+                    r = run["curves"][label]["mean_rank"]
+                    ax.plot(range(1, len(r) + 1), r, marker="o", label=label)
+            ax.set_title(f"{title}, lr {run['lr']:g}", fontsize=10)
+            ax.set_xlabel("epoch")
+            ax.legend(fontsize=8)
+        row[0].set_ylabel(f"mean rank, {runs[0]['n_test']} held-out (M=10)")
+    fig.tight_layout()
+    fig.savefig(where / "etter_rank_curves.png", dpi=80)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["rank", "cldc"])
+    ap.add_argument("what", choices=["rank", "cldc", "curves"])
     ap.add_argument("--methods", default="majority,cr5,cllsi")
     ap.add_argument("--d", type=int, default=None)
     ap.add_argument("--n-train", type=int, default=20000)
@@ -174,9 +283,12 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--n-hidden", type=int, default=50)
     ap.add_argument("--vocab", type=int, default=1000)
+    ap.add_argument("--lr", type=float, default=0.05, help="curves: SGD learning rate")
     a = ap.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)
-    if a.what == "cldc":
+    if a.what == "curves":
+        run_curves(a.n_train, a.n_test, a.epochs, a.lr, RESULTS / "etter_curves.json")
+    elif a.what == "cldc":
         run_cldc(a.methods.split(","), a.d or 128, RESULTS / "etter_cldc.json")
     else:
         run_rank(a.n_train, a.n_test, a.epochs, a.d or 50, a.n_hidden, a.vocab,

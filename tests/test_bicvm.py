@@ -103,3 +103,20 @@ def test_bad_input():
     m.fit({"en": en, "de": de})
     with pytest.raises(ValueError, match="language"):
         m.transform(en, language="fr")
+
+
+def test_dtype_float32_default_float64_option_and_store(tmp_path):
+    en, de = _toy(40)
+    m32 = BiCVM(**FAST).fit({"en": en, "de": de})
+    m64 = BiCVM(**FAST, dtype="float64").fit({"en": en, "de": de})
+    assert m32.vectors_["en"].dtype == np.float32 and m64.vectors_["en"].dtype == np.float64
+    # both precisions learn the toy alignment (the trajectories may part where a hinge flips,
+    # so the vectors are not compared entry by entry)
+    for m in (m32, m64):
+        assert _p_at_1(m.transform(en, "en"), m.transform(de, "de")) > 0.9
+    m64.save(tmp_path / "b64.h5")
+    loaded = BiCVM.load(tmp_path / "b64.h5")
+    assert loaded.vectors_["en"].dtype == np.float64 and loaded.get_params()["dtype"] == "float64"
+    np.testing.assert_array_equal(loaded.transform(en, "en"), m64.transform(en, "en"))
+    with pytest.raises(ValueError, match="dtype"):
+        BiCVM(**FAST, dtype="int8").fit({"en": en, "de": de})

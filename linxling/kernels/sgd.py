@@ -6,11 +6,15 @@ docstring for the compositions, energies and loss). Layout of one minibatch step
 1. compose the sentence vectors of every pair and noise sentence, ``prange`` over samples;
 2. hinge losses and the gradients with respect to the sentence vectors, ``prange`` over samples
    (each sample writes only its own rows: no locks);
-3. back-propagate into a dense gradient buffer, ``prange`` over blocks of 8 columns (every
-   operation of the compositions is column-wise, so each thread owns its columns: no locks,
-   and the result does not depend on the thread count);
+3. back-propagate into a dense gradient buffer, ``prange`` over blocks of 32 columns of both
+   tables (every operation of the compositions is column-wise, so each thread owns its columns:
+   no locks, and the result does not depend on the thread count); a sentence whose hinges are
+   all inactive has a zero gradient and is skipped;
 4. sparse-row update (AdaGrad or SGD, L2 term ``alpha * W[row]``) of only the rows of words in
    the batch's sentences, which also resets their buffer rows to zero.
+
+The word tables may be float32 or float64 (numba compiles one version per dtype; the
+gradient checks use float64); the batch workspace is allocated once per epoch.
 
 Integer codes: composition add=0 mean=1 bi=2; distance sqeuclidean=0 l1=1 dot=2;
 optimizer adagrad=0 sgd=1.
@@ -24,10 +28,10 @@ from linxling.kernels.sgd_reference import COMPOSITIONS, DISTANCES, OPTIMIZERS
 
 __all__ = ["COMPOSITIONS", "DISTANCES", "OPTIMIZERS", "batch_gradient", "compose", "train_pair_epoch"]
 
-_BLOCK = 64
+_BLOCK = 32
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=True)
 def _compose_row(W, idx, ptr, cnt, r, comp, out):
     d = W.shape[1]
     for c in range(d):
@@ -66,7 +70,7 @@ def compose(W, idx, ptr, cnt, rows, comp):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=True)
 def _energy(u, v, dist):
     e = 0.0
     for c in range(u.shape[0]):
@@ -79,7 +83,7 @@ def _energy(u, v, dist):
     return e
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=True)
 def _accum(u, v, dist, su, sv, gu, gv):
     """gu += su * dE/du(u, v); gv += sv * dE/dv(u, v)."""
     for c in range(u.shape[0]):
@@ -97,7 +101,7 @@ def _accum(u, v, dist, su, sv, gu, gv):
             gv[c] -= sv * u[c]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=True)
 def _scatter_cols(W, idx, ptr, cnt, r, g, comp, buf, c0, c1):
     s, e = ptr[r], ptr[r + 1]
     if e == s:
@@ -132,80 +136,110 @@ def _scatter_cols(W, idx, ptr, cnt, r, g, comp, buf, c0, c1):
 
 @njit(parallel=True, cache=True)
 def _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, batch, nA, nB, comp, dist,
-                margin, bufA, bufB):
-    """Loss of the batch; adds dL/dW into bufA / bufB (which must hold zeros on the rows touched)."""
+                margin, bufA, bufB, VA, VB, GA, GB, act, losses):
+    """Loss of the batch; adds dL/dW into bufA / bufB (which must hold zeros on the rows touched).
+
+    VA, VB, GA, GB (>= nb, k+1, d), act (>= nb, 2, k+1) and losses (>= nb) are workspace. A
+    sentence whose gradient is zero (all its hinges inactive) is not back-propagated.
+    """
     nb = batch.shape[0]
     k = nB.shape[1]
     d = WA.shape[1]
-    # slot 0: the pair's sentence, slots 1..k: noise
-    rowsA = np.empty((nb, k + 1), dtype=np.int64)
-    rowsB = np.empty((nb, k + 1), dtype=np.int64)
-    for i in range(nb):
-        rowsA[i, 0] = batch[i]
-        rowsB[i, 0] = batch[i]
-        for j in range(k):
-            rowsA[i, j + 1] = nA[i, j]
-            rowsB[i, j + 1] = nB[i, j]
-    VA = np.empty((nb, k + 1, d), dtype=WA.dtype)
-    VB = np.empty((nb, k + 1, d), dtype=WB.dtype)
-    GA = np.zeros((nb, k + 1, d), dtype=WA.dtype)
-    GB = np.zeros((nb, k + 1, d), dtype=WB.dtype)
-    losses = np.zeros(nb)
     inv = 1.0 / nb
     for i in prange(nb):
+        _compose_row(WA, a_idx, a_ptr, a_cnt, batch[i], comp, VA[i, 0])
+        _compose_row(WB, b_idx, b_ptr, b_cnt, batch[i], comp, VB[i, 0])
+        for s in range(k):
+            _compose_row(WA, a_idx, a_ptr, a_cnt, nA[i, s], comp, VA[i, s + 1])
+            _compose_row(WB, b_idx, b_ptr, b_cnt, nB[i, s], comp, VB[i, s + 1])
         for s in range(k + 1):
-            _compose_row(WA, a_idx, a_ptr, a_cnt, rowsA[i, s], comp, VA[i, s])
-            _compose_row(WB, b_idx, b_ptr, b_cnt, rowsB[i, s], comp, VB[i, s])
+            act[i, 0, s] = 0
+            act[i, 1, s] = 0
+            for c in range(d):
+                GA[i, s, c] = 0.0
+                GB[i, s, c] = 0.0
         a = VA[i, 0]
         b = VB[i, 0]
+        loss = 0.0
+        eab = _energy(a, b, dist)
+        eba = _energy(b, a, dist)
         for j in range(k):
-            h = margin + _energy(a, b, dist) - _energy(a, VB[i, j + 1], dist)
+            h = margin + eab - _energy(a, VB[i, j + 1], dist)
             if h > 0:
-                losses[i] += h
+                loss += h
+                act[i, 0, 0] = 1
+                act[i, 1, 0] = 1
+                act[i, 1, j + 1] = 1
                 _accum(a, b, dist, inv, inv, GA[i, 0], GB[i, 0])
                 _accum(a, VB[i, j + 1], dist, -inv, -inv, GA[i, 0], GB[i, j + 1])
-            h = margin + _energy(b, a, dist) - _energy(b, VA[i, j + 1], dist)
+            h = margin + eba - _energy(b, VA[i, j + 1], dist)
             if h > 0:
-                losses[i] += h
+                loss += h
+                act[i, 0, 0] = 1
+                act[i, 1, 0] = 1
+                act[i, 0, j + 1] = 1
                 _accum(b, a, dist, inv, inv, GB[i, 0], GA[i, 0])
                 _accum(b, VA[i, j + 1], dist, -inv, -inv, GB[i, 0], GA[i, j + 1])
+        losses[i] = loss
     nblk = (d + _BLOCK - 1) // _BLOCK
-    for blk in prange(nblk):
-        c0 = blk * _BLOCK
+    for blk in prange(2 * nblk):
+        side = blk // nblk
+        c0 = (blk % nblk) * _BLOCK
         c1 = min(d, c0 + _BLOCK)
         for i in range(nb):
             for s in range(k + 1):
-                _scatter_cols(WA, a_idx, a_ptr, a_cnt, rowsA[i, s], GA[i, s], comp, bufA, c0, c1)
-                _scatter_cols(WB, b_idx, b_ptr, b_cnt, rowsB[i, s], GB[i, s], comp, bufB, c0, c1)
+                if act[i, side, s] == 0:
+                    continue
+                if side == 0:
+                    r = batch[i] if s == 0 else nA[i, s - 1]
+                    _scatter_cols(WA, a_idx, a_ptr, a_cnt, r, GA[i, s], comp, bufA, c0, c1)
+                else:
+                    r = batch[i] if s == 0 else nB[i, s - 1]
+                    _scatter_cols(WB, b_idx, b_ptr, b_cnt, r, GB[i, s], comp, bufB, c0, c1)
     total = 0.0
     for i in range(nb):
         total += losses[i]
     return total * inv
 
 
-@njit(parallel=True, cache=True)
-def _update(W, G, buf, idx, ptr, rows, flag, touched, lr, alpha, opt, eps):
+@njit(cache=True)
+def _mark(idx, ptr, r, flag, touched, n):
+    for p in range(ptr[r], ptr[r + 1]):
+        t = idx[p]
+        if flag[t] == 0:
+            flag[t] = 1
+            touched[n] = t
+            n += 1
+    return n
+
+
+@njit(parallel=True, cache=True, fastmath=True)
+def _update(W, G, buf, idx, ptr, batch, noise, flag, touched, lr, alpha, opt, eps):
+    """Sparse-row step on the rows of the words of the batch's sentences and noise sentences."""
     n = 0
-    for q in range(rows.shape[0]):
-        r = rows[q]
-        for p in range(ptr[r], ptr[r + 1]):
-            t = idx[p]
-            if flag[t] == 0:
-                flag[t] = 1
-                touched[n] = t
-                n += 1
+    for q in range(batch.shape[0]):
+        n = _mark(idx, ptr, batch[q], flag, touched, n)
+    for q in range(noise.shape[0]):
+        for j in range(noise.shape[1]):
+            n = _mark(idx, ptr, noise[q, j], flag, touched, n)
     d = W.shape[1]
     for q in prange(n):
         t = touched[q]
         flag[t] = 0
-        for c in range(d):
-            g = buf[t, c] + alpha * W[t, c]
-            buf[t, c] = 0.0
-            if opt == 0:
-                G[t, c] += g * g
-                W[t, c] -= lr * g / (np.sqrt(G[t, c]) + eps)
-            else:
-                W[t, c] -= lr * g
+        Wt = W[t]
+        Gt = G[t]
+        bt = buf[t]
+        if opt == 0:
+            for c in range(d):
+                g = bt[c] + alpha * Wt[c]
+                bt[c] = 0.0
+                Gt[c] += g * g
+                Wt[c] -= lr * g / (np.sqrt(Gt[c]) + eps)
+        else:
+            for c in range(d):
+                g = bt[c] + alpha * Wt[c]
+                bt[c] = 0.0
+                Wt[c] -= lr * g
 
 
 @njit(cache=True)
@@ -215,26 +249,28 @@ def _epoch(WA, GA, a_idx, a_ptr, a_cnt, WB, GB, b_idx, b_ptr, b_cnt, order, nois
     total = 0.0
     n = order.shape[0]
     k = noiseA.shape[1]
+    d = WA.shape[1]
+    m = min(batch_size, n)
+    VA = np.empty((m, k + 1, d), dtype=WA.dtype)
+    VB = np.empty((m, k + 1, d), dtype=WB.dtype)
+    gA = np.empty((m, k + 1, d), dtype=WA.dtype)
+    gB = np.empty((m, k + 1, d), dtype=WB.dtype)
+    act = np.empty((m, 2, k + 1), dtype=np.uint8)
+    losses = np.empty(m)
+    nA = np.empty((m, k), dtype=np.int64)
+    nB = np.empty((m, k), dtype=np.int64)
     for s in range(0, n, batch_size):
         e = min(n, s + batch_size)
         batch = order[s:e]
         nb = e - s
-        nA = np.empty((nb, k), dtype=np.int64)
-        nB = np.empty((nb, k), dtype=np.int64)
-        rA = np.empty(nb * (k + 1), dtype=np.int64)
-        rB = np.empty(nb * (k + 1), dtype=np.int64)
         for i in range(nb):
-            rA[i] = batch[i]
-            rB[i] = batch[i]
             for j in range(k):
                 nA[i, j] = noiseA[batch[i], j]
                 nB[i, j] = noiseB[batch[i], j]
-                rA[nb + i * k + j] = nA[i, j]
-                rB[nb + i * k + j] = nB[i, j]
-        total += _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, batch, nA, nB,
-                             comp, dist, margin, bufA, bufB)
-        _update(WA, GA, bufA, a_idx, a_ptr, rA, flagA, touchedA, lr, alpha, opt, eps)
-        _update(WB, GB, bufB, b_idx, b_ptr, rB, flagB, touchedB, lr, alpha, opt, eps)
+        total += _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, batch, nA[:nb],
+                             nB[:nb], comp, dist, margin, bufA, bufB, VA, VB, gA, gB, act, losses)
+        _update(WA, GA, bufA, a_idx, a_ptr, batch, nA[:nb], flagA, touchedA, lr, alpha, opt, eps)
+        _update(WB, GB, bufB, b_idx, b_ptr, batch, nB[:nb], flagB, touchedB, lr, alpha, opt, eps)
     return total
 
 
@@ -249,9 +285,13 @@ def batch_gradient(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, m
     A, B = _csr(A), _csr(B)
     bufA = np.zeros_like(WA)
     bufB = np.zeros_like(WB)
-    loss = _batch_grad(WA, *A, WB, *B, np.asarray(batch, np.int64), np.asarray(noiseA, np.int64),
-                       np.asarray(noiseB, np.int64), COMPOSITIONS[composition],
-                       DISTANCES[distance], float(margin), bufA, bufB)
+    nA, nB = np.ascontiguousarray(noiseA, np.int64), np.ascontiguousarray(noiseB, np.int64)
+    nb, k, d = nA.shape[0], nA.shape[1], WA.shape[1]
+    loss = _batch_grad(WA, *A, WB, *B, np.asarray(batch, np.int64), nA, nB,
+                       COMPOSITIONS[composition], DISTANCES[distance], float(margin), bufA, bufB,
+                       np.empty((nb, k + 1, d), WA.dtype), np.empty((nb, k + 1, d), WB.dtype),
+                       np.empty((nb, k + 1, d), WA.dtype), np.empty((nb, k + 1, d), WB.dtype),
+                       np.empty((nb, 2, k + 1), np.uint8), np.empty(nb))
     return loss, bufA, bufB
 
 
