@@ -122,6 +122,19 @@ def check_positive(value: Any, name: str, *, strict: bool = True, integer: bool 
     return int(value) if integer else value
 
 
+def check_int(value: Any, name: str, *, low: int = 1, high: int | None = None, what: str = "") -> int:
+    """Check an integer argument in ``[low, high]``: ``TypeError`` when it is not an integer
+    (bools are not), ``ValueError`` when it is out of range (``what`` explains ``high``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}{what}, got {value}")
+    return value
+
+
 def check_same_length(a: Any, b: Any, name_a: str, name_b: str) -> None:
     if len(a) != len(b):
         raise ValueError(f"{name_a} has {len(a)} entries but {name_b} has {len(b)}")

@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 
 from linxling._progress import progress
+from linxling._validation import check_int
 from linxling.io import register_model
 from linxling.models._estimator import LinxlingEstimator, as_output
 
@@ -26,12 +27,6 @@ __all__ = ["CompressTree"]
 
 _TREES = {"left": 0, "random": 1, "greedy": 2}
 UNK = "<unk>"
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _check_float(value: Any, name: str) -> float:
@@ -101,15 +96,15 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
 
     # ------------------------------------------------------------------ helpers
     def _validate(self) -> None:
-        _check_int(self.n_components, "n_components", 1)
-        _check_int(self.n_hidden, "n_hidden", 0)
+        check_int(self.n_components, "n_components", low=1)
+        check_int(self.n_hidden, "n_hidden", low=0)
         if self.tree not in _TREES:
             raise ValueError(f"tree must be one of {sorted(_TREES)}, got {self.tree!r}")
         if self.corrupt not in ("random", "last"):
             raise ValueError(f"corrupt must be 'random' or 'last', got {self.corrupt!r}")
-        _check_int(self.max_features, "max_features", 2)
-        _check_int(self.min_df, "min_df", 1)
-        _check_int(self.n_epochs, "n_epochs", 1)
+        check_int(self.max_features, "max_features", low=2)
+        check_int(self.min_df, "min_df", low=1)
+        check_int(self.n_epochs, "n_epochs", low=1)
         _check_float(self.learning_rate, "learning_rate")
         if self.word_learning_rate is not None:
             _check_float(self.word_learning_rate, "word_learning_rate")
