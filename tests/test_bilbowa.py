@@ -176,7 +176,7 @@ def test_alignment_pulls_translations_together():
     from linxling import BilBOWA
     mono, par = _corpus()
     kw = dict(n_components=8, epochs=5, min_count=1, n_blocks=2, dtype="float64", random_state=0,
-              learning_rate=1e-6, alignment_learning_rate=0.5, show_progress=False)
+              learning_rate=1e-6, alignment_learning_rate=0.5, sample=0.0, show_progress=False)
     m = BilBOWA(**kw).fit(mono, par)
     hist = [r["alignment"] for r in m.loss_history_]
     assert hist[-1] < 0.1 * hist[0]

@@ -9,7 +9,8 @@ row-aligned parallel sentences ``(S, T)``.
 Schedule (interleaved, stated): every epoch the monolingual corpora are cut into ``n_blocks``
 blocks; after the skip-gram block of every language (languages in parallel, numba threads,
 disjoint rows: no races) comes the alignment block of the same fraction of the parallel pairs
-(serial). Bitwise reproducible for a given ``random_state``, whatever the number of threads.
+(serial), on the parallel sentences subsampled like the monolingual text (frequent words
+dropped at random each epoch, so function words do not dominate the sentence means). Bitwise reproducible for a given ``random_state``, whatever the number of threads.
 Kernels: :mod:`linxling.kernels.skipgram` (reference :mod:`linxling.kernels.skipgram_reference`).
 """
 from __future__ import annotations
@@ -268,6 +269,9 @@ class BilBOWA(LinxlingEstimator):
             sg_n = np.zeros(len(languages), dtype=np.int64)
             al_loss, al_n = 0.0, 0
             order = rng.permutation(n_par) if n_par else None
+            # the alignment sees the parallel sentences subsampled like the skip-gram text
+            enc_ep = {lang: _subsample(*enc[lang], keep[offsets[li[lang]]:offsets[li[lang] + 1]], rng)
+                      for lang in pl}
             for blk in range(n_blocks):
                 frac = max(1.0 - step / total_steps, 1e-4)
                 ranges = np.array([[s0 + (s1 - s0) * blk // n_blocks, s0 + (s1 - s0) * (blk + 1) // n_blocks]
@@ -281,8 +285,8 @@ class BilBOWA(LinxlingEstimator):
                     assert order is not None
                     rows = order[n_par * blk // n_blocks: n_par * (blk + 1) // n_blocks]
                     for a, b in pairs:
-                        at, ap = _take(*enc[a], rows)
-                        bt, bp = _take(*enc[b], rows)
+                        at, ap = _take(*enc_ep[a], rows)
+                        bt, bp = _take(*enc_ep[b], rows)
                         al_loss += K.align_block(W, at, ap, int(offsets[li[a]]), bt, bp, int(offsets[li[b]]),
                                                  0, len(rows), float(self.alignment_weight), alr0 * frac)
                         al_n += len(rows)
@@ -328,6 +332,13 @@ class BilBOWA(LinxlingEstimator):
         model.vectors_ = {lang: np.asarray(arrays["vectors"][lang]) for lang in model.languages_}
         model.n_features_in_ = {lang: len(model.words_[lang]) for lang in model.languages_}
         return model
+
+
+def _subsample(tok: np.ndarray, ptr: np.ndarray, keep: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Drop each token with probability ``1 - keep[token]`` (word2vec subsampling)."""
+    mask = rng.random(len(tok)) < keep[tok]
+    kept = np.concatenate([[0], np.cumsum(mask)]).astype(np.int64)
+    return tok[mask], kept[ptr]
 
 
 def _take(tok: np.ndarray, ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
