@@ -150,13 +150,15 @@ def word_space_corpus(space: str, train: dict, fr_gloss_words: int):
     return texts, langs, concepts
 
 
-def bilbowa_corpus(train: dict, fr_gloss_words: int | None):
+def bilbowa_corpus(train: dict, fr_gloss_words: int | None, lexicon: bool = False, lexicon_repeats: int = 3):
     """BilBOWA's text: ``(monolingual, parallel)``.
 
     Monolingual per language: the Bible verses, the denckring glosses (each prefixed by its
     headword, so a word co-occurs with its definition; French limited to ``fr_gloss_words``
     headwords) and the Wikt3l *training* definitions written in that language, prefixed by their
-    headword (no test row is used). Parallel: the aligned en-fr Bible verses.
+    headword (no test row is used). Parallel: the aligned en-fr Bible verses; with ``lexicon``
+    also one single-word pair per distinct Wikt3l *training* translation pair (target, headword),
+    repeated ``lexicon_repeats`` times (a seed lexicon; not part of BilBOWA as published).
     """
     from linxling.datasets import load_bible, load_glosses
     corpus = load_bible(["en", "fr"], unit="verse")
@@ -168,18 +170,24 @@ def bilbowa_corpus(train: dict, fr_gloss_words: int | None):
     for tr in train.values():
         q = tr.definition_language
         mono[q].extend(f"{h} {x}" for _, x, h in tr.rows)
+    if lexicon:
+        pairs = sorted({(h, t) if tr.definition_language == "en" else (t, h)
+                        for tr in train.values() for t, _, h in tr.rows})
+        for _ in range(lexicon_repeats):
+            parallel["en"].extend(e for e, _ in pairs)
+            parallel["fr"].extend(f for _, f in pairs)
     return mono, parallel
 
 
 def muse_check(model) -> dict:
-    """Word translation on the MUSE en-fr test split (source words 5,000-6,499), both similarities."""
+    """Word translation on the MUSE en-fr test split (source words 5,000-6,499), cosine."""
     from linxling.datasets import shared_data_dir
     from linxling.evaluate import muse_split, read_muse_dictionary, word_translation
     _, test = muse_split(read_muse_dictionary(shared_data_dir() / "muse" / "en-fr.txt"))
     ew, ev = model.word_vectors("en")
     fw, fv = model.word_vectors("fr")
     out = {}
-    for sim in ("cosine", "csls"):
+    for sim in ("cosine",):
         r = word_translation(ew, ev, fw, fv, test, ks=(1, 10), similarity=sim, show_progress=False)
         out[sim] = {k: r[k] for k in ("P@1", "P@10", "n_queries", "n_missing")}
     return out
@@ -191,7 +199,7 @@ def fit_bilbowa(train: dict, args, cache: Path):
     if cache.exists():
         return linxling.load(cache), None
     t = time.perf_counter()
-    mono, par = bilbowa_corpus(train, args.fr_gloss_words)
+    mono, par = bilbowa_corpus(train, args.fr_gloss_words, lexicon=args.lexicon)
     t_read = time.perf_counter() - t
     model = BilBOWA(n_components=args.bilbowa_components, epochs=args.bilbowa_epochs, min_count=2,
                     alignment_weight=args.alignment_weight, random_state=0, show_progress=False)
@@ -218,7 +226,9 @@ def main(argv=None) -> dict:
                     default="bilbowa")
     ap.add_argument("--bilbowa-components", type=int, default=50)
     ap.add_argument("--bilbowa-epochs", type=int, default=3)
-    ap.add_argument("--alignment-weight", type=float, default=1.0)
+    ap.add_argument("--alignment-weight", type=float, default=10.0)
+    ap.add_argument("--lexicon", action="store_true",
+                    help="BilBOWA: also align the Wikt3l training translation pairs (seed lexicon)")
     ap.add_argument("--fr-gloss-words", type=int, default=50_000)
     args = ap.parse_args(argv)
 
@@ -239,7 +249,7 @@ def main(argv=None) -> dict:
     out.mkdir(exist_ok=True)
     if args.space == "bilbowa":
         cache = out / (f"bildrl_bilbowa_{args.bilbowa_components}_{args.bilbowa_epochs}_"
-                       f"{args.alignment_weight}_{args.fr_gloss_words}.h5")
+                       f"{args.alignment_weight}_{args.fr_gloss_words}{'_lex' if args.lexicon else ''}.h5")
         space, info = fit_bilbowa(train, args, cache)
         res["bilbowa"] = {"fit": info, "muse_en_fr_test": muse_check(space)}
         print(f"BilBOWA ({args.bilbowa_components} dims): {time.perf_counter() - t0:.1f}s (cached in "
