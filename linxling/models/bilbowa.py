@@ -10,7 +10,8 @@ Schedule (interleaved, stated): every epoch the monolingual corpora are cut into
 blocks; after the skip-gram block of every language (languages in parallel, numba threads,
 disjoint rows: no races) comes the alignment block of the same fraction of the parallel pairs
 (serial), on the parallel sentences subsampled like the monolingual text (frequent words
-dropped at random each epoch, so function words do not dominate the sentence means). Bitwise reproducible for a given ``random_state``, whatever the number of threads.
+dropped at random each epoch, so function words do not dominate the sentence means).
+Bitwise reproducible for a given ``random_state``, whatever the number of threads.
 Kernels: :mod:`linxling.kernels.skipgram` (reference :mod:`linxling.kernels.skipgram_reference`).
 """
 from __future__ import annotations
