@@ -204,3 +204,24 @@ def test_word_vectors_unknown_language():
     m = BilBOWA(n_components=4, epochs=1, min_count=1, show_progress=False).fit({"en": ["a b a b"]})
     with pytest.raises(ValueError, match="language must be one of"):
         m.word_vectors("xx")
+
+
+def test_transform_is_mean_of_word_vectors_and_unfitted_errors():
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+
+    from linxling import BilBOWA
+    m = BilBOWA(n_components=4, epochs=1, min_count=1, random_state=0, show_progress=False)
+    with pytest.raises(NotFittedError):
+        m.word_vectors("en")
+    with pytest.raises(NotFittedError):
+        m.transform(["a"], language="en")
+    assert clone(m).get_params() == m.get_params()
+    m.fit({"en": ["a b a b c"]})
+    words, V = m.word_vectors("en")
+    Z = m.transform(["a c zzz", "zzz", "b"], language="en")
+    np.testing.assert_allclose(Z[0], (V[words.index("a")] + V[words.index("c")]) / 2)
+    np.testing.assert_array_equal(Z[1], 0.0)
+    assert m.transform(["b"], language="en", dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match="language must be one of"):
+        m.transform(["a"], language="fr")

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from linxling.io import register_model
-from linxling.models._estimator import LinxlingEstimator
+from linxling.models._estimator import LinxlingEstimator, as_output
 
 __all__ = ["BilBOWA"]
 
@@ -306,6 +306,24 @@ class BilBOWA(LinxlingEstimator):
         return self
 
     # ------------------------------------------------------------------ vectors out
+    def transform(self, X, language=None, dtype=None):
+        """Sentence vectors: the mean of the known words' vectors (BilBOWA's sentence
+        representation), shape (n_texts, n_components), C-contiguous, in ``dtype`` when given.
+        A text with no known word gives the zero vector."""
+        from linxling.text import tokenize
+        self._check_fitted()
+        if language not in self.vectors_:
+            raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
+        texts = _check_texts(X, "X")
+        index = {w: i for i, w in enumerate(self.words_[language])}
+        V = np.asarray(self.vectors_[language], dtype=np.float64)
+        out = np.zeros((len(texts), V.shape[1]))
+        for i, t in enumerate(texts):
+            ids = [index[w] for w in tokenize(t) if w in index]
+            if ids:
+                out[i] = V[ids].mean(axis=0)
+        return as_output(out, dtype)
+
     def word_vectors(self, language=None):
         """``(words, vectors)`` of ``language`` (vectors a copy, float64)."""
         self._check_fitted()
