@@ -15,18 +15,8 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 import linxling
-from linxling.models import (
-    CLLSI,
-    WMF,
-    BiCVM,
-    BilBOWA,
-    BilDRL,
-    BilingualWMF,
-    CompressTree,
-    Cr5,
-    CrossWMF,
-    RankingEmbedding,
-)
+from linxling.models import CLLSI, WMF, BiCVM, BilDRL, BilingualWMF, CompressTree, Cr5, CrossWMF, RankingEmbedding
+from linxling.models.bilbowa import BilBOWA
 
 
 def _corpus(n=60, vocab=40, seed=0):
