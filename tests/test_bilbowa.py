@@ -225,3 +225,15 @@ def test_transform_is_mean_of_word_vectors_and_unfitted_errors():
     assert m.transform(["b"], language="en", dtype=np.float32).dtype == np.float32
     with pytest.raises(ValueError, match="language must be one of"):
         m.transform(["a"], language="fr")
+
+
+def test_bildrl_accepts_a_bilbowa_space():
+    from linxling import BilBOWA, BilDRL
+    mono, par = _corpus()
+    space = BilBOWA(n_components=6, epochs=2, min_count=1, sample=0.0, random_state=0,
+                    show_progress=False).fit(mono, par)
+    rows = [("cat", "en", "le chat", "fr"), ("dog", "en", "le chien", "fr"), ("fish", "en", "le poisson", "fr")]
+    m = BilDRL(encoder="ridge", min_df=1, random_state=0, show_progress=False).fit(rows, space)
+    assert m.n_components_ == 6
+    top = m.predict(["le chat"], "fr", "en", k=2)
+    assert len(top) == 1 and len(top[0]) == 2
