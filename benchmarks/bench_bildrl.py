@@ -60,10 +60,53 @@ def gru_speed(repeats: int = 5, batch: int = 64, length: int = 15, hidden: int =
                                   med["numpy_reference"] / med["numba"]}
     try:
         import torch  # noqa: F401
-        out["torch"] = "installed but not measured by this script version"
     except ImportError:
-        out["torch"] = "not installed (no CPU-only wheel index reachable; PyPI torch pulls GBs of CUDA libraries)"
+        out["torch"] = "not installed (pip install 'linxling[torch-peer]' --index-url https://download.pytorch.org/whl/cpu)"
+        return out
+    out["torch"] = torch_gru_peer(repeats, batch, length, hidden, layers, d_in)
     return out
+
+
+def torch_gru_peer(repeats: int = 5, batch: int = 64, length: int = 15, hidden: int = 200, layers: int = 5,
+                   d_in: int = 200) -> dict:
+    """torch.nn.GRU (CPU, same sizes, same reset-after variant) vs the numba GRU stack, float32,
+    interleaved in one process; both compute the input gradient too. torch uses
+    ``torch.get_num_threads()`` threads; ours numba + BLAS threads as set by the environment."""
+    import torch
+
+    from linxling.kernels import encoders as K
+    from linxling.kernels import encoders_reference as R
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    p = R.init_params("gru", d_in, hidden, hidden=hidden, n_layers=layers, rng=0, dtype=np.float32)
+    X = rng.standard_normal((batch, length, d_in)).astype(np.float32)
+    L = np.full(batch, length)
+    G = rng.standard_normal((batch, hidden)).astype(np.float32)
+    gru = torch.nn.GRU(d_in, hidden, num_layers=layers, batch_first=True)
+    Xt = torch.from_numpy(X).requires_grad_(True)
+    Gt = torch.from_numpy(G)
+
+    def run_torch():
+        gru.zero_grad(set_to_none=True)
+        Xt.grad = None
+        _, h = gru(Xt)
+        (h[-1] * Gt).sum().backward()
+
+    def run_ours():
+        K.backward("gru", p, K.forward("gru", p, X, L)[1], G)
+
+    for f in (run_torch, run_ours, run_torch, run_ours):
+        f()
+    times: dict = {"numba": [], "torch": []}
+    for _ in range(repeats):
+        for f, name in ((run_ours, "numba"), (run_torch, "torch")):
+            t = time.perf_counter()
+            f()
+            times[name].append(time.perf_counter() - t)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    return {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
+            "median_s": med, "ratio_torch_over_numba": med["torch"] / med["numba"],
+            "loadavg": os.getloadavg()}
 
 
 def word_space_corpus(space: str, train: dict, fr_gloss_words: int):
@@ -107,6 +150,69 @@ def word_space_corpus(space: str, train: dict, fr_gloss_words: int):
     return texts, langs, concepts
 
 
+def bilbowa_corpus(train: dict, fr_gloss_words: int | None, lexicon: bool = False, lexicon_repeats: int = 3):
+    """BilBOWA's text: ``(monolingual, parallel)``.
+
+    Monolingual per language: the Bible verses, the denckring glosses (each prefixed by its
+    headword, so a word co-occurs with its definition; French limited to ``fr_gloss_words``
+    headwords) and the Wikt3l *training* definitions written in that language, prefixed by their
+    headword (no test row is used). Parallel: the aligned en-fr Bible verses; with ``lexicon``
+    also one single-word pair per distinct Wikt3l *training* translation pair (target, headword),
+    repeated ``lexicon_repeats`` times (a seed lexicon; not part of BilBOWA as published).
+    """
+    from linxling.datasets import load_bible, load_glosses
+    corpus = load_bible(["en", "fr"], unit="verse")
+    parallel = {lang: list(corpus.texts[lang]) for lang in ("en", "fr")}
+    mono = {lang: list(parallel[lang]) for lang in ("en", "fr")}
+    for lang, limit in (("en", None), ("fr", fr_gloss_words)):
+        words, glosses = load_glosses(lang, max_words=limit)
+        mono[lang].extend(f"{w} {g}" for w, g in zip(words, glosses, strict=False))
+    for tr in train.values():
+        q = tr.definition_language
+        mono[q].extend(f"{h} {x}" for _, x, h in tr.rows)
+    if lexicon:
+        pairs = sorted({(h, t) if tr.definition_language == "en" else (t, h)
+                        for tr in train.values() for t, _, h in tr.rows})
+        for _ in range(lexicon_repeats):
+            parallel["en"].extend(e for e, _ in pairs)
+            parallel["fr"].extend(f for _, f in pairs)
+    return mono, parallel
+
+
+def muse_check(model) -> dict:
+    """Word translation on the MUSE en-fr test split (source words 5,000-6,499), cosine."""
+    from linxling.datasets import shared_data_dir
+    from linxling.evaluate import muse_split, read_muse_dictionary, word_translation
+    _, test = muse_split(read_muse_dictionary(shared_data_dir() / "muse" / "en-fr.txt"))
+    ew, ev = model.word_vectors("en")
+    fw, fv = model.word_vectors("fr")
+    out = {}
+    for sim in ("cosine",):
+        r = word_translation(ew, ev, fw, fv, test, ks=(1, 10), similarity=sim, show_progress=False)
+        out[sim] = {k: r[k] for k in ("P@1", "P@10", "n_queries", "n_missing")}
+    return out
+
+
+def fit_bilbowa(train: dict, args, cache: Path):
+    import linxling
+    from linxling.models.bilbowa import BilBOWA
+    if cache.exists():
+        return linxling.load(cache), None
+    t = time.perf_counter()
+    mono, par = bilbowa_corpus(train, args.fr_gloss_words, lexicon=args.lexicon)
+    t_read = time.perf_counter() - t
+    model = BilBOWA(n_components=args.bilbowa_components, epochs=args.bilbowa_epochs, min_count=2,
+                    alignment_weight=args.alignment_weight, random_state=0, show_progress=False)
+    t = time.perf_counter()
+    model.fit(mono, par)
+    info = {"read_s": t_read, "fit_s": time.perf_counter() - t,
+            "tokens": {lang: sum(len(x.split()) for x in v) for lang, v in mono.items()},
+            "vocab": {lang: len(model.words_[lang]) for lang in model.languages_},
+            "parallel_pairs": len(par["en"]), "loadavg": os.getloadavg()}
+    model.save(cache)
+    return model, info
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=5)
@@ -115,8 +221,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--cr5-components", type=int, default=100)
     ap.add_argument("--models", default="ridge,ridge-MTL,BOW,CNN,GRU,ATT,GRU-MTL,ATT-MTL")
     ap.add_argument("--skip-speed", action="store_true")
-    ap.add_argument("--space", choices=("bible", "bible+wikt3l", "bible+wikt3l+glosses"),
-                    default="bible+wikt3l")
+    ap.add_argument("--speed-only", action="store_true", help="only the GRU kernel speed (vs torch if installed)")
+    ap.add_argument("--space", choices=("bible", "bible+wikt3l", "bible+wikt3l+glosses", "bilbowa"),
+                    default="bilbowa")
+    ap.add_argument("--bilbowa-components", type=int, default=50)
+    ap.add_argument("--bilbowa-epochs", type=int, default=3)
+    ap.add_argument("--alignment-weight", type=float, default=10.0)
+    ap.add_argument("--lexicon", action="store_true",
+                    help="BilBOWA: also align the Wikt3l training translation pairs (seed lexicon)")
     ap.add_argument("--fr-gloss-words", type=int, default=50_000)
     args = ap.parse_args(argv)
 
@@ -127,27 +239,39 @@ def main(argv=None) -> dict:
     from linxling.models.cr5 import Cr5
 
     res: dict = {"machine": machine(), "args": vars(args)}
+    if args.speed_only:
+        res["gru_speed"] = gru_speed()
+        print(json.dumps(res, indent=1, default=str))
+        return res
     train = {d: load_wikt3l(d, "train") for d in ("fr-en", "en-fr")}
     t0 = time.perf_counter()
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
-    cache = out / f"bildrl_cr5_{args.space.replace('+', '_')}_{args.cr5_components}_{args.fr_gloss_words}.h5"
-    if cache.exists():
-        cr5 = linxling.load(cache)
+    if args.space == "bilbowa":
+        cache = out / (f"bildrl_bilbowa_{args.bilbowa_components}_{args.bilbowa_epochs}_"
+                       f"{args.alignment_weight}_{args.fr_gloss_words}{'_lex' if args.lexicon else ''}.h5")
+        space, info = fit_bilbowa(train, args, cache)
+        res["bilbowa"] = {"fit": info, "muse_en_fr_test": muse_check(space)}
+        print(f"BilBOWA ({args.bilbowa_components} dims): {time.perf_counter() - t0:.1f}s (cached in "
+              f"{cache.name}); MUSE en-fr test: {json.dumps(res['bilbowa']['muse_en_fr_test'])}", flush=True)
     else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            texts, langs, concepts = word_space_corpus(args.space, train, args.fr_gloss_words)
-            cr5 = Cr5(n_components=args.cr5_components,
-                      min_df=2, random_state=0, show_progress=False).fit(texts, langs, concepts)
-            del texts, langs, concepts
-        cr5.save(cache)
-    res["cr5_fit_s"] = time.perf_counter() - t0
-    print(f"Cr5 ({args.cr5_components} dims, {args.space}): {res['cr5_fit_s']:.1f}s (cached in {cache.name})",
-          flush=True)
-
+        cache = out / f"bildrl_cr5_{args.space.replace('+', '_')}_{args.cr5_components}_{args.fr_gloss_words}.h5"
+        if cache.exists():
+            cr5 = linxling.load(cache)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                texts, langs, concepts = word_space_corpus(args.space, train, args.fr_gloss_words)
+                cr5 = Cr5(n_components=args.cr5_components,
+                          min_df=2, random_state=0, show_progress=False).fit(texts, langs, concepts)
+                del texts, langs, concepts
+            cr5.save(cache)
+        res["cr5_fit_s"] = time.perf_counter() - t0
+        print(f"Cr5 ({args.cr5_components} dims, {args.space}): {res['cr5_fit_s']:.1f}s (cached in {cache.name})",
+              flush=True)
+        space = cr5
     test = {d: load_wikt3l(d, "test") for d in ("fr-en", "en-fr")}
-    vocab = {l: set(cr5.word_vectors(l)[0]) for l in ("en", "fr")}
+    vocab = {l: set(space.word_vectors(l)[0]) for l in ("en", "fr")}
     cover = {}
     for d, te in test.items():
         tl = te.target_language
@@ -185,7 +309,7 @@ def main(argv=None) -> dict:
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model.fit(rows, cr5)
+            model.fit(rows, space)
         fit_s = time.perf_counter() - t
         n_used = len(rows) - sum(model.n_excluded_.values())
         entry = {"fit_s": fit_s, "rows_used": n_used, "n_excluded": model.n_excluded_,

@@ -18,7 +18,8 @@ import importlib
 from linxling._version import __version__
 
 _MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "CompressTree", "BiCVM",
-           "RankingEmbedding", "BilDRL")   # resolved by linxling.models
+           "RankingEmbedding", "BilDRL",
+           "BilBOWA")   # resolved by linxling.models
 _LAZY = {
     **{name: "linxling.models" for name in _MODELS},
     "load": "linxling.models",          # registers the built-in models, then linxling.io.load

@@ -16,6 +16,7 @@ from sklearn.exceptions import NotFittedError
 
 import linxling
 from linxling.models import CLLSI, WMF, BiCVM, BilDRL, BilingualWMF, CompressTree, Cr5, CrossWMF, RankingEmbedding
+from linxling.models.bilbowa import BilBOWA
 
 
 def _corpus(n=60, vocab=40, seed=0):
@@ -62,6 +63,8 @@ CASES = [
      lambda m: m.fit(EN), "en"),
     (BilDRL(encoder="bow", hidden_size=8, epochs=1, min_df=1, random_state=0, show_progress=False,
             multitask=False), _fit_bildrl, "de"),
+    (BilBOWA(n_components=4, epochs=1, min_count=1, random_state=0, show_progress=False),
+     lambda m: m.fit({"en": EN, "de": DE}, {"en": EN, "de": DE}), "en"),
 ]
 IDS = [type(c[0]).__name__ for c in CASES]
 

@@ -21,11 +21,13 @@ _LAZY = {
     "BiCVM": "linxling.models.bicvm",
     "RankingEmbedding": "linxling.models.ranking",
     "BilDRL": "linxling.models.bildrl",
+    "BilBOWA": "linxling.models.bilbowa",
     "SingleBlock": "linxling.models._single_block",
 }
 _MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf",
             "linxling.models.compress_tree", "linxling.models.bicvm", "linxling.models.ranking",
             "linxling.models.bildrl",
+            "linxling.models.bilbowa",
             "linxling.models._single_block")
 
 __all__ = sorted(_LAZY)

@@ -1,0 +1,370 @@
+"""BilBOWA: bilingual bag-of-words embeddings without word alignments (Gouws et al. 2015).
+
+The word space BilDRL (Chen et al. 2019) starts from. Per language, skip-gram with negative
+sampling on monolingual text (word2vec: dynamic window, subsampling of frequent words,
+negatives from unigram^0.75, linearly decaying learning rate); across languages, the
+sentence-mean alignment loss ``alignment_weight * ||mean W_a[S] - mean W_b[T]||^2`` on
+row-aligned parallel sentences ``(S, T)``.
+
+Schedule (interleaved, stated): every epoch the monolingual corpora are cut into ``n_blocks``
+blocks; after the skip-gram block of every language (languages in parallel, numba threads,
+disjoint rows: no races) comes the alignment block of the same fraction of the parallel pairs
+(serial), on the parallel sentences subsampled like the monolingual text (frequent words
+dropped at random each epoch, so function words do not dominate the sentence means).
+Bitwise reproducible for a given ``random_state``, whatever the number of threads.
+Kernels: :mod:`linxling.kernels.skipgram` (reference :mod:`linxling.kernels.skipgram_reference`).
+"""
+from __future__ import annotations
+
+import numbers
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from linxling.io import register_model
+from linxling.models._estimator import LinxlingEstimator, as_output
+
+__all__ = ["BilBOWA"]
+
+
+def _decode(words) -> list[str]:
+    return [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in words]
+
+
+def _check_texts(texts: Any, where: str) -> list[str]:
+    if isinstance(texts, (str, bytes)) or not hasattr(texts, "__iter__"):
+        raise TypeError(f"{where} must be a list of str, got {type(texts).__name__}")
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise TypeError(f"{where}[{i}] is a {type(t).__name__}, not a str")
+    return out
+
+
+@register_model("BilBOWA")
+class BilBOWA(LinxlingEstimator):
+    """Bilingual word embeddings: skip-gram per language + sentence-mean alignment.
+
+    Parameters
+    ----------
+    n_components : int, default 50
+    window : int, default 5
+        Maximum context distance (the effective window is drawn in ``1..window`` per word).
+    negative : int, default 5
+        Negative samples per (word, context) pair.
+    sample : float, default 1e-4
+        Subsampling threshold of frequent words (0 keeps every token).
+    alignment_weight : float, default 1.0
+        Weight of the alignment loss.
+    min_count : int, default 3
+        Words seen fewer times in a language's monolingual text are dropped.
+    max_vocab : int or None, default 200_000
+        Keep the most frequent words per language.
+    epochs : int, default 5
+    learning_rate : float, default 0.025
+        Initial SGD step, decayed linearly to ``learning_rate * 1e-4``.
+    alignment_learning_rate : float or None
+        Step of the alignment loss (default ``learning_rate``), decayed alike.
+    n_blocks : int, default 20
+        Blocks per epoch of the interleaved schedule.
+    dtype : {"float32", "float64"}, default "float32"
+    random_state : int or None
+    show_progress : bool or None
+
+    Attributes
+    ----------
+    languages_ : list of str
+    words_ : dict language -> list of str, by decreasing frequency
+    vectors_ : dict language -> array (n_words, n_components), the input ("W") vectors
+    loss_history_ : list of dict, per epoch ``{"skipgram": {lang: mean loss}, "alignment": mean}``
+    """
+
+    _fitted_attr = "vectors_"
+    _PARAMS = ("n_components", "window", "negative", "sample", "alignment_weight", "min_count",
+               "max_vocab", "epochs", "learning_rate", "alignment_learning_rate", "n_blocks", "dtype",
+               "random_state", "show_progress")
+
+    def __init__(self, n_components: int = 50, window: int = 5, negative: int = 5, sample: float = 1e-4,
+                 alignment_weight: float = 1.0, min_count: int = 3, max_vocab: int | None = 200_000,
+                 epochs: int = 5, learning_rate: float = 0.025, alignment_learning_rate: float | None = None,
+                 n_blocks: int = 20, dtype: str = "float32", random_state: Any = None,
+                 show_progress: bool | None = None) -> None:
+        self.n_components = n_components
+        self.window = window
+        self.negative = negative
+        self.sample = sample
+        self.alignment_weight = alignment_weight
+        self.min_count = min_count
+        self.max_vocab = max_vocab
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.alignment_learning_rate = alignment_learning_rate
+        self.n_blocks = n_blocks
+        self.dtype = dtype
+        self.random_state = random_state
+        self.show_progress = show_progress
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self) -> None:
+        for name in ("n_components", "window", "negative", "min_count", "epochs", "n_blocks"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        mv = self.max_vocab
+        if mv is not None and (not isinstance(mv, numbers.Integral) or isinstance(mv, bool) or mv < 1):
+            raise ValueError(f"max_vocab must be None or a positive int, got {mv!r}")
+        for name in ("learning_rate",):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) or v <= 0:
+                raise ValueError(f"{name} must be a positive number, got {v!r}")
+        alr = self.alignment_learning_rate
+        if alr is not None and (not isinstance(alr, numbers.Real) or not np.isfinite(alr) or alr <= 0):
+            raise ValueError(f"alignment_learning_rate must be None or a positive number, got {alr!r}")
+        for name in ("sample", "alignment_weight"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a non-negative number, got {v!r}")
+        if str(self.dtype) not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        rs = self.random_state
+        if rs is not None and (not isinstance(rs, numbers.Integral) or isinstance(rs, bool)):
+            raise TypeError(f"random_state must be None or an int, got {type(rs).__name__}")
+
+    @staticmethod
+    def _check_corpora(monolingual, parallel):
+        if not isinstance(monolingual, dict) or not monolingual:
+            raise TypeError("monolingual must be a non-empty dict language -> list of str, got "
+                            f"{type(monolingual).__name__}")
+        mono = {}
+        for lang, texts in monolingual.items():
+            if not isinstance(lang, str) or not lang:
+                raise ValueError(f"monolingual: language keys must be non-empty str, got {lang!r}")
+            mono[lang] = _check_texts(texts, f"monolingual[{lang!r}]")
+            if not mono[lang]:
+                raise ValueError(f"monolingual[{lang!r}] is empty")
+        par: dict[str, list[str]] = {}
+        if parallel is not None:
+            if not isinstance(parallel, dict):
+                raise TypeError(f"parallel must be a dict language -> row-aligned list of str, got "
+                                f"{type(parallel).__name__}")
+            for lang, texts in parallel.items():
+                if lang not in mono:
+                    raise ValueError(f"parallel language {lang!r} has no monolingual text (languages: "
+                                     f"{sorted(mono)}): its vocabulary comes from monolingual")
+                par[lang] = _check_texts(texts, f"parallel[{lang!r}]")
+            if len(par) == 1:
+                raise ValueError("parallel needs at least two languages")
+            sizes = {lang: len(t) for lang, t in par.items()}
+            if len(set(sizes.values())) > 1:
+                raise ValueError(f"parallel texts must be row-aligned (same length), got {sizes}")
+            if par and not next(iter(sizes.values())):
+                raise ValueError("parallel texts are empty")
+        return mono, par
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, monolingual, parallel=None) -> BilBOWA:
+        """Learn the word vectors.
+
+        Parameters
+        ----------
+        monolingual : dict language -> list of str
+            Text per language (any sentences; e.g. glosses and Bible verses). Defines each
+            language's vocabulary.
+        parallel : dict language -> list of str, optional
+            Row-aligned translations (e.g. Bible verses); every pair of languages in it is
+            aligned. Without it the languages are trained independently (no shared space).
+        """
+        from linxling._progress import progress
+        from linxling.kernels import skipgram as K
+        from linxling.text import tokenize
+
+        self._check_params()
+        mono, par = self._check_corpora(monolingual, parallel)
+        languages = sorted(mono)
+        rng = np.random.default_rng(self.random_state)
+        dt = np.dtype(str(self.dtype))
+        d = int(self.n_components)
+
+        words, index, counts = {}, {}, {}
+        tok_lists = {}
+        for lang in languages:
+            toks = [tokenize(t) for t in mono[lang]]
+            c = Counter(w for s in toks for w in s)
+            items = sorted(((w, n) for w, n in c.items() if n >= self.min_count), key=lambda x: (-x[1], x[0]))
+            if self.max_vocab is not None:
+                items = items[: int(self.max_vocab)]
+            if not items:
+                raise ValueError(f"monolingual[{lang!r}] has no word seen min_count={self.min_count} times")
+            words[lang] = [w for w, _ in items]
+            counts[lang] = np.array([n for _, n in items], dtype=np.float64)
+            index[lang] = {w: i for i, w in enumerate(words[lang])}
+            tok_lists[lang] = toks
+
+        # stacked layout: language l owns rows offsets[l]:offsets[l+1]
+        sizes = np.array([len(words[lang]) for lang in languages], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        W = ((rng.random((int(offsets[-1]), d)) - 0.5) / d).astype(dt)
+        C = np.zeros_like(W)
+
+        keep_parts, cdf_parts = [], []
+        for lang in languages:
+            f = counts[lang] / counts[lang].sum()
+            if self.sample > 0:
+                t = float(self.sample)
+                keep_parts.append(np.minimum(1.0, (np.sqrt(f / t) + 1.0) * t / f))
+            else:
+                keep_parts.append(np.ones_like(f))
+            p = counts[lang] ** 0.75
+            cdf = np.cumsum(p / p.sum())
+            cdf[-1] = 1.0
+            cdf_parts.append(cdf)
+        keep = np.concatenate(keep_parts)
+        cdf_all = np.concatenate(cdf_parts)
+        cdf_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+        # encoded monolingual sentences, languages one after the other
+        tok_arr, sent_ptr, lang_sent = [], [0], []
+        for lang in languages:
+            idx = index[lang]
+            first = len(sent_ptr) - 1
+            for s in tok_lists[lang]:
+                ids = [idx[w] for w in s if w in idx]
+                if len(ids) < 2:
+                    continue
+                tok_arr.extend(ids)
+                sent_ptr.append(len(tok_arr))
+            lang_sent.append((first, len(sent_ptr) - 1))
+        tokens = np.asarray(tok_arr, dtype=np.int64)
+        sent_ptr_a = np.asarray(sent_ptr, dtype=np.int64)
+        max_len = int(np.diff(sent_ptr_a).max()) if len(sent_ptr_a) > 1 else 1
+        del tok_lists
+
+        # encoded parallel pairs, per pair of languages
+        pairs = []
+        pl = sorted(par)
+        enc = {}
+        for lang in pl:
+            idx = index[lang]
+            t_, p_ = [], [0]
+            for text in par[lang]:
+                t_.extend(idx[w] for w in tokenize(text) if w in idx)
+                p_.append(len(t_))
+            enc[lang] = (np.asarray(t_, dtype=np.int64), np.asarray(p_, dtype=np.int64))
+        for i, a in enumerate(pl):
+            for b in pl[i + 1:]:
+                pairs.append((a, b))
+        n_par = len(next(iter(par.values()))) if par else 0
+
+        states = K.seed_states(rng, len(languages))
+        n_blocks = int(self.n_blocks)
+        total_steps = int(self.epochs) * n_blocks
+        lr0 = float(self.learning_rate)
+        alr0 = float(self.alignment_learning_rate) if self.alignment_learning_rate is not None else lr0
+        li = {lang: k for k, lang in enumerate(languages)}
+        self.loss_history_ = []
+        step = 0
+        bar = progress(range(int(self.epochs)), show=self.show_progress, desc="BilBOWA", unit="epoch")
+        for _epoch in bar:
+            sg_loss = np.zeros(len(languages))
+            sg_n = np.zeros(len(languages), dtype=np.int64)
+            al_loss, al_n = 0.0, 0
+            order = rng.permutation(n_par) if n_par else None
+            # the alignment sees the parallel sentences subsampled like the skip-gram text
+            enc_ep = {lang: _subsample(*enc[lang], keep[offsets[li[lang]]:offsets[li[lang] + 1]], rng)
+                      for lang in pl}
+            for blk in range(n_blocks):
+                frac = max(1.0 - step / total_steps, 1e-4)
+                ranges = np.array([[s0 + (s1 - s0) * blk // n_blocks, s0 + (s1 - s0) * (blk + 1) // n_blocks]
+                                   for s0, s1 in lang_sent], dtype=np.int64)
+                loss, n = K.skipgram_block(W, C, tokens, sent_ptr_a, ranges, offsets[:-1], cdf_all,
+                                           cdf_ptr, keep, states, int(self.window), int(self.negative),
+                                           lr0 * frac, max_len)
+                sg_loss += loss
+                sg_n += n
+                if n_par and self.alignment_weight > 0:
+                    assert order is not None
+                    rows = order[n_par * blk // n_blocks: n_par * (blk + 1) // n_blocks]
+                    for a, b in pairs:
+                        at, ap = _take(*enc_ep[a], rows)
+                        bt, bp = _take(*enc_ep[b], rows)
+                        al_loss += K.align_block(W, at, ap, int(offsets[li[a]]), bt, bp, int(offsets[li[b]]),
+                                                 0, len(rows), float(self.alignment_weight), alr0 * frac)
+                        al_n += len(rows)
+                step += 1
+            rec = {"skipgram": {lang: float(sg_loss[k] / max(sg_n[k], 1)) for k, lang in enumerate(languages)},
+                   "alignment": float(al_loss / al_n) if al_n else None}
+            self.loss_history_.append(rec)
+            if not np.all(np.isfinite(W)):
+                raise FloatingPointError("BilBOWA diverged (non-finite vectors): lower learning_rate "
+                                         "or alignment_learning_rate")
+        self.languages_ = languages
+        self.words_ = words
+        self.vectors_ = {lang: np.ascontiguousarray(W[offsets[k]:offsets[k + 1]])
+                         for k, lang in enumerate(languages)}
+        self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
+        return self
+
+    # ------------------------------------------------------------------ vectors out
+    def transform(self, X, language=None, dtype=None):
+        """Sentence vectors: the mean of the known words' vectors (BilBOWA's sentence
+        representation), shape (n_texts, n_components), C-contiguous, in ``dtype`` when given.
+        A text with no known word gives the zero vector."""
+        from linxling.text import tokenize
+        self._check_fitted()
+        if language not in self.vectors_:
+            raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
+        texts = _check_texts(X, "X")
+        index = {w: i for i, w in enumerate(self.words_[language])}
+        V = np.asarray(self.vectors_[language], dtype=np.float64)
+        out = np.zeros((len(texts), V.shape[1]))
+        for i, t in enumerate(texts):
+            ids = [index[w] for w in tokenize(t) if w in index]
+            if ids:
+                out[i] = V[ids].mean(axis=0)
+        return as_output(out, dtype)
+
+    def word_vectors(self, language=None):
+        """``(words, vectors)`` of ``language`` (vectors a copy, float64)."""
+        self._check_fitted()
+        if language not in self.vectors_:
+            raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
+        return list(self.words_[language]), np.asarray(self.vectors_[language], dtype=np.float64).copy()
+
+    # ------------------------------------------------------------------ store
+    def _get_state(self):
+        self._check_fitted()
+        params: dict[str, Any] = {k: getattr(self, k) for k in self._PARAMS}
+        params["languages"] = list(self.languages_)
+        params["loss_history"] = [{"skipgram": dict(r["skipgram"]), "alignment": r["alignment"]}
+                                  for r in self.loss_history_]
+        arrays = {"vectors": {lang: self.vectors_[lang] for lang in self.languages_},
+                  "words": {lang: np.array(self.words_[lang], dtype=str) for lang in self.languages_}}
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
+        model.languages_ = list(params["languages"])
+        model.loss_history_ = list(params.get("loss_history", []))
+        model.words_ = {lang: _decode(arrays["words"][lang]) for lang in model.languages_}
+        model.vectors_ = {lang: np.asarray(arrays["vectors"][lang]) for lang in model.languages_}
+        model.n_features_in_ = {lang: len(model.words_[lang]) for lang in model.languages_}
+        return model
+
+
+def _subsample(tok: np.ndarray, ptr: np.ndarray, keep: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Drop each token with probability ``1 - keep[token]`` (word2vec subsampling)."""
+    mask = rng.random(len(tok)) < keep[tok]
+    kept = np.concatenate([[0], np.cumsum(mask)]).astype(np.int64)
+    return tok[mask], kept[ptr]
+
+
+def _take(tok: np.ndarray, ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sub-CSR of the rows ``rows`` (in that order)."""
+    lens = ptr[rows + 1] - ptr[rows]
+    new_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    if new_ptr[-1] == 0:
+        return np.zeros(0, dtype=np.int64), new_ptr
+    idx = np.concatenate([np.arange(ptr[r], ptr[r + 1]) for r in rows])
+    return tok[idx], new_ptr

@@ -1,0 +1,239 @@
+"""BilBOWA: gradient checks, kernel vs reference, reproducibility, store round trip, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from linxling.kernels import skipgram as K
+from linxling.kernels import skipgram_reference as R
+
+
+def _fd(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    it = np.nditer(x, flags=["multi_index"])
+    for _ in it:
+        i = it.multi_index
+        old = x[i]
+        x[i] = old + eps
+        fp = f()
+        x[i] = old - eps
+        fm = f()
+        x[i] = old
+        g[i] = (fp - fm) / (2 * eps)
+    return g
+
+
+def _rel(a, b):
+    return np.linalg.norm(a - b) / max(np.linalg.norm(a) + np.linalg.norm(b), 1e-300)
+
+
+def test_skipgram_gradient_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(6)
+    C = rng.standard_normal((7, 6))
+    negs = [2, 5, 5, 1]
+    _, gw, gC = R.skipgram_loss_grad(w, C, 3, negs)
+    assert _rel(gw, _fd(lambda: R.skipgram_loss_grad(w, C, 3, negs)[0], w)) < 1e-6
+    assert _rel(gC, _fd(lambda: R.skipgram_loss_grad(w, C, 3, negs)[0], C)) < 1e-6
+
+
+def test_alignment_gradient_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    W = rng.standard_normal((9, 5))
+    a, b = [0, 2, 2, 3], [6, 8]
+    _, G = R.align_loss_grad(W, a, b, 0.7)
+    assert _rel(G, _fd(lambda: R.align_loss_grad(W, a, b, 0.7)[0], W)) < 1e-6
+
+
+def test_kernel_unit_update_is_a_gradient_step():
+    """One (center, context) unit with distinct negatives: the kernel's update equals
+    ``-lr * gradient`` of the finite-difference-checked loss."""
+    rng = np.random.default_rng(2)
+    V, d, lr = 50, 4, 0.05
+    W = rng.standard_normal((V, d))
+    C = rng.standard_normal((V, d))
+    tokens = np.array([3, 7], dtype=np.int64)
+    ptr = np.array([0, 2], dtype=np.int64)
+    cdf = np.cumsum(np.full(V, 1.0 / V))
+    cdf[-1] = 1.0
+    states = np.array([12345], dtype=np.uint64)
+    # find the negatives the kernel will draw: replay the stream
+    sm = R.SplitMix64(12345)
+    sm.uniform(), sm.uniform()          # subsampling draws (keep = 1)
+    sm.uniform()                        # window of position 0
+    import bisect
+    negs = [min(bisect.bisect_right(list(cdf), sm.uniform()), V - 1) for _ in range(2)]
+    negs = [n for n in negs if n != 7]
+    if len(set(negs)) != len(negs):
+        pytest.skip("repeated negative with this seed")
+    W0, C0 = W.copy(), C.copy()
+    _, gw, gC = R.skipgram_loss_grad(W0[3], C0, 7, negs)
+    # window=1, sentence of 2: units (3 -> 7) then (7 -> 3); compare after the first only
+    K.skipgram_block(W, C, tokens, ptr, np.array([[0, 1]]),
+                     np.array([0], dtype=np.int64), cdf, np.array([0, V], dtype=np.int64),
+                     np.ones(V), states, 1, 2, lr, 2)
+    # the second unit changes W[7] and C rows via W[7]; the first unit's W[3] update is final
+    np.testing.assert_allclose(W[3], W0[3] - lr * gw, rtol=1e-12, atol=1e-12)
+
+
+def _toy(seed=0, n_sent=40, V=30, L=2):
+    rng = np.random.default_rng(seed)
+    sizes = [V, V + 5][:L]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    toks, ptr, ranges = [], [0], []
+    for lang in range(L):
+        first = len(ptr) - 1
+        for _ in range(n_sent):
+            n = rng.integers(2, 9)
+            toks.extend(rng.integers(0, sizes[lang], n).tolist())
+            ptr.append(len(toks))
+        ranges.append([first, len(ptr) - 1])
+    cdfs, keep = [], []
+    for s in sizes:
+        p = rng.random(s) + 0.1
+        c = np.cumsum(p / p.sum())
+        c[-1] = 1.0
+        cdfs.append(c)
+        keep.append(rng.random(s) * 0.5 + 0.6)
+    return (np.asarray(toks, dtype=np.int64), np.asarray(ptr, dtype=np.int64), np.asarray(ranges, dtype=np.int64),
+            offsets, np.concatenate(cdfs), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            np.concatenate(keep), int(offsets[-1]))
+
+
+def test_skipgram_kernel_matches_reference():
+    toks, ptr, ranges, offsets, cdf, cdf_ptr, keep, n = _toy()
+    rng = np.random.default_rng(3)
+    W = rng.standard_normal((n, 6)) * 0.1
+    C = rng.standard_normal((n, 6)) * 0.1
+    s = np.array([11, 99], dtype=np.uint64)
+    Wr, Cr, sr = W.copy(), C.copy(), s.copy()
+    loss, cnt = K.skipgram_block(W, C, toks, ptr, ranges, offsets[:-1], cdf, cdf_ptr, keep, s, 3, 4, 0.05,
+                                 int(np.diff(ptr).max()))
+    loss_r, cnt_r = R.skipgram_block(Wr, Cr, toks, ptr, ranges, offsets[:-1], cdf, cdf_ptr, keep, sr, 3, 4, 0.05)
+    np.testing.assert_array_equal(cnt, cnt_r)
+    assert cnt.sum() > 100
+    np.testing.assert_allclose(loss, loss_r, rtol=1e-10)
+    np.testing.assert_allclose(W, Wr, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(C, Cr, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(s, sr)
+
+
+def test_align_kernel_matches_reference():
+    rng = np.random.default_rng(4)
+    W = rng.standard_normal((20, 5))
+    a_tok = rng.integers(0, 8, 30).astype(np.int64)
+    b_tok = rng.integers(0, 12, 25).astype(np.int64)
+    a_ptr = np.array([0, 5, 5, 12, 20, 30], dtype=np.int64)    # pair 1 has an empty side
+    b_ptr = np.array([0, 4, 9, 9, 18, 25], dtype=np.int64)
+    Wr = W.copy()
+    lk = K.align_block(W, a_tok, a_ptr, 0, b_tok, b_ptr, 8, 0, 5, 0.5, 0.1)
+    lr_ = R.align_block(Wr, a_tok, a_ptr, 0, b_tok, b_ptr, 8, 0, 5, 0.5, 0.1)
+    np.testing.assert_allclose(lk, lr_, rtol=1e-12)
+    np.testing.assert_allclose(W, Wr, rtol=1e-12, atol=1e-14)
+
+
+def _corpus():
+    en = ["the cat eats the fish", "the dog eats meat", "a cat and a dog", "the fish swims",
+          "the dog runs", "a cat sleeps"] * 5
+    fr = ["le chat mange le poisson", "le chien mange la viande", "un chat et un chien",
+          "le poisson nage", "le chien court", "un chat dort"] * 5
+    return {"en": en, "fr": fr}, {"en": en, "fr": fr}
+
+
+def test_fit_reproducible_any_thread_count_and_round_trip(tmp_path):
+    import numba
+
+    from linxling import BilBOWA, load
+    mono, par = _corpus()
+    kw = dict(n_components=8, epochs=3, min_count=1, n_blocks=3, dtype="float64", random_state=0,
+              show_progress=False)
+    m1 = BilBOWA(**kw).fit(mono, par)
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        m2 = BilBOWA(**kw).fit(mono, par)
+    finally:
+        numba.set_num_threads(old)
+    for lang in ("en", "fr"):
+        w1, v1 = m1.word_vectors(lang)
+        w2, v2 = m2.word_vectors(lang)
+        assert w1 == w2
+        np.testing.assert_array_equal(v1, v2)
+    assert set(m1.loss_history_[0]["skipgram"]) == {"en", "fr"}
+    assert m1.loss_history_[0]["alignment"] is not None
+    path = tmp_path / "b.h5"
+    m1.save(path)
+    m3 = load(path)
+    assert isinstance(m3, BilBOWA)
+    w, v = m3.word_vectors("fr")
+    assert w == m1.word_vectors("fr")[0]
+    np.testing.assert_array_equal(v, m1.word_vectors("fr")[1])
+
+
+def test_alignment_pulls_translations_together():
+    """With only the alignment loss acting (weight high, skip-gram learning rate tiny), the sentence
+    means of the parallel pairs get closer than at the start."""
+    from linxling import BilBOWA
+    mono, par = _corpus()
+    kw = dict(n_components=8, epochs=5, min_count=1, n_blocks=2, dtype="float64", random_state=0,
+              learning_rate=1e-6, alignment_learning_rate=0.5, sample=0.0, show_progress=False)
+    m = BilBOWA(**kw).fit(mono, par)
+    hist = [r["alignment"] for r in m.loss_history_]
+    assert hist[-1] < 0.1 * hist[0]
+
+
+@pytest.mark.parametrize("kwargs, mono, par, err, match", [
+    ({"n_components": 0}, None, None, ValueError, "n_components"),
+    ({"sample": -1.0}, None, None, ValueError, "sample"),
+    ({"dtype": "int8"}, None, None, ValueError, "dtype"),
+    ({}, {"en": "a b"}, None, TypeError, r"monolingual\['en'\]"),
+    ({}, {"en": []}, None, ValueError, r"monolingual\['en'\] is empty"),
+    ({}, {"en": ["a a"], "fr": ["b b"]}, {"en": ["a"], "fr": ["b", "b"]}, ValueError, "row-aligned"),
+    ({}, {"en": ["a a"]}, {"en": ["a"], "de": ["b"]}, ValueError, "'de' has no monolingual"),
+    ({}, {"en": ["a a", 3]}, None, TypeError, r"monolingual\['en'\]\[1\]"),
+    ({"min_count": 5}, {"en": ["a b"]}, None, ValueError, "min_count"),
+])
+def test_bad_input(kwargs, mono, par, err, match):
+    from linxling import BilBOWA
+    with pytest.raises(err, match=match):
+        BilBOWA(**kwargs, show_progress=False).fit(mono if mono is not None else {"en": ["a b a b"]}, par)
+
+
+def test_word_vectors_unknown_language():
+    from linxling import BilBOWA
+    m = BilBOWA(n_components=4, epochs=1, min_count=1, show_progress=False).fit({"en": ["a b a b"]})
+    with pytest.raises(ValueError, match="language must be one of"):
+        m.word_vectors("xx")
+
+
+def test_transform_is_mean_of_word_vectors_and_unfitted_errors():
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+
+    from linxling import BilBOWA
+    m = BilBOWA(n_components=4, epochs=1, min_count=1, random_state=0, show_progress=False)
+    with pytest.raises(NotFittedError):
+        m.word_vectors("en")
+    with pytest.raises(NotFittedError):
+        m.transform(["a"], language="en")
+    assert clone(m).get_params() == m.get_params()
+    m.fit({"en": ["a b a b c"]})
+    words, V = m.word_vectors("en")
+    Z = m.transform(["a c zzz", "zzz", "b"], language="en")
+    np.testing.assert_allclose(Z[0], (V[words.index("a")] + V[words.index("c")]) / 2)
+    np.testing.assert_array_equal(Z[1], 0.0)
+    assert m.transform(["b"], language="en", dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match="language must be one of"):
+        m.transform(["a"], language="fr")
+
+
+def test_bildrl_accepts_a_bilbowa_space():
+    from linxling import BilBOWA, BilDRL
+    mono, par = _corpus()
+    space = BilBOWA(n_components=6, epochs=2, min_count=1, sample=0.0, random_state=0,
+                    show_progress=False).fit(mono, par)
+    rows = [("cat", "en", "le chat", "fr"), ("dog", "en", "le chien", "fr"), ("fish", "en", "le poisson", "fr")]
+    m = BilDRL(encoder="ridge", min_df=1, random_state=0, show_progress=False).fit(rows, space)
+    assert m.n_components_ == 6
+    top = m.predict(["le chat"], "fr", "en", k=2)
+    assert len(top) == 1 and len(top[0]) == 2
