@@ -99,3 +99,21 @@ def test_wmf_streaming_with_budget(tmp_path):
         WMF(n_components=k, max_iter=1).fit(X, memory_budget="1G")
     with pytest.raises(ValueError, match="memory_budget"):
         WMF(n_components=k, max_iter=1).fit(C, memory_budget="lots")
+
+
+@pytest.mark.parametrize("solver", ["cg", "cholesky"])
+def test_bilingual_streaming_equals_in_memory(tmp_path, solver):
+    from linxling.models.wmf import BilingualWMF
+    Xs = {"en": _corpus(n=90, m=40, seed=1), "es": _corpus(n=90, m=33, seed=2)}
+    C = {lang: write_chunks(tmp_path / f"{lang}.h5", X, chunk_rows=11 + 3 * i)
+         for i, (lang, X) in enumerate(Xs.items())}
+    kw = dict(n_components=4, alpha=0.5, max_iter=3, solver=solver, random_state=0)
+    ref = BilingualWMF(**kw).fit(Xs)
+    got = BilingualWMF(**kw).fit(C, memory_budget=(90 + 73) * 4 * 8 + 8 * 400 + 36 * 150)
+    assert got.memory_plan_["reads_per_pass"][0] > 1
+    np.testing.assert_array_equal(got.embedding_, ref.embedding_)
+    for lang in Xs:
+        np.testing.assert_array_equal(got.components_[lang], ref.components_[lang])
+    np.testing.assert_allclose(got.loss_curve_, ref.loss_curve_, rtol=1e-12)
+    with pytest.raises(TypeError, match="mixes"):
+        BilingualWMF(**kw).fit({"en": C["en"], "es": Xs["es"]})
