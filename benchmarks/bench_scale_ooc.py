@@ -69,7 +69,8 @@ def child(mode: str, path: str, k: int, n_iter: int, budget: str | None, out: st
     from linxling.io import ChunkedCSR
     from linxling.models.wmf import WMF
     src = ChunkedCSR(path)
-    WMF(n_components=k, max_iter=1).fit(src.T.to_csr()[:500])   # compile outside the timings
+    warm = sp.random(300, 200, density=0.05, random_state=0, format="csr", dtype=src.dtype)
+    WMF(n_components=k, max_iter=1).fit(warm)           # load the kernels outside the timings
     X = src.to_csr() if mode == "memory" else src
     rss0 = _rss()
     stamps: list = []
@@ -132,8 +133,10 @@ def main(argv=None) -> dict:
     s, m = res["runs"]["stream"], res["runs"]["memory"]
     med = {key: statistics.median(r["s_per_iter"][1:] or r["s_per_iter"]) for key, r in res["runs"].items()}
     res["ratio_stream_over_memory"] = med["stream"] / med["memory"]
-    same = np.array_equal(np.load("/tmp/linxling_ooc_stream.json.npy"), np.load("/tmp/linxling_ooc_memory.json.npy"))
-    res["same_factors_first_2000_rows"] = bool(same)
+    a, b = np.load("/tmp/linxling_ooc_stream.json.npy"), np.load("/tmp/linxling_ooc_memory.json.npy")
+    rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
+    same = f"rel. difference {rel:.1e}"                   # equal up to rounding (see docs/scale.md)
+    res["factor_rel_difference_first_2000_rows"] = rel
     res["loss_rel_diff"] = abs(s["loss_curve"][-1] - m["loss_curve"][-1]) / abs(m["loss_curve"][-1])
     print(f"time per iteration: stream {med['stream']:.2f} s, memory {med['memory']:.2f} s, ratio "
           f"{res['ratio_stream_over_memory']:.2f}; same factors: {same}; corpus/budget "
