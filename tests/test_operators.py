@@ -499,3 +499,15 @@ def test_gram_without_transposed_copy_matches(monkeypatch):
     inv = GramBlockInverse(X, 0.5, method="cg", cg_rtol=1e-12, transpose_copy=False, mixed_precision=False)
     np.testing.assert_allclose(inv.matmat(V), np.linalg.solve((X.T @ X).toarray() + 0.5 * np.eye(25), V),
                                rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("precompute", [True, False])
+def test_cross_covariance_astype_float32(precompute):
+    from linxling.operators import CrossCovariance
+    rng = np.random.default_rng(6)
+    blocks = [sp.random(20, 8, density=0.4, random_state=3, format="csr")]
+    C = CrossCovariance.from_blocks(blocks, [rng.integers(0, 6, 20)], 6, precompute=precompute)
+    C32 = C.astype(np.float32)
+    V = rng.standard_normal((6, 3)).astype(np.float32)
+    assert C32.dtype == np.float32 and C.dtype == np.float64
+    np.testing.assert_allclose(C32.matmat(V), C.matmat(V.astype(np.float64)), rtol=1e-5, atol=1e-6)

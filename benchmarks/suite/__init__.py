@@ -18,7 +18,8 @@ BENCH_DIR = Path(__file__).resolve().parents[1]
 
 
 def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, readme: Path | None = None,
-              plot_dir: Path | None = None, command: str = "python -m benchmarks", log=print) -> dict:
+              plot_dir: Path | None = None, command: str = "python -m benchmarks", log=print,
+              resume: bool = False) -> dict:
     from benchmarks._machine import machine
     from benchmarks.suite import methods as _m  # noqa: F401
     from benchmarks.suite import report
@@ -39,6 +40,12 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     for n in names:
         f = out_dir / f"method_{n.replace('/', '_')}.json"
+        if resume and f.is_file():
+            prev = json.loads(f.read_text(encoding="utf-8"))
+            if prev.get("config") == cfg.to_dict():
+                results["methods"][n] = prev
+                log(f">> {n}: kept from {f} (same config)")
+                continue
         log(f">> {n}")
         t = time.perf_counter()
         rc = subprocess.call([sys.executable, "-m", "benchmarks.suite.worker", n,
@@ -54,6 +61,13 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     plot_dir = Path(plot_dir) if plot_dir else BENCH_DIR
     results["plots"] = report.plots(results, plot_dir)
     (out_dir / "leaderboard.json").write_text(json.dumps(results, indent=1, default=float), encoding="utf-8")
+    # the committed copy beside the README and the plots: every metric, no tracebacks
+    summary = json.loads(json.dumps(results, default=float))
+    for v in summary["methods"].values():
+        for t in v["tasks"].values():
+            t.pop("traceback", None)
+    summary["plots"] = [Path(f).name for f in summary["plots"]]
+    (plot_dir / "leaderboard.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     report.write_readme(Path(readme) if readme else BENCH_DIR / "README.md", results)
     return results
 
@@ -64,10 +78,12 @@ def main(argv=None, prog: str = "python -m benchmarks") -> int:
     p.add_argument("--methods", nargs="+", help="only these registered methods")
     p.add_argument("--out", help="folder for the JSON results (default benchmarks/results)")
     p.add_argument("--readme", help="markdown file to write the table into (default benchmarks/README.md)")
-    p.add_argument("--plots", help="folder for the PNGs (default benchmarks/)")
+    p.add_argument("--plots", help="folder for the PNGs and leaderboard.json (default benchmarks/)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the per-method results already in --out that were run with the same config")
     a = p.parse_args(argv)
     try:
-        r = run_suite(a.quick, a.methods, a.out, a.readme, a.plots, command=prog)
+        r = run_suite(a.quick, a.methods, a.out, a.readme, a.plots, command=prog, resume=a.resume)
     except (ValueError, RuntimeError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -18,6 +18,20 @@ class Config:
     wmf_components: int = 100     # WMF family k
     wmf_iter: int = 20
     tatoeba_pairs: int = 1000     # all of them
+    #: sentence-pair SGD models (BiCVM, BiCVM+, RankingEmbedding): dimension and epochs
+    sgd_components: int = 128
+    sgd_epochs: int = 3
+    #: CompressTree (English only): dimension, vocabulary, epochs
+    tree_components: int = 50
+    tree_features: int = 5000
+    tree_epochs: int = 5
+    #: BilDRL: encoder ("att", "gru", ...; multitask), epochs; its word space is Cr5 with r =
+    #: bildrl_space_components on the en-fr Bible (training chapters) + Wikt3l training pairs
+    bildrl_encoder: str = "att"
+    bildrl_epochs: int = 2
+    bildrl_space_components: int = 100
+    #: CLDC (SIB-200 and Bible genres): averaged-perceptron epochs
+    cldc_epochs: int = 10
 
     @classmethod
     def make(cls, quick: bool) -> Config:
@@ -25,7 +39,8 @@ class Config:
             return cls()
         return cls(quick=True, languages=("en", "es", "ru", "ar", "zh"), test_chapters=60,
                    n_candidates=1000, n_queries=300, n_components=100, wmf_components=50,
-                   wmf_iter=5, tatoeba_pairs=500)
+                   wmf_iter=5, tatoeba_pairs=500, sgd_components=64, sgd_epochs=1,
+                   tree_epochs=2, bildrl_encoder="gru", bildrl_epochs=1)
 
     def to_dict(self) -> dict:
         d = asdict(self)

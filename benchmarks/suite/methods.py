@@ -82,9 +82,19 @@ def _fit_bwmf(train, cfg):
         if "en" not in (lang, other):
             from benchmarks.suite.registry import NotApplicable
             raise NotApplicable("bilingual models are trained with English only")
-        pair = other if lang == "en" else lang
-        return models[pair].transform(list(texts), lang)
+        return models[_pair_of(models, lang, other)].transform(list(texts), lang)
     return Embedder(models, embed=embed, languages=tuple(train.languages))
+
+
+def _pair_of(models: dict, lang: str, other: str) -> str:
+    """The en–X model of a pair of languages; English with English (monolingual STS) uses the
+    first pair's model (en–es)."""
+    if "en" not in (lang, other):
+        from benchmarks.suite.registry import NotApplicable
+        raise NotApplicable("bilingual models are trained with English only")
+    if lang == other == "en":
+        return next(iter(models))
+    return other if lang == "en" else lang
 
 
 def _fit_xwmf(train, cfg):
@@ -97,8 +107,120 @@ def _fit_xwmf(train, cfg):
     return Embedder(m, languages=tuple(train.languages))
 
 
+def _sgd_params(cfg):
+    # one numba thread, like BLAS: on the shared 2-core machine two threads' barriers stall
+    return dict(n_components=cfg.sgd_components, n_epochs=cfg.sgd_epochs, random_state=0,
+                n_threads=1, show_progress=False)
+
+
+def _aligned(train, lang):
+    return {"en": list(train.texts["en"]), lang: list(train.texts[lang])}
+
+
+def _fit_bicvm(train, cfg):
+    from linxling.models.bicvm import BiCVM
+    models = {lang: BiCVM(composition="add", **_sgd_params(cfg)).fit(_aligned(train, lang))
+              for lang in train.languages if lang != "en"}
+
+    def embed(texts, lang, other):
+        return models[_pair_of(models, lang, other)].transform(list(texts), lang)
+
+    def wv(lang, other):
+        return models[_pair_of(models, lang, other)].word_vectors(lang)
+    return Embedder(models, embed=embed, word_vectors=wv, languages=tuple(train.languages))
+
+
+def _fit_bicvm_plus(train, cfg):
+    from linxling.models.bicvm import BiCVM
+    m = BiCVM(composition="add", **_sgd_params(cfg)).fit(
+        [_aligned(train, lang) for lang in train.languages if lang != "en"])
+    return Embedder(m, word_vectors=lambda lang, other: m.word_vectors(lang),
+                    languages=tuple(train.languages))
+
+
+def _fit_ranking(train, cfg):
+    from linxling.models.ranking import RankingEmbedding
+    m = RankingEmbedding(score="dot", **_sgd_params(cfg)).fit(
+        {lang: list(train.texts[lang]) for lang in train.languages})
+    return Embedder(m, word_vectors=lambda lang, other: m.word_vectors(lang),
+                    languages=tuple(train.languages))
+
+
+def _fit_compress_tree(train, cfg):
+    from linxling.models.compress_tree import CompressTree
+    m = CompressTree(n_components=cfg.tree_components, max_features=cfg.tree_features,
+                     n_epochs=cfg.tree_epochs, learning_rate=0.003, language="en", random_state=0,
+                     show_progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        m.fit([t for t in train.texts["en"] if t.strip()])
+    return Embedder(m, languages=("en",), crosslingual=False,
+                    not_crosslingual_reason="monolingual (an English sentence encoder)")
+
+
+WIKT3L_DIRECTIONS = ("en-fr", "fr-en")
+
+
+def _fit_bildrl(train, cfg):
+    """Cr5 word space on the en-fr Bible (training chapters, the suite's split) plus one concept
+    per Wikt3l training translation pair, then BilDRL (multitask) on all Wikt3l training rows."""
+    from linxling.datasets import load_bible, load_wikt3l
+    from linxling.models.bildrl import BilDRL
+    from linxling.models.cr5 import Cr5
+    wk = {d: load_wikt3l(d, "train") for d in WIKT3L_DIRECTIONS}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        bible = load_bible(["en", "fr"], unit="verse").split(
+            n_test=cfg.test_chapters, by="chapter", random_state=cfg.split_seed)[0]
+        texts, langs, concepts = (list(x) for x in bible.concept_documents())
+        pairs: dict = {}
+        for t, d, h in wk["en-fr"].rows:      # English definition d of French t (English headword h)
+            pairs.setdefault((h, t), {"en": [h], "fr": [t]})["en"].append(d)
+        for t, d, h in wk["fr-en"].rows:      # French definition d of English t (French headword h)
+            pairs.setdefault((t, h), {"en": [t], "fr": [h]})["fr"].append(d)
+        for key, docs in pairs.items():
+            for lang in ("en", "fr"):
+                if len(docs[lang]) > 1:
+                    texts.append(" ".join(docs[lang]))
+                    langs.append(lang)
+                    concepts.append(("pair",) + key)
+        space = Cr5(n_components=cfg.bildrl_space_components, min_df=2, random_state=0,
+                    show_progress=False).fit(texts, langs, concepts)
+        del texts, langs, concepts
+        m = BilDRL(encoder=cfg.bildrl_encoder, multitask=True, n_layers=1, epochs=cfg.bildrl_epochs,
+                   random_state=0, show_progress=False)
+        m.fit(wk["fr-en"].dictionary() + wk["en-fr"].dictionary(), space)
+
+    def define(definitions, q, t):
+        return m.transform(list(definitions), language=q, target_language=t)
+
+    def target_space(t, words):
+        vocab, vecs = m.word_vectors(t)
+        index = {w: i for i, w in enumerate(vocab)}
+        keep = [w for w in words if w in index]
+        return keep, vecs[[index[w] for w in keep]]
+    return Embedder(m, languages=("en", "fr"), define=define, target_space=target_space,
+                    crosslingual=False, not_crosslingual_reason=BILDRL_NA)
+
+
+BILDRL_NA = "reverse-dictionary encoder: en/fr definitions to words, not a sentence embedding"
+
 register(Method("Cr5", _fit_cr5, "Cr5 (r from the config, λ = 1), one concept per training verse"))
 register(Method("CL-LSI", _fit_cllsi, "CL-LSI: truncated SVD of concept × stacked vocabulary, same r"))
 register(Method("WMF", _fit_wmf, "WMF (k, λ = 20, w_m = 0.01) on the English training verses"))
 register(Method("b-WMF", _fit_bwmf, "BilingualWMF, one model per en–X pair of training verses"))
 register(Method("x-WMF", _fit_xwmf, "CrossWMF, English pivot, en–X verse pairs"))
+register(Method("BiCVM", _fit_bicvm, "BiCVM ADD (d, epochs from the config; noise 10, margin 1, AdaGrad "
+                "lr 0.05, batch 50, λ = 1e-4), one model per en–X pair of training verses"))
+register(Method("BiCVM+", _fit_bicvm_plus, "BiCVM+ ADD, one model on all en–X pairs (English pivot), "
+                "same parameters as BiCVM"))
+register(Method("RankingEmbedding", _fit_ranking, "Etter's network: mean of word vectors, dot score, "
+                "margin √d, SGD lr 0.01, batch 1, one model on all the verse-aligned languages"))
+register(Method("CompressTree", _fit_compress_tree, "CompressTree (linear, left tree, d = 50, 5,000 words, "
+                "SGD lr 0.003) on the English training verses; monolingual"))
+register(Method("BilDRL", _fit_bildrl, "BilDRL multitask encoder (config: ATT, 2 epochs; quick: GRU, 1) "
+                "on all Wikt3l training rows, into Cr5 word vectors (r = 100) of the en–fr Bible "
+                "training verses + Wikt3l training pairs",
+                not_applicable={t: BILDRL_NA for t in (
+                    "verse retrieval", "chapter retrieval", "word translation", "STS 2017",
+                    "STS 2017 en-en", "SIB-200", "Bible genres", "Tatoeba")}))

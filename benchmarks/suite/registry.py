@@ -24,18 +24,27 @@ class Embedder:
 
     ``embed(texts, language, other)`` embeds texts of ``language`` for a comparison with texts of
     ``other`` (a bilingual method picks its model for that pair). ``word_vectors(language, other)``
-    returns ``(words, vectors)`` or raises :class:`NotApplicable`.
+    returns ``(words, vectors)`` or raises :class:`NotApplicable`. ``embed_monolingual(texts,
+    language)`` embeds texts for a comparison within one language (monolingual models too).
+    ``define(definitions, definition_language, target_language)`` maps definitions into a word
+    space and ``target_space(target_language, words)`` gives that space's ``(words, vectors)``
+    restricted to ``words`` (the reverse-dictionary task; BilDRL).
     """
 
     def __init__(self, model: Any, embed: Callable | None = None, word_vectors: Callable | None = None,
                  languages: tuple[str, ...] = (), crosslingual: bool = True,
-                 not_crosslingual_reason: str = "") -> None:
+                 not_crosslingual_reason: str = "", define: Callable | None = None,
+                 target_space: Callable | None = None) -> None:
         self.model = model
         self._embed = embed or (lambda texts, lang, other: model.transform(list(texts), lang))
         self._wv = word_vectors
         self.languages = tuple(languages)
         self.crosslingual = crosslingual
         self.not_crosslingual_reason = not_crosslingual_reason
+        if (define is None) != (target_space is None):
+            raise ValueError("define and target_space must be given together")
+        self._define = define
+        self._target_space = target_space
 
     def check_pair(self, a: str, b: str) -> None:
         if not self.crosslingual:
@@ -53,6 +62,24 @@ class Embedder:
         if self._wv is None:
             raise NotApplicable("no word vectors (embeds documents only)")
         return self._wv(language, other)
+
+    def embed_monolingual(self, texts, language: str):
+        if language not in self.languages:
+            raise NotApplicable(f"not trained on {language}")
+        return self._embed(texts, language, language)
+
+    def define(self, definitions, definition_language: str, target_language: str):
+        if self._define is None:
+            raise NotApplicable("no definition encoder (maps no definition to a word)")
+        missing = [x for x in (definition_language, target_language) if x not in self.languages]
+        if missing:
+            raise NotApplicable(f"not trained on {', '.join(missing)}")
+        return self._define(definitions, definition_language, target_language)
+
+    def target_space(self, target_language: str, words):
+        if self._target_space is None:
+            raise NotApplicable("no definition encoder (maps no definition to a word)")
+        return self._target_space(target_language, words)
 
 
 @dataclass(frozen=True)

@@ -55,18 +55,27 @@ def section(results: dict) -> str:
         f"{data['train_verses']:,} training verses; {cfg['test_chapters']} chapters "
         f"({data['test_verses']:,} verses) held out (`BibleCorpus.split(random_state={cfg['split_seed']})`). "
         f"Cr5 / CL-LSI r = {cfg['n_components']}; WMF family k = {cfg['wmf_components']}, "
-        f"{cfg['wmf_iter']} ALS iterations. Each method is fitted in its own fresh process; "
+        f"{cfg['wmf_iter']} ALS iterations; BiCVM / BiCVM+ / RankingEmbedding d = "
+        f"{cfg.get('sgd_components')}, {cfg.get('sgd_epochs')} epochs; CompressTree "
+        f"{cfg.get('tree_epochs')} epochs; BilDRL {cfg.get('bildrl_encoder')} (multitask), "
+        f"{cfg.get('bildrl_epochs')} epoch(s). Each method is fitted in its own fresh process; "
         "'peak memory added by fit' is that process's peak RSS during the fit minus its RSS before it.",
         "",
         table(results),
         "",
         "Metrics (means over the language directions en→X and X→en, X ≠ en): retrieval P@1 with "
         "CSLS; word translation P@1 (CSLS) on MUSE's test split with out-of-vocabulary test words "
-        "counted as misses; STS mean Pearson over tracks 2, 4a, 4b; SIB-200 accuracy of an averaged "
-        "perceptron trained on English. P@10, MRR, cosine, per-direction figures and the number of "
-        "out-of-vocabulary words are in `benchmarks/results/leaderboard.json`.",
+        "counted as misses; STS mean Pearson over tracks 2, 4a, 4b, and track 5 (en-en) on its own; "
+        "SIB-200 and Bible genres: accuracy of `linxling.evaluate.cldc`'s averaged perceptron "
+        "trained on English; reverse dictionary: P@1 on Wikt3l's held-out targets (mean of en-fr, "
+        "fr-en). P@10, MRR, cosine, per-direction figures, majority-class baselines and the number "
+        "of out-of-vocabulary words are in `benchmarks/leaderboard.json` (beside this README).",
+        "",
+        "Methods:",
         "",
     ]
+    parts += [f"- **{name}**: {r.get('description', '')}" for name, r in results["methods"].items()]
+    parts.append("")
     for p in results.get("plots", []):
         parts.append(f"![{Path(p).stem}]({Path(p).name})")
     parts.append(END)
@@ -97,13 +106,13 @@ def plots(results: dict, out_dir: Path) -> list[str]:
                 if "metrics" in r["tasks"][tname]}
         if not vals:
             continue
-        fig, ax = plt.subplots(figsize=(5, 3))
+        fig, ax = plt.subplots(figsize=(7, 3.5))
         xs = range(len(methods))
         ax.bar(xs, [vals.get(m, 0.0) for m in methods], color=["C0" if m in vals else "none" for m in methods])
         for i, m in enumerate(methods):
             ax.text(i, vals[m] if m in vals else 0, f"{vals[m]:.2f}" if m in vals else DASH,
                     ha="center", va="bottom", fontsize=8)
-        ax.set_xticks(list(xs), methods)
+        ax.set_xticks(list(xs), methods, rotation=35, ha="right", fontsize=8)
         ax.set_ylabel(task.headline)
         ax.set_title(tname)
         fig.tight_layout()

@@ -9,8 +9,13 @@ Held-out data (fixed; never seen in training):
 - chapter retrieval: every held-out chapter (its verses joined), en→X and X→en.
 - word translation: MUSE's official test split (source ranks 5000–6499 of ``en-X.txt`` via
   ``muse_split``), for X in {es, vi} ∩ languages; out-of-vocabulary test words count as misses.
-- STS 2017: tracks 2 (ar-en), 4a and 4b (es-en), all pairs.
-- SIB-200: averaged perceptron trained on English train+dev, tested on the X test split.
+- STS 2017: tracks 2 (en/ar columns), 4a (es/en), 4b (en/es), all pairs; track 5 (en-en) as a
+  monolingual task.
+- SIB-200: averaged perceptron (``linxling.evaluate.cldc``) trained on English train+dev, tested
+  on the X test split.
+- Bible genres: the same perceptron on whole chapters labelled by ``BIBLE_GENRES`` (8 genres),
+  trained on the English training chapters, tested on the X held-out chapters.
+- reverse dictionary: Wikt3l en-fr and fr-en test splits (500 held-out targets each).
 - Tatoeba: the 1,000 xxx–eng pairs (``tatoeba_pairs`` first ones), xxx→en and en→xxx.
 """
 from __future__ import annotations
@@ -132,7 +137,13 @@ def word_translation(embedder, cfg, data):
     return {**mean, "per_direction": per_dir, "skipped": skipped}
 
 
-STS_TRACKS = {"2": ("ar", "en"), "4a": ("es", "en"), "4b": ("es", "en")}
+#: STS 2017 crosslingual tracks: the language of sentence1 and of sentence2, in the files' column
+#: order. The file names ("ar-en", "es-en") name the pair, not the column order: track 2 has the
+#: English sentence first and the Arabic one second, 4b (WMT news) English first, 4a (SNLI)
+#: Spanish first (checked on every row by tests/test_bench_suite.py). Reading track 2 as
+#: ("ar", "en") embedded English sentences with the Arabic vocabulary and vice versa: every
+#: pair had a zero vector on one side and Pearson was 0 (the bug of issue #13).
+STS_TRACKS = {"2": ("en", "ar"), "4a": ("es", "en"), "4b": ("en", "es")}
 
 
 def sts2017(embedder, cfg, data):
@@ -140,8 +151,9 @@ def sts2017(embedder, cfg, data):
     from linxling.evaluate import sts
     per, skipped = {}, {}
     for track, (l1, l2) in STS_TRACKS.items():
-        if l1 not in cfg.languages:
-            skipped[track] = f"{l1} not in the suite's languages"
+        x = l1 if l2 == "en" else l2
+        if x not in cfg.languages:
+            skipped[track] = f"{x} not in the suite's languages"
             continue
         gold, s1, s2 = load_sts17(track)
         try:
@@ -167,8 +179,21 @@ def sts2017(embedder, cfg, data):
 SIB_LANGS = ("es", "ru", "ar", "zh", "vi")
 
 
+def _cldc(Xtr, ytr, Xte, yte, cfg) -> dict:
+    """linxling.evaluate.cldc (averaged perceptron) on L2-normalised rows: accuracy and the
+    majority-class baseline."""
+    from linxling.evaluate import cldc
+
+    def unit(X):
+        X = np.asarray(X, dtype=np.float64)
+        n = np.linalg.norm(X, axis=1, keepdims=True)
+        return X / np.where(n > 0, n, 1.0)
+    r = cldc(unit(Xtr), list(ytr), unit(Xte), list(yte), n_epochs=cfg.cldc_epochs, random_state=0)
+    return {"accuracy": r["accuracy"], "majority_accuracy": r["majority_accuracy"],
+            "n_train": r["n_train"], "n_test": r["n_test"]}
+
+
 def sib200(embedder, cfg, data):
-    from benchmarks.suite.classifier import train_and_score
     from linxling.datasets import load_sib200
     per, skipped = {}, {}
     _, ytr, xtr = load_sib200("en", "train")
@@ -181,18 +206,83 @@ def sib200(embedder, cfg, data):
         except NotApplicable as exc:
             skipped[x] = str(exc)
             continue
-        per[x] = train_and_score(Xtr, ytr + ydv, Xte, yte)
+        per[x] = _cldc(Xtr, ytr + ydv, Xte, yte, cfg)
     if not per:
         raise NotApplicable(next(iter(skipped.values()), "no SIB-200 language"))
-    return {"accuracy": float(np.mean(list(per.values()))), "per_language": per, "skipped": skipped}
+    return {"accuracy": float(np.mean([p["accuracy"] for p in per.values()])),
+            "majority_accuracy": float(np.mean([p["majority_accuracy"] for p in per.values()])),
+            "per_language": per, "skipped": skipped}
+
+
+def _chapter_documents(corpus, lang):
+    """Whole chapters of ``corpus`` (verses joined) and the genre of each (BIBLE_GENRES)."""
+    from linxling.datasets import BIBLE_GENRES
+    chapters = sorted({k[:2] for k in corpus.keys})
+    index = {c: i for i, c in enumerate(chapters)}
+    parts: list[list[str]] = [[] for _ in chapters]
+    for k, t in zip(corpus.keys, corpus.texts[lang], strict=True):
+        parts[index[k[:2]]].append(t)
+    return [" ".join(p) for p in parts], [BIBLE_GENRES[c[0]] for c in chapters]
 
 
 def bible_genres(embedder, cfg, data):
-    raise NotApplicable("Bible genre grouping not yet in linxling.datasets (etter branch)")
+    """CLDC on Bible book genres (8 classes, linxling.datasets.BIBLE_GENRES): the averaged
+    perceptron is trained on the English *training* chapters (the embeddings' training split) and
+    tested on the X versions of the suite's held-out chapters, which no method saw."""
+    train, test = data["train"], data["test"]
+    tr_texts, ytr = _chapter_documents(train, "en")
+    per, skipped = {}, {}
+    for x in _pairs(cfg, test.languages):
+        te_texts, yte = _chapter_documents(test, x)
+        try:
+            Xtr = embedder.embed(tr_texts, "en", x)
+            Xte = embedder.embed(te_texts, x, "en")
+        except NotApplicable as exc:
+            skipped[x] = str(exc)
+            continue
+        per[x] = _cldc(Xtr, ytr, Xte, yte, cfg)
+    if not per:
+        raise NotApplicable(next(iter(skipped.values()), "no language"))
+    return {"accuracy": float(np.mean([p["accuracy"] for p in per.values()])),
+            "majority_accuracy": float(np.mean([p["majority_accuracy"] for p in per.values()])),
+            "per_language": per, "skipped": skipped}
+
+
+WIKT3L_DIRECTIONS = ("en-fr", "fr-en")
 
 
 def reverse_dictionary(embedder, cfg, data):
-    raise NotApplicable("needs a definition encoder into a word space (BilDRL, not merged yet)")
+    """Wikt3l (en-fr and fr-en): the 500 held-out targets per direction, each ranked among the
+    direction's candidates that have a vector in the model's word space; a gold target without
+    a vector is a miss (counted, ``n_gold_missing``)."""
+    from linxling.datasets import load_wikt3l
+    from linxling.evaluate import reverse_dictionary as rd
+    per = {}
+    for d in WIKT3L_DIRECTIONS:
+        te = load_wikt3l(d, "test")
+        q, t = te.definition_language, te.target_language
+        Q = embedder.define(te.definitions, q, t)
+        words, vecs = embedder.target_space(t, te.candidates)
+        r = rd(Q, te.targets, words, vecs, metric="cosine")
+        per[d] = {"P@1": float(r["p@1"]), "P@10": float(r["p@10"]), "MRR": float(r["mrr"]),
+                  "n_queries": int(r["n_queries"]), "n_gold_missing": int(r["n_gold_missing"]),
+                  "n_candidates_with_vector": len(words), "n_candidates": len(te.candidates)}
+    return {**{k: float(np.mean([p[k] for p in per.values()])) for k in ("P@1", "P@10", "MRR")},
+            "per_direction": per}
+
+
+def sts2017_en(embedder, cfg, data):
+    """STS 2017 track 5 (en-en, 250 pairs): monolingual, so monolingual models take part."""
+    from linxling.datasets import load_sts17
+    from linxling.evaluate import sts
+    gold, s1, s2 = load_sts17("5")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = sts(embedder.embed_monolingual(s1, "en"), embedder.embed_monolingual(s2, "en"), gold)
+    constant = bool(np.isnan(r["pearson"]))
+    return {"pearson": 0.0 if constant else float(r["pearson"]),
+            "spearman": 0.0 if constant else float(r["spearman"]), "n": int(r["n"]),
+            "n_zero_embeddings": int(r.get("n_zero", 0)), "constant_prediction": constant}
 
 
 TATOEBA_LANGS = ("es", "ru", "ar", "zh", "vi")
@@ -220,6 +310,7 @@ TASKS = {t.name: t for t in [
     Task("chapter retrieval", "csls P@1", "unit", chapter_retrieval),
     Task("word translation", "csls P@1", "unit", word_translation),
     Task("STS 2017", "pearson", "pearson", sts2017),
+    Task("STS 2017 en-en", "pearson", "pearson", sts2017_en),
     Task("SIB-200", "accuracy", "unit", sib200),
     Task("Bible genres", "accuracy", "unit", bible_genres),
     Task("reverse dictionary", "P@1", "unit", reverse_dictionary),

@@ -49,12 +49,15 @@ def run_method(name: str, cfg) -> dict:
     from benchmarks.suite.tasks import TASKS
     method = get_method(name)
     data = load_data(cfg)
-    out = {"method": name, "description": method.description, "data": data["info"], "tasks": {}}
+    out = {"method": name, "description": method.description, "data": data["info"], "tasks": {},
+           "config": cfg.to_dict(), "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "load_before_fit": list(os.getloadavg())}
     with threadpoolctl.threadpool_limits(1, "blas"):
         rss0 = _rss()
         t0 = time.perf_counter()
         embedder = method.fit(data["train"], cfg)
         out["fit_s"] = time.perf_counter() - t0
+        out["load_after_fit"] = list(os.getloadavg())
         out["fit_peak_added_bytes"] = max(_peak() - rss0, 0)
         out["process_peak_bytes"] = _peak()
         for tname, task in TASKS.items():

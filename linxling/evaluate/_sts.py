@@ -21,6 +21,11 @@ def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]
     from any working directory: ``read_sts(shared_data_dir() / "sts17" / "track4a.es-en.tsv")``
     (or :func:`linxling.datasets.load_sts17`).
 
+    The columns' languages are per file, not in the order of the file name: in SemEval-2017's
+    crosslingual tracks ``track2.ar-en`` and ``track4b.es-en`` have the **English** sentence
+    first, ``track4a.es-en`` the Spanish one. Embed each column in its own language (reading
+    track 2 as Arabic-then-English gives every pair a zero vector on one side).
+
     Returns
     -------
     gold : ndarray of float64, shape (n,)

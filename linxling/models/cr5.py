@@ -445,7 +445,8 @@ class Cr5(ConceptEmbeddingMixin):
             T = T * sv
         T = T.astype(Phi_star_T.dtype, copy=False)
         offsets = np.cumsum([0] + [problem.blocks[lang].shape[1] for lang in problem.languages])
-        components = {lang: np.ascontiguousarray((Phi_star_T[offsets[i]:offsets[i + 1]] @ T).T)
+        TT = np.ascontiguousarray(T.T)
+        components = {lang: TT @ Phi_star_T[offsets[i]:offsets[i + 1]].T      # (r, p_l), one allocation
                       for i, lang in enumerate(problem.languages)}
         return components, sv
 
@@ -693,13 +694,14 @@ class _MemoryPlan:
             sparse += N * (4 + idx)                                 # float32 copies of the blocks
         start = 2 * N * (4 + idx) if plan.copies else 0             # float32 YᵀX for the start
         fb = np.dtype(plan.basis_dtype or problem.dtype).itemsize
-        basis = 2 * K * plan.basis_factor * b * fb + 4 * K * b * fb + 2 * K * b * f
+        basis = 2 * K * plan.basis_factor * b * fb + 2 * K * b * fb + 2 * K * b * f
         cols = min(plan.apply_columns, b)
         cg_vec = 4 if plan.mixed_precision else f
         per_col = f * (2 * p + K + (0 if plan.copies else n_max)) + (6 * cg_vec + 2 * f) * p_max
         eig_stage = basis + cols * per_col + plan.record_bytes
         phi_stage = plan.record_bytes + 2 * p * r * f + K * r * f + min(plan.apply_columns, r) * per_col
-        return sparse + max(start, eig_stage, phi_stage)
+        map_stage = 2 * p * r * f + p_max * r * f + K * r * f
+        return sparse + max(start, eig_stage, phi_stage, map_stage)
 
     @classmethod
     def choose(cls, problem: "_Problem", *, budget: int | None, reuse_budget: int, eig_tol: float,
@@ -709,7 +711,8 @@ class _MemoryPlan:
             plan = cls(record_bytes=int(reuse_budget), in_use=in_use)
             plan.estimate = cls.sizes(problem, plan)
             return plan
-        avail = budget - in_use
+        # 10% of headroom for what the estimate does not see (allocator, BLAS and numba buffers)
+        avail = int(0.9 * (budget - in_use))
         plan = cls(record_bytes=0, budget=budget, in_use=in_use)
         b = min(len(problem.classes), problem.r + max(10, int(np.ceil(0.2 * problem.r))))
 

@@ -165,7 +165,7 @@ class CrossCovariance(LinearOperator):
 
     def astype(self, dtype: Any) -> CrossCovariance:
         """The same operator with its matrices in ``dtype`` (copies; e.g. a float32 twin for cheap
-        approximate products). Needs the precomputed form or the stacked ``X``."""
+        approximate products)."""
         dt = np.dtype(dtype)
         twin = type(self).__new__(type(self))
         twin.__dict__.update(self.__dict__)

@@ -241,6 +241,20 @@ def _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size) -> EigResult:
                      np.zeros(len(theta)), info)
 
 
+def _subtract_scaled(R: np.ndarray, V: np.ndarray, theta: np.ndarray, rows: int = 65536) -> None:
+    """``R -= V * theta`` (column scaling) without an (n, b) temporary."""
+    for a in range(0, R.shape[0], rows):
+        R[a:a + rows] -= V[a:a + rows] * theta
+
+
+def _rotate_in_place(B: np.ndarray, m: int, S: np.ndarray, rows: int = 65536) -> None:
+    """``B[:, :k] = B[:, :m] @ S`` (k = S.shape[1]) one block of rows at a time, so the only
+    temporary is (rows, k) instead of (n, k)."""
+    k = S.shape[1]
+    for a in range(0, B.shape[0], rows):
+        B[a:a + rows, :k] = B[a:a + rows, :m] @ S
+
+
 def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, show_progress,
                   max_basis, start, basis_dtype=None) -> EigResult:
     n = op.shape[0]
@@ -294,9 +308,9 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             theta = w[o[:nr]]
             S = Sfull[:, o[:nr]].astype(dt)
             V = Qbuf[:, :m] @ S
-            AV = Wbuf[:, :m] @ S
-            Rr = AV - V * theta.astype(dt)
-            res = np.linalg.norm(Rr.astype(np.float64, copy=False), axis=0)
+            Rr = Wbuf[:, :m] @ S                 # A V, turned into the residuals in place
+            _subtract_scaled(Rr, V, theta.astype(dt))
+            res = np.linalg.norm(Rr, axis=0).astype(np.float64)
             kk = min(k, nr)
             res_k = res[:kk]
             scale = float(np.max(np.abs(theta))) if theta.size else 0.0
@@ -324,12 +338,10 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
                 n_restarts += 1
                 keep = max(kk, min(m, restart_size, mb - Rexp.shape[1]))
                 Sk = Sfull[:, o[:keep]].astype(dt)
-                Vk = Qbuf[:, :m] @ Sk
-                AVk = Wbuf[:, :m] @ Sk
-                Qbuf[:, :keep] = Vk
-                Wbuf[:, :keep] = AVk
+                _rotate_in_place(Qbuf, m, Sk)        # Q[:, :keep] = Q[:, :m] Sk, row block by row block
+                _rotate_in_place(Wbuf, m, Sk)
                 H[:, :] = 0.0
-                Hk = Vk.T @ AVk
+                Hk = Qbuf[:, :keep].T @ Wbuf[:, :keep]
                 H[:keep, :keep] = (Hk + Hk.T) / 2
                 m = keep
                 Rexp = Rexp[:, :mb - m]
