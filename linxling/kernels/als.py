@@ -399,7 +399,8 @@ def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
 
 def als_half_step_multi(Xs: Sequence, Ys: Sequence[np.ndarray], out: np.ndarray, *,
                         missing_weights, regularization: float, solver: str = "cholesky",
-                        cg_steps: int = 3, stacked=None, return_objective: bool = False):
+                        cg_steps: int = 3, stacked=None, return_objective: bool = False,
+                        gram_matrix=None):
     """b-WMF half-step: each row's system sums the contributions of several languages.
 
     Row ``u`` solves (Σ_l [w_l Y_lᵀY_l + (1 − w_l) Σ_{i∈nz(X_l,u)} y_li y_liᵀ] + λI) x_u
@@ -421,6 +422,8 @@ def als_half_step_multi(Xs: Sequence, Ys: Sequence[np.ndarray], out: np.ndarray,
         ``_csr_parts(hstack(Xs), dtype)`` precomputed.
     return_objective : bool
         As in :func:`als_half_step` (summed over the languages).
+    gram_matrix : ndarray (k, k), optional
+        ``Σ_l w_l Y_lᵀY_l + λI`` precomputed (for half-steps over row chunks).
     """
     L = len(Ys)
     if Xs is not None and len(Xs) != L:
@@ -428,8 +431,11 @@ def als_half_step_multi(Xs: Sequence, Ys: Sequence[np.ndarray], out: np.ndarray,
     ws = np.broadcast_to(np.asarray(missing_weights, dtype=np.float64), (L,))
     dtype = Ys[0].dtype
     Ycat = np.ascontiguousarray(np.concatenate(Ys, axis=0), dtype=dtype)
-    G = sum(gram(Yl, float(w)) for Yl, w in zip(Ys, ws))
-    G[np.diag_indices_from(G)] += dtype.type(regularization)
+    if gram_matrix is None:
+        G = sum(gram(Yl, float(w)) for Yl, w in zip(Ys, ws))
+        G[np.diag_indices_from(G)] += dtype.type(regularization)
+    else:
+        G = gram_matrix
     dw = np.concatenate([np.full(Yl.shape[0], 1.0 - w, dtype=dtype) for Yl, w in zip(Ys, ws)])
     if stacked is None:
         stacked = _csr_parts(sp.hstack([sp.csr_matrix(X) for X in Xs], format="csr"), dtype)

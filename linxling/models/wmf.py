@@ -622,6 +622,22 @@ def _read_ranges(src, budget: int | None, fixed: int, dtype) -> list[tuple[int, 
     return ranges
 
 
+class _SummedRows:
+    """Several row-aligned ChunkedCSR read together: row pointers summed (for read sizing)."""
+
+    def __init__(self, srcs, langs):
+        self.srcs = [srcs[lang] for lang in langs]
+        self.shape = (self.srcs[0].shape[0], sum(s.shape[1] for s in self.srcs))
+        self.indptr = sum(s.indptr for s in self.srcs)
+        self.bounds = self.srcs[0].bounds
+        self.dtype = np.result_type(*[s.dtype for s in self.srcs])
+
+    def read_ranges(self, ranges):
+        its = [s.read_ranges(ranges) for s in self.srcs]
+        for parts in zip(*its, strict=True):
+            yield parts[0][0], parts[0][1], [p[2] for p in parts]
+
+
 def _stored_dtype(dtype, array) -> np.dtype:
     """dtype of a loaded model's factors: the parameter when set, else the stored array's."""
     return check_float_dtype(dtype if dtype is not None else np.asarray(array).dtype)
@@ -676,15 +692,19 @@ class BilingualWMF(_WMFParams):
                           callback)
 
     def fit(self, X: Mapping, y=None, *, init_components: Mapping | None = None,
-            init_embedding=None) -> "BilingualWMF":
+            init_embedding=None, memory_budget=None) -> "BilingualWMF":
         """Fit on row-aligned matrices (or texts) of two or more languages.
 
         Parameters
         ----------
-        X : mapping language -> sparse (n_sentences, n_words_l) or sequence of str
-            Row u of every language is the same sentence (a parallel corpus).
+        X : mapping language -> sparse (n_sentences, n_words_l), sequence of str, or ChunkedCSR
+            Row u of every language is the same sentence (a parallel corpus). ChunkedCSR
+            corpora (every language, each written with ``transpose=True``) are streamed; the
+            result equals the in-memory fit.
         init_components : mapping language -> ndarray (n_components, n_words_l), optional
         init_embedding : ndarray (n_sentences, n_components), optional
+        memory_budget : int or str, optional
+            Only for ChunkedCSR corpora: as in :meth:`WMF.fit`.
 
         Returns
         -------
@@ -694,6 +714,16 @@ class BilingualWMF(_WMFParams):
         langs = _check_languages(X, "X")
         if len(langs) < 2:
             raise ValueError(f"BilingualWMF needs at least two languages, got {langs}")
+        from linxling.io._chunks import ChunkedCSR
+        chunked = [isinstance(X[lang], ChunkedCSR) for lang in langs]
+        if any(chunked):
+            if not all(chunked):
+                raise TypeError("X mixes ChunkedCSR corpora and in-memory data; give every "
+                                "language as a ChunkedCSR (linxling.io.write_chunks) or none")
+            return self._fit_chunked(X, langs, init_components, init_embedding, memory_budget)
+        if memory_budget is not None:
+            raise ValueError("memory_budget applies to ChunkedCSR corpora (linxling.io.write_chunks); "
+                             "in-memory X is already in memory")
         self.vectorizers_ = {}
         mats = {lang: self._language_matrix(X[lang], lang, fit=True) for lang in langs}
         n = mats[langs[0]].shape[0]
@@ -736,6 +766,74 @@ class BilingualWMF(_WMFParams):
                                            regularization=lam, solver=solver, cg_steps=steps,
                                            parts=parts_t[lang], return_objective=True)
                 loss += obj  # this language's weighted error + λ‖A‖² (eq. 4)
+            return loss
+
+        self._run_loop(int(self.max_iter), step, "b-WMF")
+        return self
+
+    def _fit_chunked(self, X, langs, init_components, init_embedding, memory_budget):
+        """b-WMF streaming each language's row chunks (shared Q) and transposed chunks (A_l)."""
+        srcs = {lang: X[lang] for lang in langs}
+        n = srcs[langs[0]].shape[0]
+        for lang in langs[1:]:
+            if srcs[lang].shape[0] != n:
+                raise ValueError(f"X[{lang!r}] has {srcs[lang].shape[0]} rows but X[{langs[0]!r}] "
+                                 f"has {n}; the languages must be row-aligned (parallel sentences)")
+        dtype = self._fit_dtype(*srcs.values())
+        k = int(self.n_components)
+        for lang in langs:
+            self._check_k(srcs[lang].shape[1], f"X[{lang!r}]")
+        tsrcs = {lang: srcs[lang].T for lang in langs}
+        budget = _parse_budget(memory_budget)
+        m_total = sum(srcs[lang].shape[1] for lang in langs)
+        fixed = (n + m_total) * k * dtype.itemsize + 8 * (n + m_total + 2 * len(langs)) * 2
+        # sentence reads: the row ranges of the language with the most nonzeros, all languages
+        # read together (a merged source whose row pointers are the sum of the languages')
+        summed = _SummedRows(srcs, langs)
+        row_ranges = _read_ranges(summed, budget, fixed, dtype)
+        word_ranges = {lang: _read_ranges(tsrcs[lang], budget, fixed, dtype) for lang in langs}
+        als = _als()
+        rng = check_random_state(self.random_state)
+        Vs = {}
+        for lang in langs:
+            m = srcs[lang].shape[1]
+            if init_components is not None and lang in init_components:
+                Vs[lang] = _check_init(np.asarray(init_components[lang]).T,
+                                       f"init_components[{lang!r}].T", (m, k), dtype)
+            else:
+                Vs[lang] = _init_factor(rng, (m, k), dtype)
+        E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
+             _check_init(init_embedding, "init_embedding", (n, k), dtype))
+        lam, w = float(self.alpha), float(self.missing_weight)
+        solver, steps = self._solver(), int(self.cg_steps)
+        self.vectorizers_ = {}
+        self.languages_ = langs
+        self.embedding_ = E
+        self.components_ = {lang: Vs[lang].T for lang in langs}
+        self.memory_plan_ = {"budget": budget, "factor_bytes": fixed,
+                             "reads_per_pass": (len(row_ranges),
+                                                {lang: len(r) for lang, r in word_ranges.items()})}
+
+        def step():
+            Ys = [Vs[lang] for lang in langs]
+            G = sum(als.gram(Yl, w) for Yl in Ys)
+            G[np.diag_indices_from(G)] += dtype.type(lam)
+            for r0, r1, blocks in summed.read_ranges(row_ranges):                # eq. (5) Q
+                mats = [_check_matrix(B, f"X[{lang!r}] rows {r0}:{r1}", dtype, B.shape[1])
+                        for lang, B in zip(langs, blocks, strict=True)]
+                stacked = als._csr_parts(sp.hstack(mats, format="csr"), dtype)
+                als.als_half_step_multi(None, Ys, E[r0:r1], missing_weights=w, regularization=lam,
+                                        solver=solver, cg_steps=steps, stacked=stacked,
+                                        gram_matrix=np.ascontiguousarray(G))
+            loss = lam * _sqnorm(E)
+            GE = als.gram(E, w, lam)
+            for lang in langs:                                                       # eq. (5) P, A
+                for r0, r1, B in tsrcs[lang].read_ranges(word_ranges[lang]):
+                    B = _check_matrix(B, f"X[{lang!r}]ᵀ rows {r0}:{r1}", dtype, B.shape[1])
+                    _, obj = als.als_half_step(B, E, Vs[lang][r0:r1], missing_weight=w,
+                                               regularization=lam, solver=solver, cg_steps=steps,
+                                               gram_matrix=GE, return_objective=True)
+                    loss += obj
             return loss
 
         self._run_loop(int(self.max_iter), step, "b-WMF")
