@@ -7,7 +7,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from linxling._backend import get_namespace
-from linxling.evaluate._retrieval import (_auto_block_size, _blocked_ranks, _check_embedding_pair, _check_int, _check_ks,
+from linxling._validation import check_int
+from linxling.evaluate._retrieval import (_auto_block_size, _blocked_ranks, _check_embedding_pair, _check_ks,
                                           _check_similarity, _csls_radii, _has_direction, _normalize_rows,
                                           _summarise)
 
@@ -70,8 +71,8 @@ def muse_split(pairs: Iterable[tuple[str, str]], n_train: int = 5000,
         Pairs in file order. If the dictionary has fewer unique source words than
         ``n_train + n_test``, the test set is correspondingly smaller.
     """
-    n_train = _check_int(n_train, "n_train", low=0)
-    n_test = _check_int(n_test, "n_test", low=0)
+    n_train = check_int(n_train, "n_train", low=0)
+    n_test = check_int(n_test, "n_test", low=0)
     rank: dict[str, int] = {}
     train, test = [], []
     for src, tgt in pairs:
@@ -145,7 +146,7 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     similarity = _check_similarity(similarity)
     block_size = _auto_block_size(block_size, max(S.shape[0], T.shape[0], 1), S.dtype.itemsize)
     if similarity == "csls":
-        knn = _check_int(knn, "knn", high=min(S.shape[0], T.shape[0]), what=" (min(n_src, n_tgt))")
+        knn = check_int(knn, "knn", high=min(S.shape[0], T.shape[0]), what=" (min(n_src, n_tgt))")
     src_index = _vocab_index(src_words, "src_words", S.shape[0], "src_vectors")
     tgt_index = _vocab_index(tgt_words, "tgt_words", T.shape[0], "tgt_vectors")
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from linxling._backend import get_namespace, to_numpy
 from linxling._progress import progress
+from linxling._validation import check_int
 
 __all__ = ["retrieval"]
 
@@ -21,7 +22,7 @@ def _auto_block_size(block_size: Any, n_cols: int, itemsize: int) -> int:
     """``block_size`` checked, or (None) chosen so ~3 score blocks of n_cols fit BLOCK_MEMORY."""
     if block_size is None:
         return int(min(4096, max(64, BLOCK_MEMORY // (3 * n_cols * itemsize))))
-    return _check_int(block_size, "block_size")
+    return check_int(block_size, "block_size")
 
 
 def _check_embedding_pair(A: Any, B: Any, name_a: str, name_b: str, ns) -> tuple[Any, Any]:
@@ -52,17 +53,6 @@ def _check_embeddings(X: Any, name: str, ns) -> Any:
     return X
 
 
-def _check_int(value: Any, name: str, *, low: int = 1, high: int | None = None, what: str = "") -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    value = int(value)
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}{what}, got {value}")
-    return value
-
-
 def _check_ks(ks: Any) -> tuple[int, ...]:
     if isinstance(ks, (int, np.integer)) and not isinstance(ks, bool):
         ks = (ks,)
@@ -72,7 +62,7 @@ def _check_ks(ks: Any) -> tuple[int, ...]:
         raise TypeError(f"ks must be a sequence of positive integers, got {ks!r}") from exc
     if not ks:
         raise ValueError("ks must contain at least one k")
-    return tuple(_check_int(k, "ks") for k in ks)
+    return tuple(check_int(k, "ks") for k in ks)
 
 
 def _check_similarity(similarity: Any) -> str:
@@ -300,7 +290,7 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
     similarity = _check_similarity(similarity)
     block_size = _auto_block_size(block_size, max(C.shape[0], 1), C.dtype.itemsize)
     if similarity == "csls":
-        knn = _check_int(knn, "knn", high=min(n_q, n_c), what=" (min(n_queries, n_candidates))")
+        knn = check_int(knn, "knn", high=min(n_q, n_c), what=" (min(n_queries, n_candidates))")
     if gold is None:
         if n_c < n_q:
             raise ValueError(f"gold=None means gold[i] = i, which needs at least as many candidates as "
