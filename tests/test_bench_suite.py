@@ -227,8 +227,20 @@ def test_quick_suite_end_to_end(tmp_path):
                 if isinstance(v, float) and ("P@" in k or "MRR" in k or "pearson" in k or k == "accuracy"):
                     assert lo <= v <= 1.0 and not math.isnan(v), (name, t, k, v)
     # every crosslingual method has numbers on the retrieval tasks
-    for name in ("Cr5", "CL-LSI", "b-WMF", "x-WMF"):
-        assert "metrics" in res["methods"][name]["tasks"]["verse retrieval"]
+    for name in ("Cr5", "CL-LSI", "b-WMF", "x-WMF", "BiCVM", "BiCVM+", "RankingEmbedding"):
+        for t in ("verse retrieval", "chapter retrieval", "STS 2017", "SIB-200", "Bible genres", "Tatoeba"):
+            assert "metrics" in res["methods"][name]["tasks"][t], (name, t)
+    # the STS bug of issue #13: no track embeds all its pairs as zero vectors
+    for name in ("Cr5", "BiCVM"):
+        for track, p in res["methods"][name]["tasks"]["STS 2017"]["metrics"]["per_track"].items():
+            assert p["n_zero_embeddings"] < p["n"] // 2 and not p["constant_prediction"], (name, track, p)
+    # monolingual models: only the monolingual task, with a reason everywhere else
+    for name in ("WMF", "CompressTree"):
+        tasks = res["methods"][name]["tasks"]
+        assert "metrics" in tasks["STS 2017 en-en"] and "monolingual" in tasks["verse retrieval"]["na"]
+    rd = res["methods"]["BilDRL"]["tasks"]["reverse dictionary"]["metrics"]
+    assert set(rd["per_direction"]) == {"en-fr", "fr-en"}
+    assert all(0 <= rd[k] <= 1 for k in ("P@1", "P@10", "MRR")) and rd["P@1"] <= rd["P@10"]
     text = readme.read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| method")]
     assert len(rows) == len(METHODS)
@@ -239,4 +251,5 @@ def test_quick_suite_end_to_end(tmp_path):
         for c in cells[3:]:
             assert re.fullmatch(r"-?[01]\.\d{3}", c) or re.fullmatch(r"— \(.+\)", c), c
     assert (tmp_path / "leaderboard.json").is_file()
+    assert "traceback" not in (tmp_path / "leaderboard.json").read_text(encoding="utf-8")
     assert (tmp_path / "leaderboard_quality_vs_time.png").is_file()
