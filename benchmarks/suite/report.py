@@ -37,6 +37,16 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _duration(results: dict) -> str:
+    if not results.get("kept"):
+        return f"the whole run took {results['total_s'] / 60:.1f} min"
+    walls = [r.get("wall_s") for r in results["methods"].values()]
+    total = sum(w for w in walls if w is not None)
+    return (f"the methods were run in more than one invocation (kept with --resume: "
+            f"{', '.join(results['kept'])}); their wall times add up to {total / 60:.1f} min"
+            + ("" if all(w is not None for w in walls) else " (some without a recorded wall time)"))
+
+
 def section(results: dict) -> str:
     m = results["machine"]
     cfg = results["config"]
@@ -45,7 +55,7 @@ def section(results: dict) -> str:
     parts = [
         START,
         f"Produced by `{results['command']}` ({'reduced --quick suite' if cfg['quick'] else 'full suite'}) "
-        f"on {results['date']}; the whole run took {results['total_s'] / 60:.1f} min. "
+        f"on {results['date']}; {_duration(results)}. "
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB"
         f"{' (shared with other jobs during the run)' if results.get('shared_machine') else ''}; "
         f"Python {m['python']}, NumPy {m['numpy']}, numba {m['numba']}, scikit-learn {m.get('sklearn')}, "
