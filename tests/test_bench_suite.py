@@ -253,3 +253,21 @@ def test_quick_suite_end_to_end(tmp_path):
     assert (tmp_path / "leaderboard.json").is_file()
     assert "traceback" not in (tmp_path / "leaderboard.json").read_text(encoding="utf-8")
     assert (tmp_path / "leaderboard_quality_vs_time.png").is_file()
+
+
+def test_rows_run_with_another_config_are_marked_and_listed():
+    res = _fake_results()
+    res["config"] = {"quick": False, "sgd_epochs": 3}
+    res["methods"]["A"]["config"] = {"quick": False, "sgd_epochs": 3}
+    res["methods"]["B"]["config"] = {"quick": True, "sgd_epochs": 1}
+    res["notes"] = {"B": "the full config did not finish"}
+    rows = report.table(res).splitlines()[2:]
+    assert rows[0].startswith("| A |") and rows[1].startswith("| B † |")
+    res.update(machine={"cpu": "x", "cores": 2, "memory_gib": 1, "python": "3", "numpy": "2", "numba": "0",
+                        "linxling": "0"}, date="d", total_s=60.0, command="c",
+               plots=[])
+    res["config"].update(languages=["en"], test_chapters=1, split_seed=0, n_components=1,
+                         wmf_components=1, wmf_iter=1)
+    text = report.section(res)
+    assert "† B was run with another config than the table's: sgd_epochs = 1 (the --quick config)" \
+           " — the full config did not finish." in text
