@@ -50,10 +50,11 @@ def _config_diff(results: dict, method_result: dict) -> dict:
 def _duration(results: dict) -> str:
     if not results.get("kept"):
         return f"the whole run took {results['total_s'] / 60:.1f} min"
-    walls = [r.get("wall_s") for r in results["methods"].values()]
+    same = [n for n, r in results["methods"].items() if not _config_diff(results, r)]
+    walls = [results["methods"][n].get("wall_s") for n in same]
     total = sum(w for w in walls if w is not None)
-    return (f"the methods were run in more than one invocation (kept with --resume: "
-            f"{', '.join(results['kept'])}); their wall times add up to {total / 60:.1f} min"
+    return (f"the methods were run in more than one invocation (assembled with --resume); the wall "
+            f"times of the {len(same)} methods run with the table's config add up to {total / 60:.1f} min"
             + ("" if all(w is not None for w in walls) else " (some without a recorded wall time)"))
 
 
@@ -88,7 +89,9 @@ def section(results: dict) -> str:
     for n, d in diffs.items():
         if d:
             parts.append(f"† {n} was run with another config than the table's: "
-                         + ", ".join(f"{k} = {v}" for k, v in d.items() if k != "quick")
+                         + ", ".join(f"{k} = {v}" for k, v in d.items() if k != "quick"
+                                     and not (d.get("quick") and k.startswith(("wmf_", "bildrl_")))
+                                     and k != "n_components")
                          + (" (the --quick config)" if d.get("quick") else "")
                          + (f" — {results['notes'][n]}" if n in results.get("notes", {}) else "") + ".")
             parts.append("")
