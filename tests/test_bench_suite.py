@@ -227,8 +227,20 @@ def test_quick_suite_end_to_end(tmp_path):
                 if isinstance(v, float) and ("P@" in k or "MRR" in k or "pearson" in k or k == "accuracy"):
                     assert lo <= v <= 1.0 and not math.isnan(v), (name, t, k, v)
     # every crosslingual method has numbers on the retrieval tasks
-    for name in ("Cr5", "CL-LSI", "b-WMF", "x-WMF"):
-        assert "metrics" in res["methods"][name]["tasks"]["verse retrieval"]
+    for name in ("Cr5", "CL-LSI", "b-WMF", "x-WMF", "BiCVM", "BiCVM+", "RankingEmbedding"):
+        for t in ("verse retrieval", "chapter retrieval", "STS 2017", "SIB-200", "Bible genres", "Tatoeba"):
+            assert "metrics" in res["methods"][name]["tasks"][t], (name, t)
+    # the STS bug of issue #13: no track embeds all its pairs as zero vectors
+    for name in ("Cr5", "BiCVM"):
+        for track, p in res["methods"][name]["tasks"]["STS 2017"]["metrics"]["per_track"].items():
+            assert p["n_zero_embeddings"] < p["n"] // 2 and not p["constant_prediction"], (name, track, p)
+    # monolingual models: only the monolingual task, with a reason everywhere else
+    for name in ("WMF", "CompressTree"):
+        tasks = res["methods"][name]["tasks"]
+        assert "metrics" in tasks["STS 2017 en-en"] and "monolingual" in tasks["verse retrieval"]["na"]
+    rd = res["methods"]["BilDRL"]["tasks"]["reverse dictionary"]["metrics"]
+    assert set(rd["per_direction"]) == {"en-fr", "fr-en"}
+    assert all(0 <= rd[k] <= 1 for k in ("P@1", "P@10", "MRR")) and rd["P@1"] <= rd["P@10"]
     text = readme.read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| method")]
     assert len(rows) == len(METHODS)
@@ -239,4 +251,23 @@ def test_quick_suite_end_to_end(tmp_path):
         for c in cells[3:]:
             assert re.fullmatch(r"-?[01]\.\d{3}", c) or re.fullmatch(r"— \(.+\)", c), c
     assert (tmp_path / "leaderboard.json").is_file()
+    assert "traceback" not in (tmp_path / "leaderboard.json").read_text(encoding="utf-8")
     assert (tmp_path / "leaderboard_quality_vs_time.png").is_file()
+
+
+def test_rows_run_with_another_config_are_marked_and_listed():
+    res = _fake_results()
+    res["config"] = {"quick": False, "sgd_epochs": 3}
+    res["methods"]["A"]["config"] = {"quick": False, "sgd_epochs": 3}
+    res["methods"]["B"]["config"] = {"quick": True, "sgd_epochs": 1}
+    res["notes"] = {"B": "the full config did not finish"}
+    rows = report.table(res).splitlines()[2:]
+    assert rows[0].startswith("| A |") and rows[1].startswith("| B † |")
+    res.update(machine={"cpu": "x", "cores": 2, "memory_gib": 1, "python": "3", "numpy": "2", "numba": "0",
+                        "linxling": "0"}, date="d", total_s=60.0, command="c",
+               plots=[])
+    res["config"].update(languages=["en"], test_chapters=1, split_seed=0, n_components=1,
+                         wmf_components=1, wmf_iter=1)
+    text = report.section(res)
+    assert "† B was run with another config than the table's: sgd_epochs = 1 (the --quick config)" \
+           " — the full config did not finish." in text

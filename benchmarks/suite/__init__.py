@@ -44,6 +44,7 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
             prev = json.loads(f.read_text(encoding="utf-8"))
             if prev.get("config") == cfg.to_dict():
                 results["methods"][n] = prev
+                results.setdefault("kept", []).append(n)
                 log(f">> {n}: kept from {f} (same config)")
                 continue
         log(f">> {n}")
@@ -53,6 +54,8 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
         if rc:
             raise RuntimeError(f"method {n!r} failed in its worker process (exit code {rc})")
         results["methods"][n] = json.loads(f.read_text(encoding="utf-8"))
+        results["methods"][n]["wall_s"] = time.perf_counter() - t
+        f.write_text(json.dumps(results["methods"][n], indent=1, default=float), encoding="utf-8")
         log(f"   {n}: fit {results['methods'][n]['fit_s']:.1f}s, total {time.perf_counter() - t:.0f}s")
     results["total_s"] = time.perf_counter() - t0
     import sklearn

@@ -40,7 +40,7 @@ class Config:
         return cls(quick=True, languages=("en", "es", "ru", "ar", "zh"), test_chapters=60,
                    n_candidates=1000, n_queries=300, n_components=100, wmf_components=50,
                    wmf_iter=5, tatoeba_pairs=500, sgd_components=64, sgd_epochs=1,
-                   tree_epochs=2, bildrl_encoder="gru", bildrl_epochs=1)
+                   tree_epochs=1, bildrl_encoder="bow", bildrl_epochs=1, bildrl_space_components=50)
 
     def to_dict(self) -> dict:
         d = asdict(self)

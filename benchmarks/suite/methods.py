@@ -149,7 +149,7 @@ def _fit_ranking(train, cfg):
 def _fit_compress_tree(train, cfg):
     from linxling.models.compress_tree import CompressTree
     m = CompressTree(n_components=cfg.tree_components, max_features=cfg.tree_features,
-                     n_epochs=cfg.tree_epochs, learning_rate=0.003, language="en", random_state=0,
+                     n_epochs=cfg.tree_epochs, learning_rate=0.001, language="en", random_state=0,
                      show_progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -172,7 +172,8 @@ def _fit_bildrl(train, cfg):
         warnings.simplefilter("ignore", UserWarning)
         bible = load_bible(["en", "fr"], unit="verse").split(
             n_test=cfg.test_chapters, by="chapter", random_state=cfg.split_seed)[0]
-        texts, langs, concepts = (list(x) for x in bible.concept_documents())
+        texts, langs, keys = (list(x) for x in bible.concept_documents())
+        concepts = [f"verse {b}:{c}:{v}" for b, c, v in keys]     # one type for all concept ids
         pairs: dict = {}
         for t, d, h in wk["en-fr"].rows:      # English definition d of French t (English headword h)
             pairs.setdefault((h, t), {"en": [h], "fr": [t]})["en"].append(d)
@@ -183,7 +184,7 @@ def _fit_bildrl(train, cfg):
                 if len(docs[lang]) > 1:
                     texts.append(" ".join(docs[lang]))
                     langs.append(lang)
-                    concepts.append(("pair",) + key)
+                    concepts.append(f"pair {key[0]}|{key[1]}")
         space = Cr5(n_components=cfg.bildrl_space_components, min_df=2, random_state=0,
                     show_progress=False).fit(texts, langs, concepts)
         del texts, langs, concepts
@@ -217,10 +218,10 @@ register(Method("BiCVM+", _fit_bicvm_plus, "BiCVM+ ADD, one model on all en–X 
 register(Method("RankingEmbedding", _fit_ranking, "Etter's network: mean of word vectors, dot score, "
                 "margin √d, SGD lr 0.01, batch 1, one model on all the verse-aligned languages"))
 register(Method("CompressTree", _fit_compress_tree, "CompressTree (linear, left tree, d = 50, 5,000 words, "
-                "SGD lr 0.003) on the English training verses; monolingual"))
-register(Method("BilDRL", _fit_bildrl, "BilDRL multitask encoder (config: ATT, 2 epochs; quick: GRU, 1) "
+                "SGD lr 0.001) on the English training verses; monolingual"))
+register(Method("BilDRL", _fit_bildrl, "BilDRL multitask encoder (ATT, 2 epochs; quick: BOW, 1) "
                 "on all Wikt3l training rows, into Cr5 word vectors (r = 100) of the en–fr Bible "
-                "training verses + Wikt3l training pairs",
+                "training verses + Wikt3l training pairs (r = 100; quick 50)",
                 not_applicable={t: BILDRL_NA for t in (
                     "verse retrieval", "chapter retrieval", "word translation", "STS 2017",
                     "STS 2017 en-en", "SIB-200", "Bible genres", "Tatoeba")}))

@@ -31,10 +31,31 @@ def table(results: dict) -> str:
         [f"{name} ({t.headline})" for name, t in TASKS.items()]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in results["methods"].items():
-        row = [name, f"{r['fit_s']:.1f} s", _gib(r["fit_peak_added_bytes"])]
+        label = name + (" †" if _config_diff(results, r) else "")
+        row = [label, f"{r['fit_s']:.1f} s", _gib(r["fit_peak_added_bytes"])]
         row += [cell(r["tasks"][t], TASKS[t].headline) for t in TASKS]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in row) + " |")
     return "\n".join(lines)
+
+
+def _config_diff(results: dict, method_result: dict) -> dict:
+    """Config fields in which a method's run differs from the leaderboard's (a row run with
+    another config, e.g. the --quick one, is marked † and listed under the table)."""
+    own = method_result.get("config")
+    if not own or "config" not in results:
+        return {}
+    return {k: v for k, v in own.items() if results["config"].get(k) != v}
+
+
+def _duration(results: dict) -> str:
+    if not results.get("kept"):
+        return f"the whole run took {results['total_s'] / 60:.1f} min"
+    same = [n for n, r in results["methods"].items() if not _config_diff(results, r)]
+    walls = [results["methods"][n].get("wall_s") for n in same]
+    total = sum(w for w in walls if w is not None)
+    return (f"the methods were run in more than one invocation (assembled with --resume); the wall "
+            f"times of the {len(same)} methods run with the table's config add up to {total / 60:.1f} min"
+            + ("" if all(w is not None for w in walls) else " (some without a recorded wall time)"))
 
 
 def section(results: dict) -> str:
@@ -45,7 +66,7 @@ def section(results: dict) -> str:
     parts = [
         START,
         f"Produced by `{results['command']}` ({'reduced --quick suite' if cfg['quick'] else 'full suite'}) "
-        f"on {results['date']}; the whole run took {results['total_s'] / 60:.1f} min. "
+        f"on {results['date']}; {_duration(results)}. "
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB"
         f"{' (shared with other jobs during the run)' if results.get('shared_machine') else ''}; "
         f"Python {m['python']}, NumPy {m['numpy']}, numba {m['numba']}, scikit-learn {m.get('sklearn')}, "
@@ -63,6 +84,18 @@ def section(results: dict) -> str:
         "",
         table(results),
         "",
+    ]
+    diffs = {n: _config_diff(results, r) for n, r in results["methods"].items()}
+    for n, d in diffs.items():
+        if d:
+            parts.append(f"† {n} was run with another config than the table's: "
+                         + ", ".join(f"{k} = {v}" for k, v in d.items() if k != "quick"
+                                     and not (d.get("quick") and k.startswith(("wmf_", "bildrl_")))
+                                     and k != "n_components")
+                         + (" (the --quick config)" if d.get("quick") else "")
+                         + (f" — {results['notes'][n]}" if n in results.get("notes", {}) else "") + ".")
+            parts.append("")
+    parts += [
         "Metrics (means over the language directions en→X and X→en, X ≠ en): retrieval P@1 with "
         "CSLS; word translation P@1 (CSLS) on MUSE's test split with out-of-vocabulary test words "
         "counted as misses; STS mean Pearson over tracks 2, 4a, 4b, and track 5 (en-en) on its own; "
