@@ -358,7 +358,7 @@ class Cr5(ConceptEmbeddingMixin):
         r = problem.r
         # right-hand sides the block inverses will see: ~2 eigen-solver blocks of r + 20 after the
         # start, plus Φ (measured: 217 columns for r = 100); the cost model chooses dense or CG
-        expected_rhs = 3 * (r + max(10, int(np.ceil(0.2 * r))))
+        expected_rhs = 3 * _block_size(r)
         bm = self.block_method
         return woodbury_from_blocks([problem.blocks[lang] for lang in problem.languages], self.alpha,
                                     methods=[bm.get(lang, "auto") if isinstance(bm, Mapping) else bm
@@ -594,7 +594,7 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng, *, float32: bool = 
     """
     from linxling.operators.gram import _column_sumsq
     r, K = problem.r, len(problem.classes)
-    b = min(K, r + max(10, int(np.ceil(0.2 * r))))
+    b = _block_size(r, K)
     sumsq = np.concatenate([np.asarray(_column_sumsq(problem.blocks[lang]), dtype=np.float64)
                             for lang in problem.languages])
     d = sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + alpha
@@ -605,6 +605,13 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng, *, float32: bool = 
     for _ in range(int(steps)):
         Y = orthonormalize(Cs.rmatmat(Cs.matmat(Y) * d_inv))
     return Y.astype(problem.dtype)
+
+
+def _block_size(r: int, K: int | None = None) -> int:
+    """Columns of the eigen-solver's block: r + max(10, 20 %), at most K when given (as in
+    linxling.solvers.eigsh)."""
+    b = r + max(10, int(np.ceil(0.2 * r)))
+    return b if K is None else min(K, b)
 
 
 @dataclass
@@ -667,7 +674,7 @@ class _MemoryPlan:
         if self.basis_dtype is None and self.basis_factor == 3:
             return {}
         K, r = len(problem.classes), problem.r
-        b = min(K, r + max(10, int(np.ceil(0.2 * r))))
+        b = _block_size(r, K)
         return {"basis_dtype": self.basis_dtype, "max_basis": min(K, self.basis_factor * b)}
 
     def as_dict(self) -> dict:
@@ -684,7 +691,7 @@ class _MemoryPlan:
         N, p, K, r = problem.nnz, problem.p, len(problem.classes), problem.r
         p_max = max(X.shape[1] for X in problem.blocks.values())
         n_max = max(X.shape[0] for X in problem.blocks.values())
-        b = min(K, r + max(10, int(np.ceil(0.2 * r))))
+        b = _block_size(r, K)
         idx = 4                                                     # int32 indices
         sparse = problem.n * 16 + K * 8                            # one-hot label matrices
         if plan.copies:
@@ -714,7 +721,7 @@ class _MemoryPlan:
         # 10% of headroom for what the estimate does not see (allocator, BLAS and numba buffers)
         avail = int(0.9 * (budget - in_use))
         plan = cls(record_bytes=0, budget=budget, in_use=in_use)
-        b = min(len(problem.classes), problem.r + max(10, int(np.ceil(0.2 * problem.r))))
+        b = _block_size(problem.r, len(problem.classes))
 
         def fits() -> bool:
             return cls.sizes(problem, plan) <= avail

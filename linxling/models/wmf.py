@@ -145,6 +145,20 @@ def _init_factor(rng: np.random.Generator, shape, dtype) -> np.ndarray:
     return (rng.standard_normal(shape) / np.sqrt(k)).astype(dtype)
 
 
+def _init_multi(rng, widths: Mapping, n: int, k: int, dtype, init_components, init_embedding):
+    """Starting factors of b-WMF: one word factor per language (given or random, in the order of
+    ``widths``), then the shared sentence factor."""
+    Vs = {}
+    for lang, m in widths.items():
+        if init_components is not None and lang in init_components:
+            Vs[lang] = _check_init(np.asarray(init_components[lang]).T, f"init_components[{lang!r}].T", (m, k), dtype)
+        else:
+            Vs[lang] = _init_factor(rng, (m, k), dtype)
+    E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
+         _check_init(init_embedding, "init_embedding", (n, k), dtype))
+    return Vs, E
+
+
 def _sqnorm(A) -> float:
     flat = A.reshape(-1)
     return float(np.dot(flat, flat))
@@ -738,16 +752,8 @@ class BilingualWMF(_WMFParams):
             self._check_k(mats[lang].shape[1], f"X[{lang!r}]")
         als = _als()
         rng = check_random_state(self.random_state)
-        Vs = {}
-        for lang in langs:
-            m = mats[lang].shape[1]
-            if init_components is not None and lang in init_components:
-                Vs[lang] = _check_init(np.asarray(init_components[lang]).T,
-                                       f"init_components[{lang!r}].T", (m, k), dtype)
-            else:
-                Vs[lang] = _init_factor(rng, (m, k), dtype)
-        E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
-             _check_init(init_embedding, "init_embedding", (n, k), dtype))
+        Vs, E = _init_multi(rng, {lang: mats[lang].shape[1] for lang in langs}, n, k, dtype,
+                            init_components, init_embedding)
         stacked = als._csr_parts(sp.hstack([mats[lang] for lang in langs], format="csr"), dtype)
         parts_t = {lang: als._csr_parts(mats[lang].T.tocsr(), dtype) for lang in langs}
         lam, w = float(self.alpha), float(self.missing_weight)
@@ -794,16 +800,8 @@ class BilingualWMF(_WMFParams):
         word_ranges = {lang: _read_ranges(tsrcs[lang], budget, fixed, dtype) for lang in langs}
         als = _als()
         rng = check_random_state(self.random_state)
-        Vs = {}
-        for lang in langs:
-            m = srcs[lang].shape[1]
-            if init_components is not None and lang in init_components:
-                Vs[lang] = _check_init(np.asarray(init_components[lang]).T,
-                                       f"init_components[{lang!r}].T", (m, k), dtype)
-            else:
-                Vs[lang] = _init_factor(rng, (m, k), dtype)
-        E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
-             _check_init(init_embedding, "init_embedding", (n, k), dtype))
+        Vs, E = _init_multi(rng, {lang: srcs[lang].shape[1] for lang in langs}, n, k, dtype,
+                            init_components, init_embedding)
         lam, w = float(self.alpha), float(self.missing_weight)
         solver, steps = self._solver(), int(self.cg_steps)
         self.vectorizers_ = {}
