@@ -147,3 +147,15 @@ def check_random_state(seed: Any) -> np.random.Generator:
     if seed is None or isinstance(seed, (int, np.integer)):
         return np.random.default_rng(seed)
     raise TypeError(f"random_state must be None, an int or a numpy Generator, got {type(seed).__name__}")
+
+
+def tsv_fields(line: str, n_fields: int, where: str, columns: str, *, maxsplit: int = -1) -> list[str]:
+    """``line`` split on tabs into exactly ``n_fields`` fields, or a ValueError naming ``where``.
+
+    ``where`` locates the line for the message (``"file.tsv:12"``); ``columns`` names the expected
+    fields (``"gold, sentence1, sentence2"``). With ``maxsplit`` the last field keeps its tabs.
+    """
+    fields = line.split("\t", maxsplit)
+    if len(fields) != n_fields:
+        raise ValueError(f"{where}: expected {n_fields} tab-separated fields ({columns}), got {len(fields)}")
+    return fields

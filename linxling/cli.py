@@ -95,16 +95,15 @@ def read_tsv(path: str) -> tuple[list[str], list[str], list[str]]:
 
 def read_dictionary(path: str) -> list[tuple[str, str, str, str]]:
     """Rows ``target_word<TAB>target_language<TAB>definition<TAB>definition_language`` (BilDRL)."""
+    from linxling._validation import tsv_fields
     lines, empty = _read_lines(path)
     _report_empty(path, empty)
     rows = []
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        parts = line.split("\t")
-        if len(parts) != 4:
-            raise ValueError(f"{path}, line {lineno}: expected 4 tab-separated fields "
-                             f"(target_word, target_language, definition, definition_language), got {len(parts)}")
+        parts = tsv_fields(line, 4, f"{path}, line {lineno}",
+                           "target_word, target_language, definition, definition_language")
         rows.append((parts[0], parts[1], parts[2], parts[3]))
     if not rows:
         raise ValueError(f"{path}: no dictionary rows")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from linxling._validation import tsv_fields
+
 __all__ = ["shared_data_dir", "load_sib200", "load_tatoeba", "load_sts17",
            "SIB200_LANGUAGES", "TATOEBA_LANGUAGES", "STS17_TRACKS"]
 
@@ -78,9 +80,7 @@ def load_sib200(lang: str, split: str = "train", path: str | os.PathLike | None 
     for n, line in enumerate(lines[1:], start=2):
         if not line:
             continue
-        parts = line.split("\t", 2)
-        if len(parts) != 3:
-            raise ValueError(f"{file}:{n}: expected 3 tab-separated columns, got {len(parts)}")
+        parts = tsv_fields(line, 3, f"{file}:{n}", "index_id, category, text", maxsplit=2)
         ids.append(int(parts[0]))
         cats.append(parts[1])
         texts.append(parts[2])
@@ -119,14 +119,5 @@ def load_sts17(track: str, path: str | os.PathLike | None = None
         raise ValueError(f"unknown STS-17 track {track!r}; known: "
                          + ", ".join(f"{k} ({v})" for k, v in STS17_TRACKS.items()))
     file = _require(shared_data_dir(path) / "sts17" / STS17_TRACKS[key], f"STS-17 track {key}")
-    gold, s1, s2 = [], [], []
-    for n, line in enumerate(_read_lines(file), start=1):
-        if not line:
-            continue
-        parts = line.split("\t")
-        if len(parts) != 3:
-            raise ValueError(f"{file}:{n}: expected gold<TAB>sentence1<TAB>sentence2, got {len(parts)} columns")
-        gold.append(float(parts[0]))
-        s1.append(parts[1])
-        s2.append(parts[2])
-    return np.asarray(gold, dtype=np.float64), s1, s2
+    from linxling.evaluate._sts import read_sts
+    return read_sts(file)

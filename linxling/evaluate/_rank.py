@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from linxling._backend import get_namespace
+from linxling.evaluate._retrieval import _check_embeddings
+
 __all__ = ["SCORES", "RankEstimate", "estimated_rank", "exact_rank"]
 
 SCORES = ("dot", "l1", "cosine")
@@ -29,21 +32,9 @@ def _check_score(score: Any) -> str:
 
 
 def _check_pair(queries: Any, targets: Any) -> tuple[np.ndarray, np.ndarray]:
-    out = []
-    for name, X in (("queries", queries), ("targets", targets)):
-        X = np.asarray(X)
-        if X.dtype == object or X.dtype.kind not in "fiub":
-            raise TypeError(f"{name} must be a real numeric array, got dtype {X.dtype}")
-        if X.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (n, d), got shape {X.shape}")
-        if X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(f"{name} is empty: shape {X.shape}")
-        if X.dtype not in (np.float32, np.float64):
-            X = X.astype(np.float64)
-        if not np.all(np.isfinite(X)):
-            raise ValueError(f"{name} contains NaN or infinite values")
-        out.append(X)
-    Q, T = out
+    ns = get_namespace()  # NumPy: the rank kernels are NumPy-only
+    Q = _check_embeddings(queries, "queries", ns)
+    T = _check_embeddings(targets, "targets", ns)
     if Q.shape != T.shape:
         raise ValueError(f"queries and targets must have the same shape (row i of one aligned with "
                          f"row i of the other), got {Q.shape} and {T.shape}")

@@ -8,6 +8,7 @@ import numpy as np
 import scipy.stats
 
 from linxling._backend import get_namespace, to_numpy
+from linxling._validation import tsv_fields
 from linxling.evaluate._retrieval import _check_embeddings
 
 __all__ = ["sts", "read_sts"]
@@ -49,10 +50,7 @@ def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]
             line = line.rstrip("\r\n")
             if not line.strip():
                 continue
-            fields = line.split("\t")
-            if len(fields) != 3:
-                raise ValueError(f"{os.fspath(path)}:{lineno}: expected 3 tab-separated fields "
-                                 f"(gold, sentence1, sentence2), got {len(fields)}")
+            fields = tsv_fields(line, 3, f"{os.fspath(path)}:{lineno}", "gold, sentence1, sentence2")
             try:
                 gold.append(float(fields[0]))
             except ValueError as exc:
