@@ -129,10 +129,10 @@ class ParaphraseMLP:
                         ("batch_size", batch_size)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        for name, v in (("learning_rate", learning_rate), ("l2", l2)):
-            if not np.isfinite(v) or v < 0 or (name == "learning_rate" and v == 0):
+        for name, x in (("learning_rate", learning_rate), ("l2", l2)):
+            if not np.isfinite(x) or x < 0 or (name == "learning_rate" and x == 0):
                 raise ValueError(f"{name} must be a {'positive' if name == 'learning_rate' else 'non-negative'} "
-                                 f"float, got {v!r}")
+                                 f"float, got {x!r}")
         self.hidden = hidden
         self.learning_rate = learning_rate
         self.epochs = epochs
