@@ -91,7 +91,8 @@ def paraphrase_pairs(fr_en, en_fr, words, vectors, neighbour_ranks: tuple[int, i
     for e, f in pairs:
         s = P @ P[prow[e]]
         s[prow[e]] = -np.inf                     # the word itself is not a neighbour
-        order = np.argsort(-s, kind="stable")
+        top = np.argpartition(-s, hi)[:hi + 1] if len(s) > hi + 1 else np.arange(len(s))
+        order = top[np.lexsort((top, -s[top]))]  # by decreasing similarity, ties by index
         e2 = pool[order[int(rng.integers(lo, hi + 1)) - 1]]
         d_en = en_of_pair[(e, f)][int(rng.integers(len(en_of_pair[(e, f)])))]
         d_fr = fr_of_pair[(e, f)][int(rng.integers(len(fr_of_pair[(e, f)])))]
