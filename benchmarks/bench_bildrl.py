@@ -362,9 +362,16 @@ def main(argv=None) -> dict:
         print("paraphrase data:", json.dumps(res["paraphrase_data"]), flush=True)
 
         def run_paraphrase(A, B):
-            r = paraphrase_identification(A, B, para["label"], random_state=0, hidden=64, epochs=300,
-                                          patience=30)
-            return {k: r[k] for k in ("accuracy", "validation_accuracy", "majority", "n_test", "best_epoch")}
+            """The paper's MLP on a - b, and on |a - b| of unit vectors (symmetric)."""
+            out = {}
+            for feat, norm in (("difference", False), ("abs_difference", True)):
+                r = paraphrase_identification(A, B, para["label"], random_state=0, hidden=64, epochs=300,
+                                              patience=30, features=feat, normalize=norm)
+                out[feat] = {k: r[k] for k in ("accuracy", "validation_accuracy", "majority", "n_test",
+                                               "best_epoch")}
+            out["accuracy"] = out["difference"]["accuracy"]
+            out["accuracy_abs"] = out["abs_difference"]["accuracy"]
+            return out
         if hasattr(space, "transform"):     # BilBOWA's sentence vector: the mean of the word vectors
             res["paraphrase_mean_of_word_vectors"] = run_paraphrase(space.transform(para["en"], language="en"),
                                                                     space.transform(para["fr"], language="fr"))
@@ -412,7 +419,8 @@ def main(argv=None) -> dict:
             f"{d}: P@1 {100 * m[d + '/cosine']['p@1']:.1f} P@10 {100 * m[d + '/cosine']['p@10']:.1f} "
             f"MRR {m[d + '/cosine']['mrr']:.3f}" for d in ("en-fr", "fr-en"))
             + (f"  {entry['definitions_per_s']:.0f} defs/s" if "definitions_per_s" in entry else "")
-            + (f"  paraphrase {100 * entry['paraphrase']['accuracy']:.1f}%" if "paraphrase" in entry else ""),
+            + (f"  paraphrase {100 * entry['paraphrase']['accuracy']:.1f}% / |a-b| "
+               f"{100 * entry['paraphrase']['accuracy_abs']:.1f}%" if "paraphrase" in entry else ""),
             flush=True)
 
     if not args.skip_speed:

@@ -115,3 +115,13 @@ def test_paraphrase_bad_input():
         ParaphraseMLP().predict(A, A)
     with pytest.raises(ValueError, match="hidden"):
         ParaphraseMLP(hidden=0)
+
+
+def test_feature_options():
+    A = np.array([[3.0, 4.0], [0.0, 0.0]])
+    B = np.array([[1.0, 0.0], [0.0, 2.0]])
+    m = ParaphraseMLP(features="abs_difference", normalize=True)
+    np.testing.assert_allclose(m._features(A, B, "A", "B"), [[0.4, 0.8], [0.0, 1.0]])
+    np.testing.assert_allclose(ParaphraseMLP()._features(A, B, "A", "B"), A - B)
+    with pytest.raises(ValueError, match="features"):
+        ParaphraseMLP(features="concat")

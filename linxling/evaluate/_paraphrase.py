@@ -121,11 +121,17 @@ class ParaphraseMLP:
     batch_size : int, default 32
     l2 : float, default 1e-4
         Weight decay on ``W1`` and ``W2`` (added to the loss as ``l2/2 * ||W||^2``).
+    features : {"difference", "abs_difference"}, default "difference"
+        The input: ``a - b`` (the paper's subtraction) or ``|a - b|`` element-wise (symmetric in
+        the two sentences, so the MLP need not learn the symmetry from the data).
+    normalize : bool, default False
+        Scale ``a`` and ``b`` to unit length first (zero vectors stay zero).
     random_state : int, Generator or None
     """
 
     def __init__(self, hidden: int = 64, learning_rate: float = 1e-3, epochs: int = 200,
-                 patience: int = 20, batch_size: int = 32, l2: float = 1e-4, random_state: Any = None) -> None:
+                 patience: int = 20, batch_size: int = 32, l2: float = 1e-4, features: str = "difference",
+                 normalize: bool = False, random_state: Any = None) -> None:
         for name, v in (("hidden", hidden), ("epochs", epochs), ("patience", patience),
                         ("batch_size", batch_size)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
@@ -134,6 +140,10 @@ class ParaphraseMLP:
             if not np.isfinite(x) or x < 0 or (name == "learning_rate" and x == 0):
                 raise ValueError(f"{name} must be a {'positive' if name == 'learning_rate' else 'non-negative'} "
                                  f"float, got {x!r}")
+        if features not in ("difference", "abs_difference"):
+            raise ValueError(f"features must be 'difference' or 'abs_difference', got {features!r}")
+        self.features = features
+        self.normalize = bool(normalize)
         self.hidden = hidden
         self.learning_rate = learning_rate
         self.epochs = epochs
@@ -174,8 +184,8 @@ class ParaphraseMLP:
     def fit(self, A: np.ndarray, B: np.ndarray, y: np.ndarray, A_val: np.ndarray, B_val: np.ndarray,
             y_val: np.ndarray) -> ParaphraseMLP:
         """Train on ``A - B`` with labels ``y`` (0/1); early stopping on the validation set."""
-        X = _diff(A, B, "A", "B")
-        Xv = _diff(A_val, B_val, "A_val", "B_val")
+        X = self._features(A, B, "A", "B")
+        Xv = self._features(A_val, B_val, "A_val", "B_val")
         y = _labels(y, len(X), "y")
         y_val = _labels(y_val, len(Xv), "y_val")
         if len(Xv) == 0:
@@ -217,7 +227,16 @@ class ParaphraseMLP:
         """1 (paraphrase) or 0 per pair."""
         if not hasattr(self, "params_"):
             raise ValueError("ParaphraseMLP is not fitted: call fit first")
-        return self._predict(self.params_, _diff(A, B, "A", "B"))
+        return self._predict(self.params_, self._features(A, B, "A", "B"))
+
+    def _features(self, A, B, na, nb) -> np.ndarray:
+        A = np.asarray(A, dtype=np.float64)
+        B = np.asarray(B, dtype=np.float64)
+        _diff(A, B, na, nb)
+        if self.normalize:
+            A = A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-300)
+            B = B / np.maximum(np.linalg.norm(B, axis=1, keepdims=True), 1e-300)
+        return np.abs(A - B) if self.features == "abs_difference" else A - B
 
 
 def _diff(A, B, na, nb) -> np.ndarray:
