@@ -272,6 +272,8 @@ def main(argv=None) -> dict:
                     help="translation pairs for paraphrase identification (0: skip); their "
                          "definitions are left out of the training dictionary")
     ap.add_argument("--joint-epochs", type=int, default=None, help="epochs of the joint model (default --epochs)")
+    ap.add_argument("--joint-word-lr", type=float, default=0.025, help="word_learning_rate of the joint model")
+    ap.add_argument("--out-name", default="bildrl.json", help="raw JSON file name in benchmarks/results/")
     ap.add_argument("--bilbowa-components", type=int, default=50)
     ap.add_argument("--bilbowa-epochs", type=int, default=3)
     ap.add_argument("--alignment-weight", type=float, default=10.0)
@@ -387,8 +389,8 @@ def main(argv=None) -> dict:
         joint = name == "joint"
         epochs = args.joint_epochs if joint and args.joint_epochs else args.epochs
         model = BilDRL(encoder=enc, multitask=mtl, hidden_size=args.hidden, n_layers=args.layers,
-                       epochs=epochs, learning_rate=1e-3, alpha=1.0, joint=joint, random_state=0,
-                       show_progress=False)
+                       epochs=epochs, learning_rate=1e-3, alpha=1.0, joint=joint,
+                       word_learning_rate=args.joint_word_lr, random_state=0, show_progress=False)
         fit_kw = {}
         if joint:
             if joint_text is None:
@@ -413,7 +415,7 @@ def main(argv=None) -> dict:
             entry["paraphrase"] = run_paraphrase(model.transform(para["en"], language="en", target_language="fr"),
                                                  model.transform(para["fr"], language="fr", target_language="en"))
         res["models"][name] = entry
-        (out / "bildrl.json").write_text(json.dumps(res, indent=1, default=str))
+        (out / args.out_name).write_text(json.dumps(res, indent=1, default=str))
         m = entry["metrics"]
         print(f"{name:<10} fit {fit_s:7.1f}s  " + "  ".join(
             f"{d}: P@1 {100 * m[d + '/cosine']['p@1']:.1f} P@10 {100 * m[d + '/cosine']['p@10']:.1f} "
@@ -426,7 +428,7 @@ def main(argv=None) -> dict:
     if not args.skip_speed:
         res["gru_speed"] = gru_speed()
         print("GRU fwd+bwd (batch 64, len 15, hidden 200, 5 layers):", json.dumps(res["gru_speed"]))
-    (out / "bildrl.json").write_text(json.dumps(res, indent=1, default=str))
+    (out / args.out_name).write_text(json.dumps(res, indent=1, default=str))
     return res
 
 
