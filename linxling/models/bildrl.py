@@ -11,7 +11,7 @@ Encoders (``encoder=``; equations in :mod:`linxling.kernels.encoders_reference`)
     = 15 tokens), trained with AMSGrad on mini-batches (:mod:`linxling.kernels.encoders`,
     :mod:`linxling.kernels.optim`). The GRU is the *reset-after* variant (reset gate applied
     after the recurrent product, as cuDNN / Keras ``CuDNNGRU``). The input word vectors are
-    not updated (no joint learning).
+    not updated unless ``joint=True`` (below).
 ``"ridge"``
     A closed-form baseline: multi-output ridge regression from the definition's tf-idf bag of
     words (one :class:`linxling.text.TfidfVectorizer` per definition language, column blocks
@@ -33,8 +33,24 @@ skipped. Documented behaviour on bad input:
 - ``transform``: an empty definition raises ``ValueError``; a definition with no known word
   maps to the **zero vector** (documented, counted in the returned array's rows being 0).
 
-Not built yet: joint learning with the word embeddings (Sec. 3.3), so there is no ``joint``
-parameter, and ``monolingual`` / ``parallel`` are not accepted by ``fit``.
+Joint learning (Sec. 3.3, ``joint=True``): the word vectors are trained together with the
+shared (multi-task) encoder on the joint objective
+
+    J = sum_dictionary ||E(V[S]) - V[t]||^2
+        + skipgram_weight * sum_language SG(V, C)
+        + alignment_weight * sum_parallel ||mean V[a] - mean V[b]||^2
+
+(SG: skip-gram with negative sampling, ``C`` the context vectors, zero-initialised; the other
+two terms are BilBOWA's, :mod:`linxling.kernels.skipgram`). Schedule: **interleaved**, not the
+paper's four asynchronous threads, so a run is a pure function of ``random_state``. Every
+epoch of the dictionary is cut into ``n_blocks`` blocks; a block runs, in this order, the
+skip-gram SGD over the same fraction of every language's monolingual sentences (languages in
+parallel on numba threads, disjoint rows), the alignment SGD over the same fraction of the
+parallel pairs, and the block's dictionary mini-batches: AMSGrad on the encoder (mean loss, as
+without joint learning) and a plain sparse-row SGD step on the word vectors, ``V -=
+word_learning_rate * grad_V`` of the batch's summed loss (the encoder's input gradient scattered
+onto the definition words, and ``-2 (E(S) - w)`` onto the target words). All three word-vector
+steps decay linearly to ``1e-4`` of ``word_learning_rate`` over the run.
 """
 from __future__ import annotations
 
@@ -48,7 +64,7 @@ from linxling._validation import check_random_state
 from linxling.io import register_model
 from linxling.models._estimator import LinxlingEstimator, as_output
 
-__all__ = ["ENCODER_CHOICES", "BilDRL", "ridge_fit"]
+__all__ = ["ENCODER_CHOICES", "BilDRL", "dictionary_word_grad", "ridge_fit"]
 
 ENCODER_CHOICES = ("att", "gru", "cnn", "bow", "ridge")
 
@@ -72,6 +88,32 @@ def ridge_fit(X, Y: np.ndarray, alpha: float, rtol: float = 1e-8, maxiter: int |
     W = np.asarray(res.x, dtype=np.float64)
     b = ybar - np.asarray(G.mean_, dtype=np.float64) @ W
     return W, b, res
+
+
+def dictionary_word_grad(encoder: str, params: dict, V: np.ndarray, idx: np.ndarray, lengths: np.ndarray,
+                         targets: np.ndarray, pool_size: int = 2):
+    """The dictionary loss of one batch and its gradients (joint learning).
+
+    ``V`` (n_words, d): the stacked word vectors; ``idx`` (B, T): row ids of each definition's
+    words (padding beyond ``lengths`` ignored); ``targets`` (B,): row ids of the target words.
+    Loss ``sum_b ||E(V[idx_b]) - V[targets_b]||^2``. Returns ``(loss, grads, rows, G)``:
+    ``grads`` the encoder's gradients of the *mean* loss (what AMSGrad steps on, as without
+    joint learning) and ``G`` (len(rows), d) the gradient of the *summed* loss w.r.t. ``V[rows]``
+    (rows may repeat: accumulate with ``np.add.at``).
+    """
+    from linxling.kernels import encoders as K
+    B, T = idx.shape
+    mask = (np.arange(T)[None, :] < lengths[:, None])
+    X = V[idx] * mask[:, :, None].astype(V.dtype)
+    out, cache = K.forward(encoder, params, X, lengths, pool_size=pool_size)
+    diff = out - V[targets]
+    loss = float((diff.astype(np.float64) ** 2).sum())
+    grads, dX = K.backward(encoder, params, cache, (2.0 / B) * diff)
+    dX = (B * dX) * mask[:, :, None]
+    m = mask.ravel()
+    rows = np.concatenate([idx.ravel()[m], targets])
+    G = np.concatenate([dX.reshape(B * T, -1)[m], -2.0 * diff])
+    return loss, grads, rows, G
 
 
 def _check_text(value: Any, what: str) -> str:
@@ -115,6 +157,19 @@ class BilDRL(LinxlingEstimator):
         training: with spaces whose norms vary by orders of magnitude (Cr5's word vectors), the
         squared loss is otherwise dominated by a few long vectors. ``word_vectors`` then returns
         the normalised space, the one ``transform`` maps into.
+    joint : bool, default False
+        Joint learning of the word vectors (Sec. 3.3, module docstring): ``fit`` then needs
+        ``monolingual`` and ``parallel`` text; needs a neural encoder and ``multitask=True``.
+    skipgram_weight, alignment_weight : float, default 1.0
+        Weights of the skip-gram and alignment terms of the joint objective (0 switches one off).
+    word_learning_rate : float, default 0.025
+        Initial SGD step of the word vectors in joint learning (0 keeps them fixed).
+    window, negative : int, default 5
+        Skip-gram window and negative samples (joint learning).
+    sample : float, default 1e-4
+        Subsampling threshold of frequent words in the skip-gram and alignment text.
+    n_blocks : int, default 20
+        Blocks per epoch of the interleaved joint schedule.
     random_state : int, Generator or None
     show_progress : bool or None
 
@@ -127,18 +182,26 @@ class BilDRL(LinxlingEstimator):
         Training rows left out per reason (``"target_oov"``, ``"no_known_word"``).
     loss_history_ : list of float
         Mean training loss per epoch (neural encoders).
+    joint_history_ : list of dict
+        ``joint=True``: per epoch the mean dictionary, skip-gram (per language) and alignment
+        losses.
     """
 
     _fitted_attr = "units_"
     _PARAMS = ("encoder", "multitask", "hidden_size", "n_layers", "max_length", "kernel_size",
                "pool_size", "epochs", "batch_size", "learning_rate", "alpha", "min_df", "cg_rtol",
-               "dtype", "normalize", "random_state", "show_progress")
+               "dtype", "normalize", "joint", "skipgram_weight", "alignment_weight",
+               "word_learning_rate", "window", "negative", "sample", "n_blocks", "random_state",
+               "show_progress")
 
     def __init__(self, encoder: str = "att", multitask: bool = True, hidden_size: int = 200,
                  n_layers: int = 1, max_length: int = 15, kernel_size: int = 2, pool_size: int = 2,
                  epochs: int = 10, batch_size: int = 64, learning_rate: float = 1e-3,
                  alpha: float = 1.0, min_df: int = 2, cg_rtol: float = 1e-8, dtype: str = "float32",
-                 normalize: bool = True, random_state: Any = None, show_progress: bool | None = None) -> None:
+                 normalize: bool = True, joint: bool = False, skipgram_weight: float = 1.0,
+                 alignment_weight: float = 1.0, word_learning_rate: float = 0.025, window: int = 5,
+                 negative: int = 5, sample: float = 1e-4, n_blocks: int = 20,
+                 random_state: Any = None, show_progress: bool | None = None) -> None:
         self.encoder = encoder
         self.multitask = multitask
         self.hidden_size = hidden_size
@@ -154,6 +217,14 @@ class BilDRL(LinxlingEstimator):
         self.cg_rtol = cg_rtol
         self.dtype = dtype
         self.normalize = normalize
+        self.joint = joint
+        self.skipgram_weight = skipgram_weight
+        self.alignment_weight = alignment_weight
+        self.word_learning_rate = word_learning_rate
+        self.window = window
+        self.negative = negative
+        self.sample = sample
+        self.n_blocks = n_blocks
         self.random_state = random_state
         self.show_progress = show_progress
 
@@ -161,11 +232,11 @@ class BilDRL(LinxlingEstimator):
     def _validate_params(self) -> None:
         if self.encoder not in ENCODER_CHOICES:
             raise ValueError(f"encoder must be one of {ENCODER_CHOICES}, got {self.encoder!r}")
-        for name in ("multitask", "normalize"):
+        for name in ("multitask", "normalize", "joint"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
         for name in ("hidden_size", "n_layers", "max_length", "kernel_size", "pool_size", "epochs",
-                     "batch_size", "min_df"):
+                     "batch_size", "min_df", "window", "negative", "n_blocks"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
@@ -173,8 +244,18 @@ class BilDRL(LinxlingEstimator):
             v = getattr(self, name)
             if not isinstance(v, (int, float, np.floating)) or not np.isfinite(v) or v <= 0:
                 raise ValueError(f"{name} must be a positive float, got {v!r}")
+        for name in ("skipgram_weight", "alignment_weight", "word_learning_rate", "sample"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float, np.floating)) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a non-negative float, got {v!r}")
         if str(self.dtype) not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        if self.joint and self.encoder == "ridge":
+            raise ValueError("joint=True needs a neural encoder ('att', 'gru', 'cnn', 'bow'): the "
+                             "ridge encoder reads tf-idf features, not the word vectors")
+        if self.joint and not self.multitask:
+            raise ValueError("joint=True trains one shared encoder with the word vectors: set "
+                             "multitask=True")
         if self.encoder == "cnn":
             shrink = self.n_layers * (self.kernel_size - 1 + self.pool_size - 1)
             if shrink >= self.max_length:
@@ -209,7 +290,11 @@ class BilDRL(LinxlingEstimator):
         self.word_lists_, self.word_vectors_ = {}, {}
         d = None
         for lang in sorted(languages):
-            words, vecs = embeddings.word_vectors(lang)
+            try:
+                words, vecs = embeddings.word_vectors(lang)
+            except (KeyError, ValueError, IndexError) as e:
+                raise ValueError(f"embeddings has no word vectors for language {lang!r} (needed by the "
+                                 f"dictionary or the joint-learning text): {e}") from e
             if words is None:
                 raise ValueError(f"embeddings.word_vectors({lang!r}) has no words (fitted from "
                                  "matrices): BilDRL needs a vocabulary")
@@ -240,7 +325,7 @@ class BilDRL(LinxlingEstimator):
         return "shared" if self.multitask else f"{q}-{t}"
 
     # ------------------------------------------------------------------ fit
-    def fit(self, dictionary, embeddings) -> BilDRL:
+    def fit(self, dictionary, embeddings, monolingual=None, parallel=None) -> BilDRL:
         """Learn the encoder(s) from dictionary rows.
 
         Parameters
@@ -248,12 +333,38 @@ class BilDRL(LinxlingEstimator):
         dictionary : iterable of (target_word, target_language, definition, definition_language)
         embeddings : fitted model with ``word_vectors(language)``
             Gives the word space of every language in the dictionary (targets and definition
-            words); e.g. :class:`linxling.Cr5`.
+            words); e.g. :class:`linxling.BilBOWA`, :class:`linxling.Cr5`. It is copied, never
+            modified; with ``joint=True`` the copy is trained (see ``word_vectors``).
+        monolingual : dict language -> list of str, optional
+            ``joint=True`` only (then required): skip-gram text per language; words outside the
+            space's vocabulary are skipped.
+        parallel : dict language -> row-aligned list of str, optional
+            ``joint=True`` only (then required): parallel sentences for the alignment loss.
         """
         self._validate_params()
         rows = self._check_dictionary(dictionary)
         langs = {r[1] for r in rows} | {r[3] for r in rows}
+        mono: dict = {}
+        par: dict = {}
+        if self.joint:
+            from linxling.models.bilbowa import BilBOWA
+            if monolingual is None or parallel is None:
+                raise ValueError("joint=True needs both monolingual= (language -> texts, for the "
+                                 "skip-gram loss) and parallel= (language -> row-aligned texts, for "
+                                 "the alignment loss)")
+            mono, par = BilBOWA._check_corpora(monolingual, parallel)
+            if not par:
+                raise ValueError("parallel is empty: joint=True needs aligned texts in two languages")
+            langs |= set(mono)
+        elif monolingual is not None or parallel is not None:
+            raise ValueError("monolingual= and parallel= are used only by joint learning: set "
+                             "joint=True (or leave them out)")
         self._load_space(embeddings, langs)
+        if self.joint:
+            for lang, v in self.word_vectors_.items():
+                if not np.all(np.isfinite(v)):
+                    raise ValueError(f"embeddings.word_vectors({lang!r}) has non-finite values: the "
+                                     "space cannot be trained jointly")
         self.directions_ = sorted({(r[3], r[1]) for r in rows})
         excluded = {"target_oov": 0, "no_known_word": 0}
         kept = []
@@ -269,9 +380,12 @@ class BilDRL(LinxlingEstimator):
         rng = check_random_state(self.random_state)
         self.units_ = {}
         self.loss_history_ = []
+        self.joint_history_ = []
         for name, urows in units.items():
             if self.encoder == "ridge":
                 state, n_bad = self._fit_ridge(urows)
+            elif self.joint:
+                state, n_bad = self._fit_joint(urows, mono, par, rng)
             else:
                 state, n_bad = self._fit_neural(urows, rng)
             excluded["no_known_word"] += n_bad
@@ -380,6 +494,153 @@ class BilDRL(LinxlingEstimator):
                 opt.step(grads)
             losses.append(tot / n)
         self.loss_history_.extend(losses)
+        return {"kind": "neural", "params": params}, n_bad
+
+
+    # -- joint learning (Sec. 3.3)
+    def _stacked_space(self, dt):
+        """All languages' (scaled) word vectors stacked: ``(V, offsets dict, languages)``."""
+        langs = sorted(self.word_vectors_)
+        off, o = {}, 0
+        for lang in langs:
+            off[lang] = o
+            o += len(self.word_lists_[lang])
+        V = np.concatenate([self.word_vectors_[lang] / self.scale_ for lang in langs]).astype(dt)
+        return np.ascontiguousarray(V), off, langs
+
+    def _encode_corpora(self, mono, par, off, n_rows, rng):
+        """Skip-gram and alignment data on the stacked rows (tokens local to their language)."""
+        from linxling.kernels import skipgram as SK
+        from linxling.text import tokenize
+        mlangs = sorted(mono)
+        keep = np.ones(n_rows)
+        cdf_parts, tok, ptr, lang_sent = [], [], [0], []
+        for lang in mlangs:
+            idx = self._index[lang]
+            first = len(ptr) - 1
+            for text in mono[lang]:
+                ids = [idx[w] for w in tokenize(text) if w in idx]
+                if len(ids) < 2:
+                    continue
+                tok.extend(ids)
+                ptr.append(len(tok))
+            lang_sent.append((first, len(ptr) - 1))
+            lt = np.asarray(tok[ptr[first]:], dtype=np.int64)
+            counts = np.bincount(lt, minlength=len(self.word_lists_[lang])).astype(np.float64)
+            if counts.sum() == 0:
+                raise ValueError(f"monolingual[{lang!r}] has no sentence with two words of the "
+                                 "space's vocabulary: nothing to train the skip-gram on")
+            f = counts / counts.sum()
+            if self.sample > 0:
+                t = float(self.sample)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    k = np.where(f > 0, np.minimum(1.0, (np.sqrt(f / t) + 1.0) * t / np.where(f > 0, f, 1.0)), 1.0)
+                keep[off[lang]:off[lang] + len(f)] = k
+            p = counts ** 0.75
+            cdf = np.cumsum(p / p.sum())
+            cdf[-1] = 1.0
+            cdf_parts.append(cdf)
+        sizes = [len(c) for c in cdf_parts]
+        data = {"mlangs": mlangs, "keep": keep.astype(np.float64),
+                "tokens": np.asarray(tok, dtype=np.int64), "sent_ptr": np.asarray(ptr, dtype=np.int64),
+                "lang_sent": lang_sent, "cdf": np.concatenate(cdf_parts),
+                "cdf_ptr": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                "offsets": np.array([off[lang] for lang in mlangs], dtype=np.int64),
+                "max_len": int(np.diff(np.asarray(ptr)).max()) if len(ptr) > 1 else 1,
+                "states": SK.seed_states(rng, len(mlangs))}
+        enc = {}
+        for lang in sorted(par):
+            idx = self._index[lang]
+            t_, p_ = [], [0]
+            for text in par[lang]:
+                t_.extend(idx[w] for w in tokenize(text) if w in idx)
+                p_.append(len(t_))
+            enc[lang] = (np.asarray(t_, dtype=np.int64), np.asarray(p_, dtype=np.int64))
+        data["parallel"] = enc
+        data["n_par"] = len(next(iter(par.values())))
+        pl = sorted(par)
+        data["pairs"] = [(a, b) for i, a in enumerate(pl) for b in pl[i + 1:]]
+        return data
+
+    def _fit_joint(self, urows, mono, par, rng):
+        from linxling._progress import progress
+        from linxling.kernels import encoders as K
+        from linxling.kernels import skipgram as SK
+        from linxling.kernels.optim import AMSGrad
+        from linxling.models.bilbowa import _subsample, _take
+        dt = np.dtype(str(self.dtype))
+        # the word-vector streams draw from a child generator: the dictionary side consumes
+        # ``rng`` exactly as without joint learning
+        wrng = rng.spawn(1)[0]
+        ids = [self._token_ids(r[2], r[3]) for r in urows]
+        good = [i for i, x in enumerate(ids) if x]
+        n_bad = len(urows) - len(good)
+        urows = [urows[i] for i in good]
+        V, off, _ = self._stacked_space(dt)
+        idx, L = self._pad([ids[i] for i in good])
+        idx = idx + np.array([off[r[3]] for r in urows], dtype=np.int64)[:, None]
+        tgt = np.array([off[r[1]] + r[0] for r in urows], dtype=np.int64)
+        data = self._encode_corpora(mono, par, off, V.shape[0], wrng)
+        C = np.zeros_like(V)
+        params = K.init_params(self.encoder, self.n_components_, self.n_components_,
+                               hidden=self.hidden_size, n_layers=self.n_layers,
+                               kernel_size=self.kernel_size, pool_size=self.pool_size, rng=rng, dtype=dt)
+        opt = AMSGrad(params, lr=self.learning_rate)
+        n, bs = len(urows), self.batch_size
+        starts = list(range(0, n, bs))
+        nblk = int(self.n_blocks)
+        total = int(self.epochs) * nblk
+        lr0 = float(self.word_learning_rate)
+        n_par = data["n_par"]
+        losses, step = [], 0
+        for _ in progress(range(self.epochs), show=self.show_progress, desc="BilDRL joint epochs"):
+            perm = rng.permutation(n)
+            order = wrng.permutation(n_par)
+            enc_ep = {lang: _subsample(*data["parallel"][lang], data["keep"][off[lang]:], wrng)
+                      for lang in data["parallel"]}
+            tot, sg_loss = 0.0, np.zeros(len(data["mlangs"]))
+            sg_n = np.zeros(len(data["mlangs"]), dtype=np.int64)
+            al_loss, al_n = 0.0, 0
+            for blk in range(nblk):
+                lr = lr0 * max(1.0 - step / total, 1e-4)
+                step += 1
+                if self.skipgram_weight > 0 and lr0 > 0:
+                    ranges = np.array([[s0 + (s1 - s0) * blk // nblk, s0 + (s1 - s0) * (blk + 1) // nblk]
+                                       for s0, s1 in data["lang_sent"]], dtype=np.int64)
+                    lo, cnt = SK.skipgram_block(V, C, data["tokens"], data["sent_ptr"], ranges,
+                                                data["offsets"], data["cdf"], data["cdf_ptr"], data["keep"],
+                                                data["states"], int(self.window), int(self.negative),
+                                                lr * float(self.skipgram_weight), data["max_len"])
+                    sg_loss += lo
+                    sg_n += cnt
+                if self.alignment_weight > 0 and lr0 > 0:
+                    prow = order[n_par * blk // nblk: n_par * (blk + 1) // nblk]
+                    for a, b in data["pairs"]:
+                        at, ap = _take(*enc_ep[a], prow)
+                        bt, bp = _take(*enc_ep[b], prow)
+                        al_loss += SK.align_block(V, at, ap, off[a], bt, bp, off[b], 0, len(prow),
+                                                  float(self.alignment_weight), lr)
+                        al_n += len(prow)
+                for s in starts[len(starts) * blk // nblk: len(starts) * (blk + 1) // nblk]:
+                    bi = perm[s:s + bs]
+                    loss, grads, rows_, G = dictionary_word_grad(self.encoder, params, V, idx[bi], L[bi],
+                                                                 tgt[bi], self.pool_size)
+                    tot += loss
+                    opt.step(grads)
+                    if lr0 > 0:
+                        np.add.at(V, rows_, (-lr * G).astype(dt))
+            if not np.all(np.isfinite(V)):
+                raise FloatingPointError("BilDRL joint learning diverged (non-finite word vectors): "
+                                         "lower word_learning_rate")
+            losses.append(tot / n)
+            self.joint_history_.append({
+                "dictionary": tot / n,
+                "skipgram": {lang: float(sg_loss[k] / max(sg_n[k], 1)) for k, lang in enumerate(data["mlangs"])},
+                "alignment": float(al_loss / al_n) if al_n else None})
+        self.loss_history_.extend(losses)
+        for lang in (self.word_vectors_ if lr0 > 0 else ()):       # lr 0: the space is unchanged
+            n_l = len(self.word_lists_[lang])
+            self.word_vectors_[lang] = V[off[lang]:off[lang] + n_l].astype(np.float64) * self.scale_
         return {"kind": "neural", "params": params}, n_bad
 
     # ------------------------------------------------------------------ transform / predict
@@ -495,6 +756,7 @@ class BilDRL(LinxlingEstimator):
         params["scale"] = self.scale_
         params["n_excluded"] = dict(self.n_excluded_)
         params["loss_history"] = [float(x) for x in self.loss_history_]
+        params["joint_history"] = list(getattr(self, "joint_history_", []))
         arrays: dict = {"words": {l: np.array(w, dtype=str) for l, w in self.word_lists_.items()},
                         "vectors": dict(self.word_vectors_), "units": {}}
         unit_params = {}
@@ -519,6 +781,7 @@ class BilDRL(LinxlingEstimator):
         model.scale_ = float(params["scale"])
         model.n_excluded_ = dict(params["n_excluded"])
         model.loss_history_ = list(params["loss_history"])
+        model.joint_history_ = list(params.get("joint_history", []))
         model.word_lists_ = {l: [str(w) for w in np.asarray(a).tolist()] for l, a in arrays["words"].items()}
         model.word_vectors_ = {l: np.asarray(a, dtype=np.float64) for l, a in arrays["vectors"].items()}
         model.n_components_ = next(iter(model.word_vectors_.values())).shape[1]
