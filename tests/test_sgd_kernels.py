@@ -112,12 +112,37 @@ def test_fast_epoch_matches_reference_and_is_sparse(problem, opt, comp, dist):
     np.testing.assert_array_equal(out[1][1][unseen], WA[unseen])
 
 
-def test_fast_epoch_same_result_for_any_thread_count(problem):
+@pytest.mark.parametrize("pool", [None, 7])
+def test_fast_epoch_parallel_path_matches_reference(pool):
+    """Batches of >= sgd._MIN_PARALLEL sentences take the threaded path (smaller ones the serial
+    one, tested above)."""
+    rng = np.random.default_rng(7)
+    A, B = _corpus(120, 40, rng), _corpus(120, 30, rng)
+    WA, WB = rng.normal(size=(40, 6)) * 0.3, rng.normal(size=(30, 6)) * 0.3
+    order = rng.permutation(120)
+    nA = ref.sample_noise(rng, 120, 4, order, 30, pool)
+    nB = ref.sample_noise(rng, 120, 4, order, 30, pool)
+    assert 30 * 5 >= sgd._MIN_PARALLEL
+    out = []
+    for mod in (ref, sgd):
+        wa, wb = WA.copy(), WB.copy()
+        loss = mod.train_pair_epoch(wa, np.zeros_like(wa), A, wb, np.zeros_like(wb), B, order, nA,
+                                    nB, 30, "bi", "sqeuclidean", 1.0, 0.05, 0.01, "adagrad",
+                                    attraction=0.5)
+        out.append((loss, wa, wb))
+    assert out[1][0] == pytest.approx(out[0][0], rel=1e-10)
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out[1][2], out[0][2], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("batch_size", [5, 40])
+def test_fast_epoch_same_result_for_any_thread_count(batch_size):
     import numba
-    A, B, WA, WB, _, _, _ = problem
     rng = np.random.default_rng(2)
-    order = rng.permutation(20)
-    nA, nB = rng.integers(0, 20, (20, 4)), rng.integers(0, 20, (20, 4))
+    A, B = _corpus(80, 15, rng), _corpus(80, 12, rng)
+    WA, WB = rng.normal(size=(15, 6)) * 0.3, rng.normal(size=(12, 6)) * 0.3
+    order = rng.permutation(80)
+    nA, nB = rng.integers(0, 80, (80, 4)), rng.integers(0, 80, (80, 4))
     res = []
     old = numba.get_num_threads()
     try:
@@ -125,7 +150,7 @@ def test_fast_epoch_same_result_for_any_thread_count(problem):
             numba.set_num_threads(t)
             wa, wb = WA.copy(), WB.copy()
             sgd.train_pair_epoch(wa, np.zeros_like(wa), A, wb, np.zeros_like(wb), B, order, nA, nB,
-                                 5, "bi", "sqeuclidean", 1.0, 0.05, 0.0, "adagrad")
+                                 batch_size, "bi", "sqeuclidean", 1.0, 0.05, 0.0, "adagrad")
             res.append((wa, wb))
     finally:
         numba.set_num_threads(old)

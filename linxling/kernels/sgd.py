@@ -3,18 +3,24 @@
 Same computation as the plain NumPy reference :mod:`linxling.kernels.sgd_reference` (see its
 docstring for the compositions, energies and loss). Layout of one minibatch step:
 
-1. compose the sentence vectors of every pair and noise sentence, ``prange`` over samples;
-2. hinge losses and the gradients with respect to the sentence vectors, ``prange`` over samples
-   (each sample writes only its own rows: no locks);
-3. back-propagate into a dense gradient buffer, ``prange`` over blocks of 32 columns of both
-   tables (every operation of the compositions is column-wise, so each thread owns its columns:
-   no locks, and the result does not depend on the thread count); a sentence whose hinges are
-   all inactive has a zero gradient and is skipped;
-4. sparse-row update (AdaGrad or SGD, L2 term ``alpha * W[row]``) of only the rows of words in
-   the batch's sentences, which also resets their buffer rows to zero.
+1. :func:`_dedup`: the batch's distinct noise sentences per side (a sentence drawn by several
+   samples, as with a noise pool, is composed and back-propagated once);
+2. :func:`_batch_grad`: compose the batch's and the distinct noise sentences (``prange`` over
+   sentences); hinges and the gradients with respect to the pair sentences (``prange`` over
+   samples, each writes its own rows); the noise sentences' gradients (``prange`` over them,
+   each summed over the samples that drew it in sample order);
+3. :func:`_index`: the distinct words of the batch's sentences and where each occurs (serial);
+4. :func:`_row_grads`: each touched word's gradient row gathered from the gradients of the
+   sentences it occurs in (``prange`` over words: no two threads write a row, no locks, no
+   dense buffer); a sentence whose gradient is zero is skipped;
+5. :func:`_apply`: sparse-row AdaGrad or SGD step (L2 term ``alpha * W[row]``) on those rows.
+
+Every sum has a fixed order, so the result does not depend on the thread count. Batches of
+fewer than ``_MIN_PARALLEL`` sentences (e.g. Etter's batch of one) run the same helpers on the
+calling thread: a parallel region costs more than their work.
 
 The word tables may be float32 or float64 (numba compiles one version per dtype; the
-gradient checks use float64); the batch workspace is allocated once per epoch.
+gradient checks use float64); the workspace is allocated once per epoch.
 
 Integer codes: composition add=0 mean=1 bi=2; distance sqeuclidean=0 l1=1 dot=2;
 optimizer adagrad=0 sgd=1.
@@ -25,6 +31,9 @@ import numpy as np
 from numba import njit, prange
 
 from linxling.kernels.sgd_reference import COMPOSITIONS, DISTANCES, OPTIMIZERS
+
+#: batches with fewer than this many sentences (pairs x (k + 1)) run on the calling thread
+_MIN_PARALLEL = 64
 
 __all__ = ["COMPOSITIONS", "DISTANCES", "OPTIMIZERS", "batch_gradient", "compose", "train_pair_epoch"]
 
@@ -200,6 +209,66 @@ def _dedup(noise, slot, uniq, sel, uptr, ulist):
     return m
 
 
+@njit(cache=True)
+def _compose_q(q, nA, WA, a_idx, a_ptr, a_cnt, rowsA, SA, WB, b_idx, b_ptr, b_cnt, rowsB, SB,
+               comp):
+    if q < nA:
+        _compose_row(WA, a_idx, a_ptr, a_cnt, rowsA[q], comp, SA[q])
+    else:
+        _compose_row(WB, b_idx, b_ptr, b_cnt, rowsB[q - nA], comp, SB[q - nA])
+
+
+@njit(cache=True)
+def _sample_grad(i, nb, SA, SB, DA, DB, sA, sB, hA, hB, dist, margin, attraction, inv, actA,
+                 actB, losses):
+    """Hinges of sample i; gradients of its two sentences into DA[i], DB[i]."""
+    k = sA.shape[1]
+    for c in range(SA.shape[1]):
+        DA[i, c] = 0.0
+        DB[i, c] = 0.0
+    a = SA[i]
+    b = SB[i]
+    eab = _energy(a, b, dist)
+    eba = _energy(b, a, dist)
+    loss = 0.0
+    act = 0
+    if attraction != 0.0:
+        loss += attraction * eab
+        act = 1
+        _accum(a, b, dist, attraction * inv, attraction * inv, DA[i], DB[i])
+    for j in range(k):
+        hA[i, j] = 0
+        hB[i, j] = 0
+        # anchor a, positive b, negative B-side noise
+        h = margin + eab - _energy(a, SB[nb + sB[i, j]], dist)
+        if h > 0:
+            loss += h
+            act = 1
+            hB[i, j] = 1
+            _accum(a, b, dist, inv, inv, DA[i], DB[i])
+            _accum_u(a, SB[nb + sB[i, j]], dist, -inv, DA[i])
+        # anchor b, positive a, negative A-side noise
+        h = margin + eba - _energy(b, SA[nb + sA[i, j]], dist)
+        if h > 0:
+            loss += h
+            act = 1
+            hA[i, j] = 1
+            _accum(b, a, dist, inv, inv, DB[i], DA[i])
+            _accum_u(b, SA[nb + sA[i, j]], dist, -inv, DB[i])
+    actA[i] = act
+    actB[i] = act
+    losses[i] = loss
+
+
+@njit(cache=True)
+def _noise_q(q, nb, mA, SA, SB, DA, DB, pA, lA, hA, pB, lB, hB, dist, inv, actA, actB):
+    k = hA.shape[1]
+    if q < mA:
+        actA[nb + q] = _noise_grad(SA[nb:], DA[nb:], pA, lA, hA, SB, q, k, dist, -inv)
+    else:
+        actB[nb + q - mA] = _noise_grad(SB[nb:], DB[nb:], pB, lB, hB, SA, q - mA, k, dist, -inv)
+
+
 @njit(parallel=True, cache=True)
 def _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp, dist, margin,
                 attraction, rowsA, mA, sA, pA, lA, rowsB, mB, sB, pB, lB, SA, SB, DA, DB, actA,
@@ -213,57 +282,39 @@ def _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp, dist
     it (in a fixed order: the result does not depend on the thread count). Writes the sentence
     vectors SA, SB, their gradients DA, DB and actA, actB (1 where the gradient is not zero);
     hA, hB (>= nb, k: the active hinges) and losses (>= nb) are workspace.
+    :func:`_batch_grad_serial` is the same without threads (small batches).
     """
-    k = sA.shape[1]
-    d = WA.shape[1]
     inv = 1.0 / nb
     nA = nb + mA
     for q in prange(nA + nb + mB):
-        if q < nA:
-            _compose_row(WA, a_idx, a_ptr, a_cnt, rowsA[q], comp, SA[q])
-        else:
-            _compose_row(WB, b_idx, b_ptr, b_cnt, rowsB[q - nA], comp, SB[q - nA])
+        _compose_q(q, nA, WA, a_idx, a_ptr, a_cnt, rowsA, SA, WB, b_idx, b_ptr, b_cnt, rowsB, SB,
+                   comp)
     for i in prange(nb):
-        for c in range(d):
-            DA[i, c] = 0.0
-            DB[i, c] = 0.0
-        a = SA[i]
-        b = SB[i]
-        eab = _energy(a, b, dist)
-        eba = _energy(b, a, dist)
-        loss = 0.0
-        act = 0
-        if attraction != 0.0:
-            loss += attraction * eab
-            act = 1
-            _accum(a, b, dist, attraction * inv, attraction * inv, DA[i], DB[i])
-        for j in range(k):
-            hA[i, j] = 0
-            hB[i, j] = 0
-            # anchor a, positive b, negative B-side noise
-            h = margin + eab - _energy(a, SB[nb + sB[i, j]], dist)
-            if h > 0:
-                loss += h
-                act = 1
-                hB[i, j] = 1
-                _accum(a, b, dist, inv, inv, DA[i], DB[i])
-                _accum_u(a, SB[nb + sB[i, j]], dist, -inv, DA[i])
-            # anchor b, positive a, negative A-side noise
-            h = margin + eba - _energy(b, SA[nb + sA[i, j]], dist)
-            if h > 0:
-                loss += h
-                act = 1
-                hA[i, j] = 1
-                _accum(b, a, dist, inv, inv, DB[i], DA[i])
-                _accum_u(b, SA[nb + sA[i, j]], dist, -inv, DB[i])
-        actA[i] = act
-        actB[i] = act
-        losses[i] = loss
+        _sample_grad(i, nb, SA, SB, DA, DB, sA, sB, hA, hB, dist, margin, attraction, inv, actA,
+                     actB, losses)
     for q in prange(mA + mB):
-        if q < mA:
-            actA[nb + q] = _noise_grad(SA[nb:], DA[nb:], pA, lA, hA, SB, q, k, dist, -inv)
-        else:
-            actB[nb + q - mA] = _noise_grad(SB[nb:], DB[nb:], pB, lB, hB, SA, q - mA, k, dist, -inv)
+        _noise_q(q, nb, mA, SA, SB, DA, DB, pA, lA, hA, pB, lB, hB, dist, inv, actA, actB)
+    total = 0.0
+    for i in range(nb):
+        total += losses[i]
+    return total * inv
+
+
+@njit(cache=True)
+def _batch_grad_serial(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp, dist, margin,
+                       attraction, rowsA, mA, sA, pA, lA, rowsB, mB, sB, pB, lB, SA, SB, DA, DB,
+                       actA, actB, hA, hB, losses):
+    """:func:`_batch_grad` on the calling thread (a parallel region costs more than a tiny batch)."""
+    inv = 1.0 / nb
+    nA = nb + mA
+    for q in range(nA + nb + mB):
+        _compose_q(q, nA, WA, a_idx, a_ptr, a_cnt, rowsA, SA, WB, b_idx, b_ptr, b_cnt, rowsB, SB,
+                   comp)
+    for i in range(nb):
+        _sample_grad(i, nb, SA, SB, DA, DB, sA, sB, hA, hB, dist, margin, attraction, inv, actA,
+                     actB, losses)
+    for q in range(mA + mB):
+        _noise_q(q, nb, mA, SA, SB, DA, DB, pA, lA, hA, pB, lB, hB, dist, inv, actA, actB)
     total = 0.0
     for i in range(nb):
         total += losses[i]
@@ -361,26 +412,44 @@ def _row_grads(W, idx, ptr, cnt, rows, D, act, comp, touched, nt, optr, osent, o
                   opos, sscale, R[q])
 
 
-@njit(parallel=True, cache=True, fastmath=True)
+@njit(cache=True)
+def _row_grads_serial(W, idx, ptr, cnt, rows, D, act, comp, touched, nt, optr, osent, opos, sscale,
+                      R):
+    for q in range(nt):
+        _row_grad(W, idx, ptr, cnt, rows, D, act, comp, touched[q], optr[q], optr[q + 1], osent,
+                  opos, sscale, R[q])
+
+
+@njit(cache=True, fastmath=True)
+def _apply_row(W, G, R, q, t, lr, alpha, opt, eps):
+    """AdaGrad (opt 0) or SGD step of row t with gradient R[q] + alpha * W[t]; the scalars come
+    in the table's dtype (float32 steps vectorise without conversions)."""
+    Wt = W[t]
+    Gt = G[t]
+    Rq = R[q]
+    if opt == 0:
+        for c in range(W.shape[1]):
+            g = Rq[c] + alpha * Wt[c]
+            Gt[c] += g * g
+            Wt[c] -= lr * g / (np.sqrt(Gt[c]) + eps)
+    else:
+        for c in range(W.shape[1]):
+            Wt[c] -= lr * (Rq[c] + alpha * Wt[c])
+
+
+@njit(parallel=True, cache=True)
 def _apply(W, G, R, touched, nt, lr, alpha, opt, eps):
     """Sparse-row step on the rows touched[:nt] with gradients R[:nt] + alpha * W[row]."""
-    d = W.shape[1]
-    lr = W.dtype.type(lr)       # scalars in the table's dtype: float32 steps vectorise
-    alpha = W.dtype.type(alpha)
-    eps = W.dtype.type(eps)
+    lr, alpha, eps = W.dtype.type(lr), W.dtype.type(alpha), W.dtype.type(eps)
     for q in prange(nt):
-        t = touched[q]
-        Wt = W[t]
-        Gt = G[t]
-        Rq = R[q]
-        if opt == 0:
-            for c in range(d):
-                g = Rq[c] + alpha * Wt[c]
-                Gt[c] += g * g
-                Wt[c] -= lr * g / (np.sqrt(Gt[c]) + eps)
-        else:
-            for c in range(d):
-                Wt[c] -= lr * (Rq[c] + alpha * Wt[c])
+        _apply_row(W, G, R, q, touched[q], lr, alpha, opt, eps)
+
+
+@njit(cache=True)
+def _apply_serial(W, G, R, touched, nt, lr, alpha, opt, eps):
+    lr, alpha, eps = W.dtype.type(lr), W.dtype.type(alpha), W.dtype.type(eps)
+    for q in range(nt):
+        _apply_row(W, G, R, q, touched[q], lr, alpha, opt, eps)
 
 
 @njit(cache=True)
@@ -447,15 +516,32 @@ def _epoch(WA, GA, a_idx, a_ptr, a_cnt, WB, GB, b_idx, b_ptr, b_cnt, order, nois
                 nzB[i, j] = noiseB[order[s + i], j]
         mA = _dedup(nzA[:nb], slotA, rowsA[nb:], sA, pA, lA)
         mB = _dedup(nzB[:nb], slotB, rowsB[nb:], sB, pB, lB)
-        total += _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp, dist,
-                             margin, attraction, rowsA, mA, sA, pA, lA, rowsB, mB, sB, pB, lB,
-                             SA, SB, DA, DB, actA, actB, hA, hB, losses)
+        # a parallel region costs more than the work of a tiny batch (Etter's batch of 1)
+        par = nb * (k + 1) >= _MIN_PARALLEL
+        if par:
+            total += _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp, dist,
+                                 margin, attraction, rowsA, mA, sA, pA, lA, rowsB, mB, sB, pB, lB,
+                                 SA, SB, DA, DB, actA, actB, hA, hB, losses)
+        else:
+            total += _batch_grad_serial(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp,
+                                        dist, margin, attraction, rowsA, mA, sA, pA, lA, rowsB,
+                                        mB, sB, pB, lB, SA, SB, DA, DB, actA, actB, hA, hB, losses)
         ntA = _index(a_idx, a_ptr, a_cnt, rowsA, nb + mA, comp, wslotA, tA, optrA, osA, opA, scA)
         ntB = _index(b_idx, b_ptr, b_cnt, rowsB, nb + mB, comp, wslotB, tB, optrB, osB, opB, scB)
-        _row_grads(WA, a_idx, a_ptr, a_cnt, rowsA, DA, actA, comp, tA, ntA, optrA, osA, opA, scA, RA)
-        _row_grads(WB, b_idx, b_ptr, b_cnt, rowsB, DB, actB, comp, tB, ntB, optrB, osB, opB, scB, RB)
-        _apply(WA, GA, RA, tA, ntA, lr, alpha, opt, eps)
-        _apply(WB, GB, RB, tB, ntB, lr, alpha, opt, eps)
+        if par:
+            _row_grads(WA, a_idx, a_ptr, a_cnt, rowsA, DA, actA, comp, tA, ntA, optrA, osA, opA,
+                       scA, RA)
+            _row_grads(WB, b_idx, b_ptr, b_cnt, rowsB, DB, actB, comp, tB, ntB, optrB, osB, opB,
+                       scB, RB)
+            _apply(WA, GA, RA, tA, ntA, lr, alpha, opt, eps)
+            _apply(WB, GB, RB, tB, ntB, lr, alpha, opt, eps)
+        else:
+            _row_grads_serial(WA, a_idx, a_ptr, a_cnt, rowsA, DA, actA, comp, tA, ntA, optrA, osA,
+                              opA, scA, RA)
+            _row_grads_serial(WB, b_idx, b_ptr, b_cnt, rowsB, DB, actB, comp, tB, ntB, optrB, osB,
+                              opB, scB, RB)
+            _apply_serial(WA, GA, RA, tA, ntA, lr, alpha, opt, eps)
+            _apply_serial(WB, GB, RB, tB, ntB, lr, alpha, opt, eps)
     return total
 
 
