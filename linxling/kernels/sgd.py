@@ -453,6 +453,17 @@ def _apply_serial(W, G, R, touched, nt, lr, alpha, opt, eps):
 
 
 @njit(cache=True)
+def _max_tokens(ptr, r):
+    """Most tokens r distinct sentences of the CSR row pointer ``ptr`` can hold."""
+    lengths = np.sort(ptr[1:] - ptr[:-1])
+    n = lengths.shape[0]
+    total = 0
+    for i in range(max(0, n - r), n):
+        total += lengths[i]
+    return total
+
+
+@njit(cache=True)
 def _epoch(WA, GA, a_idx, a_ptr, a_cnt, WB, GB, b_idx, b_ptr, b_cnt, order, noiseA, noiseB,
            batch_size, comp, dist, margin, attraction, lr, alpha, opt, eps):
     total = 0.0
@@ -489,18 +500,14 @@ def _epoch(WA, GA, a_idx, a_ptr, a_cnt, WB, GB, b_idx, b_ptr, b_cnt, order, nois
     tB = np.empty(VB, dtype=np.int64)
     optrA = np.empty(VA + 1, dtype=np.int64)
     optrB = np.empty(VB + 1, dtype=np.int64)
-    # occurrences of a batch: at most (m + M) sentences of the longest length (a sentence may
-    # be both in the batch and noise, so the corpus' token count is no bound)
-    lenA = 0
-    for r in range(a_ptr.shape[0] - 1):
-        lenA = max(lenA, a_ptr[r + 1] - a_ptr[r])
-    lenB = 0
-    for r in range(b_ptr.shape[0] - 1):
-        lenB = max(lenB, b_ptr[r + 1] - b_ptr[r])
-    osA = np.empty((m + M) * lenA, dtype=np.int64)
-    osB = np.empty((m + M) * lenB, dtype=np.int64)
-    opA = np.empty((m + M) * lenA, dtype=np.int64)
-    opB = np.empty((m + M) * lenB, dtype=np.int64)
+    # token occurrences of a batch: its m distinct sentences plus M distinct noise sentences (a
+    # sentence may be in both, so the corpus' token count is no bound)
+    occA = _max_tokens(a_ptr, m) + _max_tokens(a_ptr, M)
+    occB = _max_tokens(b_ptr, m) + _max_tokens(b_ptr, M)
+    osA = np.empty(occA, dtype=np.int64)
+    osB = np.empty(occB, dtype=np.int64)
+    opA = np.empty(occA, dtype=np.int64)
+    opB = np.empty(occB, dtype=np.int64)
     scA = np.empty(m + M)
     scB = np.empty(m + M)
     RA = np.empty((VA, d), dtype=WA.dtype)
