@@ -12,7 +12,7 @@ vectors are read back with `extract-vectors` (beside BICVM_BIN) and scored exact
 Its `--batches` is the number of minibatches per epoch: `--cpp-batches 10 602` runs it twice.
 
     python benchmarks/bench_bicvm.py [--epochs 10] [--cpp-batches 10 602] [--batch-size 50 500]
-        [--margin 128]
+        [--margin 128] [--noise-pool 250] [--attraction 5] [--repeats 2] [--cpp-first]
 
 numba runs on its `workqueue` threading layer and the C++ with OMP_WAIT_POLICY=PASSIVE (set
 unless given): see the comment at the imports.
@@ -40,12 +40,17 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np
 
 
-def split():
+def split(validation=False):
+    """(train, test) pairs of texts (en, de). With ``validation``, the "test" pairs are 1,000 of
+    the training pairs (seed 1) and "train" the rest: for tuning without the held-out verses."""
     from linxling.datasets import load_bible
     c = load_bible(["en", "de"])
     en, de = c.texts["en"], c.texts["de"]
     perm = np.random.default_rng(0).permutation(len(en))
     test, train = perm[:1000], perm[1000:]
+    if validation:
+        inner = np.random.default_rng(1).permutation(len(train))
+        test, train = train[inner[:1000]], train[inner[1000:]]
     return ([en[i] for i in train], [de[i] for i in train]), ([en[i] for i in test], [de[i] for i in test])
 
 
@@ -158,22 +163,36 @@ def main(argv=None):
     ap.add_argument("--cpp-batches", type=int, nargs="*", default=[10])
     ap.add_argument("--margin", type=float, default=None)
     ap.add_argument("--learning-rate", type=float, default=None)
+    ap.add_argument("--noise-pool", type=int, default=None,
+                    help="BiCVM(noise_pool=P): per-batch pool of P noise sentences per language")
+    ap.add_argument("--attraction", type=float, default=None,
+                    help="BiCVM(attraction=w): unconditional w * E(a, b) on every pair")
+    ap.add_argument("--cpp-first", action="store_true", help="run the C++ before ours")
+    ap.add_argument("--validation", action="store_true",
+                    help="score on 1,000 pairs carved from the training pairs (tuning), not the test")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from benchmarks._machine import machine
-    params = {k: v for k, v in (("margin", args.margin), ("learning_rate", args.learning_rate))
+    params = {k: v for k, v in (("margin", args.margin), ("learning_rate", args.learning_rate),
+                                ("noise_pool", args.noise_pool), ("attraction", args.attraction))
               if v is not None}
-    train, test = split()
+    train, test = split(args.validation)
     results = []
-    for _ in range(args.repeats):     # interleaved: ours, C++, ours, C++ (same load for both)
+    def ours():
         for bs in args.batch_size:
             results.append(run_linxling(train, test, args.epochs, bs, args.threads, **params))
             print(json.dumps({k: v for k, v in results[-1].items() if k != "loss_curve"}), flush=True)
+
+    def theirs():
         for nb in args.cpp_batches:
             cpp = run_cpp(train, test, args.epochs, nb, args.threads)
             if cpp is not None:
                 results.append(cpp)
                 print(json.dumps(cpp), flush=True)
+
+    for _ in range(args.repeats):     # interleaved: ours, C++, ours, C++ (same load for both)
+        for step in ((theirs, ours) if args.cpp_first else (ours, theirs)):
+            step()
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
     (out / "bench_bicvm.json").write_text(json.dumps({"machine": machine(), "results": results}, indent=1))

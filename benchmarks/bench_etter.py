@@ -1,6 +1,6 @@
 """CompressTree ranks (Etter Fig. 5.13: greedy vs left-to-right vs random trees) and CLDC.
 
-    python -m benchmarks.bench_etter rank   [--n-train 20000 --n-test 300 --epochs 5]
+    python -m benchmarks.bench_etter rank   [--n-train 20000 --n-test 300 --epochs 5 --seeds 0 1 2]
     python -m benchmarks.bench_etter cldc   [--methods majority,cr5,cllsi]
 
 Embeddings for CLDC are trained on Bible en-de verse pairs of the chapters NOT held out by
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -153,7 +154,10 @@ def _windows(texts, length, rng):
     return out
 
 
-def run_rank(n_train, n_test, epochs, d, n_hidden, vocab, out):
+def run_rank(n_train, n_test, epochs, d, n_hidden, vocab, out, seeds=(0,), lr=0.01):
+    """Fig. 5.13: mean / median rank of held-out true windows among their corruptions after every
+    epoch, for the three trees; ``seeds`` are CompressTree random_states (initialisation,
+    order, corruptions, random trees); data and test windows stay the same."""
     from linxling import CompressTree
     from linxling.datasets import load_bible_genres
     from linxling.text import tokenize
@@ -165,44 +169,35 @@ def run_rank(n_train, n_test, epochs, d, n_hidden, vocab, out):
     held = [v for ch in split.test.sentences["en"] for v in ch]
     test_all = _windows(held, 5, rng)
     rows = []
-    for tree in ("greedy", "left", "random"):
-        m = CompressTree(n_components=d, n_hidden=n_hidden, tree=tree, corrupt="random",
-                         max_features=vocab, n_epochs=1, learning_rate=0.01, random_state=0,
-                         show_progress=False)
-        # test n-grams fully inside the dictionary (as in the thesis' 1000-word dictionary)
-        t0 = time.perf_counter()
-        for ep in range(epochs):
-            if ep == 0:
-                m.fit(train)
-                test = [t for t in test_all if all(w in m.vocabulary_index_ for w in tokenize(t))][:n_test]
-            else:
-                _continue_epoch(m, train, ep)
-            r = m.corrupted_rank(test, position="random", random_state=0)
-            rows.append({"tree": tree, "epoch": ep + 1, "mean_rank": float(r.mean()),
-                         "median_rank": float(np.median(r)), "n_test": len(test),
-                         "vocabulary": len(m.vocabulary_), "loss": m.loss_curve_[-1],
-                         "seconds": time.perf_counter() - t0})
-            print(json.dumps(rows[-1]), flush=True)
-    out.write_text(json.dumps({"rows": rows, "d": d, "n_hidden": n_hidden, "n_train": len(train)}, indent=1))
+    for seed in seeds:
+        for tree in ("greedy", "left", "random"):
+            t0 = time.perf_counter()
+            c0 = time.process_time()
+            test: list[str] = []
+
+            def cb(m, epoch, loss, tree=tree, seed=seed, t0=t0, c0=c0, test=test):
+                if not test:    # test n-grams fully inside the dictionary (the thesis' 1000 words)
+                    test.extend([t for t in test_all
+                                 if all(w in m.vocabulary_index_ for w in tokenize(t))][:n_test])
+                r = m.corrupted_rank(test, position="random", random_state=0)
+                rows.append({"tree": tree, "seed": seed, "epoch": epoch + 1,
+                             "mean_rank": float(r.mean()), "median_rank": float(np.median(r)),
+                             "n_test": len(test), "vocabulary": len(m.vocabulary_), "loss": loss,
+                             "seconds": time.perf_counter() - t0,
+                             "cpu_seconds": time.process_time() - c0, "loadavg": os.getloadavg()})
+                print(json.dumps(rows[-1]), flush=True)
+
+            CompressTree(n_components=d, n_hidden=n_hidden, tree=tree, corrupt="random",
+                         max_features=vocab, n_epochs=epochs, learning_rate=lr, random_state=seed,
+                         callback=cb, show_progress=False).fit(train)
+    out.write_text(json.dumps({"rows": rows, "d": d, "n_hidden": n_hidden, "n_train": len(train),
+                               "learning_rate": lr, "machine": _machine()}, indent=1))
 
 
-def _continue_epoch(m, texts, ep):
-    """One more SGD epoch on a fitted model (same kernel as fit; seeded by epoch)."""
-    from linxling.kernels import compress_tree as K
-    from linxling.models.compress_tree import _TREES
-    rng = np.random.default_rng(1000 + ep)
-    indices, indptr = m._encode_ids(texts, "X")
-    lengths = np.diff(indptr)
-    n = len(texts)
-    neg_pos = np.floor(rng.random(n) * lengths).astype(np.int64)
-    V = len(m.vocabulary_)
-    orig = indices[indptr[:-1] + neg_pos]
-    neg_word = rng.integers(0, V - 1, n)
-    neg_word = (neg_word + (neg_word >= orig)).astype(np.int64)
-    total = K.train_epoch(m.embeddings_, m.A1_, m.b1_, m.A2_, m.b2_, m.w_, 0.0, m.n_hidden_ > 0,
-                          indices, indptr, rng.permutation(n).astype(np.int64), neg_pos, neg_word,
-                          _TREES[m.tree], m._tree_positions(indptr, rng), 0.01, 0.01)
-    m.loss_curve_.append(float(total) / n)
+def _machine():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from benchmarks._machine import machine
+    return machine()
 
 
 # --------------------------------------------------------------------------- Etter Figs. 4.3-4.10
@@ -283,8 +278,13 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--n-hidden", type=int, default=50)
     ap.add_argument("--vocab", type=int, default=1000)
-    ap.add_argument("--lr", type=float, default=0.05, help="curves: SGD learning rate")
+    ap.add_argument("--lr", type=float, default=None,
+                    help="SGD learning rate (curves: default 0.05; rank: default 0.01)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="rank: CompressTree seeds")
     a = ap.parse_args(argv)
+    a.lr_given = a.lr is not None
+    if a.lr is None:
+        a.lr = 0.05
     RESULTS.mkdir(exist_ok=True)
     if a.what == "curves":
         run_curves(a.n_train, a.n_test, a.epochs, a.lr, RESULTS / "etter_curves.json")
@@ -292,7 +292,7 @@ def main(argv=None):
         run_cldc(a.methods.split(","), a.d or 128, RESULTS / "etter_cldc.json")
     else:
         run_rank(a.n_train, a.n_test, a.epochs, a.d or 50, a.n_hidden, a.vocab,
-                 RESULTS / "etter_rank.json")
+                 RESULTS / "etter_rank.json", seeds=a.seeds, lr=a.lr if a.lr_given else 0.01)
 
 
 if __name__ == "__main__":

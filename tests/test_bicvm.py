@@ -120,3 +120,22 @@ def test_dtype_float32_default_float64_option_and_store(tmp_path):
     np.testing.assert_array_equal(loaded.transform(en, "en"), m64.transform(en, "en"))
     with pytest.raises(ValueError, match="dtype"):
         BiCVM(**FAST, dtype="int8").fit({"en": en, "de": de})
+
+
+def test_bicvm_noise_pool_and_attraction(tmp_path):
+    en, de = _toy(60)
+    kw = {**FAST, "noise_pool": 8, "attraction": 2.0}
+    a = BiCVM(**kw).fit({"en": en, "de": de})
+    b = BiCVM(**kw).fit({"en": en, "de": de})
+    np.testing.assert_array_equal(a.vectors_["de"], b.vectors_["de"])
+    assert _p_at_1(a.transform(en, "en"), a.transform(de, "de")) > 0.5
+    # the options change the training (not silently ignored)
+    plain = BiCVM(**FAST).fit({"en": en, "de": de})
+    assert not np.array_equal(plain.vectors_["en"], a.vectors_["en"])
+    a.save(tmp_path / "p.h5")
+    loaded = BiCVM.load(tmp_path / "p.h5")
+    assert loaded.get_params()["noise_pool"] == 8 and loaded.get_params()["attraction"] == 2.0
+    for bad, match in (({"noise_pool": 0}, "noise_pool"), ({"noise_pool": 2.5}, "noise_pool"),
+                       ({"attraction": -1.0}, "attraction"), ({"attraction": "x"}, "attraction")):
+        with pytest.raises(ValueError, match=match):
+            BiCVM(**{**FAST, **bad}).fit({"en": en, "de": de})

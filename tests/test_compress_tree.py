@@ -102,3 +102,23 @@ def test_bad_input():
         m.transform(["the dog", "  "])
     with pytest.warns(UserWarning, match="single token"):
         CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(texts + ["dog"])
+
+
+def test_callback_sees_the_model_after_each_epoch():
+    train, test = _corpus(100, 1), _corpus(20, 2)
+    seen = []
+
+    def cb(model, epoch, loss):
+        seen.append((epoch, loss, model.corrupted_rank(test, position="random", random_state=0)))
+
+    m = CompressTree(n_components=6, n_hidden=3, n_epochs=3, random_state=0, callback=cb,
+                     show_progress=False).fit(train)
+    assert [e for e, _, _ in seen] == [0, 1, 2]
+    assert [x for _, x, _ in seen] == m.loss_curve_
+    # the last callback saw the final model; the callback does not change the training
+    np.testing.assert_array_equal(seen[-1][2], m.corrupted_rank(test, position="random", random_state=0))
+    plain = CompressTree(n_components=6, n_hidden=3, n_epochs=3, random_state=0,
+                         show_progress=False).fit(train)
+    np.testing.assert_array_equal(plain.embeddings_, m.embeddings_)
+    with pytest.raises(TypeError, match="callback"):
+        CompressTree(callback=3).fit(train)

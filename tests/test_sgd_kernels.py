@@ -112,12 +112,37 @@ def test_fast_epoch_matches_reference_and_is_sparse(problem, opt, comp, dist):
     np.testing.assert_array_equal(out[1][1][unseen], WA[unseen])
 
 
-def test_fast_epoch_same_result_for_any_thread_count(problem):
+@pytest.mark.parametrize("pool", [None, 7])
+def test_fast_epoch_parallel_path_matches_reference(pool):
+    """Batches of >= sgd._MIN_PARALLEL sentences take the threaded path (smaller ones the serial
+    one, tested above)."""
+    rng = np.random.default_rng(7)
+    A, B = _corpus(120, 40, rng), _corpus(120, 30, rng)
+    WA, WB = rng.normal(size=(40, 6)) * 0.3, rng.normal(size=(30, 6)) * 0.3
+    order = rng.permutation(120)
+    nA = ref.sample_noise(rng, 120, 4, order, 30, pool)
+    nB = ref.sample_noise(rng, 120, 4, order, 30, pool)
+    assert 30 * 5 >= sgd._MIN_PARALLEL
+    out = []
+    for mod in (ref, sgd):
+        wa, wb = WA.copy(), WB.copy()
+        loss = mod.train_pair_epoch(wa, np.zeros_like(wa), A, wb, np.zeros_like(wb), B, order, nA,
+                                    nB, 30, "bi", "sqeuclidean", 1.0, 0.05, 0.01, "adagrad",
+                                    attraction=0.5)
+        out.append((loss, wa, wb))
+    assert out[1][0] == pytest.approx(out[0][0], rel=1e-10)
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out[1][2], out[0][2], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("batch_size", [5, 40])
+def test_fast_epoch_same_result_for_any_thread_count(batch_size):
     import numba
-    A, B, WA, WB, _, _, _ = problem
     rng = np.random.default_rng(2)
-    order = rng.permutation(20)
-    nA, nB = rng.integers(0, 20, (20, 4)), rng.integers(0, 20, (20, 4))
+    A, B = _corpus(80, 15, rng), _corpus(80, 12, rng)
+    WA, WB = rng.normal(size=(15, 6)) * 0.3, rng.normal(size=(12, 6)) * 0.3
+    order = rng.permutation(80)
+    nA, nB = rng.integers(0, 80, (80, 4)), rng.integers(0, 80, (80, 4))
     res = []
     old = numba.get_num_threads()
     try:
@@ -125,10 +150,90 @@ def test_fast_epoch_same_result_for_any_thread_count(problem):
             numba.set_num_threads(t)
             wa, wb = WA.copy(), WB.copy()
             sgd.train_pair_epoch(wa, np.zeros_like(wa), A, wb, np.zeros_like(wb), B, order, nA, nB,
-                                 5, "bi", "sqeuclidean", 1.0, 0.05, 0.0, "adagrad")
+                                 batch_size, "bi", "sqeuclidean", 1.0, 0.05, 0.0, "adagrad")
             res.append((wa, wb))
     finally:
         numba.set_num_threads(old)
     for wa, wb in res[1:]:
         np.testing.assert_array_equal(wa, res[0][0])
         np.testing.assert_array_equal(wb, res[0][1])
+
+
+@pytest.mark.parametrize("comp", COMPS)
+@pytest.mark.parametrize("dist", DISTS)
+def test_attraction_gradient_matches_finite_differences(problem, comp, dist):
+    A, B, WA, WB, batch, nA, nB = problem
+    h, w = 1e-6, 0.7
+    assert _kink_distance(A, B, WA, WB, batch, nA, nB, comp, dist, 1.0) > 1e3 * h
+    loss, gA, gB = ref.batch_gradient(WA, A, WB, B, batch, nA, nB, comp, dist, 1.0, attraction=w)
+    loss0, gA0, _ = ref.batch_gradient(WA, A, WB, B, batch, nA, nB, comp, dist, 1.0)
+    assert loss != pytest.approx(loss0) and not np.allclose(gA, gA0)
+    for W, g, which in ((WA, gA, 0), (WB, gB, 1)):
+        num = np.zeros_like(W)
+        for i in range(W.shape[0]):
+            for j in range(W.shape[1]):
+                Wp, Wm = W.copy(), W.copy()
+                Wp[i, j] += h
+                Wm[i, j] -= h
+                args_p = (Wp, A, WB, B) if which == 0 else (WA, A, Wp, B)
+                args_m = (Wm, A, WB, B) if which == 0 else (WA, A, Wm, B)
+                num[i, j] = (ref.batch_loss(*args_p, batch, nA, nB, comp, dist, 1.0, w)
+                             - ref.batch_loss(*args_m, batch, nA, nB, comp, dist, 1.0, w)) / (2 * h)
+        assert np.linalg.norm(num - g) / np.linalg.norm(g) < 1e-6
+
+
+@pytest.mark.parametrize("comp", COMPS)
+@pytest.mark.parametrize("dist", DISTS)
+def test_fast_gradient_with_repeated_noise_and_attraction(problem, comp, dist):
+    """Noise sentences drawn several times in a batch (a noise pool), one also a batch sentence:
+    the kernel composes each once and sums its gradient; same result as the reference."""
+    A, B, WA, WB, batch, _, _ = problem
+    rng = np.random.default_rng(3)
+    pool = np.array([3, 11, 12])                     # 3 is also in the batch
+    nA, nB = pool[rng.integers(0, 3, (4, 5))], pool[rng.integers(0, 3, (4, 5))]
+    for w in (0.0, 0.5):
+        l0, gA0, gB0 = ref.batch_gradient(WA, A, WB, B, batch, nA, nB, comp, dist, 1.0, w)
+        l1, gA1, gB1 = sgd.batch_gradient(WA, A, WB, B, batch, nA, nB, comp, dist, 1.0, w)
+        assert l1 == pytest.approx(l0, rel=1e-12)
+        np.testing.assert_allclose(gA1, gA0, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(gB1, gB0, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("comp", COMPS)
+def test_fast_epoch_with_noise_pool_and_attraction_matches_reference(problem, comp):
+    A, B, WA, WB, _, _, _ = problem
+    rng = np.random.default_rng(4)
+    order = rng.permutation(20)
+    nA = ref.sample_noise(rng, 20, 3, order, 6, pool=4)
+    nB = ref.sample_noise(rng, 20, 3, order, 6, pool=4)
+    out = []
+    for mod in (ref, sgd):
+        wa, wb = WA.copy(), WB.copy()
+        ga, gb = np.zeros_like(wa), np.zeros_like(wb)
+        loss = mod.train_pair_epoch(wa, ga, A, wb, gb, B, order, nA, nB, 6, comp, "sqeuclidean",
+                                    1.0, 0.05, 0.01, "adagrad", attraction=2.0)
+        out.append((loss, wa, wb))
+    assert out[1][0] == pytest.approx(out[0][0], rel=1e-10)
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out[1][2], out[0][2], rtol=1e-10, atol=1e-12)
+
+
+def test_sample_noise_pool():
+    rng = np.random.default_rng(5)
+    n, k, bs, P = 1000, 10, 100, 30
+    order = rng.permutation(n)
+    noise = ref.sample_noise(rng, n, k, order, bs, pool=P)
+    assert noise.shape == (n, k) and noise.min() >= 0 and noise.max() < n
+    for s in range(0, n, bs):
+        assert len(np.unique(noise[order[s:s + bs]])) <= P      # one pool per batch
+    # the pools are fresh per batch: the batches' noise sets differ
+    assert not np.array_equal(np.unique(noise[order[:bs]]), np.unique(noise[order[bs:2 * bs]]))
+    # every sentence has the same chance to be a noise sample: over 20 epochs the mean count
+    # is 20 k = 200 (std of one count ~82, of a 500-sentence half's mean ~4), in both halves
+    counts = np.bincount(np.concatenate([ref.sample_noise(rng, n, k, order, bs, pool=P).ravel()
+                                         for _ in range(20)]), minlength=n)
+    assert counts.sum() == 20 * n * k
+    assert abs(counts[:500].mean() - counts[500:].mean()) < 25 and (counts > 0).mean() > 0.9
+    # without a pool: independent uniform draws, same stream as rng.integers
+    r1, r2 = np.random.default_rng(6), np.random.default_rng(6)
+    np.testing.assert_array_equal(ref.sample_noise(r1, n, k, order, bs), r2.integers(0, n, (n, k)))

@@ -3,18 +3,24 @@
 Same computation as the plain NumPy reference :mod:`linxling.kernels.sgd_reference` (see its
 docstring for the compositions, energies and loss). Layout of one minibatch step:
 
-1. compose the sentence vectors of every pair and noise sentence, ``prange`` over samples;
-2. hinge losses and the gradients with respect to the sentence vectors, ``prange`` over samples
-   (each sample writes only its own rows: no locks);
-3. back-propagate into a dense gradient buffer, ``prange`` over blocks of 32 columns of both
-   tables (every operation of the compositions is column-wise, so each thread owns its columns:
-   no locks, and the result does not depend on the thread count); a sentence whose hinges are
-   all inactive has a zero gradient and is skipped;
-4. sparse-row update (AdaGrad or SGD, L2 term ``alpha * W[row]``) of only the rows of words in
-   the batch's sentences, which also resets their buffer rows to zero.
+1. :func:`_dedup`: the batch's distinct noise sentences per side (a sentence drawn by several
+   samples, as with a noise pool, is composed and back-propagated once);
+2. :func:`_batch_grad`: compose the batch's and the distinct noise sentences (``prange`` over
+   sentences); hinges and the gradients with respect to the pair sentences (``prange`` over
+   samples, each writes its own rows); the noise sentences' gradients (``prange`` over them,
+   each summed over the samples that drew it in sample order);
+3. :func:`_index`: the distinct words of the batch's sentences and where each occurs (serial);
+4. :func:`_row_grads`: each touched word's gradient row gathered from the gradients of the
+   sentences it occurs in (``prange`` over words: no two threads write a row, no locks, no
+   dense buffer); a sentence whose gradient is zero is skipped;
+5. :func:`_apply`: sparse-row AdaGrad or SGD step (L2 term ``alpha * W[row]``) on those rows.
+
+Every sum has a fixed order, so the result does not depend on the thread count. Batches of
+fewer than ``_MIN_PARALLEL`` sentences (e.g. Etter's batch of one) run the same helpers on the
+calling thread: a parallel region costs more than their work.
 
 The word tables may be float32 or float64 (numba compiles one version per dtype; the
-gradient checks use float64); the batch workspace is allocated once per epoch.
+gradient checks use float64); the workspace is allocated once per epoch.
 
 Integer codes: composition add=0 mean=1 bi=2; distance sqeuclidean=0 l1=1 dot=2;
 optimizer adagrad=0 sgd=1.
@@ -26,10 +32,10 @@ from numba import njit, prange
 
 from linxling.kernels.sgd_reference import COMPOSITIONS, DISTANCES, OPTIMIZERS
 
+#: batches with fewer than this many sentences (pairs x (k + 1)) run on the calling thread
+_MIN_PARALLEL = 64
+
 __all__ = ["COMPOSITIONS", "DISTANCES", "OPTIMIZERS", "batch_gradient", "compose", "train_pair_epoch"]
-
-_BLOCK = 32
-
 
 @njit(cache=True, fastmath=True)
 def _compose_row(W, idx, ptr, cnt, r, comp, out):
@@ -55,8 +61,13 @@ def _compose_row(W, idx, ptr, cnt, r, comp, out):
         t = idx[p]
         w = cnt[p]
         tot += w
-        for c in range(d):
-            out[c] += w * W[t, c]
+        if w == 1.0:
+            for c in range(d):
+                out[c] += W[t, c]
+        else:
+            wt = W.dtype.type(w)
+            for c in range(d):
+                out[c] += wt * W[t, c]
     if comp == 1:
         for c in range(d):
             out[c] /= tot
@@ -72,13 +83,16 @@ def compose(W, idx, ptr, cnt, rows, comp):
 
 @njit(cache=True, fastmath=True)
 def _energy(u, v, dist):
-    e = 0.0
-    for c in range(u.shape[0]):
-        if dist == 0:
-            e += (u[c] - v[c]) ** 2
-        elif dist == 1:
+    e = u[0] - u[0]     # zero in the vectors' dtype (float32 sums vectorise without conversions)
+    if dist == 0:
+        for c in range(u.shape[0]):
+            x = u[c] - v[c]
+            e += x * x
+    elif dist == 1:
+        for c in range(u.shape[0]):
             e += abs(u[c] - v[c])
-        else:
+    else:
+        for c in range(u.shape[0]):
             e -= u[c] * v[c]
     return e
 
@@ -86,116 +100,200 @@ def _energy(u, v, dist):
 @njit(cache=True, fastmath=True)
 def _accum(u, v, dist, su, sv, gu, gv):
     """gu += su * dE/du(u, v); gv += sv * dE/dv(u, v)."""
-    for c in range(u.shape[0]):
-        if dist == 0:
-            g = 2.0 * (u[c] - v[c])
-            gu[c] += su * g
-            gv[c] -= sv * g
-        elif dist == 1:
+    su = gu.dtype.type(su)
+    sv = gv.dtype.type(sv)
+    if dist == 0:
+        su2 = su + su
+        sv2 = sv + sv
+        for c in range(u.shape[0]):
+            x = u[c] - v[c]
+            gu[c] += su2 * x
+            gv[c] -= sv2 * x
+    elif dist == 1:
+        for c in range(u.shape[0]):
             x = u[c] - v[c]
             g = 1.0 if x > 0 else (-1.0 if x < 0 else 0.0)
             gu[c] += su * g
             gv[c] -= sv * g
-        else:
+    else:
+        for c in range(u.shape[0]):
             gu[c] -= su * v[c]
             gv[c] -= sv * u[c]
 
 
 @njit(cache=True, fastmath=True)
-def _scatter_cols(W, idx, ptr, cnt, r, g, comp, buf, c0, c1):
-    s, e = ptr[r], ptr[r + 1]
-    if e == s:
-        return
-    if comp == 2:
-        if e - s == 1:
-            t = idx[s]
-            for c in range(c0, c1):
-                h = np.tanh(W[t, c])
-                buf[t, c] += g[c] * (1.0 - h * h)
-            return
-        for p in range(s + 1, e):
-            t0, t1 = idx[p - 1], idx[p]
-            for c in range(c0, c1):
-                h = np.tanh(W[t0, c] + W[t1, c])
-                gp = g[c] * (1.0 - h * h)
-                buf[t0, c] += gp
-                buf[t1, c] += gp
-        return
-    scale = 1.0
-    if comp == 1:
-        tot = 0.0
-        for p in range(s, e):
-            tot += cnt[p]
-        scale = 1.0 / tot
-    for p in range(s, e):
-        t = idx[p]
-        w = cnt[p] * scale
-        for c in range(c0, c1):
-            buf[t, c] += w * g[c]
+def _accum_u(u, v, dist, su, gu):
+    """gu += su * dE/du(u, v)."""
+    su = gu.dtype.type(su)
+    if dist == 0:
+        su2 = su + su
+        for c in range(u.shape[0]):
+            gu[c] += su2 * (u[c] - v[c])
+    elif dist == 1:
+        for c in range(u.shape[0]):
+            x = u[c] - v[c]
+            gu[c] += su * (1.0 if x > 0 else (-1.0 if x < 0 else 0.0))
+    else:
+        for c in range(u.shape[0]):
+            gu[c] -= su * v[c]
+
+
+@njit(cache=True, fastmath=True)
+def _accum_v(u, v, dist, sv, gv):
+    """gv += sv * dE/dv(u, v)."""
+    sv = gv.dtype.type(sv)
+    if dist == 0:
+        sv2 = sv + sv
+        for c in range(u.shape[0]):
+            gv[c] -= sv2 * (u[c] - v[c])
+    elif dist == 1:
+        for c in range(u.shape[0]):
+            x = u[c] - v[c]
+            gv[c] -= sv * (1.0 if x > 0 else (-1.0 if x < 0 else 0.0))
+    else:
+        for c in range(u.shape[0]):
+            gv[c] -= sv * u[c]
+
+
+@njit(cache=True, fastmath=True)
+def _noise_grad(V, G, ptr, lst, act, anchor, u, k, dist, scale):
+    """G[u] = sum over the samples i (hinge j active) using noise sentence u of
+    scale * dE/dv(anchor[i], V[u]); returns 1 if any hinge was active."""
+    for c in range(G.shape[1]):
+        G[u, c] = 0.0
+    used = 0
+    for p in range(ptr[u], ptr[u + 1]):
+        e = lst[p]
+        i = e // k
+        j = e - i * k
+        if act[i, j]:
+            used = 1
+            _accum_v(anchor[i], V[u], dist, scale, G[u])
+    return used
+
+
+@njit(cache=True)
+def _dedup(noise, slot, uniq, sel, uptr, ulist):
+    """Unique noise sentences of a batch, in order of first use.
+
+    noise (nb, k) sentence ids; slot (>= n sentences) must hold -1 and is restored. Writes
+    uniq[:m] (the m distinct sentences), sel[i, j] (the position of noise[i, j] in uniq) and the
+    inverse lists ulist[uptr[u]:uptr[u+1]] (flat positions i*k+j using uniq[u], ascending).
+    Returns m.
+    """
+    nb, k = noise.shape
+    m = 0
+    for i in range(nb):
+        for j in range(k):
+            s = noise[i, j]
+            if slot[s] < 0:
+                slot[s] = m
+                uniq[m] = s
+                uptr[m + 1] = 0
+                m += 1
+            sel[i, j] = slot[s]
+            uptr[slot[s] + 1] += 1
+    uptr[0] = 0
+    for u in range(m):
+        uptr[u + 1] += uptr[u]
+    for i in range(nb):
+        for j in range(k):
+            u = sel[i, j]
+            ulist[uptr[u]] = i * k + j
+            uptr[u] += 1
+    for u in range(m, 0, -1):
+        uptr[u] = uptr[u - 1]
+    uptr[0] = 0
+    for u in range(m):
+        slot[uniq[u]] = -1
+    return m
+
+
+@njit(cache=True)
+def _compose_q(q, nA, WA, a_idx, a_ptr, a_cnt, rowsA, SA, WB, b_idx, b_ptr, b_cnt, rowsB, SB,
+               comp):
+    if q < nA:
+        _compose_row(WA, a_idx, a_ptr, a_cnt, rowsA[q], comp, SA[q])
+    else:
+        _compose_row(WB, b_idx, b_ptr, b_cnt, rowsB[q - nA], comp, SB[q - nA])
+
+
+@njit(cache=True)
+def _sample_grad(i, nb, SA, SB, DA, DB, sA, sB, hA, hB, dist, margin, attraction, inv, actA,
+                 actB, losses):
+    """Hinges of sample i; gradients of its two sentences into DA[i], DB[i]."""
+    k = sA.shape[1]
+    for c in range(SA.shape[1]):
+        DA[i, c] = 0.0
+        DB[i, c] = 0.0
+    a = SA[i]
+    b = SB[i]
+    eab = _energy(a, b, dist)
+    eba = _energy(b, a, dist)
+    loss = 0.0
+    act = 0
+    if attraction != 0.0:
+        loss += attraction * eab
+        act = 1
+        _accum(a, b, dist, attraction * inv, attraction * inv, DA[i], DB[i])
+    for j in range(k):
+        hA[i, j] = 0
+        hB[i, j] = 0
+        # anchor a, positive b, negative B-side noise
+        h = margin + eab - _energy(a, SB[nb + sB[i, j]], dist)
+        if h > 0:
+            loss += h
+            act = 1
+            hB[i, j] = 1
+            _accum(a, b, dist, inv, inv, DA[i], DB[i])
+            _accum_u(a, SB[nb + sB[i, j]], dist, -inv, DA[i])
+        # anchor b, positive a, negative A-side noise
+        h = margin + eba - _energy(b, SA[nb + sA[i, j]], dist)
+        if h > 0:
+            loss += h
+            act = 1
+            hA[i, j] = 1
+            _accum(b, a, dist, inv, inv, DB[i], DA[i])
+            _accum_u(b, SA[nb + sA[i, j]], dist, -inv, DB[i])
+    actA[i] = act
+    actB[i] = act
+    losses[i] = loss
+
+
+@njit(cache=True)
+def _noise_q(q, nb, mA, SA, SB, DA, DB, pA, lA, hA, pB, lB, hB, dist, inv, actA, actB):
+    k = hA.shape[1]
+    if q < mA:
+        actA[nb + q] = _noise_grad(SA[nb:], DA[nb:], pA, lA, hA, SB, q, k, dist, -inv)
+    else:
+        actB[nb + q - mA] = _noise_grad(SB[nb:], DB[nb:], pB, lB, hB, SA, q - mA, k, dist, -inv)
 
 
 @njit(parallel=True, cache=True)
-def _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, batch, nA, nB, comp, dist,
-                margin, bufA, bufB, VA, VB, GA, GB, act, losses):
-    """Loss of the batch; adds dL/dW into bufA / bufB (which must hold zeros on the rows touched).
+def _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp, dist, margin,
+                attraction, rowsA, mA, sA, pA, lA, rowsB, mB, sB, pB, lB, SA, SB, DA, DB, actA,
+                actB, hA, hB, losses):
+    """Loss of the batch and the gradients with respect to its sentence vectors.
 
-    VA, VB, GA, GB (>= nb, k+1, d), act (>= nb, 2, k+1) and losses (>= nb) are workspace. A
-    sentence whose gradient is zero (all its hinges inactive) is not back-propagated.
+    Side A's sentences are rowsA[:nb + mA]: the batch's nb sentences, then the mA distinct noise
+    sentences (:func:`_dedup`): sA[i, j] is the position in rowsA[nb:] of sample i's j-th A-side
+    noise sentence and lA[pA[u]:pA[u+1]] the samples using noise sentence u (same for B). Each
+    distinct noise sentence is composed once; its gradient is summed over the samples that drew
+    it (in a fixed order: the result does not depend on the thread count). Writes the sentence
+    vectors SA, SB, their gradients DA, DB and actA, actB (1 where the gradient is not zero);
+    hA, hB (>= nb, k: the active hinges) and losses (>= nb) are workspace.
+    :func:`_batch_grad_serial` is the same without threads (small batches).
     """
-    nb = batch.shape[0]
-    k = nB.shape[1]
-    d = WA.shape[1]
     inv = 1.0 / nb
+    nA = nb + mA
+    for q in prange(nA + nb + mB):
+        _compose_q(q, nA, WA, a_idx, a_ptr, a_cnt, rowsA, SA, WB, b_idx, b_ptr, b_cnt, rowsB, SB,
+                   comp)
     for i in prange(nb):
-        _compose_row(WA, a_idx, a_ptr, a_cnt, batch[i], comp, VA[i, 0])
-        _compose_row(WB, b_idx, b_ptr, b_cnt, batch[i], comp, VB[i, 0])
-        for s in range(k):
-            _compose_row(WA, a_idx, a_ptr, a_cnt, nA[i, s], comp, VA[i, s + 1])
-            _compose_row(WB, b_idx, b_ptr, b_cnt, nB[i, s], comp, VB[i, s + 1])
-        for s in range(k + 1):
-            act[i, 0, s] = 0
-            act[i, 1, s] = 0
-            for c in range(d):
-                GA[i, s, c] = 0.0
-                GB[i, s, c] = 0.0
-        a = VA[i, 0]
-        b = VB[i, 0]
-        loss = 0.0
-        eab = _energy(a, b, dist)
-        eba = _energy(b, a, dist)
-        for j in range(k):
-            h = margin + eab - _energy(a, VB[i, j + 1], dist)
-            if h > 0:
-                loss += h
-                act[i, 0, 0] = 1
-                act[i, 1, 0] = 1
-                act[i, 1, j + 1] = 1
-                _accum(a, b, dist, inv, inv, GA[i, 0], GB[i, 0])
-                _accum(a, VB[i, j + 1], dist, -inv, -inv, GA[i, 0], GB[i, j + 1])
-            h = margin + eba - _energy(b, VA[i, j + 1], dist)
-            if h > 0:
-                loss += h
-                act[i, 0, 0] = 1
-                act[i, 1, 0] = 1
-                act[i, 0, j + 1] = 1
-                _accum(b, a, dist, inv, inv, GB[i, 0], GA[i, 0])
-                _accum(b, VA[i, j + 1], dist, -inv, -inv, GB[i, 0], GA[i, j + 1])
-        losses[i] = loss
-    nblk = (d + _BLOCK - 1) // _BLOCK
-    for blk in prange(2 * nblk):
-        side = blk // nblk
-        c0 = (blk % nblk) * _BLOCK
-        c1 = min(d, c0 + _BLOCK)
-        for i in range(nb):
-            for s in range(k + 1):
-                if act[i, side, s] == 0:
-                    continue
-                if side == 0:
-                    r = batch[i] if s == 0 else nA[i, s - 1]
-                    _scatter_cols(WA, a_idx, a_ptr, a_cnt, r, GA[i, s], comp, bufA, c0, c1)
-                else:
-                    r = batch[i] if s == 0 else nB[i, s - 1]
-                    _scatter_cols(WB, b_idx, b_ptr, b_cnt, r, GB[i, s], comp, bufB, c0, c1)
+        _sample_grad(i, nb, SA, SB, DA, DB, sA, sB, hA, hB, dist, margin, attraction, inv, actA,
+                     actB, losses)
+    for q in prange(mA + mB):
+        _noise_q(q, nb, mA, SA, SB, DA, DB, pA, lA, hA, pB, lB, hB, dist, inv, actA, actB)
     total = 0.0
     for i in range(nb):
         total += losses[i]
@@ -203,74 +301,254 @@ def _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, batch, nA, nB,
 
 
 @njit(cache=True)
-def _mark(idx, ptr, r, flag, touched, n):
-    for p in range(ptr[r], ptr[r + 1]):
-        t = idx[p]
-        if flag[t] == 0:
-            flag[t] = 1
-            touched[n] = t
-            n += 1
-    return n
+def _batch_grad_serial(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp, dist, margin,
+                       attraction, rowsA, mA, sA, pA, lA, rowsB, mB, sB, pB, lB, SA, SB, DA, DB,
+                       actA, actB, hA, hB, losses):
+    """:func:`_batch_grad` on the calling thread (a parallel region costs more than a tiny batch)."""
+    inv = 1.0 / nb
+    nA = nb + mA
+    for q in range(nA + nb + mB):
+        _compose_q(q, nA, WA, a_idx, a_ptr, a_cnt, rowsA, SA, WB, b_idx, b_ptr, b_cnt, rowsB, SB,
+                   comp)
+    for i in range(nb):
+        _sample_grad(i, nb, SA, SB, DA, DB, sA, sB, hA, hB, dist, margin, attraction, inv, actA,
+                     actB, losses)
+    for q in range(mA + mB):
+        _noise_q(q, nb, mA, SA, SB, DA, DB, pA, lA, hA, pB, lB, hB, dist, inv, actA, actB)
+    total = 0.0
+    for i in range(nb):
+        total += losses[i]
+    return total * inv
 
 
-@njit(parallel=True, cache=True, fastmath=True)
-def _update(W, G, buf, idx, ptr, batch, noise, flag, touched, lr, alpha, opt, eps):
-    """Sparse-row step on the rows of the words of the batch's sentences and noise sentences."""
-    n = 0
-    for q in range(batch.shape[0]):
-        n = _mark(idx, ptr, batch[q], flag, touched, n)
-    for q in range(noise.shape[0]):
-        for j in range(noise.shape[1]):
-            n = _mark(idx, ptr, noise[q, j], flag, touched, n)
+@njit(cache=True)
+def _index(idx, ptr, cnt, rows, nS, comp, slot, touched, optr, osent, opos, sscale):
+    """Words of the sentences rows[:nS] and where they occur.
+
+    touched[:nt] are the distinct words (in order of first occurrence); the occurrences of
+    touched[q] are osent/opos[optr[q]:optr[q+1]] (local sentence index, position in idx), in
+    sentence order. sscale[s] is 1 / (sum of the counts of sentence s) for the mean, else 1.
+    slot (>= vocabulary size) must hold -1 and is restored. Returns nt.
+    """
+    nt = 0
+    for s in range(nS):
+        r = rows[s]
+        tot = 0.0
+        for p in range(ptr[r], ptr[r + 1]):
+            t = idx[p]
+            tot += cnt[p]
+            if slot[t] < 0:
+                slot[t] = nt
+                touched[nt] = t
+                optr[nt + 1] = 0
+                nt += 1
+            optr[slot[t] + 1] += 1
+        sscale[s] = 1.0 / tot if (comp == 1 and tot > 0) else 1.0
+    optr[0] = 0
+    for q in range(nt):
+        optr[q + 1] += optr[q]
+    for s in range(nS):
+        r = rows[s]
+        for p in range(ptr[r], ptr[r + 1]):
+            q = slot[idx[p]]
+            osent[optr[q]] = s
+            opos[optr[q]] = p
+            optr[q] += 1
+    for q in range(nt, 0, -1):
+        optr[q] = optr[q - 1]
+    optr[0] = 0
+    for q in range(nt):
+        slot[touched[q]] = -1
+    return nt
+
+
+@njit(cache=True, fastmath=True)
+def _row_grad(W, idx, ptr, cnt, rows, D, act, comp, t, o0, o1, osent, opos, sscale, out):
+    """out = dL/dW[t]: the sentence gradients D[s] back-propagated through the occurrences
+    osent/opos[o0:o1] of word t (sentences with act[s] == 0 have a zero gradient)."""
     d = W.shape[1]
-    for q in prange(n):
-        t = touched[q]
-        flag[t] = 0
-        Wt = W[t]
-        Gt = G[t]
-        bt = buf[t]
-        if opt == 0:
+    for c in range(d):
+        out[c] = 0.0
+    for o in range(o0, o1):
+        s = osent[o]
+        if act[s] == 0:
+            continue
+        g = D[s]
+        p = opos[o]
+        if comp == 2:
+            r = rows[s]
+            b, e = ptr[r], ptr[r + 1]
+            if e - b == 1:
+                for c in range(d):
+                    h = np.tanh(W[t, c])
+                    out[c] += g[c] * (1.0 - h * h)
+                continue
+            if p > b:
+                t0 = idx[p - 1]
+                for c in range(d):
+                    h = np.tanh(W[t0, c] + W[t, c])
+                    out[c] += g[c] * (1.0 - h * h)
+            if p < e - 1:
+                t1 = idx[p + 1]
+                for c in range(d):
+                    h = np.tanh(W[t, c] + W[t1, c])
+                    out[c] += g[c] * (1.0 - h * h)
+            continue
+        w = cnt[p] * sscale[s]
+        if w == 1.0:
             for c in range(d):
-                g = bt[c] + alpha * Wt[c]
-                bt[c] = 0.0
-                Gt[c] += g * g
-                Wt[c] -= lr * g / (np.sqrt(Gt[c]) + eps)
+                out[c] += g[c]
         else:
+            wt = out.dtype.type(w)
             for c in range(d):
-                g = bt[c] + alpha * Wt[c]
-                bt[c] = 0.0
-                Wt[c] -= lr * g
+                out[c] += wt * g[c]
+
+
+@njit(parallel=True, cache=True)
+def _row_grads(W, idx, ptr, cnt, rows, D, act, comp, touched, nt, optr, osent, opos, sscale, R):
+    """R[q] = dL/dW[touched[q]] for q < nt (``prange`` over words: no two threads write a row)."""
+    for q in prange(nt):
+        _row_grad(W, idx, ptr, cnt, rows, D, act, comp, touched[q], optr[q], optr[q + 1], osent,
+                  opos, sscale, R[q])
+
+
+@njit(cache=True)
+def _row_grads_serial(W, idx, ptr, cnt, rows, D, act, comp, touched, nt, optr, osent, opos, sscale,
+                      R):
+    for q in range(nt):
+        _row_grad(W, idx, ptr, cnt, rows, D, act, comp, touched[q], optr[q], optr[q + 1], osent,
+                  opos, sscale, R[q])
+
+
+@njit(cache=True, fastmath=True)
+def _apply_row(W, G, R, q, t, lr, alpha, opt, eps):
+    """AdaGrad (opt 0) or SGD step of row t with gradient R[q] + alpha * W[t]; the scalars come
+    in the table's dtype (float32 steps vectorise without conversions)."""
+    Wt = W[t]
+    Gt = G[t]
+    Rq = R[q]
+    if opt == 0:
+        for c in range(W.shape[1]):
+            g = Rq[c] + alpha * Wt[c]
+            Gt[c] += g * g
+            Wt[c] -= lr * g / (np.sqrt(Gt[c]) + eps)
+    else:
+        for c in range(W.shape[1]):
+            Wt[c] -= lr * (Rq[c] + alpha * Wt[c])
+
+
+@njit(parallel=True, cache=True)
+def _apply(W, G, R, touched, nt, lr, alpha, opt, eps):
+    """Sparse-row step on the rows touched[:nt] with gradients R[:nt] + alpha * W[row]."""
+    lr, alpha, eps = W.dtype.type(lr), W.dtype.type(alpha), W.dtype.type(eps)
+    for q in prange(nt):
+        _apply_row(W, G, R, q, touched[q], lr, alpha, opt, eps)
+
+
+@njit(cache=True)
+def _apply_serial(W, G, R, touched, nt, lr, alpha, opt, eps):
+    lr, alpha, eps = W.dtype.type(lr), W.dtype.type(alpha), W.dtype.type(eps)
+    for q in range(nt):
+        _apply_row(W, G, R, q, touched[q], lr, alpha, opt, eps)
+
+
+@njit(cache=True)
+def _max_tokens(ptr, r):
+    """Most tokens r distinct sentences of the CSR row pointer ``ptr`` can hold."""
+    lengths = np.sort(ptr[1:] - ptr[:-1])
+    n = lengths.shape[0]
+    total = 0
+    for i in range(max(0, n - r), n):
+        total += lengths[i]
+    return total
 
 
 @njit(cache=True)
 def _epoch(WA, GA, a_idx, a_ptr, a_cnt, WB, GB, b_idx, b_ptr, b_cnt, order, noiseA, noiseB,
-           batch_size, comp, dist, margin, lr, alpha, opt, eps, bufA, bufB, flagA, flagB,
-           touchedA, touchedB):
+           batch_size, comp, dist, margin, attraction, lr, alpha, opt, eps):
     total = 0.0
     n = order.shape[0]
     k = noiseA.shape[1]
     d = WA.shape[1]
     m = min(batch_size, n)
-    VA = np.empty((m, k + 1, d), dtype=WA.dtype)
-    VB = np.empty((m, k + 1, d), dtype=WB.dtype)
-    gA = np.empty((m, k + 1, d), dtype=WA.dtype)
-    gB = np.empty((m, k + 1, d), dtype=WB.dtype)
-    act = np.empty((m, 2, k + 1), dtype=np.uint8)
+    M = min(m * k, max(a_ptr.shape[0], b_ptr.shape[0]) - 1)
+    SA = np.empty((m + M, d), dtype=WA.dtype)
+    SB = np.empty((m + M, d), dtype=WB.dtype)
+    DA = np.empty((m + M, d), dtype=WA.dtype)
+    DB = np.empty((m + M, d), dtype=WB.dtype)
+    actA = np.empty(m + M, dtype=np.uint8)
+    actB = np.empty(m + M, dtype=np.uint8)
+    hA = np.empty((m, k), dtype=np.uint8)
+    hB = np.empty((m, k), dtype=np.uint8)
     losses = np.empty(m)
-    nA = np.empty((m, k), dtype=np.int64)
-    nB = np.empty((m, k), dtype=np.int64)
+    nzA = np.empty((m, k), dtype=np.int64)
+    nzB = np.empty((m, k), dtype=np.int64)
+    slotA = np.full(a_ptr.shape[0] - 1, -1, dtype=np.int64)
+    slotB = np.full(b_ptr.shape[0] - 1, -1, dtype=np.int64)
+    rowsA = np.empty(m + M, dtype=np.int64)
+    rowsB = np.empty(m + M, dtype=np.int64)
+    sA = np.empty((m, k), dtype=np.int64)
+    sB = np.empty((m, k), dtype=np.int64)
+    pA = np.empty(M + 1, dtype=np.int64)
+    pB = np.empty(M + 1, dtype=np.int64)
+    lA = np.empty(m * k, dtype=np.int64)
+    lB = np.empty(m * k, dtype=np.int64)
+    VA, VB = WA.shape[0], WB.shape[0]
+    wslotA = np.full(VA, -1, dtype=np.int64)
+    wslotB = np.full(VB, -1, dtype=np.int64)
+    tA = np.empty(VA, dtype=np.int64)
+    tB = np.empty(VB, dtype=np.int64)
+    optrA = np.empty(VA + 1, dtype=np.int64)
+    optrB = np.empty(VB + 1, dtype=np.int64)
+    # token occurrences of a batch: its m distinct sentences plus M distinct noise sentences (a
+    # sentence may be in both, so the corpus' token count is no bound)
+    occA = _max_tokens(a_ptr, m) + _max_tokens(a_ptr, M)
+    occB = _max_tokens(b_ptr, m) + _max_tokens(b_ptr, M)
+    osA = np.empty(occA, dtype=np.int64)
+    osB = np.empty(occB, dtype=np.int64)
+    opA = np.empty(occA, dtype=np.int64)
+    opB = np.empty(occB, dtype=np.int64)
+    scA = np.empty(m + M)
+    scB = np.empty(m + M)
+    RA = np.empty((VA, d), dtype=WA.dtype)
+    RB = np.empty((VB, d), dtype=WB.dtype)
     for s in range(0, n, batch_size):
         e = min(n, s + batch_size)
-        batch = order[s:e]
         nb = e - s
         for i in range(nb):
+            rowsA[i] = order[s + i]
+            rowsB[i] = order[s + i]
             for j in range(k):
-                nA[i, j] = noiseA[batch[i], j]
-                nB[i, j] = noiseB[batch[i], j]
-        total += _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, batch, nA[:nb],
-                             nB[:nb], comp, dist, margin, bufA, bufB, VA, VB, gA, gB, act, losses)
-        _update(WA, GA, bufA, a_idx, a_ptr, batch, nA[:nb], flagA, touchedA, lr, alpha, opt, eps)
-        _update(WB, GB, bufB, b_idx, b_ptr, batch, nB[:nb], flagB, touchedB, lr, alpha, opt, eps)
+                nzA[i, j] = noiseA[order[s + i], j]
+                nzB[i, j] = noiseB[order[s + i], j]
+        mA = _dedup(nzA[:nb], slotA, rowsA[nb:], sA, pA, lA)
+        mB = _dedup(nzB[:nb], slotB, rowsB[nb:], sB, pB, lB)
+        # a parallel region costs more than the work of a tiny batch (Etter's batch of 1)
+        par = nb * (k + 1) >= _MIN_PARALLEL
+        if par:
+            total += _batch_grad(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp, dist,
+                                 margin, attraction, rowsA, mA, sA, pA, lA, rowsB, mB, sB, pB, lB,
+                                 SA, SB, DA, DB, actA, actB, hA, hB, losses)
+        else:
+            total += _batch_grad_serial(WA, a_idx, a_ptr, a_cnt, WB, b_idx, b_ptr, b_cnt, nb, comp,
+                                        dist, margin, attraction, rowsA, mA, sA, pA, lA, rowsB,
+                                        mB, sB, pB, lB, SA, SB, DA, DB, actA, actB, hA, hB, losses)
+        ntA = _index(a_idx, a_ptr, a_cnt, rowsA, nb + mA, comp, wslotA, tA, optrA, osA, opA, scA)
+        ntB = _index(b_idx, b_ptr, b_cnt, rowsB, nb + mB, comp, wslotB, tB, optrB, osB, opB, scB)
+        if par:
+            _row_grads(WA, a_idx, a_ptr, a_cnt, rowsA, DA, actA, comp, tA, ntA, optrA, osA, opA,
+                       scA, RA)
+            _row_grads(WB, b_idx, b_ptr, b_cnt, rowsB, DB, actB, comp, tB, ntB, optrB, osB, opB,
+                       scB, RB)
+            _apply(WA, GA, RA, tA, ntA, lr, alpha, opt, eps)
+            _apply(WB, GB, RB, tB, ntB, lr, alpha, opt, eps)
+        else:
+            _row_grads_serial(WA, a_idx, a_ptr, a_cnt, rowsA, DA, actA, comp, tA, ntA, optrA, osA,
+                              opA, scA, RA)
+            _row_grads_serial(WB, b_idx, b_ptr, b_cnt, rowsB, DB, actB, comp, tB, ntB, optrB, osB,
+                              opB, scB, RB)
+            _apply_serial(WA, GA, RA, tA, ntA, lr, alpha, opt, eps)
+            _apply_serial(WB, GB, RB, tB, ntB, lr, alpha, opt, eps)
     return total
 
 
@@ -280,30 +558,50 @@ def _csr(X):
             np.ascontiguousarray(cnt, dtype=np.float64))
 
 
-def batch_gradient(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, margin):
+def batch_gradient(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, margin,
+                   attraction=0.0):
     """(loss, dL/dWA, dL/dWB) like :func:`linxling.kernels.sgd_reference.batch_gradient`."""
     A, B = _csr(A), _csr(B)
-    bufA = np.zeros_like(WA)
-    bufB = np.zeros_like(WB)
     nA, nB = np.ascontiguousarray(noiseA, np.int64), np.ascontiguousarray(noiseB, np.int64)
+    batch = np.asarray(batch, np.int64)
     nb, k, d = nA.shape[0], nA.shape[1], WA.shape[1]
-    loss = _batch_grad(WA, *A, WB, *B, np.asarray(batch, np.int64), nA, nB,
-                       COMPOSITIONS[composition], DISTANCES[distance], float(margin), bufA, bufB,
-                       np.empty((nb, k + 1, d), WA.dtype), np.empty((nb, k + 1, d), WB.dtype),
-                       np.empty((nb, k + 1, d), WA.dtype), np.empty((nb, k + 1, d), WB.dtype),
-                       np.empty((nb, 2, k + 1), np.uint8), np.empty(nb))
-    return loss, bufA, bufB
+    M = nb * k
+    comp = COMPOSITIONS[composition]
+    side = []
+    for X, nz in ((A, nA), (B, nB)):
+        rows = np.empty(nb + M, np.int64)
+        rows[:nb] = batch
+        sel, up, ul = np.empty((nb, k), np.int64), np.empty(M + 1, np.int64), np.empty(M, np.int64)
+        m = _dedup(nz, np.full(len(X[1]) - 1, -1, np.int64), rows[nb:], sel, up, ul)
+        side.append((rows, m, sel, up, ul))
+    S = [np.empty((nb + M, d), W.dtype) for W in (WA, WB)]
+    D = [np.empty((nb + M, d), W.dtype) for W in (WA, WB)]
+    act = [np.empty(nb + M, np.uint8) for _ in range(2)]
+    loss = _batch_grad(WA, *A, WB, *B, nb, comp, DISTANCES[distance], float(margin),
+                       float(attraction), *side[0], *side[1], S[0], S[1], D[0], D[1], act[0],
+                       act[1], np.empty((nb, k), np.uint8), np.empty((nb, k), np.uint8),
+                       np.empty(nb))
+    grads = []
+    for W, X, (rows, m, *_), Ds, ac in zip((WA, WB), (A, B), side, D, act, strict=True):
+        V = W.shape[0]
+        touched, optr = np.empty(V, np.int64), np.empty(V + 1, np.int64)
+        n_occ = int(sum(X[1][r + 1] - X[1][r] for r in rows[:nb + m]))
+        osent, opos, sc = np.empty(n_occ, np.int64), np.empty(n_occ, np.int64), np.empty(nb + M)
+        nt = _index(*X, rows, nb + m, comp, np.full(V, -1, np.int64), touched, optr, osent, opos, sc)
+        R = np.empty((V, d), W.dtype)
+        _row_grads(W, *X, rows, Ds, ac, comp, touched, nt, optr, osent, opos, sc, R)
+        g = np.zeros_like(W)
+        g[touched[:nt]] = R[:nt]
+        grads.append(g)
+    return loss, grads[0], grads[1]
 
 
 def train_pair_epoch(WA, GA, A, WB, GB, B, order, noiseA, noiseB, batch_size, composition,
-                     distance, margin, learning_rate, alpha, optimizer, eps=1e-8):
+                     distance, margin, learning_rate, alpha, optimizer, eps=1e-8, attraction=0.0):
     """One epoch in place, like :func:`linxling.kernels.sgd_reference.train_pair_epoch`."""
     A, B = _csr(A), _csr(B)
-    bufA = np.zeros_like(WA)
-    bufB = np.zeros_like(WB)
     return _epoch(WA, GA, *A, WB, GB, *B, np.asarray(order, np.int64),
                   np.ascontiguousarray(noiseA, np.int64), np.ascontiguousarray(noiseB, np.int64),
                   int(batch_size), COMPOSITIONS[composition], DISTANCES[distance], float(margin),
-                  float(learning_rate), float(alpha), OPTIMIZERS[optimizer], float(eps), bufA, bufB,
-                  np.zeros(WA.shape[0], np.uint8), np.zeros(WB.shape[0], np.uint8),
-                  np.empty(WA.shape[0], np.int64), np.empty(WB.shape[0], np.int64))
+                  float(attraction), float(learning_rate), float(alpha), OPTIMIZERS[optimizer],
+                  float(eps))

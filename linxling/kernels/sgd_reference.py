@@ -15,7 +15,9 @@ Loss of one minibatch (both directions, noise frozen)::
 
     L = 1/B sum_i sum_j [m + E(a_i, b_i) - E(a_i, nB_ij)]_+ + [m + E(b_i, a_i) - E(b_i, nA_ij)]_+
 
-i.e. BiCVM's noise-contrastive hinge (eqs. 6-7, k = noise samples, m = margin) and, with k = 1
+plus, with ``attraction`` w > 0, an unconditional ``w/B sum_i E(a_i, b_i)`` (the pull on
+every pair that the authors' C++ adds; 0 by default: the paper's loss). The hinge terms are
+BiCVM's noise-contrastive hinge (eqs. 6-7, k = noise samples, m = margin) and, with k = 1
 and m = sqrt(d), Etter's margin ranking loss. ``nB`` are sentences of the B corpus, ``nA`` of
 the A corpus. The L2 term lam/2 ||theta||^2 is added to the gradient of the rows in the batch
 (lam * W[row]), as the sparse-row optimisers apply it.
@@ -27,6 +29,25 @@ import numpy as np
 COMPOSITIONS = {"add": 0, "mean": 1, "bi": 2}
 DISTANCES = {"sqeuclidean": 0, "l1": 1, "dot": 2}
 OPTIMIZERS = {"adagrad": 0, "sgd": 1}
+
+
+def sample_noise(rng, n, k, order, batch_size, pool=None):
+    """Noise sentence ids (n, k), row i for pair i, for one epoch over ``order``.
+
+    ``pool=None``: every entry drawn uniformly from the n sentences (independently for each
+    sample, the paper's scheme). ``pool=P``: for every minibatch of ``order`` (consecutive
+    ``batch_size`` pairs) P sentences are drawn uniformly from the n, and each sample's k noise
+    sentences are drawn uniformly from those P; every sentence still has the same probability of
+    being noise, but a batch only has P distinct noise sentences to compose.
+    """
+    if pool is None:
+        return rng.integers(0, n, (n, k))
+    nbatch = -(-len(order) // batch_size)
+    pools = rng.integers(0, n, (nbatch, int(pool)))
+    pick = rng.integers(0, int(pool), (len(order), k))
+    out = np.empty((n, k), dtype=np.int64)
+    out[np.asarray(order)] = pools[(np.arange(len(order)) // batch_size)[:, None], pick]
+    return out
 
 
 def compose(W, indices, indptr, counts, rows, composition):
@@ -67,13 +88,15 @@ def energy_grad(u, v, distance):
     return -v, -u
 
 
-def batch_loss(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, margin):
+def batch_loss(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, margin,
+               attraction=0.0):
     """Hinge loss of one minibatch (see module docstring). ``A``/``B`` are (indices, indptr, counts)."""
     nb = len(batch)
     a = compose(WA, *A, batch, composition)
     b = compose(WB, *B, batch, composition)
     total = 0.0
     for i in range(nb):
+        total += attraction * energy(a[i], b[i], distance)
         nbv = compose(WB, *B, noiseB[i], composition)
         nav = compose(WA, *A, noiseA[i], composition)
         for j in range(noiseB.shape[1]):
@@ -102,7 +125,8 @@ def _backprop(W, idx, ptr, cnt, r, g, composition, out):
         out[t] += ct * scale * g
 
 
-def batch_gradient(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, margin):
+def batch_gradient(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, margin,
+                   attraction=0.0):
     """(loss, dL/dWA, dL/dWB) of :func:`batch_loss` (dense arrays, no L2 term)."""
     nb = len(batch)
     gA = np.zeros_like(WA)
@@ -115,6 +139,11 @@ def batch_gradient(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, m
         nav = compose(WA, *A, noiseA[i], composition)
         ga = np.zeros(WA.shape[1])
         gb = np.zeros(WB.shape[1])
+        if attraction:
+            total += attraction * energy(a[i], b[i], distance)
+            du, dv = energy_grad(a[i], b[i], distance)
+            ga += attraction * du
+            gb += attraction * dv
         for j in range(noiseB.shape[1]):
             # anchor a, positive b, negative nB_j
             h = margin + energy(a[i], b[i], distance) - energy(a[i], nbv[j], distance)
@@ -145,7 +174,7 @@ def _touched(A, rows):
 
 
 def train_pair_epoch(WA, GA, A, WB, GB, B, order, noiseA, noiseB, batch_size, composition,
-                     distance, margin, learning_rate, alpha, optimizer, eps=1e-8):
+                     distance, margin, learning_rate, alpha, optimizer, eps=1e-8, attraction=0.0):
     """One epoch over the pairs in ``order`` (in place); returns the summed batch losses.
 
     ``noiseA``/``noiseB`` have one row of k sentence ids per pair (indexed by pair id).
@@ -155,7 +184,8 @@ def train_pair_epoch(WA, GA, A, WB, GB, B, order, noiseA, noiseB, batch_size, co
     for s in range(0, len(order), batch_size):
         batch = order[s:s + batch_size]
         nA, nB = noiseA[batch], noiseB[batch]
-        loss, gA, gB = batch_gradient(WA, A, WB, B, batch, nA, nB, composition, distance, margin)
+        loss, gA, gB = batch_gradient(WA, A, WB, B, batch, nA, nB, composition, distance, margin,
+                                        attraction)
         total += loss
         for W, G, g, X, rows in ((WA, GA, gA, A, np.concatenate([batch, nA.ravel()])),
                                  (WB, GB, gB, B, np.concatenate([batch, nB.ravel()]))):

@@ -71,6 +71,14 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
         Plain SGD, one (sentence, corrupted sentence) pair per step.
     language : str or None
         The model's language; :meth:`transform` checks it. ``None``: whatever ``fit`` was given.
+    random_state : int or None
+        Seeds the initialisation, the sentence order, the corruptions and the random trees.
+    callback : callable(model, epoch, loss) or None
+        Called after every epoch with the model as trained so far (its ``transform``,
+        ``score`` and ``corrupted_rank`` work inside the callback), e.g. to record a learning
+        curve.
+    show_progress : bool or None
+        Progress bar (None follows :func:`linxling.set_show_progress`).
     """
 
     _fitted_attr = "embeddings_"
@@ -79,7 +87,7 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
                  corrupt: str = "random", max_features: int = 1000, min_df: int = 1,
                  n_epochs: int = 5, learning_rate: float = 0.01, word_learning_rate: float | None = None,
                  init_scale: float = 0.1, language: str | None = None, random_state: Any = None,
-                 show_progress: bool | None = None):
+                 callback: Any = None, show_progress: bool | None = None):
         self.n_components = n_components
         self.n_hidden = n_hidden
         self.tree = tree
@@ -92,6 +100,7 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
         self.init_scale = init_scale
         self.language = language
         self.random_state = random_state
+        self.callback = callback
         self.show_progress = show_progress
 
     # ------------------------------------------------------------------ helpers
@@ -109,6 +118,8 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
         if self.word_learning_rate is not None:
             _check_float(self.word_learning_rate, "word_learning_rate")
         _check_float(self.init_scale, "init_scale")
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError(f"callback must be callable or None, got {type(self.callback).__name__}")
         if self.language is not None and not isinstance(self.language, str):
             raise TypeError(f"language must be a str or None, got {type(self.language).__name__}")
 
@@ -203,8 +214,8 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
         sub_len = np.diff(sub_indptr)
         n = len(keep)
         self.loss_curve_ = []
-        for _ in progress(range(int(self.n_epochs)), desc="CompressTree epochs",
-                          show=self.show_progress):
+        for epoch in progress(range(int(self.n_epochs)), desc="CompressTree epochs",
+                              show=self.show_progress):
             order = rng.permutation(n).astype(np.int64)
             if self.corrupt == "last":
                 neg_pos = sub_len - 1
@@ -221,11 +232,17 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
                 raise FloatingPointError("CompressTree diverged (non-finite loss); lower "
                                          "learning_rate")
             self.loss_curve_.append(float(total) / n)
+            if self.callback is not None:
+                self._set_fitted(E, A1, b1, A2, b2, w, H)     # the arrays train in place
+                self.callback(self, epoch, self.loss_curve_[-1])
+        self._set_fitted(E, A1, b1, A2, b2, w, H)
+        return self
+
+    def _set_fitted(self, E, A1, b1, A2, b2, w, H):
         self.A1_, self.b1_, self.A2_, self.b2_, self.w_ = A1, b1, A2, b2, w
         self.w0_ = 0.0    # the ranking loss does not depend on the score's bias
         self.n_hidden_ = H
         self.embeddings_ = E
-        return self
 
     # ------------------------------------------------------------------ use
     def transform(self, X: Sequence[str], language: str | None = None, dtype: Any = None) -> np.ndarray:
