@@ -93,12 +93,11 @@ def persist(client, delayeds: Sequence) -> list:
 
     Raises the first task's error (e.g. a bad chunk) after waiting for all of them.
     """
-    from distributed import wait
     futures = client.compute(list(delayeds))
-    wait(futures)
-    for f in futures:
-        if f.status == "error":
-            f.result()                     # re-raises the task's exception on the client
+    errors = [f.exception() for f in futures]   # waits for each; the data stays on the workers
+    for f, e in zip(futures, errors, strict=True):
+        if e is not None:
+            f.result()                     # re-raises the task's exception with its traceback
     return futures
 
 
@@ -106,12 +105,17 @@ def _lost_errors() -> tuple[type[BaseException], ...]:
     from concurrent.futures import CancelledError
 
     from distributed.comm.core import CommClosedError
-    return (CommClosedError, CancelledError, ConnectionError, TimeoutError)
+    return (CommClosedError, CancelledError, OSError, TimeoutError)
+
+
+# OSErrors about files are the tasks' own (e.g. a corpus path the workers cannot see): not retried
+_FILE_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError,
+                NotADirectoryError)
 
 
 def retry_lost(step: Callable[[], T], *, retries: int = 3, wait_s: float = 1.0) -> T:
-    """Run ``step()``; when it fails because a worker or its data was lost (closed comm,
-    cancelled future, timeout), wait and run it again, at most ``retries`` more times.
+    """Run ``step()``; when it fails because a worker or its data was lost (closed comm, failed
+    connection, cancelled future, timeout), wait and run it again, at most ``retries`` more times.
 
     ``step`` must be a pure function of data the client holds and of persisted blocks (which the
     scheduler recomputes from their lineage), so a retry gives the same result. Errors raised
@@ -121,6 +125,8 @@ def retry_lost(step: Callable[[], T], *, retries: int = 3, wait_s: float = 1.0) 
     for attempt in range(retries + 1):
         try:
             return step()
+        except _FILE_ERRORS:
+            raise
         except lost:
             if attempt == retries:
                 raise
