@@ -184,8 +184,9 @@ def _install_counter() -> int:
     return _WRITTEN[0]
 
 
-def _read_counter() -> int:
-    return _WRITTEN[0]
+def _read_counter() -> tuple[int, int]:
+    import os
+    return os.getpid(), _WRITTEN[0]
 
 
 class CommMeter:
@@ -215,10 +216,18 @@ class CommMeter:
         self.client.run_on_scheduler(_install_counter)
 
     def read_by_process(self) -> dict[str, int]:
-        """``{"client": n, "scheduler": n, <worker address>: n, ...}`` bytes written so far."""
+        """``{"client": n, "scheduler": n, <worker address>: n, ...}`` bytes written so far.
+
+        A process that plays two roles (a ``LocalCluster``'s scheduler runs in the client's
+        process) is listed once, under its first role."""
         self._install()                    # new workers start counting now
-        out = {"client": _read_counter(), "scheduler": int(self.client.run_on_scheduler(_read_counter))}
-        out.update({addr: int(v) for addr, v in self.client.run(_read_counter).items()})
+        reads = [("client", _read_counter()), ("scheduler", self.client.run_on_scheduler(_read_counter))]
+        reads += list(self.client.run(_read_counter).items())
+        out, seen = {}, set()
+        for role, (pid, n) in reads:
+            if pid not in seen:
+                seen.add(pid)
+                out[role] = int(n)
         return out
 
     def read(self) -> int:

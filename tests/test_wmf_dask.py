@@ -22,7 +22,7 @@ def client():
     """One cluster of two single-threaded worker processes for the module; not the default
     client (so that a fit without ``client=`` has none to find)."""
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.ERROR)
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
     c = distributed.Client(cluster, set_as_default=False)
     yield c
     c.close()

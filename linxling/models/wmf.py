@@ -855,6 +855,9 @@ class _DaskALS:
         from linxling._dask import n_workers, persist
         self.client = client
         self.dtype = dtype
+        # factors go straight between the client and the workers (not through the scheduler),
+        # unless the client was made with direct_to_workers=False
+        self.direct = client.direct_to_workers is not False
         kind, blocks, ranges, widths = sources
         self.row_ranges = ranges
         self.widths = widths
@@ -901,7 +904,7 @@ class _DaskALS:
         self.bytes_sent = {"scattered": 0, "gathered": 0}
 
     def scatter(self, *arrays) -> list:
-        futs = self.client.scatter(list(arrays), broadcast=True, hash=False)
+        futs = self.client.scatter(list(arrays), broadcast=True, hash=False, direct=self.direct)
         self.bytes_sent["scattered"] += sum(a.nbytes for a in arrays) * self.n_workers
         return futs
 
@@ -922,7 +925,7 @@ class _DaskALS:
                                        lam, solver, steps, pure=False)
                     for blk, (r0, r1) in zip(blocks, ranges, strict=True)]
             try:
-                return self.client.gather(futs)
+                return self.client.gather(futs, direct=self.direct)
             except BaseException:
                 state["fY"] = state["fOut"] = None   # scatter again on a retry
                 raise
