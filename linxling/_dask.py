@@ -3,9 +3,10 @@
 - :func:`get_client`: the client a fit runs on (given, or the current default client).
 - :func:`is_dask_array`, :func:`sparse_row_blocks`: check a dask array whose chunks are
   scipy.sparse row blocks and return its chunks as delayed objects with their row ranges.
-- :func:`persist`: compute delayed objects on the workers and keep them there. The blocks are
-  made by tasks (never ``client.scatter``), so the scheduler can recompute a block lost with a
-  worker from its lineage.
+- :func:`persist`: compute delayed objects on the workers (spread evenly) and keep them there.
+  The blocks are made by tasks (never ``client.scatter``), so the scheduler can recompute a block
+  lost with a worker from its lineage. :func:`holders`: where each block is now, to run the
+  tasks that use a block where it is (no data moves, no work stealing of those tasks).
 - :func:`retry_lost`: run one step of a fit again when a worker was lost during it (the step is
   a pure function of data on the client and persisted blocks, so the retry gives the same result).
 - :func:`kernel_threads`: inside a task, run a numba kernel with as many threads as the worker
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "retry_lost",
+__all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "holders", "retry_lost",
            "kernel_threads", "n_workers", "CommMeter"]
 
 T = TypeVar("T")
@@ -88,17 +89,31 @@ def sparse_row_blocks(X: Any, name: str = "X") -> tuple[list, list[tuple[int, in
     return list(X.to_delayed()[:, 0]), ranges
 
 
-def persist(client, delayeds: Sequence) -> list:
+def persist(client, delayeds: Sequence, *, spread: bool = True) -> list:
     """Compute ``delayeds`` on the cluster and keep the results there; return their futures.
 
+    ``spread``: result ``i`` is placed on worker ``i mod W`` (a loose restriction: another
+    worker takes it when that one is gone), so the blocks are spread evenly whatever the
+    scheduler would choose (e.g. every chunk of a ``from_array`` next to the one array).
     Raises the first task's error (e.g. a bad chunk) after waiting for all of them.
     """
-    futures = client.compute(list(delayeds))
+    workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {})) if spread else []
+    if workers:
+        futures = [client.compute(d, workers=[workers[i % len(workers)]], allow_other_workers=True)
+                   for i, d in enumerate(delayeds)]
+    else:
+        futures = client.compute(list(delayeds))
     errors = [f.exception() for f in futures]   # waits for each; the data stays on the workers
     for f, e in zip(futures, errors, strict=True):
         if e is not None:
             f.result()                     # re-raises the task's exception with its traceback
     return futures
+
+
+def holders(client, futures: Sequence) -> list[list[str] | None]:
+    """For each future, the workers holding its data now (None when none does)."""
+    who = client.who_has(list(futures))
+    return [list(who.get(f.key, ())) or None for f in futures]
 
 
 def _lost_errors() -> tuple[type[BaseException], ...]:

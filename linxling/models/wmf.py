@@ -912,7 +912,7 @@ class _DaskALS:
         """Solve the blocks' rows into ``out`` (in place); return (objective, futures of Y, out_old).
 
         ``fY``/``fOut``: futures of Y and of out already on the workers (reused when given)."""
-        from linxling._dask import retry_lost
+        from linxling._dask import holders, retry_lost
         state = {"fY": fY, "fOut": fOut}
 
         def attempt():
@@ -921,9 +921,12 @@ class _DaskALS:
             if state["fOut"] is None or state["fOut"].status != "finished":
                 state["fOut"], = self.scatter(out)
             fG, = self.scatter(G)
+            # each task where its block is (loosely: elsewhere when that worker is gone)
+            where = holders(self.client, blocks)
             futs = [self.client.submit(_dask_solve, blk, state["fY"], fG, state["fOut"], r0, r1, w,
-                                       lam, solver, steps, pure=False)
-                    for blk, (r0, r1) in zip(blocks, ranges, strict=True)]
+                                       lam, solver, steps, pure=False, workers=at,
+                                       allow_other_workers=True)
+                    for blk, (r0, r1), at in zip(blocks, ranges, where, strict=True)]
             try:
                 return self.client.gather(futs, direct=self.direct)
             except BaseException:
