@@ -350,6 +350,11 @@ class WMF(_WMFParams):
     n_iter_ : int
     vectorizer_ : TfidfVectorizer or None
         Set when ``fit`` was given texts; ``transform`` then accepts texts too.
+    dask_info_ : dict
+        Only after a fit on a Dask cluster: ``n_workers``, ``row_blocks`` and ``col_blocks``
+        (blocks of X and Xᵀ on the workers), ``nnz``, and ``payload_bytes_per_iteration``: the
+        bytes of the arrays the client scattered (times the workers receiving each) and
+        gathered in each iteration (the first also sends the initial sentence factor).
 
     Examples
     --------
@@ -779,9 +784,11 @@ def _dask_h5_col_block(path: str, c0: int, c1: int, n: int, dtype, name: str):
 
 
 def _dask_solve(parts, Y, G, warm, r0: int, r1: int, w: float, lam: float, solver: str, steps: int):
-    """One block of a half-step: rows r0:r1 solved with Y fixed, warm-started from warm[r0:r1]."""
+    """One block of a half-step: rows r0:r1 solved with Y fixed, warm-started from ``warm``:
+    the whole factor (rows r0:r1 are used) or this block's previous ``(rows, objective)``."""
     from linxling._dask import kernel_threads
-    out = np.array(warm[r0:r1], dtype=Y.dtype, order="C", copy=True)
+    start = warm[0] if isinstance(warm, tuple) else warm[r0:r1]
+    out = np.array(start, dtype=Y.dtype, order="C", copy=True)
     with kernel_threads():
         _, obj = _als().als_half_step(None, Y, out, missing_weight=w, regularization=lam,
                                       solver=solver, cg_steps=steps, parts=parts, gram_matrix=G,
@@ -902,47 +909,56 @@ class _DaskALS:
         self.n_workers = n_workers(client)
         self.nnz = int(counts.sum())
         self.bytes_sent = {"scattered": 0, "gathered": 0}
+        self.prev: dict = {}
 
-    def scatter(self, *arrays) -> list:
-        futs = self.client.scatter(list(arrays), broadcast=True, hash=False, direct=self.direct)
-        self.bytes_sent["scattered"] += sum(a.nbytes for a in arrays) * self.n_workers
-        return futs
+    def scatter(self, array, n_receivers: int):
+        """One array to one worker; the ``n_receivers`` workers whose tasks use it fetch it
+        from there (counted as that many copies). Not broadcast: a replica that the scheduler's
+        active memory manager drops between two uses would be sent again."""
+        fut = self.client.scatter(array, hash=False, direct=self.direct)
+        self.bytes_sent["scattered"] += array.nbytes * n_receivers
+        return fut
 
-    def half_step(self, blocks, ranges, Y, G, out, w, lam, solver, steps, fY=None, fOut=None):
-        """Solve the blocks' rows into ``out`` (in place); return (objective, futures of Y, out_old).
+    def half_step(self, side: str, Y, G, out, w, lam, solver, steps) -> float:
+        """Solve the rows of one side's blocks into ``out`` (in place) with ``Y`` fixed; return
+        the solved rows' objective.
 
-        ``fY``/``fOut``: futures of Y and of out already on the workers (reused when given)."""
+        Each block is warm-started from its own result of this side's previous half-step, still
+        on the worker that computed it (no transfer); the first time, or when a worker was
+        lost, from ``out`` as the client holds it (the same values)."""
         from linxling._dask import holders, retry_lost
-        state = {"fY": fY, "fOut": fOut}
+        blocks, ranges = (self.rows, self.row_ranges) if side == "rows" else (self.cols, self.col_ranges)
+        state = {"warm": self.prev.get(side)}
 
         def attempt():
-            if state["fY"] is None or state["fY"].status != "finished":
-                state["fY"], = self.scatter(Y)
-            if state["fOut"] is None or state["fOut"].status != "finished":
-                state["fOut"], = self.scatter(out)
-            fG, = self.scatter(G)
-            # each task where its block is (loosely: elsewhere when that worker is gone)
-            where = holders(self.client, blocks)
-            futs = [self.client.submit(_dask_solve, blk, state["fY"], fG, state["fOut"], r0, r1, w,
-                                       lam, solver, steps, pure=False, workers=at,
-                                       allow_other_workers=True)
-                    for blk, (r0, r1), at in zip(blocks, ranges, where, strict=True)]
+            where = holders(self.client, blocks)   # each task where its block is (loosely)
+            receivers = len({a for at in where for a in (at or ())}) or self.n_workers
+            fY = self.scatter(Y, receivers)
+            fG = self.scatter(G, receivers)
+            warm = state["warm"]
+            if warm is None or any(f.status != "finished" for f in warm):
+                warm = [self.scatter(out, receivers)] * len(blocks)
+            futs = [self.client.submit(_dask_solve, blk, fY, fG, fw, r0, r1, w, lam, solver, steps,
+                                       pure=False, workers=at, allow_other_workers=True)
+                    for blk, (r0, r1), at, fw in zip(blocks, ranges, where, warm, strict=True)]
             try:
-                return self.client.gather(futs, direct=self.direct)
+                return futs, self.client.gather(futs, direct=self.direct)
             except BaseException:
-                state["fY"] = state["fOut"] = None   # scatter again on a retry
+                state["warm"] = None               # a retry starts from the client's copy
                 raise
 
-        results = retry_lost(attempt)
+        futs, results = retry_lost(attempt)
+        self.prev[side] = futs
         obj = 0.0
         for (r0, r1), (blk, o) in zip(ranges, results, strict=True):
             out[r0:r1] = blk
             obj += o
             self.bytes_sent["gathered"] += blk.nbytes + 8
-        return obj, state["fY"]
+        return obj
 
     def release(self) -> None:
         self.rows = self.cols = []
+        self.prev = {}
 
 
 def _fit_dask(est, client, X: Mapping, langs: list, names: dict, dtype, make_init, publish,
@@ -970,28 +986,19 @@ def _fit_dask(est, client, X: Mapping, langs: list, names: dict, dtype, make_ini
     est.dask_info_ = {"n_workers": data.n_workers, "row_blocks": len(data.rows),
                       "col_blocks": len(data.cols), "nnz": data.nnz,
                       "payload_bytes_per_iteration": per_iter}
-    futs: dict = {"V": None, "E": None}
 
     def step():
         before = data.bytes_sent["scattered"] + data.bytes_sent["gathered"]
         Gv = sum(als.gram(V[o0:o1], w) for o0, o1 in zip(data.offsets[:-1], data.offsets[1:], strict=True))
         Gv[np.diag_indices_from(Gv)] += dtype.type(lam)
-        Gv = np.ascontiguousarray(Gv)
-        # sentences (eq. 2 / 5): V fixed, E warm-started from the E the workers already hold
-        _, futs["V"] = data.half_step(data.rows, data.row_ranges, V, Gv, E, w, lam, solver, steps,
-                                      fY=futs["V"], fOut=futs["E"])
-        # words (eq. 3 / 5): E (new: scattered now) fixed, V warm-started from the V just used
-        Ge = als.gram(E, w, lam)
-        obj, futs["E"] = data.half_step(data.cols, data.col_ranges, E, Ge, V, w, lam, solver, steps,
-                                        fOut=futs["V"])
-        futs["V"] = None                                   # V changed: scattered anew next time
+        data.half_step("rows", V, np.ascontiguousarray(Gv), E, w, lam, solver, steps)  # eq. (2) / (5)
+        obj = data.half_step("cols", E, als.gram(E, w, lam), V, w, lam, solver, steps)  # eq. (3) / (5)
         per_iter.append(data.bytes_sent["scattered"] + data.bytes_sent["gathered"] - before)
         return obj + lam * _sqnorm(E)
 
     try:
         est._run_loop(int(est.max_iter), step, desc)
     finally:
-        futs.clear()
         data.release()
 
 
@@ -1025,6 +1032,8 @@ class BilingualWMF(_WMFParams):
         Eq. (4) after each iteration.
     vectorizers_ : dict language -> TfidfVectorizer
         For the languages given as texts.
+    dask_info_ : dict
+        Only after a fit on a Dask cluster: as in :class:`WMF`.
     """
 
     def __init__(self, n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
