@@ -5,8 +5,10 @@
   scipy.sparse row blocks and return its chunks as delayed objects with their row ranges.
 - :func:`persist`: compute delayed objects on the workers (spread evenly) and keep them there.
   The blocks are made by tasks (never ``client.scatter``), so the scheduler can recompute a block
-  lost with a worker from its lineage. :func:`holders`: where each block is now, to run the
-  tasks that use a block where it is (no data moves, no work stealing of those tasks).
+  lost with a worker from its lineage. :func:`holders`: where each block is now, to pin the
+  tasks that use a block to its worker (no data moves, no work stealing of those tasks);
+  :func:`gather_watching` gathers such tasks and gives up (:class:`WorkerLost`) when a worker
+  they depend on is lost, so that the step can be run again.
 - :func:`retry_lost`: run one step of a fit again when a worker was lost during it (the step is
   a pure function of data on the client and persisted blocks, so the retry gives the same result).
 - :func:`kernel_threads`: inside a task, run a numba kernel with as many threads as the worker
@@ -28,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "holders", "retry_lost",
+           "gather_watching", "WorkerLost",
            "kernel_threads", "n_workers", "CommMeter"]
 
 T = TypeVar("T")
@@ -114,6 +117,28 @@ def holders(client, futures: Sequence) -> list[list[str] | None]:
     """For each future, the workers holding its data now (None when none does)."""
     who = client.who_has(list(futures))
     return [list(who.get(f.key, ())) or None for f in futures]
+
+
+class WorkerLost(ConnectionError):
+    """A worker holding data of the current step left the cluster (the step can be run again)."""
+
+
+def gather_watching(client, futures: Sequence, watch: Sequence, *, direct: bool | None = None,
+                    poll_s: float = 0.01) -> list:
+    """Gather ``futures`` once all are done; raise :class:`WorkerLost` (cancelling them) as
+    soon as one of ``watch`` (the data they need) is no longer in memory on the cluster.
+
+    Needed for tasks pinned to the worker that holds their data (``allow_other_workers=False``,
+    which also keeps work stealing from moving the data): when that worker dies they would
+    wait for it forever. Only the client's own view of the futures is polled (no messages).
+    """
+    futures = list(futures)
+    while not all(f.done() for f in futures):
+        if any(w.status != "finished" for w in watch):
+            client.cancel(futures)
+            raise WorkerLost("a worker holding data of this step was lost")
+        time.sleep(poll_s)
+    return client.gather(futures, direct=direct)
 
 
 def _lost_errors() -> tuple[type[BaseException], ...]:

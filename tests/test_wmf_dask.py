@@ -237,7 +237,7 @@ def test_retry_lost_and_kernel_threads():
 
 
 @pytest.mark.slow
-def test_worker_killed_during_fit(client):
+def test_worker_killed_during_fit(client, monkeypatch):
     """A worker process killed after the first iteration (SIGKILL; its nanny starts a new one):
     the blocks it held are recomputed from their tasks, the half-step runs again, and the fit
     ends with the same factors as without the failure."""
@@ -245,7 +245,17 @@ def test_worker_killed_during_fit(client):
     Y = _corpus(n=400, m=70, seed=9)
     kw = dict(KW, max_iter=4)
     ref = BilingualWMF(**kw).fit({"en": X, "it": Y})
-    killed = []
+    killed, attempts = [], []
+    import linxling._dask as ldask
+    real = ldask.retry_lost
+
+    def counting(step, **kw):
+        def counted():
+            attempts.append(1)
+            return step()
+        return real(counted, **kw)
+
+    monkeypatch.setattr(ldask, "retry_lost", counting)
 
     def kill_one(model, it, loss):
         if it == 0:
@@ -257,6 +267,7 @@ def test_worker_killed_during_fit(client):
     got = BilingualWMF(**kw, callback=kill_one).fit({"en": _dask(X, 50), "it": _dask(Y, 50)},
                                                     client=client)
     assert killed and got.n_iter_ == 4
+    assert len(attempts) > 2 * 4            # at least one half-step was run again
     _same(got.embedding_, ref.embedding_, 1e-10)
     for lang in ("en", "it"):
         _same(got.components_[lang], ref.components_[lang], 1e-10)

@@ -926,23 +926,28 @@ class _DaskALS:
         Each block is warm-started from its own result of this side's previous half-step, still
         on the worker that computed it (no transfer); the first time, or when a worker was
         lost, from ``out`` as the client holds it (the same values)."""
-        from linxling._dask import holders, retry_lost
+        from linxling._dask import gather_watching, holders, retry_lost
         blocks, ranges = (self.rows, self.row_ranges) if side == "rows" else (self.cols, self.col_ranges)
         state = {"warm": self.prev.get(side)}
 
         def attempt():
-            where = holders(self.client, blocks)   # each task where its block is (loosely)
+            for b in blocks:     # blocks lost with a worker: wait until recomputed from their tasks
+                b.exception()
+            where = holders(self.client, blocks)   # each task where its block is
             receivers = len({a for at in where for a in (at or ())}) or self.n_workers
             fY = self.scatter(Y, receivers)
             fG = self.scatter(G, receivers)
             warm = state["warm"]
             if warm is None or any(f.status != "finished" for f in warm):
                 warm = [self.scatter(out, receivers)] * len(blocks)
+            # pinned (strictly: a loosely restricted task may be stolen by another worker, which
+            # then fetches the block); a block being recomputed after a loss runs anywhere
             futs = [self.client.submit(_dask_solve, blk, fY, fG, fw, r0, r1, w, lam, solver, steps,
-                                       pure=False, workers=at, allow_other_workers=True)
+                                       pure=False, workers=at, allow_other_workers=at is None)
                     for blk, (r0, r1), at, fw in zip(blocks, ranges, where, warm, strict=True)]
             try:
-                return futs, self.client.gather(futs, direct=self.direct)
+                watch = [*blocks, fY, fG, *{f.key: f for f in warm}.values()]
+                return futs, gather_watching(self.client, futs, watch, direct=self.direct)
             except BaseException:
                 state["warm"] = None               # a retry starts from the client's copy
                 raise
