@@ -895,17 +895,30 @@ class _DaskALS:
                         col_tasks.append(dask.delayed(_dask_h5_col_block, pure=False)(
                             str(X[lang].path), int(c0), int(c1), n, dtype,
                             f"{names[lang]}ᵀ rows {int(c0)}:{int(c1)}"))
+            cols = persist(client, col_tasks)
         else:
             per_lang = max(1, len(ranges))
             for o0, o1 in zip(self.offsets[:-1], self.offsets[1:], strict=True):
                 col_ranges += [(int(o0 + a), int(o0 + b))
                                for a, b in _balanced_ranges(counts[o0:o1], per_lang)]
-            splits = [dask.delayed(_dask_split, pure=False, nout=len(col_ranges))(
-                f, r1 - r0, M, col_ranges) for f, (r0, r1) in zip(self.rows, ranges, strict=True)]
-            col_tasks = [dask.delayed(_dask_assemble, pure=False)(dtype, *[s[j] for s in splits])
-                         for j in range(len(col_ranges))]
+            # each row block's transpose is cut where the block is; only the pieces travel to
+            # the worker that assembles a column block (spread evenly)
+            import operator
+            workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
+            splits = [client.submit(_dask_split, f, r1 - r0, M, col_ranges, pure=False)
+                      for f, (r0, r1) in zip(self.rows, ranges, strict=True)]
+            pieces = [[client.submit(operator.getitem, sf, j, pure=False) for sf in splits]
+                      for j in range(len(col_ranges))]
+            cols = [client.submit(_dask_assemble, dtype, *pieces[j], pure=False,
+                                  workers=[workers[j % len(workers)]] if workers else None,
+                                  allow_other_workers=True)
+                    for j in range(len(col_ranges))]
+            for f in cols:
+                if f.exception() is not None:
+                    f.result()
+            del splits, pieces
         self.col_ranges = col_ranges
-        self.cols = persist(client, col_tasks)
+        self.cols = cols
         self.n_workers = n_workers(client)
         self.nnz = int(counts.sum())
         self.bytes_sent = {"scattered": 0, "gathered": 0}
