@@ -3,7 +3,8 @@
 - :func:`get_client`: the client a fit runs on (given, or the current default client).
 - :func:`is_dask_array`, :func:`sparse_row_blocks`: check a dask array whose chunks are
   scipy.sparse row blocks and return its chunks as delayed objects with their row ranges.
-- :func:`persist`: compute delayed objects on the workers (spread evenly) and keep them there.
+- :func:`persist`: compute delayed objects on the workers and keep them there
+  (:func:`on_worker` spreads them evenly).
   The blocks are made by tasks (never ``client.scatter``), so the scheduler can recompute a block
   lost with a worker from its lineage. :func:`holders`: where each block is now, to pin the
   tasks that use a block to its worker (no data moves, no work stealing of those tasks);
@@ -29,7 +30,8 @@ from typing import Any, TypeVar
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "holders", "retry_lost",
+__all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "worker_list", "on_worker",
+           "holders", "retry_lost",
            "gather_watching", "WorkerLost",
            "kernel_threads", "n_workers", "CommMeter"]
 
@@ -92,20 +94,30 @@ def sparse_row_blocks(X: Any, name: str = "X") -> tuple[list, list[tuple[int, in
     return list(X.to_delayed()[:, 0]), ranges
 
 
-def persist(client, delayeds: Sequence, *, spread: bool = True) -> list:
-    """Compute ``delayeds`` on the cluster and keep the results there; return their futures.
+def worker_list(client) -> list[str]:
+    """The addresses of the workers now, sorted."""
+    return sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
 
-    ``spread``: result ``i`` is placed on worker ``i mod W`` (a loose restriction: another
-    worker takes it when that one is gone), so the blocks are spread evenly whatever the
-    scheduler would choose (e.g. every chunk of a ``from_array`` next to the one array).
-    Raises the first task's error (e.g. a bad chunk) after waiting for all of them.
-    """
-    workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {})) if spread else []
-    if workers:
-        futures = [client.compute(d, workers=[workers[i % len(workers)]], allow_other_workers=True)
-                   for i, d in enumerate(delayeds)]
-    else:
-        futures = client.compute(list(delayeds))
+
+@contextmanager
+def on_worker(workers: Sequence[str], i: int) -> Iterator[None]:
+    """Annotate the delayed tasks made inside the block to run on worker ``i mod W`` (a loose
+    restriction: another worker takes them when that one is gone); no-op without workers.
+
+    Used to spread the blocks evenly over the workers in one :func:`persist` call (one call for
+    all blocks: each call would send the user's graph again, e.g. a ``from_array`` matrix)."""
+    if not workers:
+        yield
+        return
+    import dask
+    with dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=True):
+        yield
+
+
+def persist(client, delayeds: Sequence) -> list:
+    """Compute ``delayeds`` on the cluster in one call and keep the results there; return
+    their futures. Raises the first task's error (e.g. a bad chunk) after waiting for all."""
+    futures = client.compute(list(delayeds))
     errors = [f.exception() for f in futures]   # waits for each; the data stays on the workers
     for f, e in zip(futures, errors, strict=True):
         if e is not None:

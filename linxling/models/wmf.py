@@ -859,7 +859,7 @@ class _DaskALS:
 
     def __init__(self, client, X: Mapping, langs: list, names: dict, dtype, sources):
         import dask
-        from linxling._dask import n_workers, persist
+        from linxling._dask import n_workers, on_worker, persist, worker_list
         self.client = client
         self.dtype = dtype
         # factors go straight between the client and the workers (not through the scheduler),
@@ -871,12 +871,14 @@ class _DaskALS:
         self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
         n, M = ranges[-1][1], int(self.offsets[-1])
         self.shape = (n, M)
+        workers = worker_list(client)
         row_tasks = []
         for b, (r0, r1) in enumerate(ranges):
             bl = [blocks[lang][b] for lang in langs]
             nm = [f"{names[lang]} chunk {b} (rows {r0}:{r1})" for lang in langs]
-            row_tasks.append(dask.delayed(_dask_row_block, pure=False)(bl, r0, r1, widths, dtype, nm,
-                                                                     kind == "h5"))
+            with on_worker(workers, b):              # blocks spread evenly over the workers
+                row_tasks.append(dask.delayed(_dask_row_block, pure=False)(bl, r0, r1, widths, dtype,
+                                                                         nm, kind == "h5"))
         self.rows = persist(client, row_tasks)
         counts = client.compute(_tree([dask.delayed(_dask_col_counts, pure=True)(f, M)
                                        for f in self.rows], _dask_sum)).result()
@@ -892,9 +894,10 @@ class _DaskALS:
                 for c0, c1 in zip(b[:-1], b[1:], strict=True):
                     if c1 > c0:
                         col_ranges.append((int(o0 + c0), int(o0 + c1)))
-                        col_tasks.append(dask.delayed(_dask_h5_col_block, pure=False)(
-                            str(X[lang].path), int(c0), int(c1), n, dtype,
-                            f"{names[lang]}ᵀ rows {int(c0)}:{int(c1)}"))
+                        with on_worker(workers, len(col_tasks)):
+                            col_tasks.append(dask.delayed(_dask_h5_col_block, pure=False)(
+                                str(X[lang].path), int(c0), int(c1), n, dtype,
+                                f"{names[lang]}ᵀ rows {int(c0)}:{int(c1)}"))
             cols = persist(client, col_tasks)
         else:
             per_lang = max(1, len(ranges))
@@ -904,7 +907,6 @@ class _DaskALS:
             # each row block's transpose is cut where the block is; only the pieces travel to
             # the worker that assembles a column block (spread evenly)
             import operator
-            workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
             splits = [client.submit(_dask_split, f, r1 - r0, M, col_ranges, pure=False)
                       for f, (r0, r1) in zip(self.rows, ranges, strict=True)]
             pieces = [[client.submit(operator.getitem, sf, j, pure=False) for sf in splits]
