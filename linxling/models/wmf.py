@@ -350,6 +350,11 @@ class WMF(_WMFParams):
     n_iter_ : int
     vectorizer_ : TfidfVectorizer or None
         Set when ``fit`` was given texts; ``transform`` then accepts texts too.
+    dask_info_ : dict
+        Only after a fit on a Dask cluster: ``n_workers``, ``row_blocks`` and ``col_blocks``
+        (blocks of X and Xᵀ on the workers), ``nnz``, and ``payload_bytes_per_iteration``: the
+        bytes of the arrays the client scattered (times the workers receiving each) and
+        gathered in each iteration (the first also sends the initial sentence factor).
 
     Examples
     --------
@@ -393,16 +398,19 @@ class WMF(_WMFParams):
 
     # ---------------------------------------------------------------- fit
     def fit(self, X, y=None, *, init_components=None, init_embedding=None,
-            memory_budget=None) -> "WMF":
+            memory_budget=None, client=None) -> "WMF":
         """Factorise X by ALS.
 
         Parameters
         ----------
-        X : sparse (n_sentences, n_words) non-negative, sequence of n_sentences str, or ChunkedCSR
+        X : sparse (n_sentences, n_words) non-negative, sequence of n_sentences str, ChunkedCSR, or dask array
             The tf-idf matrix (raw tf-idf as in the paper) or texts for the text pipeline. A
             :class:`linxling.io.ChunkedCSR` (a corpus on disk, :func:`linxling.io.write_chunks`
             with ``transpose=True``) is streamed: each half-step reads the row chunks of X (or
-            of Xᵀ) one read at a time; the result equals the in-memory fit.
+            of Xᵀ) one read at a time; the result equals the in-memory fit. A dask array whose
+            chunks are scipy.sparse row blocks (one chunk along the columns) is fitted on a
+            ``dask.distributed`` cluster (see ``client``); so is a ChunkedCSR when ``client`` is
+            given (the workers read the file, which they must see at the same path).
         y : ignored
         init_components : ndarray (n_components, n_words), optional
             Initial P (default random). The first half-step computes the sentence vectors from it.
@@ -413,13 +421,31 @@ class WMF(_WMFParams):
             Only for a ChunkedCSR ``X``: bytes (or "512M", "2G") that the fit's arrays may take
             (factors, row pointers and the chunk being read); reads are sized to fit it.
             MemoryError when the factors alone do not fit.
+        client : dask.distributed.Client, optional
+            The cluster for a dask array ``X`` (default: the current default client; an error
+            when there is none) or for a ChunkedCSR ``X`` (without it a ChunkedCSR is streamed
+            on this machine). The row blocks of X and of Xᵀ are computed and kept on the
+            workers once; each iteration the client sends each factor to every worker once and
+            gathers the solved blocks (``dask_info_``). A worker lost during the fit is
+            replaced: its blocks are recomputed from their tasks and the half-step is run again,
+            with the same result. The result equals the in-memory fit up to rounding.
 
         Returns
         -------
         self
         """
         self._validate_params()
+        from linxling._dask import is_dask_array
         from linxling.io._chunks import ChunkedCSR
+        if is_dask_array(X) or (client is not None and isinstance(X, ChunkedCSR)):
+            if memory_budget is not None:
+                raise ValueError("memory_budget applies to a ChunkedCSR streamed on this machine; on a "
+                                 "Dask cluster the data is held by the workers")
+            return self._fit_dask(X, client, init_components, init_embedding)
+        if client is not None:
+            raise ValueError("client is for row-partitioned data (a dask array with scipy.sparse chunks, "
+                             "or a ChunkedCSR); X is in memory: wrap it, e.g. dask.array.from_array(X, "
+                             "chunks=(10_000, -1), asarray=False), to fit it on the cluster")
         if isinstance(X, ChunkedCSR):
             return self._fit_chunked(X, init_components, init_embedding, memory_budget)
         if memory_budget is not None:
@@ -497,6 +523,28 @@ class WMF(_WMFParams):
             return half_step(XT, reads[1], E, V) + lam * _sqnorm(E)            # eq. (3), eq. (1)
 
         self._run_loop(int(self.max_iter), step, "WMF")
+        return self
+
+    def _fit_dask(self, X, client, init_components, init_embedding) -> "WMF":
+        """ALS on a dask.distributed cluster (row blocks of X and Xᵀ persisted on the workers)."""
+        dtype = self._fit_dtype(X)
+        k = int(self.n_components)
+        rng = check_random_state(self.random_state)
+
+        def make_init(n, widths):
+            m = widths[0]
+            V = (_init_factor(rng, (m, k), dtype) if init_components is None else
+                 _check_init(np.asarray(init_components).T, "init_components.T", (m, k), dtype))
+            E = (_init_factor(rng, (n, k), dtype) if init_embedding is None else
+                 _check_init(init_embedding, "init_embedding", (n, k), dtype))
+            return V, E
+
+        def publish(V, offsets):
+            self.components_ = V.T
+            self.n_features_in_ = int(V.shape[0])
+
+        self.vectorizer_ = None
+        _fit_dask(self, client, {"X": X}, ["X"], {"X": "X"}, dtype, make_init, publish, "WMF")
         return self
 
     def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
@@ -663,6 +711,317 @@ def _check_languages(mapping, name: str) -> list:
     return list(mapping)
 
 
+
+# --------------------------------------------------------------------------------------------
+# Dask: ALS on a dask.distributed cluster (row blocks of X and of Xᵀ persisted on the workers)
+# --------------------------------------------------------------------------------------------
+# Both models run the same driver: b-WMF is WMF of the column-stacked [X_1 | X_2 | ...] whose
+# word factor is the row-stacked [A_1; A_2; ...] (equal λ and w_m), so a row block holds the
+# languages' rows side by side and every column block (rows of one language's Xᵀ) lies in one
+# language. Per iteration the client broadcasts each factor once (it is the fixed factor of one
+# half-step and the warm start of the next) and gathers the solved blocks; the data stays put.
+
+def _dask_check_chunk(B, name: str, shape: tuple[int, int], dtype) -> sp.csr_matrix:
+    if not sp.issparse(B):
+        raise TypeError(f"{name} is a {type(B).__module__}.{type(B).__name__}, not a scipy.sparse "
+                        "matrix; give a dask array with scipy.sparse chunks (e.g. "
+                        "X.map_blocks(scipy.sparse.csr_matrix))")
+    if B.ndim != 2 or tuple(B.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(B.shape)}, but its dask array's chunks say {shape}")
+    return _check_matrix(B, name, dtype, shape[1])
+
+
+def _h5_rows(path: str, group: str, r0: int, r1: int) -> sp.csr_matrix:
+    """Rows r0:r1 of one group of a write_chunks file (reads only their slice of indptr)."""
+    import h5py
+    with h5py.File(path, "r") as fh:
+        g = fh[group]
+        indptr = np.asarray(g["indptr"][r0:r1 + 1], dtype=np.int64)
+        a, b = int(indptr[0]), int(indptr[-1])
+        return sp.csr_matrix((g["data"][a:b], g["indices"][a:b], indptr - a),
+                             shape=(r1 - r0, int(g.attrs["shape"][1])))
+
+
+def _dask_row_block(blocks, r0: int, r1: int, widths, dtype, names, h5: bool):
+    """One row block of the (column-stacked) matrix as kernel parts."""
+    mats = []
+    for B, m, name in zip(blocks, widths, names, strict=True):
+        if h5:
+            B = _h5_rows(B, "X", r0, r1)
+        mats.append(_dask_check_chunk(B, name, (r1 - r0, m), dtype))
+    M = mats[0] if len(mats) == 1 else sp.hstack(mats, format="csr")
+    return _als()._csr_parts(M, dtype)
+
+
+def _dask_col_counts(parts, n_cols: int) -> np.ndarray:
+    return np.bincount(parts[1], minlength=n_cols).astype(np.int64)
+
+
+def _dask_sum(*arrays):
+    out = arrays[0].copy()
+    for a in arrays[1:]:
+        out += a
+    return out
+
+
+def _dask_split(parts, n_rows: int, n_cols: int, col_ranges) -> tuple:
+    """The row block's transpose cut into the column blocks (each (c1 − c0) × n_rows CSR)."""
+    X = sp.csr_matrix((parts[2], parts[1], parts[0]), shape=(n_rows, n_cols))
+    XT = X.T.tocsr()
+    return tuple(XT[c0:c1] for c0, c1 in col_ranges)
+
+
+def _dask_assemble(dtype, *pieces):
+    """Rows c0:c1 of Xᵀ from the row blocks' pieces (in row-block order)."""
+    M = sp.hstack(pieces, format="csr") if len(pieces) > 1 else sp.csr_matrix(pieces[0])
+    M.sort_indices()
+    return _als()._csr_parts(M, dtype)
+
+
+def _dask_h5_col_block(path: str, c0: int, c1: int, n: int, dtype, name: str):
+    B = _dask_check_chunk(_h5_rows(path, "XT", c0, c1), name, (c1 - c0, n), dtype)
+    return _als()._csr_parts(B, dtype)
+
+
+def _dask_solve(parts, Y, G, warm, r0: int, r1: int, w: float, lam: float, solver: str, steps: int):
+    """One block of a half-step: rows r0:r1 solved with Y fixed, warm-started from ``warm``:
+    the whole factor (rows r0:r1 are used) or this block's previous ``(rows, objective)``."""
+    from linxling._dask import kernel_threads
+    start = warm[0] if isinstance(warm, tuple) else warm[r0:r1]
+    out = np.array(start, dtype=Y.dtype, order="C", copy=True)
+    with kernel_threads():
+        _, obj = _als().als_half_step(None, Y, out, missing_weight=w, regularization=lam,
+                                      solver=solver, cg_steps=steps, parts=parts, gram_matrix=G,
+                                      return_objective=True)
+    return out, obj
+
+
+def _tree(parts: list, func, split_every: int = 8):
+    import dask
+    f = dask.delayed(func, pure=True)
+    while len(parts) > 1:
+        parts = [f(*parts[i:i + split_every]) if len(parts[i:i + split_every]) > 1 else parts[i]
+                 for i in range(0, len(parts), split_every)]
+    return parts[0]
+
+
+def _balanced_ranges(counts: np.ndarray, n_blocks: int) -> list[tuple[int, int]]:
+    """Split range(len(counts)) into at most n_blocks contiguous ranges of similar sum."""
+    m = len(counts)
+    n_blocks = max(1, min(n_blocks, m))
+    cum = np.concatenate([[0], np.cumsum(counts + 1)])   # +1: empty columns still cost a row
+    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, n_blocks) / n_blocks, side="left")
+    bounds = np.unique(np.concatenate([[0], np.clip(cuts, 1, m - 1) if m > 1 else [], [m]]).astype(np.int64))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _dask_sources(X: Mapping, langs: list, names: dict, n: int | None = None):
+    """Validate the languages' dask arrays / ChunkedCSR and return
+    (kind, per-language row-block inputs, row ranges, widths)."""
+    from linxling._dask import is_dask_array, sparse_row_blocks
+    from linxling.io._chunks import ChunkedCSR
+    kinds = {lang: "h5" if isinstance(X[lang], ChunkedCSR) else "dask" for lang in langs}
+    if len(set(kinds.values())) > 1:
+        raise TypeError("X mixes ChunkedCSR corpora and dask arrays; give every language the same way")
+    kind = kinds[langs[0]]
+    widths = [int(X[lang].shape[1]) for lang in langs]
+    rows = {lang: int(X[lang].shape[0]) for lang in langs}
+    for lang in langs[1:]:
+        if rows[lang] != rows[langs[0]]:
+            raise ValueError(f"{names[lang]} has {rows[lang]} rows but {names[langs[0]]} has "
+                             f"{rows[langs[0]]}; the languages must be row-aligned (parallel sentences)")
+    if kind == "h5":
+        for lang in langs:
+            try:
+                _ = X[lang].T
+            except ValueError as e:   # written without the transpose
+                raise ValueError(f"{names[lang]}: {e}") from None
+        bounds = X[langs[0]].bounds
+        ranges = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+        return kind, {lang: [str(X[lang].path)] * len(ranges) for lang in langs}, ranges, widths
+    blocks, ranges = {}, None
+    for lang in langs:
+        if not is_dask_array(X[lang]):
+            raise TypeError(f"{names[lang]} is a {type(X[lang]).__name__}; with a dask array in X every "
+                            "language must be a dask array")
+        blocks[lang], r = sparse_row_blocks(X[lang], names[lang])
+        if ranges is None:
+            ranges = r
+        elif r != ranges:
+            raise ValueError(f"{names[lang]} has row chunks {X[lang].chunks[0]} but {names[langs[0]]} "
+                             f"has {X[langs[0]].chunks[0]}; give the languages the same row chunks, e.g. "
+                             f"X[{lang!r}].rechunk({{0: X[{langs[0]!r}].chunks[0]}})")
+    return kind, blocks, ranges, widths
+
+
+class _DaskALS:
+    """Data persisted on the cluster and the per-iteration ALS half-steps (client-driven)."""
+
+    def __init__(self, client, X: Mapping, langs: list, names: dict, dtype, sources):
+        import dask
+        from linxling._dask import n_workers, on_worker, persist, worker_list
+        self.client = client
+        self.dtype = dtype
+        # factors go straight between the client and the workers (not through the scheduler),
+        # unless the client was made with direct_to_workers=False
+        self.direct = client.direct_to_workers is not False
+        kind, blocks, ranges, widths = sources
+        self.row_ranges = ranges
+        self.widths = widths
+        self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+        n, M = ranges[-1][1], int(self.offsets[-1])
+        self.shape = (n, M)
+        workers = worker_list(client)
+        row_tasks = []
+        for b, (r0, r1) in enumerate(ranges):
+            bl = [blocks[lang][b] for lang in langs]
+            nm = [f"{names[lang]} chunk {b} (rows {r0}:{r1})" for lang in langs]
+            with on_worker(workers, b):              # blocks spread evenly over the workers
+                row_tasks.append(dask.delayed(_dask_row_block, pure=False)(bl, r0, r1, widths, dtype,
+                                                                         nm, kind == "h5"))
+        self.rows = persist(client, row_tasks)
+        counts = client.compute(_tree([dask.delayed(_dask_col_counts, pure=True)(f, M)
+                                       for f in self.rows], _dask_sum)).result()
+        for lang, o0, o1 in zip(langs, self.offsets[:-1], self.offsets[1:], strict=True):
+            if not counts[o0:o1].any():
+                raise ValueError(f"{names[lang]} is all zero: there is nothing to fit")
+        self.col_counts = counts
+        col_ranges = []
+        if kind == "h5":
+            col_tasks = []
+            for lang, o0 in zip(langs, self.offsets[:-1], strict=True):
+                b = X[lang].T.bounds
+                for c0, c1 in zip(b[:-1], b[1:], strict=True):
+                    if c1 > c0:
+                        col_ranges.append((int(o0 + c0), int(o0 + c1)))
+                        with on_worker(workers, len(col_tasks)):
+                            col_tasks.append(dask.delayed(_dask_h5_col_block, pure=False)(
+                                str(X[lang].path), int(c0), int(c1), n, dtype,
+                                f"{names[lang]}ᵀ rows {int(c0)}:{int(c1)}"))
+            cols = persist(client, col_tasks)
+        else:
+            per_lang = max(1, len(ranges))
+            for o0, o1 in zip(self.offsets[:-1], self.offsets[1:], strict=True):
+                col_ranges += [(int(o0 + a), int(o0 + b))
+                               for a, b in _balanced_ranges(counts[o0:o1], per_lang)]
+            # each row block's transpose is cut where the block is; only the pieces travel to
+            # the worker that assembles a column block (spread evenly)
+            import operator
+            splits = [client.submit(_dask_split, f, r1 - r0, M, col_ranges, pure=False)
+                      for f, (r0, r1) in zip(self.rows, ranges, strict=True)]
+            pieces = [[client.submit(operator.getitem, sf, j, pure=False) for sf in splits]
+                      for j in range(len(col_ranges))]
+            cols = [client.submit(_dask_assemble, dtype, *pieces[j], pure=False,
+                                  workers=[workers[j % len(workers)]] if workers else None,
+                                  allow_other_workers=True)
+                    for j in range(len(col_ranges))]
+            for f in cols:
+                if f.exception() is not None:
+                    f.result()
+            del splits, pieces
+        self.col_ranges = col_ranges
+        self.cols = cols
+        self.n_workers = n_workers(client)
+        self.nnz = int(counts.sum())
+        self.bytes_sent = {"scattered": 0, "gathered": 0}
+        self.prev: dict = {}
+
+    def scatter(self, array, n_receivers: int):
+        """One array to one worker; the ``n_receivers`` workers whose tasks use it fetch it
+        from there (counted as that many copies). Not broadcast: a replica that the scheduler's
+        active memory manager drops between two uses would be sent again."""
+        fut = self.client.scatter(array, hash=False, direct=self.direct)
+        self.bytes_sent["scattered"] += array.nbytes * n_receivers
+        return fut
+
+    def half_step(self, side: str, Y, G, out, w, lam, solver, steps) -> float:
+        """Solve the rows of one side's blocks into ``out`` (in place) with ``Y`` fixed; return
+        the solved rows' objective.
+
+        Each block is warm-started from its own result of this side's previous half-step, still
+        on the worker that computed it (no transfer); the first time, or when a worker was
+        lost, from ``out`` as the client holds it (the same values)."""
+        from linxling._dask import gather_watching, holders, retry_lost
+        blocks, ranges = (self.rows, self.row_ranges) if side == "rows" else (self.cols, self.col_ranges)
+        state = {"warm": self.prev.get(side)}
+
+        def attempt():
+            for b in blocks:     # blocks lost with a worker: wait until recomputed from their tasks
+                b.exception()
+            where = holders(self.client, blocks)   # each task where its block is
+            receivers = len({a for at in where for a in (at or ())}) or self.n_workers
+            fY = self.scatter(Y, receivers)
+            fG = self.scatter(G, receivers)
+            warm = state["warm"]
+            if warm is None or any(f.status != "finished" for f in warm):
+                warm = [self.scatter(out, receivers)] * len(blocks)
+            # pinned (strictly: a loosely restricted task may be stolen by another worker, which
+            # then fetches the block); a block being recomputed after a loss runs anywhere
+            futs = [self.client.submit(_dask_solve, blk, fY, fG, fw, r0, r1, w, lam, solver, steps,
+                                       pure=False, workers=at, allow_other_workers=at is None)
+                    for blk, (r0, r1), at, fw in zip(blocks, ranges, where, warm, strict=True)]
+            try:
+                watch = [*blocks, fY, fG, *{f.key: f for f in warm}.values()]
+                return futs, gather_watching(self.client, futs, watch, direct=self.direct)
+            except BaseException:
+                state["warm"] = None               # a retry starts from the client's copy
+                raise
+
+        futs, results = retry_lost(attempt)
+        self.prev[side] = futs
+        obj = 0.0
+        for (r0, r1), (blk, o) in zip(ranges, results, strict=True):
+            out[r0:r1] = blk
+            obj += o
+            self.bytes_sent["gathered"] += blk.nbytes + 8
+        return obj
+
+    def release(self) -> None:
+        self.rows = self.cols = []
+        self.prev = {}
+
+
+def _fit_dask(est, client, X: Mapping, langs: list, names: dict, dtype, make_init, publish,
+              desc: str) -> None:
+    """ALS of the column-stacked languages on a cluster.
+
+    ``make_init(n, widths)`` returns the initial (V (M, k), E (n, k)) made as the in-memory fit
+    makes them; ``publish(V, offsets)`` sets the model's word factors (views of V) before the
+    first iteration; V and E are then updated in place after every half-step.
+    """
+    from linxling._dask import get_client
+    client = get_client(client)
+    sources = _dask_sources(X, langs, names)
+    for lang, m in zip(langs, sources[3], strict=True):
+        est._check_k(m, names[lang])
+    data = _DaskALS(client, X, langs, names, dtype, sources)
+    n, _ = data.shape
+    V, E = make_init(n, data.widths)
+    als = _als()
+    lam, w = float(est.alpha), float(est.missing_weight)
+    solver, steps = est._solver(), int(est.cg_steps)
+    est.embedding_ = E
+    publish(V, data.offsets)
+    per_iter: list[int] = []
+    est.dask_info_ = {"n_workers": data.n_workers, "row_blocks": len(data.rows),
+                      "col_blocks": len(data.cols), "nnz": data.nnz,
+                      "payload_bytes_per_iteration": per_iter}
+
+    def step():
+        before = data.bytes_sent["scattered"] + data.bytes_sent["gathered"]
+        Gv = sum(als.gram(V[o0:o1], w) for o0, o1 in zip(data.offsets[:-1], data.offsets[1:], strict=True))
+        Gv[np.diag_indices_from(Gv)] += dtype.type(lam)
+        data.half_step("rows", V, np.ascontiguousarray(Gv), E, w, lam, solver, steps)  # eq. (2) / (5)
+        obj = data.half_step("cols", E, als.gram(E, w, lam), V, w, lam, solver, steps)  # eq. (3) / (5)
+        per_iter.append(data.bytes_sent["scattered"] + data.bytes_sent["gathered"] - before)
+        return obj + lam * _sqnorm(E)
+
+    try:
+        est._run_loop(int(est.max_iter), step, desc)
+    finally:
+        data.release()
+
+
 # --------------------------------------------------------------------------------------------
 # b-WMF
 # --------------------------------------------------------------------------------------------
@@ -693,6 +1052,8 @@ class BilingualWMF(_WMFParams):
         Eq. (4) after each iteration.
     vectorizers_ : dict language -> TfidfVectorizer
         For the languages given as texts.
+    dask_info_ : dict
+        Only after a fit on a Dask cluster: as in :class:`WMF`.
     """
 
     def __init__(self, n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
@@ -706,19 +1067,23 @@ class BilingualWMF(_WMFParams):
                           callback)
 
     def fit(self, X: Mapping, y=None, *, init_components: Mapping | None = None,
-            init_embedding=None, memory_budget=None) -> "BilingualWMF":
+            init_embedding=None, memory_budget=None, client=None) -> "BilingualWMF":
         """Fit on row-aligned matrices (or texts) of two or more languages.
 
         Parameters
         ----------
-        X : mapping language -> sparse (n_sentences, n_words_l), sequence of str, or ChunkedCSR
+        X : mapping language -> sparse (n_sentences, n_words_l), sequence of str, ChunkedCSR, or dask array
             Row u of every language is the same sentence (a parallel corpus). ChunkedCSR
             corpora (every language, each written with ``transpose=True``) are streamed; the
-            result equals the in-memory fit.
+            result equals the in-memory fit. Dask arrays with scipy.sparse row chunks (every
+            language, with the same row chunks) are fitted on a cluster, as in :meth:`WMF.fit`.
         init_components : mapping language -> ndarray (n_components, n_words_l), optional
         init_embedding : ndarray (n_sentences, n_components), optional
         memory_budget : int or str, optional
-            Only for ChunkedCSR corpora: as in :meth:`WMF.fit`.
+            Only for ChunkedCSR corpora streamed on this machine: as in :meth:`WMF.fit`.
+        client : dask.distributed.Client, optional
+            As in :meth:`WMF.fit`: the cluster for dask arrays (default: the current default
+            client) or for ChunkedCSR corpora (only when given).
 
         Returns
         -------
@@ -728,8 +1093,18 @@ class BilingualWMF(_WMFParams):
         langs = _check_languages(X, "X")
         if len(langs) < 2:
             raise ValueError(f"BilingualWMF needs at least two languages, got {langs}")
+        from linxling._dask import is_dask_array
         from linxling.io._chunks import ChunkedCSR
         chunked = [isinstance(X[lang], ChunkedCSR) for lang in langs]
+        if any(is_dask_array(X[lang]) for lang in langs) or (client is not None and all(chunked)):
+            if memory_budget is not None:
+                raise ValueError("memory_budget applies to ChunkedCSR corpora streamed on this machine; "
+                                 "on a Dask cluster the data is held by the workers")
+            return self._fit_dask(X, langs, client, init_components, init_embedding)
+        if client is not None:
+            raise ValueError("client is for row-partitioned data (dask arrays with scipy.sparse chunks, "
+                             "or ChunkedCSR corpora, for every language); wrap in-memory matrices with "
+                             "dask.array.from_array(X_l, chunks=(10_000, -1), asarray=False)")
         if any(chunked):
             if not all(chunked):
                 raise TypeError("X mixes ChunkedCSR corpora and in-memory data; give every "
@@ -775,6 +1150,27 @@ class BilingualWMF(_WMFParams):
             return loss
 
         self._run_loop(int(self.max_iter), step, "b-WMF")
+        return self
+
+    def _fit_dask(self, X, langs, client, init_components, init_embedding) -> "BilingualWMF":
+        """b-WMF on a dask.distributed cluster (WMF of the column-stacked languages)."""
+        dtype = self._fit_dtype(*[X[lang] for lang in langs])
+        k = int(self.n_components)
+        rng = check_random_state(self.random_state)
+
+        def make_init(n, widths):
+            Vs, E = _init_multi(rng, dict(zip(langs, widths, strict=True)), n, k, dtype,
+                                init_components, init_embedding)
+            return np.ascontiguousarray(np.concatenate([Vs[lang] for lang in langs], axis=0)), E
+
+        def publish(V, offsets):
+            self.components_ = {lang: V[o0:o1].T
+                                for lang, o0, o1 in zip(langs, offsets[:-1], offsets[1:], strict=True)}
+
+        self.vectorizers_ = {}
+        self.languages_ = langs
+        _fit_dask(self, client, X, langs, {lang: f"X[{lang!r}]" for lang in langs}, dtype,
+                  make_init, publish, "b-WMF")
         return self
 
     def _fit_chunked(self, X, langs, init_components, init_embedding, memory_budget):

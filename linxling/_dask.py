@@ -1,0 +1,287 @@
+"""Small helpers shared by the fits that run on a ``dask.distributed`` cluster.
+
+- :func:`get_client`: the client a fit runs on (given, or the current default client).
+- :func:`is_dask_array`, :func:`sparse_row_blocks`: check a dask array whose chunks are
+  scipy.sparse row blocks and return its chunks as delayed objects with their row ranges.
+- :func:`persist`: compute delayed objects on the workers and keep them there
+  (:func:`on_worker` spreads them evenly).
+  The blocks are made by tasks (never ``client.scatter``), so the scheduler can recompute a block
+  lost with a worker from its lineage. :func:`holders`: where each block is now, to pin the
+  tasks that use a block to its worker (no data moves, no work stealing of those tasks);
+  :func:`gather_watching` gathers such tasks and gives up (:class:`WorkerLost`) when a worker
+  they depend on is lost, so that the step can be run again.
+- :func:`retry_lost`: run one step of a fit again when a worker was lost during it (the step is
+  a pure function of data on the client and persisted blocks, so the retry gives the same result).
+- :func:`kernel_threads`: inside a task, run a numba kernel with as many threads as the worker
+  has, one kernel at a time per worker process.
+- :class:`CommMeter`: the bytes each process of the cluster wrote to its TCP comms (a
+  measuring tool for benchmarks and tests; it wraps ``distributed.comm.tcp.TCP.write``).
+
+Nothing here imports dask at module import time: linxling works without a cluster.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "worker_list", "on_worker",
+           "holders", "retry_lost",
+           "gather_watching", "WorkerLost",
+           "kernel_threads", "n_workers", "CommMeter"]
+
+T = TypeVar("T")
+
+
+def get_client(client: Any = None, name: str = "client"):
+    """``client`` when given (checked), else the current default ``dask.distributed`` client.
+
+    Raises ValueError when there is none: a fit on row-partitioned data needs a cluster.
+    """
+    from distributed import Client, default_client
+    if client is not None:
+        if not isinstance(client, Client):
+            raise TypeError(f"{name} must be a dask.distributed.Client or None, got {type(client).__name__}")
+        if client.status not in ("running", "connecting", "newly-created"):
+            raise ValueError(f"{name} is not running (status {client.status!r}); create a new Client")
+        return client
+    try:
+        return default_client()
+    except ValueError:
+        raise ValueError(f"no dask.distributed client: pass {name}=Client(...) or create a Client "
+                         "first (the latest one becomes the default)") from None
+
+
+def n_workers(client) -> int:
+    """Number of workers the scheduler knows now."""
+    return len(client.scheduler_info(n_workers=-1).get("workers", {}))
+
+
+def is_dask_array(X: Any) -> bool:
+    """True for a ``dask.array.Array`` (checked without importing dask)."""
+    return type(X).__module__.startswith("dask.array") and hasattr(X, "to_delayed")
+
+
+def sparse_row_blocks(X: Any, name: str = "X") -> tuple[list, list[tuple[int, int]]]:
+    """The row chunks of a dask array with scipy.sparse chunks: ``(delayed_chunks, row_ranges)``.
+
+    The array must be 2-D, have known chunk sizes, one chunk along the columns, and a
+    scipy.sparse ``_meta`` (e.g. ``da.from_array(csr, chunks=(10_000, -1), asarray=False)`` or
+    ``X.map_blocks(scipy.sparse.csr_matrix)``). Each chunk is checked again when it is computed.
+    """
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D dask array, got {X.ndim} dimension(s)")
+    if any(np.isnan(c) for axis in X.chunks for c in axis):
+        raise ValueError(f"{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() first")
+    if len(X.chunks[1]) != 1:
+        raise ValueError(f"{name} must be chunked along rows only (one chunk along the columns), got "
+                         f"{len(X.chunks[1])} column chunks; use {name}.rechunk({{1: -1}})")
+    meta = getattr(X, "_meta", None)
+    if meta is not None and not sp.issparse(meta):
+        raise TypeError(f"{name} is a dask array with {type(meta).__module__}.{type(meta).__name__} "
+                        "chunks; give scipy.sparse chunks, e.g. "
+                        f"{name}.map_blocks(scipy.sparse.csr_matrix) or da.from_array(csr, "
+                        "chunks=(rows, -1), asarray=False)")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} has shape {X.shape}: it needs at least one row and one column")
+    bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+    ranges = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return list(X.to_delayed()[:, 0]), ranges
+
+
+def worker_list(client) -> list[str]:
+    """The addresses of the workers now, sorted."""
+    return sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
+
+
+@contextmanager
+def on_worker(workers: Sequence[str], i: int) -> Iterator[None]:
+    """Annotate the delayed tasks made inside the block to run on worker ``i mod W`` (a loose
+    restriction: another worker takes them when that one is gone); no-op without workers.
+
+    Used to spread the blocks evenly over the workers in one :func:`persist` call (one call for
+    all blocks: each call would send the user's graph again, e.g. a ``from_array`` matrix)."""
+    if not workers:
+        yield
+        return
+    import dask
+    with dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=True):
+        yield
+
+
+def persist(client, delayeds: Sequence) -> list:
+    """Compute ``delayeds`` on the cluster in one call and keep the results there; return
+    their futures. Raises the first task's error (e.g. a bad chunk) after waiting for all."""
+    futures = client.compute(list(delayeds))
+    errors = [f.exception() for f in futures]   # waits for each; the data stays on the workers
+    for f, e in zip(futures, errors, strict=True):
+        if e is not None:
+            f.result()                     # re-raises the task's exception with its traceback
+    return futures
+
+
+def holders(client, futures: Sequence) -> list[list[str] | None]:
+    """For each future, the workers holding its data now (None when none does)."""
+    who = client.who_has(list(futures))
+    return [list(who.get(f.key, ())) or None for f in futures]
+
+
+class WorkerLost(ConnectionError):
+    """A worker holding data of the current step left the cluster (the step can be run again)."""
+
+
+def gather_watching(client, futures: Sequence, watch: Sequence, *, direct: bool | None = None,
+                    poll_s: float = 0.01) -> list:
+    """Gather ``futures`` once all are done; raise :class:`WorkerLost` (cancelling them) as
+    soon as one of ``watch`` (the data they need) is no longer in memory on the cluster.
+
+    Needed for tasks pinned to the worker that holds their data (``allow_other_workers=False``,
+    which also keeps work stealing from moving the data): when that worker dies they would
+    wait for it forever. Only the client's own view of the futures is polled (no messages).
+    """
+    futures = list(futures)
+    while not all(f.done() for f in futures):
+        if any(w.status != "finished" for w in watch):
+            client.cancel(futures)
+            raise WorkerLost("a worker holding data of this step was lost")
+        time.sleep(poll_s)
+    return client.gather(futures, direct=direct)
+
+
+def _lost_errors() -> tuple[type[BaseException], ...]:
+    from concurrent.futures import CancelledError
+
+    from distributed.comm.core import CommClosedError
+    return (CommClosedError, CancelledError, OSError, TimeoutError)
+
+
+# OSErrors about files are the tasks' own (e.g. a corpus path the workers cannot see): not retried
+_FILE_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError,
+                NotADirectoryError)
+
+
+def retry_lost(step: Callable[[], T], *, retries: int = 3, wait_s: float = 1.0) -> T:
+    """Run ``step()``; when it fails because a worker or its data was lost (closed comm, failed
+    connection, cancelled future, timeout), wait and run it again, at most ``retries`` more times.
+
+    ``step`` must be a pure function of data the client holds and of persisted blocks (which the
+    scheduler recomputes from their lineage), so a retry gives the same result. Errors raised
+    by the tasks themselves (bad input, a failed solve) are never retried.
+    """
+    lost = _lost_errors()
+    for attempt in range(retries + 1):
+        try:
+            return step()
+        except _FILE_ERRORS:
+            raise
+        except lost:
+            if attempt == retries:
+                raise
+            time.sleep(wait_s * (attempt + 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_KERNEL_LOCK = threading.Lock()
+
+
+@contextmanager
+def kernel_threads() -> Iterator[int]:
+    """Inside a task: run numba kernels with the worker's thread count, one kernel at a time.
+
+    A worker with ``nthreads`` threads runs its tasks' kernels one after the other, each with
+    ``min(nthreads, NUMBA_NUM_THREADS)`` numba threads, so a worker never uses more cores than it
+    was given. Outside a worker the current numba setting is kept. Yields the thread count.
+    """
+    import numba
+    try:
+        from distributed import get_worker
+        threads = int(get_worker().state.nthreads)
+    except (ImportError, ValueError):
+        threads = numba.get_num_threads()
+    threads = max(1, min(threads, numba.config.NUMBA_NUM_THREADS))
+    with _KERNEL_LOCK:
+        before = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            yield threads
+        finally:
+            numba.set_num_threads(before)
+
+
+# --------------------------------------------------------------------------------------------
+# measuring the bytes sent
+# --------------------------------------------------------------------------------------------
+_WRITTEN = [0]
+
+
+def _install_counter() -> int:
+    """Wrap ``TCP.write`` of this process once to add the bytes of every message written
+    (distributed's frames: header and payload) to a counter; return the counter."""
+    from distributed.comm import tcp
+    if not getattr(tcp.TCP.write, "_linxling_counter", False):
+        original = tcp.TCP.write
+
+        async def write(self, msg, serializers=None, on_error="message"):
+            n = await original(self, msg, serializers=serializers, on_error=on_error)
+            _WRITTEN[0] += int(n)
+            return n
+
+        write._linxling_counter = True  # type: ignore[attr-defined]
+        tcp.TCP.write = write  # type: ignore[method-assign]
+    return _WRITTEN[0]
+
+
+def _read_counter() -> tuple[int, int]:
+    import os
+    return os.getpid(), _WRITTEN[0]
+
+
+class CommMeter:
+    """Bytes written to TCP comms by the client, the scheduler and each worker of a cluster.
+
+    Every message of ``dask.distributed`` between two processes (scatter, replication between
+    workers, task messages, results, heartbeats) is written once by its sender, so the sum over
+    all processes is the traffic between them, counted as distributed's frames (header and
+    payload; not the TCP/IP headers). Creating the meter installs a counter in every process
+    (a wrapper around ``distributed.comm.tcp.TCP.write``); a worker started later (e.g. one
+    restarted by its nanny) is counted from the next :meth:`read` on. Clusters whose comms are
+    not TCP (``inproc``, ``ucx``) are not counted. For benchmarks and tests.
+
+    Examples
+    --------
+    >>> meter = CommMeter(client)                                  # doctest: +SKIP
+    >>> before = meter.read(); ...; sent = meter.read() - before   # doctest: +SKIP
+    """
+
+    def __init__(self, client):
+        self.client = client
+        self._install()
+
+    def _install(self) -> None:
+        _install_counter()
+        self.client.run(_install_counter)
+        self.client.run_on_scheduler(_install_counter)
+
+    def read_by_process(self) -> dict[str, int]:
+        """``{"client": n, "scheduler": n, <worker address>: n, ...}`` bytes written so far.
+
+        A process that plays two roles (a ``LocalCluster``'s scheduler runs in the client's
+        process) is listed once, under its first role."""
+        self._install()                    # new workers start counting now
+        reads = [("client", _read_counter()), ("scheduler", self.client.run_on_scheduler(_read_counter))]
+        reads += list(self.client.run(_read_counter).items())
+        out, seen = {}, set()
+        for role, (pid, n) in reads:
+            if pid not in seen:
+                seen.add(pid)
+                out[role] = int(n)
+        return out
+
+    def read(self) -> int:
+        """Total bytes written by all processes so far."""
+        return int(sum(self.read_by_process().values()))

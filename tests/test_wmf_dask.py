@@ -1,0 +1,275 @@
+"""WMF / b-WMF on a dask.distributed LocalCluster of processes against the in-memory fit."""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from linxling._dask import CommMeter, get_client, kernel_threads, retry_lost  # noqa: E402
+from linxling.io import write_chunks  # noqa: E402
+from linxling.models.wmf import WMF, BilingualWMF, _balanced_ranges  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One cluster of two single-threaded worker processes for the module; not the default
+    client (so that a fit without ``client=`` has none to find)."""
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+    c = distributed.Client(cluster, set_as_default=False)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _corpus(n=240, m=70, seed=0, dtype=np.float64, density=0.1):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, m, density=density, random_state=seed, format="csr", dtype=np.float64)
+    X.data[:] = rng.random(X.nnz) + 0.5
+    X = X.tolil()
+    X[5, :] = 0          # an empty sentence
+    X[:, 2] = 0          # an unused word
+    X = sp.csr_matrix(X)
+    X.eliminate_zeros()
+    return X.astype(dtype)
+
+
+def _dask(X, rows=50):
+    return da.from_array(X, chunks=(rows, -1), asarray=False)
+
+
+def _same(a, b, tol):
+    """Each row's solve is the same arithmetic in both fits; only the kernels' fastmath
+    reductions may round the last bits differently for differently aligned arrays."""
+    err = np.linalg.norm(a - b) / np.linalg.norm(b)
+    assert err <= tol, err
+
+
+KW = dict(n_components=5, alpha=0.5, missing_weight=0.05, max_iter=4, random_state=0,
+          show_progress=False)
+
+
+@pytest.mark.parametrize("solver", ["cg", "cholesky"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_wmf_dask_equals_in_memory(client, solver, dtype):
+    X = _corpus(dtype=dtype)
+    ref = WMF(solver=solver, **KW).fit(X)
+    got = WMF(solver=solver, **KW).fit(_dask(X, rows=37), client=client)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    assert got.embedding_.dtype == dtype and got.components_.dtype == dtype
+    _same(got.embedding_, ref.embedding_, tol)
+    _same(got.components_, ref.components_, tol)
+    np.testing.assert_allclose(got.loss_curve_, ref.loss_curve_, rtol=tol)
+    assert got.n_iter_ == 4 and got.n_features_in_ == X.shape[1]
+    info = got.dask_info_
+    assert info["n_workers"] == 2 and info["row_blocks"] == 7 and info["nnz"] == X.nnz
+    np.testing.assert_allclose(got.transform(X[:6]), ref.transform(X[:6]), rtol=tol, atol=tol)
+
+
+def test_wmf_dask_tight_tolerance_and_given_init(client):
+    X = _corpus(n=180, m=60, seed=3)
+    rng = np.random.default_rng(1)
+    P0 = rng.standard_normal((6, 60))
+    kw = dict(KW, n_components=6, max_iter=12, cg_steps=6)
+    ref = WMF(**kw).fit(X, init_components=P0)
+    got = WMF(**kw).fit(_dask(X, rows=45), init_components=P0, client=client)
+    _same(got.embedding_, ref.embedding_, 1e-6)      # the issue's goal (met with margin: 1e-10)
+    _same(got.components_, ref.components_, 1e-10)
+
+
+def test_bwmf_dask_equals_in_memory(client):
+    X = _corpus(seed=0)
+    Y = _corpus(m=55, seed=1)
+    A0 = np.random.default_rng(2).standard_normal((5, 55))
+    ref = BilingualWMF(**KW).fit({"en": X, "it": Y}, init_components={"it": A0})
+    got = BilingualWMF(**KW).fit({"en": _dask(X, 60), "it": _dask(Y, 60)},
+                                 init_components={"it": A0}, client=client)
+    assert got.languages_ == ["en", "it"]
+    _same(got.embedding_, ref.embedding_, 1e-10)
+    for lang in ("en", "it"):
+        _same(got.components_[lang], ref.components_[lang], 1e-10)
+    np.testing.assert_allclose(got.loss_curve_, ref.loss_curve_, rtol=1e-10)
+    np.testing.assert_allclose(got.transform(Y[:4], "it"), ref.transform(Y[:4], "it"), rtol=1e-8, atol=1e-12)
+
+
+def test_chunked_corpus_on_the_cluster(client, tmp_path):
+    X = _corpus(seed=4)
+    Y = _corpus(m=40, seed=5)
+    cx = write_chunks(tmp_path / "x.h5", X, chunk_rows=55, memory_budget=2000)
+    cy = write_chunks(tmp_path / "y.h5", Y, chunk_rows=30)
+    ref = WMF(**KW).fit(X)
+    got = WMF(**KW).fit(cx, client=client)
+    _same(got.embedding_, ref.embedding_, 1e-10)
+    _same(got.components_, ref.components_, 1e-10)
+    assert got.dask_info_["row_blocks"] == cx.n_chunks and got.dask_info_["col_blocks"] == cx.T.n_chunks
+    refb = BilingualWMF(**KW).fit({"en": X, "it": Y})
+    gotb = BilingualWMF(**KW).fit({"en": cx, "it": cy}, client=client)
+    _same(gotb.embedding_, refb.embedding_, 1e-10)
+    _same(gotb.components_["it"], refb.components_["it"], 1e-10)
+
+
+def test_callback_sees_current_factors_and_bytes(client):
+    """Each factor is sent once per iteration (to every worker) and the solved blocks come back:
+    the payload is counted by the fit and checked against distributed's own TCP writes."""
+    X = _corpus(n=3000, m=600, density=0.1, seed=6)
+    k, n, m, W = 4, 3000, 600, 2
+    seen = []
+    meter = CommMeter(client)
+    marks = []
+
+    def cb(model, it, loss):
+        seen.append((it, loss, model.embedding_.copy(), model.components_.copy()))
+        marks.append(meter.read())
+
+    model = WMF(**dict(KW, n_components=k, max_iter=4), callback=cb).fit(_dask(X, 500), client=client)
+    ref = WMF(**dict(KW, n_components=k, max_iter=2)).fit(X)
+    it, loss, E1, P1 = seen[1]
+    _same(E1, ref.embedding_, 1e-10)
+    _same(P1, ref.components_, 1e-10)
+    assert loss == pytest.approx(ref.loss_curve_[1], rel=1e-10)
+    info = model.dask_info_
+    nb, nc = info["row_blocks"], info["col_blocks"]
+    factors = (n + m) * k * 8
+    expected = W * factors + factors + 2 * W * k * k * 8 + 8 * (nb + nc)
+    assert info["payload_bytes_per_iteration"][1:] == [expected] * 3
+    # the first iteration also sends the initial factors as warm starts (later the blocks' own
+    # previous results, on their workers, are used)
+    assert info["payload_bytes_per_iteration"][0] == expected + W * (n + m) * k * 8
+    # iterations 2, 3, 4: the factors plus task messages, heartbeats and the meter's own reads
+    # (≈ 65 KiB here); one data block moved (≈ 0.35 MiB of X or Xᵀ) would exceed the margin
+    measured = np.diff(marks)
+    block_bytes = X.nnz * 12 // nb
+    assert block_bytes > 300_000
+    assert np.all(measured >= expected), (measured, expected)
+    assert np.all(measured < expected + 192 * 1024), (measured, expected)
+
+
+def test_no_client_and_bad_client(client):
+    X = _dask(_corpus())
+    with pytest.raises(ValueError, match="no dask.distributed client: pass client="):
+        WMF(**KW).fit(X)
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):
+        WMF(**KW).fit(X, client="tcp://nowhere:1")
+    with pytest.raises(ValueError, match="client is for row-partitioned data"):
+        WMF(**KW).fit(_corpus(), client=client)
+    with pytest.raises(ValueError, match="client is for row-partitioned data"):
+        BilingualWMF(**KW).fit({"a": _corpus(), "b": _corpus()}, client=client)
+    with pytest.raises(ValueError, match="memory_budget applies"):
+        WMF(**KW).fit(X, client=client, memory_budget="1G")
+    assert get_client(client) is client
+
+
+def test_bad_dask_input_is_named(client):
+    X = _corpus()
+    with pytest.raises(TypeError, match=r"X is a dask array with numpy.ndarray chunks; give scipy.sparse"):
+        WMF(**KW).fit(da.from_array(X.toarray(), chunks=(50, -1)), client=client)
+    with pytest.raises(ValueError, match=r"chunked along rows only .*rechunk\(\{1: -1\}\)"):
+        WMF(**KW).fit(da.from_array(X, chunks=(50, 30), asarray=False), client=client)
+    # a chunk that is not what the array says: dense despite a sparse meta, or too few columns
+    dense_inside = _dask(X).map_blocks(lambda b: b.toarray(), meta=sp.csr_matrix((0, 0)))
+    with pytest.raises(TypeError, match=r"X chunk 0 \(rows 0:50\) is a numpy.ndarray, not a scipy.sparse"):
+        WMF(**KW).fit(dense_inside, client=client)
+    narrow = _dask(X).map_blocks(lambda b: b[:, :-1] if b.shape[0] == 40 else b,
+                                 meta=sp.csr_matrix((0, 0)))
+    with pytest.raises(ValueError, match=r"X chunk 4 \(rows 200:240\) has shape \(40, 69\), but its "
+                                         r"dask array's chunks say \(40, 70\)"):
+        WMF(**KW).fit(narrow, client=client)
+    neg = X.copy()
+    neg.data[-1] = -1.0
+    with pytest.raises(ValueError, match=r"X chunk 4 \(rows 200:240\).*negative"):
+        WMF(**KW).fit(_dask(neg), client=client)
+    with pytest.raises(ValueError, match="X is all zero"):
+        WMF(**KW).fit(_dask(sp.csr_matrix((100, 20))), client=client)
+    with pytest.raises(ValueError, match="n_components=5 is larger than the vocabulary of X"):
+        WMF(**KW).fit(_dask(X[:, :4]), client=client)
+    with pytest.raises(ValueError, match=r"X\['b'\] has row chunks .* same row chunks"):
+        BilingualWMF(**KW).fit({"a": _dask(X, 50), "b": _dask(X, 60)}, client=client)
+    with pytest.raises(ValueError, match=r"X\['b'\] has 200 rows but X\['a'\] has 240"):
+        BilingualWMF(**KW).fit({"a": _dask(X), "b": _dask(X[:200])}, client=client)
+    with pytest.raises(TypeError, match=r"X\['b'\] is a csr_matrix; with a dask array in X every"):
+        BilingualWMF(**KW).fit({"a": _dask(X), "b": X}, client=client)
+
+
+def test_balanced_ranges():
+    counts = np.array([5, 0, 0, 9, 1, 1, 1, 30, 2, 0])
+    for nb in (1, 2, 3, 4, 10, 20):
+        r = _balanced_ranges(counts, nb)
+        assert r[0][0] == 0 and r[-1][1] == 10 and len(r) <= nb
+        assert all(a < b for a, b in r) and all(r[i][1] == r[i + 1][0] for i in range(len(r) - 1))
+
+
+def test_retry_lost_and_kernel_threads():
+    from distributed.comm.core import CommClosedError
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise CommClosedError("worker gone")
+        return 7
+
+    assert retry_lost(flaky, wait_s=0) == 7 and len(calls) == 3
+
+    def bad():
+        calls.append(1)
+        raise ValueError("a task's own error")
+
+    calls.clear()
+    with pytest.raises(ValueError, match="own error"):
+        retry_lost(bad, wait_s=0)
+    assert len(calls) == 1
+    calls.clear()
+    with pytest.raises(FileNotFoundError):
+        retry_lost(lambda: calls.append(1) or open("/nonexistent/linxling"), wait_s=0)
+    assert len(calls) == 1
+    import numba
+    before = numba.get_num_threads()
+    with kernel_threads() as t:
+        assert t == before == numba.get_num_threads()
+    assert numba.get_num_threads() == before
+
+
+@pytest.mark.slow
+def test_worker_killed_during_fit(client, monkeypatch):
+    """A worker process killed after the first iteration (SIGKILL; its nanny starts a new one):
+    the blocks it held are recomputed from their tasks, the half-step runs again, and the fit
+    ends with the same factors as without the failure."""
+    X = _corpus(n=400, m=90, seed=8)
+    Y = _corpus(n=400, m=70, seed=9)
+    kw = dict(KW, max_iter=4)
+    ref = BilingualWMF(**kw).fit({"en": X, "it": Y})
+    killed, attempts = [], []
+    import linxling._dask as ldask
+    real = ldask.retry_lost
+
+    def counting(step, **kw):
+        def counted():
+            attempts.append(1)
+            return step()
+        return real(counted, **kw)
+
+    monkeypatch.setattr(ldask, "retry_lost", counting)
+
+    def kill_one(model, it, loss):
+        if it == 0:
+            pids = client.run(os.getpid)
+            addr = sorted(pids)[0]
+            os.kill(pids[addr], signal.SIGKILL)
+            killed.append(addr)
+
+    got = BilingualWMF(**kw, callback=kill_one).fit({"en": _dask(X, 50), "it": _dask(Y, 50)},
+                                                    client=client)
+    assert killed and got.n_iter_ == 4
+    assert len(attempts) > 2 * 4            # at least one half-step was run again
+    _same(got.embedding_, ref.embedding_, 1e-10)
+    for lang in ("en", "it"):
+        _same(got.components_[lang], ref.components_[lang], 1e-10)
+    np.testing.assert_allclose(got.loss_curve_, ref.loss_curve_, rtol=1e-10)
+    client.wait_for_workers(2, timeout=60)
