@@ -116,20 +116,20 @@ def gru_layer_backward(dHs, cache):
     HsT, ZT, RT, NT, GT, dHsT = tm(Hs), tm(Z), tm(R), tm(N), tm(GHN), tm(dHs)
     mT = np.ascontiguousarray(np.asarray(mask, dtype=dt).T)
     dgx = np.empty((T, B, 3 * H), dt)
-    dgh = np.empty((B, 3 * H), dt)
+    dgh = np.empty((T, B, 3 * H), dt)     # every step's, for one dWh product after the loop
     dprev = np.empty((B, H), dt)
     zero = np.zeros((B, H), dt)
-    dWh = np.zeros((H, 3 * H), dt)
-    dbh = np.zeros(3 * H, dt)
     dh = np.zeros((B, H), dt)
     WhT = np.ascontiguousarray(Wh.T)
     for t in range(T - 1, -1, -1):
-        dh = dh + dHsT[t]
+        dh += dHsT[t]
         hprev = HsT[t - 1] if t > 0 else zero
-        _gru_step_backward(dh, hprev, ZT[t], RT[t], NT[t], GT[t], mT[t], dgh, dgx[t], dprev)
-        dWh += hprev.T @ dgh
-        dbh += dgh.sum(axis=0)
-        dh = dprev + dgh @ WhT
+        _gru_step_backward(dh, hprev, ZT[t], RT[t], NT[t], GT[t], mT[t], dgh[t], dgx[t], dprev)
+        np.matmul(dgh[t], WhT, out=dh)
+        dh += dprev
+    # dWh = sum_t h_{t-1}^T dgh_t as one (H, (T-1) B) x ((T-1) B, 3H) product (h_{-1} = 0)
+    dWh = HsT[:T - 1].reshape(-1, H).T @ dgh[1:].reshape(-1, 3 * H) if T > 1 else np.zeros((H, 3 * H), dt)
+    dbh = dgh.reshape(-1, 3 * H).sum(axis=0)
     g2 = dgx.transpose(1, 0, 2).reshape(B * T, 3 * H)
     dWx = inp.reshape(B * T, -1).T @ g2
     dbx = g2.sum(axis=0)
