@@ -97,7 +97,8 @@ class Cr5(ConceptEmbeddingMixin):
         smaller basis (2 blocks instead of 3), the sparse copies (YᵀX, transposed blocks: products
         are then computed from the blocks themselves), the float32 block copies, and then applies
         the operator to fewer columns at a time; recorded solves get what is left (else Φ is
-        solved for once more). The choice is in ``fit_info_["memory_plan"]``; a budget below what
+        solved for once more). A language given as a ChunkedCSR (on disk) counts two chunks
+        instead of any copy; one given as a dask array counts nothing on this process. The choice is in ``fit_info_["memory_plan"]``; a budget below what
         the leanest plan needs raises ``MemoryError`` before any work. See docs/scale.md.
     limit_blas_threads : bool, default True
         Limit BLAS to one thread during the fit (the numba kernels use all cores).
@@ -788,7 +789,8 @@ class _MemoryPlan:
         # only in-memory blocks have copies; a row source holds one chunk at a time (on disk) or
         # nothing at all on this process (on a dask cluster)
         N = sum(int(X.nnz) for X in problem.blocks.values() if not isinstance(X, RowSource))
-        chunk = max([3 * X.max_chunk_nbytes() for X in problem.blocks.values()
+        # one chunk read (X's or Xᵀ's) and its float32 cast at a time
+        chunk = max([2 * X.max_chunk_nbytes() for X in problem.blocks.values()
                      if isinstance(X, RowSource) and X.kind == "hdf5"] + [0])
         p_max = max(X.shape[1] for X in problem.blocks.values())
         n_max = max(X.shape[0] for X in problem.blocks.values())
@@ -842,8 +844,11 @@ class _MemoryPlan:
         if not fits() and eig_tol >= 1e-4:
             plan.basis_dtype = np.float32
         fewer_columns(64)
+        # float32 block copies only exist for in-memory blocks (a streamed chunk is cast as read,
+        # and a float32 CG needs less workspace): nothing to shed without them
+        in_memory = any(not isinstance(X, RowSource) for X in problem.blocks.values())
         for attr, value in (("basis_factor", 2), ("copies", False), ("mixed_precision", False)):
-            if not fits():
+            if not fits() and (attr != "mixed_precision" or in_memory):
                 setattr(plan, attr, value)
         fewer_columns(8)
         f = problem.dtype.itemsize
