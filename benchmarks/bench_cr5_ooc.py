@@ -106,6 +106,10 @@ def child(mode: str, workdir: Path, langs: list, r: int, budget: str | None, out
     from linxling.io import ChunkedCSR
     warm = {lang: sp.random(60, 30, density=0.2, random_state=i, format="csr") for i, lang in enumerate("ab")}
     Cr5(n_components=2).fit_matrices(warm, {lang: np.arange(60) for lang in "ab"})   # compile kernels
+    from linxling.kernels.spmm import csr_matmat  # and the float32 ones of a mixed-precision CG
+    big = sp.random(2000, 500, density=0.2, random_state=0, format="csr")
+    for dt in (np.float32, np.float64):
+        csr_matmat(big.astype(dt), np.ones((500, 4), dtype=dt))
     files = {lang: ChunkedCSR(workdir / f"{lang}.h5") for lang in langs}
     blocks = {lang: (C.to_csr() if mode == "memory" else C) for lang, C in files.items()}
     concepts = {lang: np.arange(C.shape[0]) for lang, C in files.items()}

@@ -42,12 +42,19 @@ def test_row_sources_match_dense_products(tmp_path, transpose, dtype):
 def test_chunked_source_streams_one_chunk_at_a_time(tmp_path):
     rng = np.random.default_rng(1)
     X = _matrix(rng, n=100)
-    src = as_row_source(write_chunks(tmp_path / "x.h5", X, chunk_rows=9))
+    C = write_chunks(tmp_path / "x.h5", X, chunk_rows=9)
+    src = as_row_source(C)
     assert isinstance(src, ChunkedSource) and src.kind == "hdf5"
-    src.gram_matmat(rng.standard_normal((23, 3)))
+    V = rng.standard_normal((23, 3))
+    ref = src.gram_matmat(V)
+    assert src.n_reads == 2              # small stored chunks are read together (READ_BYTES)
+    src.set_read_bytes(0)                # one stored chunk per read
+    src.n_reads = 0
+    np.testing.assert_array_equal(src.gram_matmat(V), ref)
     # X V reads the 12 row chunks once, Xᵀ W the transpose's chunks once
-    assert src.n_reads == src.chunked.n_chunks + src.transposed.n_chunks
-    assert src.max_chunk_nbytes() <= 8 * 24 + 12 * X.nnz
+    assert src.n_reads == C.n_chunks + C.T.n_chunks
+    assert src.max_chunk_nbytes() == max(C.max_chunk_nbytes(), C.T.max_chunk_nbytes())
+    assert src.max_chunk_nbytes(1 << 30) == 8 * 101 + 12 * X.nnz
 
 
 def _chunked_problem(tmp_path, blocks, chunk_rows=13):

@@ -347,6 +347,9 @@ class Cr5(ConceptEmbeddingMixin):
         timings: dict[str, float] = {}
         problem = self._set_up_problem(blocks, concepts, client)
         plan = self._plan_memory(problem)
+        for X in problem.blocks.values():
+            if isinstance(X, RowSource) and X.kind == "hdf5":
+                X.set_read_bytes(plan.read_bytes)
         with _timed(timings, "time_factor"):
             A_inv = self._factor_gram(problem, plan)
         eig, record = self._top_eigenvectors(problem, A_inv, plan, timings)
@@ -762,6 +765,7 @@ class _MemoryPlan:
     basis_factor: int = 3          # eigen-solver basis = basis_factor × block size
     apply_columns: int = 1 << 30   # columns of the operator applied at a time
     record_bytes: int = 0          # memory for the solves kept to recombine Φ
+    read_bytes: int = 64 * 2 ** 20  # streamed blocks: stored chunks read together up to this size
     budget: int | None = None
     estimate: int = 0              # estimated peak of the fit on top of the memory in use at its start
     in_use: int = 0                # resident memory when the fit started
@@ -778,7 +782,8 @@ class _MemoryPlan:
         return {"copies": self.copies, "mixed_precision": self.mixed_precision,
                 "basis_dtype": None if self.basis_dtype is None else np.dtype(self.basis_dtype).name,
                 "basis_factor": self.basis_factor, "apply_columns": min(self.apply_columns, 1 << 30),
-                "record_bytes": self.record_bytes, "budget": self.budget, "estimate": self.estimate,
+                "record_bytes": self.record_bytes, "read_bytes": self.read_bytes, "budget": self.budget,
+                "estimate": self.estimate,
                 "in_use": self.in_use}
 
     @staticmethod
@@ -790,7 +795,7 @@ class _MemoryPlan:
         # nothing at all on this process (on a dask cluster)
         N = sum(int(X.nnz) for X in problem.blocks.values() if not isinstance(X, RowSource))
         # one chunk read (X's or Xᵀ's) and its float32 cast at a time
-        chunk = max([2 * X.max_chunk_nbytes() for X in problem.blocks.values()
+        chunk = max([2 * X.max_chunk_nbytes(plan.read_bytes) for X in problem.blocks.values()
                      if isinstance(X, RowSource) and X.kind == "hdf5"] + [0])
         p_max = max(X.shape[1] for X in problem.blocks.values())
         n_max = max(X.shape[0] for X in problem.blocks.values())
@@ -843,6 +848,8 @@ class _MemoryPlan:
         # copies (slower products), no float32 block copies (slower CG), then down to 8 columns
         if not fits() and eig_tol >= 1e-4:
             plan.basis_dtype = np.float32
+        if not fits():
+            plan.read_bytes = 0          # streamed blocks: one stored chunk per read
         fewer_columns(64)
         # float32 block copies only exist for in-memory blocks (a streamed chunk is cast as read,
         # and a float32 CG needs less workspace): nothing to shed without them

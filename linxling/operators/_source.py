@@ -218,7 +218,12 @@ class ChunkedSource(RowSource):
 
     kind = "hdf5"
 
-    def __init__(self, chunked: Any, dtype: Any = None) -> None:
+    #: default bytes per read: consecutive stored chunks are read together up to this size. Each
+    #: read is one parallel kernel call, and on a loaded machine every call waits for its threads
+    #: to be scheduled (measured: 61 calls of 8 MiB took 2.2x the time of 4 of 80 MiB, same work)
+    READ_BYTES = 64 * 2 ** 20
+
+    def __init__(self, chunked: Any, dtype: Any = None, read_bytes: int | None = None) -> None:
         super().__init__()
         self.chunked = chunked
         self.shape = tuple(int(v) for v in chunked.shape)       # type: ignore[assignment]
@@ -228,21 +233,48 @@ class ChunkedSource(RowSource):
             self.transposed = chunked.T
         except ValueError:
             self.transposed = None
-        self.n_reads = 0                 # chunks read so far (for the record)
+        self.n_reads = 0                 # reads so far (for the record)
+        self.set_read_bytes(self.READ_BYTES if read_bytes is None else read_bytes)
+
+    @staticmethod
+    def _ranges(src: Any, read_bytes: int) -> list:
+        """Row ranges of consecutive stored chunks, each at most ``read_bytes`` (at least one chunk)."""
+        b = src.bounds
+        nbytes = 8 * np.diff(b) + (4 + src.dtype.itemsize) * np.diff(src.indptr[b])
+        ranges, start, size = [], int(b[0]), 0
+        for i in range(len(b) - 1):
+            if size and size + nbytes[i] > read_bytes:
+                ranges.append((start, int(b[i])))
+                start, size = int(b[i]), 0
+            size += int(nbytes[i])
+        if len(b) > 1:
+            ranges.append((start, int(b[-1])))
+        return ranges
+
+    def set_read_bytes(self, read_bytes: int) -> None:
+        """Read consecutive stored chunks together up to ``read_bytes`` (0: one stored chunk at a time)."""
+        self.read_bytes = int(read_bytes)
+        self._row_ranges = self._ranges(self.chunked, self.read_bytes)
+        self._col_ranges = None if self.transposed is None else self._ranges(self.transposed, self.read_bytes)
 
     def _chunks(self, dtype=None, transposed: bool = False):
         src = self.transposed if transposed else self.chunked
+        ranges = self._col_ranges if transposed else self._row_ranges
         dt = np.dtype(dtype or self.dtype)
-        for r0, X in src.chunks():
+        for r0, _, X in src.read_ranges(ranges):
             self.n_reads += 1
             yield r0, _cast(X, dt)
 
-    def max_chunk_nbytes(self) -> int:
-        """Bytes of the largest chunk read (of either orientation)."""
-        sizes = [self.chunked.max_chunk_nbytes()]
-        if self.transposed is not None:
-            sizes.append(self.transposed.max_chunk_nbytes())
-        return max(sizes)
+    def max_chunk_nbytes(self, read_bytes: int | None = None) -> int:
+        """Bytes of the largest read (of either orientation), at ``read_bytes`` (default: current)."""
+        rb = self.read_bytes if read_bytes is None else int(read_bytes)
+        sizes = []
+        for src in (self.chunked, self.transposed):
+            if src is None:
+                continue
+            for r0, r1 in self._ranges(src, rb):
+                sizes.append(8 * (r1 - r0 + 1) + (4 + src.dtype.itemsize) * int(src.indptr[r1] - src.indptr[r0]))
+        return max(sizes + [0])
 
     def matmat(self, V):
         out = np.empty((self.shape[0], V.shape[1]), dtype=V.dtype)
@@ -263,13 +295,13 @@ class ChunkedSource(RowSource):
 
     def _compute_stats(self):
         s = ColumnStats(self.shape[1])
-        for _, X in self.chunked.chunks():
+        for _, _, X in self.chunked.read_ranges(self._row_ranges):
             s.add(X)
         return s
 
     def _compute_gram(self):
         G = None
-        for _, X in self.chunked.chunks():
+        for _, _, X in self.chunked.read_ranges(self._row_ranges):
             part = _gram_of(X)
             G = part if G is None else G + part
         return G if G is not None else sp.csr_matrix((self.shape[1], self.shape[1]))
