@@ -293,15 +293,17 @@ class ChunkedSource(RowSource):
             out += csr_rmatmat(X, np.ascontiguousarray(W[r0:r0 + X.shape[0]]))
         return out
 
+    # the one-time passes (statistics at validation, XᵀX for a factor) run before the memory plan
+    # is known: they read one stored chunk at a time
     def _compute_stats(self):
         s = ColumnStats(self.shape[1])
-        for _, _, X in self.chunked.read_ranges(self._row_ranges):
+        for _, X in self.chunked.chunks():
             s.add(X)
         return s
 
     def _compute_gram(self):
         G = None
-        for _, _, X in self.chunked.read_ranges(self._row_ranges):
+        for _, X in self.chunked.chunks():
             part = _gram_of(X)
             G = part if G is None else G + part
         return G if G is not None else sp.csr_matrix((self.shape[1], self.shape[1]))
