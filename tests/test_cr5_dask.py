@@ -124,3 +124,34 @@ def test_dask_bad_input_errors(client, monkeypatch):
     with pytest.raises(ValueError, match="needs a dask.distributed Client"):
         Cr5(n_components=3).fit_matrices(_dask_blocks(blocks), concepts)
     assert sp.issparse(blocks["a"])
+
+
+def test_dask_source_products_and_retry_after_a_lost_worker(client, monkeypatch):
+    """The source's products against SciPy; a product whose gather fails as if a worker died is
+    submitted again with the same result (and counted in n_retries)."""
+    from distributed.scheduler import KilledWorker
+
+    from linxling.operators._dask import DaskSource
+    rng = np.random.default_rng(15)
+    X = sp.random(70, 25, density=0.2, random_state=rng, format="csr")
+    src = DaskSource(da.from_array(X, chunks=(16, -1), asarray=False), client=client)
+    assert src.shape == X.shape and src.nnz == X.nnz and src.n_chunks == 5
+    V, W = rng.standard_normal((25, 3)), rng.standard_normal((70, 3))
+    np.testing.assert_allclose(src.matmat(V), X @ V, rtol=1e-12)
+    np.testing.assert_allclose(src.rmatmat(W), X.T @ W, rtol=1e-12, atol=1e-12)
+    ref = src.gram_matmat(V)
+    np.testing.assert_allclose(ref, X.T @ (X @ V), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(src.gram_sparse().toarray(), (X.T @ X).toarray(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(src.column_sums(), np.asarray(X.sum(0)).ravel(), rtol=1e-12)
+    sent = src.bytes_sent
+    gather = client.gather
+    calls = []
+
+    def flaky(futures, *a, **k):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KilledWorker("task", "tcp://lost", allowed_failures=0)
+        return gather(futures, *a, **k)
+    monkeypatch.setattr(client, "gather", flaky)
+    np.testing.assert_array_equal(src.gram_matmat(V), ref)
+    assert src.n_retries == 1 and src.bytes_sent - sent == V.nbytes      # counted once, when it succeeded
