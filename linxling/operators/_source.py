@@ -261,7 +261,7 @@ class ChunkedSource(RowSource):
         src = self.transposed if transposed else self.chunked
         ranges = self._col_ranges if transposed else self._row_ranges
         dt = np.dtype(dtype or self.dtype)
-        for r0, _, X in src.read_ranges(ranges):
+        for r0, _, X in src.read_ranges(ranges, dt):        # cast by HDF5 while reading
             self.n_reads += 1
             yield r0, _cast(X, dt)
 
