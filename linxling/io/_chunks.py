@@ -104,11 +104,14 @@ class ChunkedCSR:
         rows = np.diff(self.bounds)
         return int(np.max(8 * (rows + 1) + (4 + self.dtype.itemsize) * nnz)) if len(nnz) else 0
 
-    def _read(self, g, r0: int, r1: int) -> sp.csr_matrix:
+    def _read(self, g, r0: int, r1: int, dtype: Any = None) -> sp.csr_matrix:
         a, b = int(self.indptr[r0]), int(self.indptr[r1])
         indptr = self.indptr[r0:r1 + 1] - a
-        return sp.csr_matrix((g["data"][a:b], g["indices"][a:b], indptr),
-                             shape=(r1 - r0, self.shape[1]))
+        if dtype is None or np.dtype(dtype) == self.dtype:
+            data = g["data"][a:b]
+        else:                     # converted by HDF5 while reading: no second copy in the file's dtype
+            data = g["data"].astype(np.dtype(dtype))[a:b]
+        return sp.csr_matrix((data, g["indices"][a:b], indptr), shape=(r1 - r0, self.shape[1]))
 
     def chunks(self) -> Iterator[tuple[int, sp.csr_matrix]]:
         """Yield ``(first_row, chunk)`` for every chunk in order; one chunk in memory at a time."""
@@ -118,13 +121,14 @@ class ChunkedCSR:
             for r0, r1 in zip(self.bounds[:-1], self.bounds[1:], strict=True):
                 yield int(r0), self._read(g, int(r0), int(r1))
 
-    def read_ranges(self, ranges) -> Iterator[tuple[int, int, sp.csr_matrix]]:
-        """Yield ``(r0, r1, rows r0:r1)`` for the given row ranges, one file handle for all."""
+    def read_ranges(self, ranges, dtype: Any = None) -> Iterator[tuple[int, int, sp.csr_matrix]]:
+        """Yield ``(r0, r1, rows r0:r1)`` for the given row ranges, one file handle for all; values
+        in ``dtype`` when given (converted while reading)."""
         import h5py
         with h5py.File(self.path, "r") as fh:
             g = fh[self.group]
             for r0, r1 in ranges:
-                yield int(r0), int(r1), self._read(g, int(r0), int(r1))
+                yield int(r0), int(r1), self._read(g, int(r0), int(r1), dtype)
 
     def __iter__(self) -> Iterator[tuple[int, sp.csr_matrix]]:
         return self.chunks()

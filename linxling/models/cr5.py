@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 from linxling._threads import blas_single_thread
 from linxling._validation import (
@@ -39,6 +40,7 @@ from linxling._validation import (
 from linxling.io import register_model
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 from linxling.operators import CallableOperator, CrossCovariance, WoodburyInverse, woodbury_from_blocks
+from linxling.operators._source import RowSource, as_row_source, is_row_partitioned
 from linxling.solvers import eigsh, orthonormalize
 
 __all__ = ["Cr5", "encode_concepts"]
@@ -95,7 +97,8 @@ class Cr5(ConceptEmbeddingMixin):
         smaller basis (2 blocks instead of 3), the sparse copies (YᵀX, transposed blocks: products
         are then computed from the blocks themselves), the float32 block copies, and then applies
         the operator to fewer columns at a time; recorded solves get what is left (else Φ is
-        solved for once more). The choice is in ``fit_info_["memory_plan"]``; a budget below what
+        solved for once more). A language given as a ChunkedCSR (on disk) counts two chunks
+        instead of any copy; one given as a dask array counts nothing on this process. The choice is in ``fit_info_["memory_plan"]``; a budget below what
         the leanest plan needs raises ``MemoryError`` before any work. See docs/scale.md.
     limit_blas_threads : bool, default True
         Limit BLAS to one thread during the fit (the numba kernels use all cores).
@@ -252,7 +255,27 @@ class Cr5(ConceptEmbeddingMixin):
         raise ValueError(f"doc_filter must be None, one of {sorted(self.DOC_FILTERS)} or a pair "
                          f"(min_unique_words, max_unique_words), got {f!r}")
 
-    def _validate_blocks(self, blocks, concepts):
+    @staticmethod
+    def _validate_source(X, lang, concepts, dtype, client):
+        """A row-partitioned block (ChunkedCSR on disk, dask array on a cluster), checked with one
+        pass over its chunks (the column statistics are kept for the fit)."""
+        name = f"blocks[{lang!r}]"
+        src = as_row_source(X, name, dtype=dtype, client=client)
+        if src.shape[0] == 0:
+            raise ValueError(f"language {lang!r} has no documents ({name} has 0 rows)")
+        if src.shape[1] == 0:
+            raise ValueError(f"language {lang!r} has no features ({name} has 0 columns)")
+        if len(concepts[lang]) != src.shape[0]:
+            raise ValueError(f"concepts[{lang!r}] has {len(concepts[lang])} entries but {name} has "
+                             f"{src.shape[0]} rows")
+        stats = src.column_stats()
+        if stats.n_nonfinite:
+            raise ValueError(f"{name} contains {stats.n_nonfinite} non-finite value(s) (NaN or inf)")
+        probe = sp.csr_matrix((np.array([stats.max_abs], dtype=dtype), ([0], [0])), shape=src.shape)
+        check_value_range(probe, name, "the Gram matrix XᵀX")
+        return src
+
+    def _validate_blocks(self, blocks, concepts, client=None):
         if not isinstance(blocks, Mapping) or not isinstance(concepts, Mapping):
             raise TypeError("blocks and concepts must be mappings language -> matrix / concept ids")
         if len(blocks) == 0:
@@ -265,6 +288,9 @@ class Cr5(ConceptEmbeddingMixin):
         dtype = check_float_dtype(self.dtype, "dtype")
         out = {}
         for lang, X in blocks.items():
+            if is_row_partitioned(X):
+                out[lang] = self._validate_source(X, lang, concepts, dtype, client)
+                continue
             Xl = check_sparse_matrix(X, f"blocks[{lang!r}]", dtype=dtype, allow_empty=True)
             if Xl.shape[0] == 0:
                 raise ValueError(f"language {lang!r} has no documents (blocks[{lang!r}] has 0 rows)")
@@ -278,15 +304,26 @@ class Cr5(ConceptEmbeddingMixin):
             out[lang] = Xl
         return out
 
-    def fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "Cr5":
+    def fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], *,
+                     client: Any = None) -> "Cr5":
         """Fit from per-language feature matrices.
 
         Parameters
         ----------
-        blocks : mapping language -> sparse (n_l, p_l)
-            Document-feature matrix of each language (e.g. L2-normalised TF-IDF).
+        blocks : mapping language -> sparse (n_l, p_l), ChunkedCSR or dask array
+            Document-feature matrix of each language (e.g. L2-normalised TF-IDF). Besides an
+            in-memory matrix, a language may be given row-partitioned (docs/scale.md):
+
+            * a :class:`linxling.io.ChunkedCSR` (a corpus on disk, :func:`linxling.io.write_chunks`):
+              every product streams its chunks, one at a time; nothing of the block is kept in memory;
+            * a dask array whose chunks are scipy.sparse matrices, chunked along rows only: the
+              chunks are persisted once on the workers of a ``dask.distributed`` cluster and only
+              dense blocks of vectors travel per product (``fit_info_["dask"]`` counts the bytes).
         concepts : mapping language -> array-like (n_l,) of hashable
             Concept id of each row. A concept present in one language only still counts.
+        client : dask.distributed.Client, optional
+            The cluster for dask-array blocks (default: dask's current default client; a dask
+            block without any client is an error). Ignored when no block is a dask array.
 
         Returns
         -------
@@ -300,16 +337,19 @@ class Cr5(ConceptEmbeddingMixin):
         threads vs 3.3 s without).
         """
         with blas_single_thread(self.limit_blas_threads):
-            return self._fit_matrices(blocks, concepts)
+            return self._fit_matrices(blocks, concepts, client)
 
-    def _fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "Cr5":
+    def _fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], client: Any = None) -> "Cr5":
         """Body of :meth:`fit_matrices` (BLAS threads already limited): the paper's Sec. 3.2 and 5,
         one stage per method below."""
         self._check_params()
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
-        problem = self._set_up_problem(blocks, concepts)
+        problem = self._set_up_problem(blocks, concepts, client)
         plan = self._plan_memory(problem)
+        for X in problem.blocks.values():
+            if isinstance(X, RowSource) and X.kind == "hdf5":
+                X.set_read_bytes(plan.read_bytes)
         with _timed(timings, "time_factor"):
             A_inv = self._factor_gram(problem, plan)
         eig, record = self._top_eigenvectors(problem, A_inv, plan, timings)
@@ -320,14 +360,22 @@ class Cr5(ConceptEmbeddingMixin):
         del Phi_star_T
         self._set_fitted(problem, A_inv, eig, components, sv)
         self.fit_info_.update(timings, phi_source=phi_source, memory_plan=plan.as_dict(),
-                              time_total=time.perf_counter() - t_start)
+                              time_total=time.perf_counter() - t_start,
+                              sources={lang: _source_kind(problem.blocks[lang]) for lang in problem.languages})
+        dask_sources = [X for X in problem.blocks.values() if _source_kind(X) == "dask"]
+        if dask_sources:
+            self.fit_info_["dask"] = _dask_record(dask_sources, timings.pop("_dask_eig", None),
+                                                  self.convergence_["eig"]["n_iter"])
+            for X in dask_sources:
+                X.close()
         return self
 
     # ---- stage 1: the problem (X̂, Ŷ) of eq. (8)
-    def _set_up_problem(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "_Problem":
+    def _set_up_problem(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any],
+                        client: Any = None) -> "_Problem":
         """Validate the blocks X_1..X_L, encode the concepts, and the column means μ of
         X = diag(X_1, ..., X_L) (X itself is never stacked: every operator works per block)."""
-        blocks = self._validate_blocks(blocks, concepts)
+        blocks = self._validate_blocks(blocks, concepts, client)
         languages = list(blocks)
         labels, classes = encode_concepts(concepts, languages)
         r = int(self.n_components)
@@ -339,8 +387,7 @@ class Cr5(ConceptEmbeddingMixin):
                              f"(n_features={p_total})")
         dtype = np.dtype(self.dtype)
         n = sum(X.shape[0] for X in blocks.values())
-        mean = np.concatenate([np.asarray(blocks[lang].sum(axis=0), dtype=np.float64).ravel()
-                               for lang in languages]) / n
+        mean = np.concatenate([_column_sums(blocks[lang]) for lang in languages]) / n
         return _Problem(blocks=blocks, languages=languages, classes=classes,
                         labels=[labels[lang] for lang in languages], mean=mean.astype(dtype), n=n, r=r,
                         dtype=dtype, nnz=sum(int(X.nnz) for X in blocks.values()), p=p_total)
@@ -403,10 +450,15 @@ class Cr5(ConceptEmbeddingMixin):
             def cb(iteration, eigenvalues, residuals):
                 self.callback("eig", {"iteration": iteration, "eigenvalues": eigenvalues,
                                       "residuals": residuals})
+        counters0 = _dask_counters(problem)
         with _timed(timings, "time_eig"):
             res = eigsh(M, problem.r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=self.eig_method,
                         v0=v0, random_state=rng, callback=cb, show_progress=self.show_progress,
                         **plan.eig_kwargs(problem))
+        if counters0 is not None:
+            after = _dask_counters(problem)
+            assert after is not None
+            timings["_dask_eig"] = {k: after[k] - counters0[k] for k in after}   # type: ignore[assignment]
         return res, record
 
     # ---- stage 4: Φ*ᵀ = (X̂ᵀX̂ + λI)⁻¹ X̂ᵀŶ P_r (eq. 14)
@@ -592,11 +644,9 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng, *, float32: bool = 
     (half the memory traffic); under a tight memory budget it uses Ĉ itself. The eigen-solver
     judges convergence on the exact operator.
     """
-    from linxling.operators.gram import _column_sumsq
     r, K = problem.r, len(problem.classes)
     b = _block_size(r, K)
-    sumsq = np.concatenate([np.asarray(_column_sumsq(problem.blocks[lang]), dtype=np.float64)
-                            for lang in problem.languages])
+    sumsq = np.concatenate([_column_sumsq64(problem.blocks[lang]) for lang in problem.languages])
     d = sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + alpha
     dt = np.float32 if float32 else problem.dtype
     Cs = C.astype(np.float32) if float32 else C
@@ -605,6 +655,56 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng, *, float32: bool = 
     for _ in range(int(steps)):
         Y = orthonormalize(Cs.rmatmat(Cs.matmat(Y) * d_inv))
     return Y.astype(problem.dtype)
+
+
+def _column_sums(X) -> np.ndarray:
+    """Column sums (float64) of an in-memory CSR block or a row source (cached statistics)."""
+    if isinstance(X, RowSource):
+        return X.column_sums()
+    return np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+
+
+def _column_sumsq64(X) -> np.ndarray:
+    if isinstance(X, RowSource):
+        return X.column_sumsq()
+    from linxling.operators.gram import _column_sumsq
+    return np.asarray(_column_sumsq(X), dtype=np.float64)
+
+
+def _source_kind(X) -> str:
+    return X.kind if isinstance(X, RowSource) else "memory"
+
+
+def _dask_counters(problem: "_Problem") -> dict | None:
+    """Bytes sent / received so far by the dask blocks of the problem (None without any)."""
+    srcs = [X for X in problem.blocks.values() if _source_kind(X) == "dask"]
+    if not srcs:
+        return None
+    out: dict = {}
+    for X in srcs:
+        for k, v in X.counters().items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _dask_record(sources, eig: dict | None, n_iter: int) -> dict:
+    """``fit_info_["dask"]``: what travelled between this client and the workers."""
+    total: dict = {}
+    for X in sources:
+        for k, v in X.counters().items():
+            total[k] = total.get(k, 0) + v
+    rec = {"n_workers": len(sources[0].client.scheduler_info().get("workers", {})),
+           "n_chunks": {X.name: X.n_chunks for X in sources}, **total,
+           "counted": ("NumPy nbytes of the dense blocks this client sent to the workers (the "
+                       "scattered V, per-chunk row blocks) and received (partial results) in the "
+                       "fit's products; not counted: copies between workers, message headers, the "
+                       "one-time persist and the column statistics")}
+    if eig is not None:
+        rec["eig_stage"] = dict(eig)
+        rec["eig_iterations"] = int(n_iter)
+        per = (eig["bytes_sent"] + eig["bytes_received"]) / max(int(n_iter), 1)
+        rec["bytes_per_eig_iteration"] = int(per)
+    return rec
 
 
 def _block_size(r: int, K: int | None = None) -> int:
@@ -665,6 +765,7 @@ class _MemoryPlan:
     basis_factor: int = 3          # eigen-solver basis = basis_factor × block size
     apply_columns: int = 1 << 30   # columns of the operator applied at a time
     record_bytes: int = 0          # memory for the solves kept to recombine Φ
+    read_bytes: int = 64 * 2 ** 20  # streamed blocks: stored chunks read together up to this size
     budget: int | None = None
     estimate: int = 0              # estimated peak of the fit on top of the memory in use at its start
     in_use: int = 0                # resident memory when the fit started
@@ -681,14 +782,21 @@ class _MemoryPlan:
         return {"copies": self.copies, "mixed_precision": self.mixed_precision,
                 "basis_dtype": None if self.basis_dtype is None else np.dtype(self.basis_dtype).name,
                 "basis_factor": self.basis_factor, "apply_columns": min(self.apply_columns, 1 << 30),
-                "record_bytes": self.record_bytes, "budget": self.budget, "estimate": self.estimate,
+                "record_bytes": self.record_bytes, "read_bytes": self.read_bytes, "budget": self.budget,
+                "estimate": self.estimate,
                 "in_use": self.in_use}
 
     @staticmethod
     def sizes(problem: "_Problem", plan: "_MemoryPlan") -> int:
         """Estimated peak bytes of the fit (sparse copies + the eigen stage, or the Φ stage)."""
         f = problem.dtype.itemsize
-        N, p, K, r = problem.nnz, problem.p, len(problem.classes), problem.r
+        p, K, r = problem.p, len(problem.classes), problem.r
+        # only in-memory blocks have copies; a row source holds one chunk at a time (on disk) or
+        # nothing at all on this process (on a dask cluster)
+        N = sum(int(X.nnz) for X in problem.blocks.values() if not isinstance(X, RowSource))
+        # one chunk read (X's or Xᵀ's) and its float32 cast at a time
+        chunk = max([2 * X.max_chunk_nbytes(plan.read_bytes) for X in problem.blocks.values()
+                     if isinstance(X, RowSource) and X.kind == "hdf5"] + [0])
         p_max = max(X.shape[1] for X in problem.blocks.values())
         n_max = max(X.shape[0] for X in problem.blocks.values())
         b = _block_size(r, K)
@@ -699,28 +807,33 @@ class _MemoryPlan:
             sparse += N * (4 + idx) if plan.mixed_precision else N * (f + idx)   # transposed blocks
         if plan.mixed_precision:
             sparse += N * (4 + idx)                                 # float32 copies of the blocks
+        if not plan.copies and N and any(isinstance(X, RowSource) for X in problem.blocks.values()):
+            sparse += N * (f + idx)     # in-memory blocks beside row sources: a transposed copy
         start = 2 * N * (4 + idx) if plan.copies else 0             # float32 YᵀX for the start
         fb = np.dtype(plan.basis_dtype or problem.dtype).itemsize
         basis = 2 * K * plan.basis_factor * b * fb + 2 * K * b * fb + 2 * K * b * f
         cols = min(plan.apply_columns, b)
         cg_vec = 4 if plan.mixed_precision else f
-        per_col = f * (2 * p + K + (0 if plan.copies else n_max)) + (6 * cg_vec + 2 * f) * p_max
+        per_col = f * (2 * p + K + (0 if plan.copies and chunk == 0 else n_max)) + (6 * cg_vec + 2 * f) * p_max
         eig_stage = basis + cols * per_col + plan.record_bytes
         phi_stage = plan.record_bytes + 2 * p * r * f + K * r * f + min(plan.apply_columns, r) * per_col
         map_stage = 2 * p * r * f + p_max * r * f + K * r * f
-        return sparse + max(start, eig_stage, phi_stage, map_stage)
+        return sparse + chunk + max(start, eig_stage, phi_stage, map_stage)
 
     @classmethod
     def choose(cls, problem: "_Problem", *, budget: int | None, reuse_budget: int, eig_tol: float,
                cg_rtol: float) -> "_MemoryPlan":
         in_use = _current_rss()
         if budget is None:
-            plan = cls(record_bytes=int(reuse_budget), in_use=in_use)
+            plan = cls(record_bytes=int(reuse_budget), in_use=in_use,
+                       copies=not any(isinstance(X, RowSource) for X in problem.blocks.values()))
             plan.estimate = cls.sizes(problem, plan)
             return plan
         # 10% of headroom for what the estimate does not see (allocator, BLAS and numba buffers)
         avail = int(0.9 * (budget - in_use))
         plan = cls(record_bytes=0, budget=budget, in_use=in_use)
+        if any(isinstance(X, RowSource) for X in problem.blocks.values()):
+            plan.copies = False        # row-partitioned blocks are never copied
         b = _block_size(problem.r, len(problem.classes))
 
         def fits() -> bool:
@@ -735,9 +848,14 @@ class _MemoryPlan:
         # copies (slower products), no float32 block copies (slower CG), then down to 8 columns
         if not fits() and eig_tol >= 1e-4:
             plan.basis_dtype = np.float32
+        if not fits():
+            plan.read_bytes = 0          # streamed blocks: one stored chunk per read
         fewer_columns(64)
+        # float32 block copies only exist for in-memory blocks (a streamed chunk is cast as read,
+        # and a float32 CG needs less workspace): nothing to shed without them
+        in_memory = any(not isinstance(X, RowSource) for X in problem.blocks.values())
         for attr, value in (("basis_factor", 2), ("copies", False), ("mixed_precision", False)):
-            if not fits():
+            if not fits() and (attr != "mixed_precision" or in_memory):
                 setattr(plan, attr, value)
         fewer_columns(8)
         f = problem.dtype.itemsize

@@ -14,8 +14,9 @@ import scipy.sparse as sp
 
 from linxling._linop import LinearOperator
 from linxling._validation import check_positive
+from linxling.operators._source import RowSource
 
-__all__ = ["DaskCenteredGram"]
+__all__ = ["DaskCenteredGram", "DaskSource", "get_dask_client"]
 
 
 def _gram_part(Xi, V):
@@ -145,3 +146,248 @@ class DaskCenteredGram(LinearOperator):
         s = _tree_sum([dask.delayed(_colsumsq_part, pure=True)(b) for b in self._blocks],
                       self.split_every).compute(scheduler=self.scheduler)
         return (s - self.n_samples * self.mean_.astype(np.float64) ** 2 + self.alpha).astype(self.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# DaskSource: a row-partitioned matrix persisted on the workers of a dask.distributed cluster
+# ---------------------------------------------------------------------------------------------
+
+def _prepare_chunk(Xi, dtype):
+    """Worker side, once: the chunk as a sorted, duplicate-free CSR matrix in ``dtype``."""
+    if not sp.issparse(Xi):
+        raise TypeError(f"a chunk is a {type(Xi).__name__}, not a scipy.sparse matrix")
+    X = sp.csr_matrix(Xi)
+    if X.dtype.kind not in "fiub":
+        raise TypeError(f"a chunk holds dtype {X.dtype}, not real numbers")
+    X = X.astype(dtype) if X.dtype != dtype else X.copy()
+    X.sum_duplicates()
+    X.sort_indices()
+    return X
+
+
+def _chunk_info(X, _b, _a):
+    return int(X.shape[0]), int(X.nnz)
+
+
+def _part_matmat(X, V, _a):
+    from linxling.kernels.spmm import csr_matmat
+    from linxling.operators._source import _cast
+    return csr_matmat(_cast(X, V.dtype), V)
+
+
+def _part_rmatmat(X, _b, W):
+    from linxling.kernels.spmm import csr_rmatmat
+    from linxling.operators._source import _cast
+    return csr_rmatmat(_cast(X, W.dtype), W)
+
+
+def _part_gram(X, V, _a):
+    from linxling.kernels.spmm import csr_matmat, csr_rmatmat
+    from linxling.operators._source import _cast
+    Xc = _cast(X, V.dtype)
+    return csr_rmatmat(Xc, csr_matmat(Xc, V))
+
+
+def _part_stats(X, _b, _a):
+    from linxling.operators._source import _stats_of
+    return _stats_of(X)
+
+
+def _part_gram_sparse(X, _b, _a):
+    from linxling.operators._source import _gram_of
+    return _gram_of(X)
+
+
+def _part_row_nnz(X, _b, _a):
+    return np.diff(X.indptr).astype(np.int64)
+
+
+def _part_head(X, n_rows, _a):
+    return X[:n_rows]
+
+
+def _nbytes(obj) -> int:
+    """Bytes of the arrays in a message: ndarray, scipy.sparse, tuples/lists of them, or scalars."""
+    if obj is None:
+        return 0
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if sp.issparse(obj):
+        obj = sp.csr_matrix(obj)
+        return int(obj.data.nbytes + obj.indices.nbytes + obj.indptr.nbytes)
+    if isinstance(obj, (tuple, list)):
+        return sum(_nbytes(o) for o in obj)
+    if hasattr(obj, "__dict__"):
+        return sum(_nbytes(v) for v in vars(obj).values())
+    return 8
+
+
+def get_dask_client(client: Any = None, what: str = "the dask array"):
+    """``client`` itself, else dask.distributed's default client; a clear error when there is none."""
+    try:
+        from distributed import default_client
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(f"{what} needs dask.distributed (pip install distributed): {exc}") from None
+    if client is not None:
+        return client
+    try:
+        return default_client()
+    except ValueError:
+        raise ValueError(f"{what} needs a dask.distributed Client: start one first (e.g. "
+                         "client = Client(LocalCluster(n_workers=2)) or Client('scheduler:8786')), "
+                         "or pass client=...") from None
+
+
+def _lost_errors() -> tuple:
+    """Exceptions that mean "a worker (or data on it) was lost": the application is retried."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+    return (KilledWorker, CommClosedError, asyncio.CancelledError, concurrent.futures.CancelledError,
+            OSError, TimeoutError)
+
+
+class DaskSource(RowSource):
+    """A dask array whose chunks are scipy.sparse matrices, persisted once on the workers.
+
+    The chunks are converted to CSR (``dtype``) and persisted on the cluster at construction
+    (:meth:`distributed.Client.compute` of the array's chunks: the scheduler keeps their lineage,
+    so a chunk lost with a worker is recomputed). Every product then ships only dense blocks: the
+    input block ``V`` is scattered once per product (the workers fetch it from each other), each
+    chunk task returns its partial result, and the partials are summed on the client **in chunk
+    order**, so the result does not depend on which worker ran what. A product interrupted by a lost
+    worker is submitted again (``max_retries`` times) with the same result.
+
+    Bytes counted (``bytes_sent`` / ``bytes_received``): the arrays this client sends (the
+    scattered ``V``, per-chunk row blocks) and receives (the partial results), by their NumPy
+    ``nbytes``. Not counted: copies of ``V`` between workers, message headers, and the one-time
+    persist of the data.
+
+    Parameters
+    ----------
+    X : dask.array.Array (n, p)
+        Chunked along rows only; its chunks are scipy.sparse matrices (``X._meta`` sparse).
+    name : str
+        For error messages.
+    dtype : float dtype of the persisted values (default X's floating dtype, else float64)
+    client : distributed.Client, optional
+        Default: the current default client.
+    max_retries : int, default 3
+    """
+
+    kind = "dask"
+
+    def __init__(self, X: Any, *, name: str = "X", dtype: Any = None, client: Any = None,
+                 max_retries: int = 3) -> None:
+        import dask
+        import dask.array as da
+
+        super().__init__()
+        if not isinstance(X, da.Array):
+            raise TypeError(f"{name} must be a dask array, got {type(X).__name__}")
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D dask array (n_rows, n_cols), got {X.ndim}-D")
+        if not sp.issparse(X._meta):
+            raise TypeError(f"{name}'s chunks must be scipy.sparse matrices ({name}._meta is a "
+                            f"{type(X._meta).__name__}); build it with da.from_array(csr, chunks=(rows, -1), "
+                            "asarray=False) or X.map_blocks(scipy.sparse.csr_matrix)")
+        if len(X.chunks[1]) != 1:
+            raise ValueError(f"{name} must have a single chunk along columns, got {len(X.chunks[1])} column "
+                             "chunks; rechunk with chunks=(rows, -1)")
+        kind = np.dtype(X.dtype).kind
+        if kind == "c":
+            raise ValueError(f"Complex data not supported: {name} has dtype {X.dtype}")
+        if kind not in "fiub":
+            raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
+        self.dtype = np.dtype(dtype) if dtype is not None else (
+            np.dtype(X.dtype) if kind == "f" else np.dtype(np.float64))
+        self.client = get_dask_client(client, f"{name} (a dask array)")
+        self.name = name
+        self.max_retries = int(max_retries)
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.n_products = 0
+        self.n_retries = 0
+        parts = [dask.delayed(_prepare_chunk, pure=True)(b, self.dtype) for b in X.to_delayed().ravel()]
+        self._futures = self.client.compute(parts)
+        info = self._run(_chunk_info, count=False)
+        rows = np.array([r for r, _ in info], dtype=np.int64)
+        self.row_offsets = np.concatenate([[0], np.cumsum(rows)])
+        self.shape = (int(self.row_offsets[-1]), int(X.shape[1]))    # type: ignore[assignment]
+        self.nnz = int(sum(z for _, z in info))
+        self.n_chunks = len(self._futures)
+
+    # -- the one way work is sent to the workers
+    def _run(self, fn, broadcast: Any = None, per_chunk: list | None = None, *, count: bool = True):
+        """``[fn(chunk_i, broadcast, per_chunk[i]) for every chunk]``, computed where the chunks live."""
+        client = self.client
+        last: BaseException | None = None
+        for _attempt in range(self.max_retries + 1):
+            try:
+                b = client.scatter(broadcast, hash=False) if broadcast is not None else None
+                futs = [client.submit(fn, f, b, None if per_chunk is None else per_chunk[i], pure=False)
+                        for i, f in enumerate(self._futures)]
+                out = client.gather(futs)
+            except _lost_errors() as exc:      # a worker died: chunks are recomputed, try again
+                last = exc
+                self.n_retries += 1
+                continue
+            if count:
+                self.n_products += 1
+                self.bytes_sent += _nbytes(broadcast) + (_nbytes(per_chunk) if per_chunk is not None else 0)
+                self.bytes_received += sum(_nbytes(o) for o in out)
+            return out
+        raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
+                           f"(workers lost?); last error: {last!r}")
+
+    @staticmethod
+    def _sum(parts):
+        out = parts[0].copy()
+        for p_ in parts[1:]:
+            out += p_
+        return out
+
+    def matmat(self, V):
+        V = np.ascontiguousarray(V)
+        return np.vstack(self._run(_part_matmat, V)) if self.n_chunks else np.empty((0, V.shape[1]), V.dtype)
+
+    def rmatmat(self, W):
+        W = np.ascontiguousarray(W)
+        per = [W[a:b] for a, b in zip(self.row_offsets[:-1], self.row_offsets[1:], strict=True)]
+        return self._sum(self._run(_part_rmatmat, None, per))
+
+    def gram_matmat(self, V):
+        return self._sum(self._run(_part_gram, np.ascontiguousarray(V)))
+
+    def _compute_stats(self):
+        parts = self._run(_part_stats, count=False)
+        s = parts[0]
+        for o in parts[1:]:
+            s.merge(o)
+        return s
+
+    def _compute_gram(self):
+        parts = self._run(_part_gram_sparse, count=False)
+        G = parts[0]
+        for o in parts[1:]:
+            G = G + o
+        return sp.csr_matrix(G)
+
+    def row_nnz(self):
+        return np.concatenate(self._run(_part_row_nnz, count=False))
+
+    def head(self, n_rows):
+        [fut] = self._futures[:1]
+        return self.client.submit(_part_head, fut, int(n_rows), None, pure=False).result()
+
+    def counters(self) -> dict:
+        return {"bytes_sent": int(self.bytes_sent), "bytes_received": int(self.bytes_received),
+                "n_products": int(self.n_products), "n_retries": int(self.n_retries)}
+
+    def close(self) -> None:
+        """Release the persisted chunks on the cluster."""
+        futs, self._futures = self._futures, []
+        for f in futs:
+            f.release()

@@ -127,7 +127,11 @@ class CrossCovariance(LinearOperator):
         n_classes : int
         dtype : float dtype of the products (default: the blocks')
         """
-        blocks = [check_sparse_matrix(X, f"blocks[{i}]", dtype=dtype) for i, X in enumerate(blocks)]
+        from linxling.operators._source import RowSource
+        blocks = [X if isinstance(X, RowSource) else check_sparse_matrix(X, f"blocks[{i}]", dtype=dtype)
+                  for i, X in enumerate(blocks)]
+        if any(isinstance(X, RowSource) for X in blocks):
+            return cls._from_sources(blocks, labels, n_classes, dtype=dtype)
         labels = [np.asarray(lab, dtype=np.int64) for lab in labels]
         if len(blocks) != len(labels) or not blocks:
             raise ValueError(f"blocks and labels must be non-empty and of equal length, got {len(blocks)} "
@@ -163,6 +167,59 @@ class CrossCovariance(LinearOperator):
         LinearOperator.__init__(self, (p, n_classes), dt)
         return self
 
+    @classmethod
+    def _from_sources(cls, blocks: list, labels: Any, n_classes: int, *, dtype: Any = None) -> CrossCovariance:
+        """:meth:`from_blocks` when some blocks are row-partitioned (RowSource: on disk, on a dask
+        cluster). Every block is then used through its chunked products: ``X̂ᵀŶV`` as ``X_lᵀ (V[labels])``
+        and ``ŶᵀX̂U`` as the rows of ``X_l U`` summed by label; nothing of ``X`` is copied."""
+        from linxling.operators._source import CSRSource, RowSource
+        sources = [X if isinstance(X, RowSource) else CSRSource(X) for X in blocks]
+        labels = [np.asarray(lab, dtype=np.int64) for lab in labels]
+        if len(sources) != len(labels) or not sources:
+            raise ValueError(f"blocks and labels must be non-empty and of equal length, got {len(sources)} "
+                             f"and {len(labels)}")
+        n_classes = int(n_classes)
+        for i, (X, lab) in enumerate(zip(sources, labels, strict=True)):
+            if lab.shape != (X.shape[0],):
+                raise ValueError(f"labels[{i}] must have shape ({X.shape[0]},), got {lab.shape}")
+            if lab.size and (lab.min() < 0 or lab.max() >= n_classes):
+                raise ValueError(f"labels[{i}] must lie in [0, {n_classes})")
+        self = cls.__new__(cls)
+        dt = np.dtype(dtype) if dtype is not None else np.result_type(*[X.dtype for X in sources])
+        n = sum(X.shape[0] for X in sources)
+        p = sum(X.shape[1] for X in sources)
+        self.X = None
+        self.labels = np.concatenate(labels)
+        self.n_samples = n
+        self.n_classes = n_classes
+        self.mean_ = (np.concatenate([X.column_sums() for X in sources]) / n).astype(dt)
+        self.class_counts_ = np.bincount(self.labels, minlength=n_classes)
+        self.class_mean_ = (self.class_counts_ / n).astype(dt)
+        self._col_offsets = np.cumsum([0] + [X.shape[1] for X in sources])
+        self.XtY_ = self._YtX = self._YT = None
+        self._blocks = self._block_labels = self._block_YT = None
+        self._sources, self._source_labels = sources, labels
+        self._source_YT = [sp.csr_matrix((np.ones(X.shape[0]), (lab, np.arange(X.shape[0]))),
+                                         shape=(n_classes, X.shape[0])) for X, lab in zip(sources, labels, strict=True)]
+        LinearOperator.__init__(self, (p, n_classes), dt)
+        return self
+
+    def _source_matmat(self, V):
+        Y = np.empty((self.shape[0], V.shape[1]), dtype=np.result_type(self.dtype, V.dtype))
+        for X, lab, a, b in zip(self._sources, self._source_labels, self._col_offsets[:-1],
+                                self._col_offsets[1:], strict=True):
+            Y[a:b] = X.rmatmat(np.ascontiguousarray(V[lab], dtype=Y.dtype))
+        return Y
+
+    def _source_rmatmat(self, U):
+        dt = np.result_type(self.dtype, U.dtype)
+        Y = np.zeros((self.n_classes, U.shape[1]), dtype=dt)
+        for X, YT, a, b in zip(self._sources, self._source_YT, self._col_offsets[:-1],
+                               self._col_offsets[1:], strict=True):
+            Z = X.matmat(np.ascontiguousarray(U[a:b], dtype=dt))
+            Y += csr_matmat(YT.astype(dt, copy=False), Z)
+        return Y
+
     def astype(self, dtype: Any) -> CrossCovariance:
         """The same operator with its matrices in ``dtype`` (copies; e.g. a float32 twin for cheap
         approximate products)."""
@@ -182,7 +239,9 @@ class CrossCovariance(LinearOperator):
         return twin
 
     def _matmat(self, V):
-        if self._blocks is not None:                        # per block, no copy of X
+        if getattr(self, "_sources", None) is not None:     # row-partitioned blocks
+            Y = self._source_matmat(V)
+        elif self._blocks is not None:                      # per block, no copy of X
             Y = np.empty((self.shape[0], V.shape[1]), dtype=np.result_type(self.dtype, V.dtype))
             for X, lab, a, b in zip(self._blocks, self._block_labels, self._col_offsets[:-1],
                                     self._col_offsets[1:], strict=True):
@@ -196,7 +255,9 @@ class CrossCovariance(LinearOperator):
         return Y
 
     def _rmatmat(self, U):
-        if self._blocks is not None:                        # per block, no copy of X
+        if getattr(self, "_sources", None) is not None:     # row-partitioned blocks
+            Y = self._source_rmatmat(U)
+        elif self._blocks is not None:                      # per block, no copy of X
             Y = np.zeros((self.n_classes, U.shape[1]), dtype=np.result_type(self.dtype, U.dtype))
             for X, YT, a, b in zip(self._blocks, self._block_YT, self._col_offsets[:-1],
                                    self._col_offsets[1:], strict=True):

@@ -16,7 +16,7 @@ from linxling._validation import check_positive, check_sparse_matrix
 from linxling._linop import LinearOperator
 from linxling.solvers import SolveResult, block_cg
 
-__all__ = ["Gram", "CenteredGram", "GramBlockInverse", "gram_nnz_estimate"]
+__all__ = ["Gram", "CenteredGram", "SourceGram", "GramBlockInverse", "gram_nnz_estimate"]
 
 
 def _column_sumsq(X) -> np.ndarray:
@@ -147,6 +147,42 @@ class CenteredGram(Gram):
         return super().diagonal() - self.n_samples * self.mean_ ** 2
 
 
+class SourceGram(LinearOperator):
+    """``X^T X + alpha I`` for a row-partitioned ``X`` (:class:`linxling.operators._source.RowSource`).
+
+    ``X^T (X V)`` is computed by the source chunk by chunk (on disk: streamed; on a dask cluster:
+    on the workers); the values are read in ``dtype`` (float32 for a mixed-precision CG on float64
+    data, without a float32 copy of ``X``).
+    """
+
+    def __init__(self, source: Any, alpha: float, dtype: Any = None) -> None:
+        self.X = source
+        self.alpha = float(check_positive(alpha, "alpha"))
+        self.n_samples = source.shape[0]
+        super().__init__((source.shape[1], source.shape[1]), dtype or source.dtype, symmetric=True)
+
+    def _matmat(self, V):
+        V = np.ascontiguousarray(V, dtype=self.dtype)
+        Y = self.X.gram_matmat(V)
+        Y += self.dtype.type(self.alpha) * V
+        return Y
+
+    def diagonal(self):
+        """``diag(X^T X) + alpha`` (from the source's cached column statistics)."""
+        return (self.X.column_sumsq() + self.alpha).astype(self.dtype)
+
+
+def _source_nnz_estimate(source: Any, exact_limit: float = 2e7) -> tuple[int, bool]:
+    """:func:`gram_nnz_estimate` for a RowSource: the O(n) bound, exact (and the Gram kept for a
+    factor) when the bound is small."""
+    p = source.shape[1]
+    row_nnz = source.row_nnz()
+    bound = int(min(int((row_nnz ** 2).sum()), p * p))
+    if bound <= exact_limit:
+        return int(source.gram_sparse().nnz), True
+    return bound, False
+
+
 def gram_nnz_estimate(X: Any, *, exact_limit: float = 2e7) -> tuple[int, bool]:
     """Estimate ``nnz(X^T X)`` for CSR ``X`` cheaply.
 
@@ -267,7 +303,13 @@ class GramBlockInverse(LinearOperator):
                  expected_rhs: int | None = None, transpose_copy: bool = True) -> None:
         if method not in self.METHODS:
             raise ValueError(f"method must be one of {self.METHODS}, got {method!r}")
-        self.gram = Gram(X_l, alpha, transpose_copy=transpose_copy)
+        from linxling.operators._source import RowSource
+        self.source = X_l if isinstance(X_l, RowSource) else None
+        self.gram: Gram | SourceGram
+        if self.source is not None:
+            self.gram = SourceGram(self.source, alpha)
+        else:
+            self.gram = Gram(X_l, alpha, transpose_copy=transpose_copy)
         X = self.gram.X
         self.X = X
         self.alpha = self.gram.alpha
@@ -305,8 +347,13 @@ class GramBlockInverse(LinearOperator):
             and (mixed_precision is True or (mixed_precision == "auto" and self.cg_rtol >= 1e-4)))
         self._gram_cg, self._diag_cg = self.gram, self._precond_diag
         if self.mixed_precision_:
-            self._gram_cg = Gram(X.astype(np.float32), self.alpha, transpose_copy=transpose_copy)
+            if self.source is not None:     # values cast to float32 per chunk: no copy of X
+                self._gram_cg = SourceGram(self.source, self.alpha, dtype=np.float32)
+            else:
+                self._gram_cg = Gram(X.astype(np.float32), self.alpha, transpose_copy=transpose_copy)
             self._diag_cg = self._precond_diag.astype(np.float32)
+        if self.source is not None and self.method_ == "cg":
+            self.source.release_gram()      # an XᵀX assembled only to count its nonzeros
 
     # ------------------------------------------------------------------ method choice
     def _choose(self, method: str) -> tuple[str, str]:
@@ -324,10 +371,15 @@ class GramBlockInverse(LinearOperator):
         dense_ok = p <= self.dense_max and dense_bytes <= self.memory_budget
         # the density threshold that could still select CHOLMOD for this block
         limit = self.cholmod_max_density if dense_ok else self.cholmod_max_density / 10
-        lower = _gram_nnz_lower_bound(self.X)
+        if self.source is not None:    # row-partitioned: the first rows give the lower bound
+            lower = gram_nnz_estimate(self.source.head(2000))[0]
+        else:
+            lower = _gram_nnz_lower_bound(self.X)
         if lower > limit * p * p:
             # even a sample of the rows gives a Gram too dense for CHOLMOD: skip the exact count
             nnz, exact = lower, False
+        elif self.source is not None:
+            nnz, exact = _source_nnz_estimate(self.source)
         else:
             nnz, exact = gram_nnz_estimate(self.X)
         self.nnz_gram_ = nnz
@@ -405,7 +457,11 @@ class GramBlockInverse(LinearOperator):
         """
         X = self.X
         p = X.shape[1]
-        G = (csr_transpose(X) @ X).toarray()
+        if self.source is not None:    # summed chunk by chunk (float64), then in X's dtype
+            G = self.source.gram_sparse(keep=False).toarray().astype(self.dtype, copy=False)
+            self.source.release_gram()
+        else:
+            G = (csr_transpose(X) @ X).toarray()
         G[np.diag_indices(p)] += X.dtype.type(self.alpha)
         return G
 
@@ -416,6 +472,12 @@ class GramBlockInverse(LinearOperator):
 
     def _factor_cholmod(self) -> None:
         cholmod = _import_cholmod()
+        if self.source is not None:    # XᵀX summed chunk by chunk (float64), factored + alpha I
+            G = self.source.gram_sparse(keep=False).tocsc()
+            self.source.release_gram()
+            G.sort_indices()
+            self._factor = cholmod.cholesky(G, beta=self.alpha)
+            return
         XT = self.X.T.tocsc().astype(np.float64)   # (p, n): CHOLMOD factors XT XT^T + beta I
         XT.sort_indices()
         self._factor = cholmod.cholesky_AAt(XT, beta=self.alpha)

@@ -121,7 +121,9 @@ def woodbury_from_blocks(blocks: Sequence[Any], alpha: float, *, methods: Sequen
 
     Parameters
     ----------
-    blocks : sequence of sparse matrices (n_l, p_l)
+    blocks : sequence of sparse matrices (n_l, p_l) or row sources
+        A :class:`linxling.operators._source.RowSource` (a corpus on disk or on a dask cluster)
+        is used through its chunked products only.
     alpha : float > 0
     methods : sequence of str, optional
         ``method`` of each block's :class:`GramBlockInverse` (default ``"auto"`` for all, or
@@ -147,7 +149,9 @@ def woodbury_from_blocks(blocks: Sequence[Any], alpha: float, *, methods: Sequen
             for Xl, m in progress(list(zip(blocks, methods, strict=True)), show=show_progress,
                                   desc="factorising blocks")]
     n = sum(inv.X.shape[0] for inv in invs)
-    sums = [np.asarray(inv.X.sum(axis=0)).ravel() for inv in invs]
+    # a row-partitioned block (on disk, on a cluster) gives its cached column sums
+    sums = [inv.source.column_sums() if inv.source is not None else np.asarray(inv.X.sum(axis=0)).ravel()
+            for inv in invs]
     mu = np.concatenate(sums) / n
     dtype = np.result_type(*[inv.dtype for inv in invs])
     return WoodburyInverse(BlockDiagonal(invs, n_jobs=n_jobs), mu.astype(dtype), n)

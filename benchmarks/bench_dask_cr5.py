@@ -1,0 +1,92 @@
+"""Cr5 on a dask.distributed cluster: 1 vs 2 workers against the same fit in memory.
+
+The problem comes from :mod:`benchmarks.wiki_synth` (scale runs only, never quality). Each
+language becomes a dask array with scipy.sparse row chunks (``da.from_array(csr, chunks=(rows, -1),
+asarray=False)``); ``Cr5.fit_matrices`` persists the chunks once on the workers and ships only
+dense blocks per product. For ``n_workers`` in ``--workers`` a ``LocalCluster`` of processes
+(``threads_per_worker=1``, numba and BLAS limited to one thread per worker) is started, the fit
+timed, and ``fit_info_["dask"]`` read: bytes sent and received by the client (NumPy ``nbytes`` of
+the dense blocks; worker-to-worker copies and headers not counted), per eigen-solver iteration.
+The in-memory fit (the peer, numba on all cores of this process) runs in the same script.
+
+Usage::
+
+    python benchmarks/bench_dask_cr5.py --concepts 4000 --vocab 30000 --r 24 --chunks 4
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
+
+
+def _fit(blocks, concepts, r, client=None):
+    from linxling import Cr5
+    model = Cr5(n_components=r, alpha=1.0, random_state=0, eig_method="subspace")
+    c0, t0 = time.process_time(), time.perf_counter()
+    model.fit_matrices(blocks, concepts, client=client)
+    return model, time.perf_counter() - t0, time.process_time() - c0
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--concepts", type=int, default=4000)
+    ap.add_argument("--vocab", type=int, default=30_000)
+    ap.add_argument("--r", type=int, default=24)
+    ap.add_argument("--chunks", type=int, default=4, help="row chunks per language")
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_cr5.json"))
+    args = ap.parse_args(argv)
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from benchmarks._machine import machine
+    from benchmarks.wiki_synth import wiki_corpus
+    blocks, concepts = wiki_corpus(args.concepts, vocab_size=args.vocab)
+    nnz = sum(X.nnz for X in blocks.values())
+    p = sum(X.shape[1] for X in blocks.values())
+    print(f"problem: {args.concepts} concepts x {len(blocks)} languages, p = {p:,}, nnz = {nnz:,}; "
+          f"r = {args.r}; load {os.getloadavg()}", flush=True)
+    _fit({k: X[:200] for k, X in blocks.items()}, {k: c[:200] for k, c in concepts.items()}, 5)   # compile
+    ref, t_mem, cpu_mem = _fit(blocks, concepts, args.r)
+    res: dict = {"machine": machine(), "concepts": args.concepts, "p": p, "nnz": nnz, "r": args.r,
+                 "memory": {"fit_s": t_mem, "fit_cpu_s": cpu_mem, "eig": ref.convergence_["eig"],
+                            "block_methods": ref.fit_info_["block_methods"], "loadavg": os.getloadavg()},
+                 "dask": {}}
+    print(f"in memory: {t_mem:.1f} s (CPU {cpu_mem:.1f} s), eig {ref.convergence_['eig']}, "
+          f"blocks {ref.fit_info_['block_methods']}", flush=True)
+    one = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "LINXLING_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
+    for n_workers in [int(w) for w in args.workers.split(",")]:
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                          env=one) as cluster, Client(cluster) as client:
+            client.run(lambda: __import__("linxling.models.cr5"))
+            dblocks = {lang: da.from_array(X, chunks=(-(-X.shape[0] // args.chunks), -1), asarray=False)
+                       for lang, X in blocks.items()}
+            load0 = os.getloadavg()
+            model, t, cpu = _fit(dblocks, concepts, args.r, client)
+            rec = model.fit_info_["dask"]
+            diff = float(np.max(np.abs(model.singular_values_ / ref.singular_values_ - 1)))
+            res["dask"][n_workers] = {"fit_s": t, "client_cpu_s": cpu, "dask": rec, "eig": model.convergence_["eig"],
+                                      "sv_max_rel_diff_vs_memory": diff, "loadavg": [load0, os.getloadavg()]}
+            print(f"{n_workers} worker(s): {t:.1f} s (client CPU {cpu:.1f} s), {rec['n_products']} products, "
+                  f"sent {rec['bytes_sent'] / 2**20:.1f} MiB, received {rec['bytes_received'] / 2**20:.1f} MiB, "
+                  f"per eig iteration {rec.get('bytes_per_eig_iteration', 0) / 2**20:.1f} MiB over "
+                  f"{rec.get('eig_iterations')} iterations; eig {model.convergence_['eig']}; singular values "
+                  f"vs memory {diff:.1e}; load {os.getloadavg()}", flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=1, default=str))
+    return res
+
+
+if __name__ == "__main__":
+    main()

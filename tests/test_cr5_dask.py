@@ -1,0 +1,157 @@
+"""Cr5 on a dask.distributed cluster: dask arrays with scipy.sparse chunks, persisted on the workers."""
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from linxling import Cr5
+from tests.test_cr5 import TIGHT, dense_cr5_oracle, random_problem
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+pytestmark = pytest.mark.slow       # a cluster of processes takes seconds to start; products round-trip
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _dask_blocks(blocks, rows=20):
+    return {lang: da.from_array(X, chunks=(rows, -1), asarray=False) for lang, X in blocks.items()}
+
+
+def _projectors(model):
+    return {lang: Phi.T @ Phi for lang, Phi in model.components_.items()}
+
+
+@pytest.mark.parametrize("block_method", ["dense", "cg"])
+def test_dask_fit_equals_in_memory_fit(client, block_method):
+    rng = np.random.default_rng(11)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60 if block_method == "dense" else 30)
+    r, alpha = 5, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    kw = dict(n_components=r, alpha=alpha, block_method=block_method, eig_method="subspace",
+              random_state=0, **TIGHT)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    # block CG makes one round trip per iteration: fewer, larger chunks keep the test short
+    got = Cr5(**kw).fit_matrices(_dask_blocks(blocks, rows=20 if block_method == "dense" else 40), concepts,
+                                 client=client)
+    assert got.fit_info_["sources"] == {"a": "dask", "b": "dask"}
+    np.testing.assert_allclose(got.singular_values_, sv, rtol=1e-6)
+    np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
+    P, Q = _projectors(got), _projectors(ref)
+    for lang in blocks:
+        np.testing.assert_allclose(P[lang], Q[lang], atol=1e-6)
+        np.testing.assert_allclose(P[lang], Phi[lang].T @ Phi[lang], atol=1e-6)
+    rec = got.fit_info_["dask"]
+    assert rec["n_workers"] == 2 and rec["n_retries"] == 0
+    assert rec["bytes_sent"] > 0 and rec["bytes_received"] > 0
+    assert rec["bytes_per_eig_iteration"] > 0 and rec["eig_iterations"] == got.convergence_["eig"]["n_iter"]
+    # per product only dense blocks of the problem's size travel: never anything near nnz x n_chunks
+    p = sum(X.shape[1] for X in blocks.values())
+    assert rec["eig_stage"]["bytes_received"] / rec["eig_stage"]["n_products"] < 8 * p * 2 * 20 * 10
+
+
+def test_dask_uses_default_client_and_mixes_with_memory(client):
+    rng = np.random.default_rng(12)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=40)
+    r, alpha = 4, 1.0
+    _, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    mixed = {"a": _dask_blocks(blocks)["a"], "b": blocks["b"]}
+    model = Cr5(n_components=r, alpha=alpha, block_method="dense", eig_method="subspace", random_state=0,
+                **TIGHT).fit_matrices(mixed, concepts)           # the module's client is the default one
+    assert model.fit_info_["sources"] == {"a": "dask", "b": "memory"}
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+
+
+def test_dask_fit_survives_a_killed_worker(client):
+    rng = np.random.default_rng(13)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
+    kw = dict(n_components=5, alpha=0.5, block_method="dense", eig_method="subspace", random_state=0, **TIGHT)
+    ref = Cr5(**kw).fit_matrices(_dask_blocks(blocks), concepts, client=client)
+    pids = client.run(os.getpid)
+    killed = []
+
+    def kill_one(stage, info):
+        if stage == "eig" and not killed:          # during the eigen-solve: the worker dies hard
+            addr, pid = sorted(pids.items())[0]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(addr)
+
+    got = Cr5(callback=kill_one, **kw).fit_matrices(_dask_blocks(blocks), concepts, client=client)
+    assert killed
+    assert got.fit_info_["dask"]["n_workers"] >= 1
+    client.wait_for_workers(2, timeout=60)
+    # the same chunking and the partials summed in chunk order on the client: the same numbers
+    np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-12)
+    for lang in blocks:
+        np.testing.assert_allclose(got.components_[lang], ref.components_[lang], rtol=1e-10, atol=1e-12)
+
+
+def test_dask_bad_input_errors(client, monkeypatch):
+    rng = np.random.default_rng(14)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=30)
+    dense_chunks = {"a": da.from_array(blocks["a"].toarray(), chunks=(10, -1)), "b": blocks["b"]}
+    with pytest.raises(TypeError, match=r"blocks\['a'\]'s chunks must be scipy.sparse"):
+        Cr5(n_components=3).fit_matrices(dense_chunks, concepts, client=client)
+    by_cols = {"a": da.from_array(blocks["a"], chunks=(10, 7), asarray=False), "b": blocks["b"]}
+    with pytest.raises(ValueError, match="single chunk along columns"):
+        Cr5(n_components=3).fit_matrices(by_cols, concepts, client=client)
+    short = dict(concepts, a=concepts["a"][:-1])
+    with pytest.raises(ValueError, match=r"concepts\['a'\] has .* entries but blocks\['a'\] has"):
+        Cr5(n_components=3).fit_matrices(_dask_blocks(blocks), short, client=client)
+    bad = blocks["a"].copy()
+    bad.data[2] = np.inf
+    with pytest.raises(ValueError, match=r"blocks\['a'\] contains 1 non-finite"):
+        Cr5(n_components=3).fit_matrices({"a": _dask_blocks({"a": bad})["a"], "b": blocks["b"]}, concepts,
+                                         client=client)
+    import distributed as dist
+
+    def no_client(c=None):
+        raise ValueError("No clients found")
+    monkeypatch.setattr(dist, "default_client", no_client)
+    with pytest.raises(ValueError, match="needs a dask.distributed Client"):
+        Cr5(n_components=3).fit_matrices(_dask_blocks(blocks), concepts)
+    assert sp.issparse(blocks["a"])
+
+
+def test_dask_source_products_and_retry_after_a_lost_worker(client, monkeypatch):
+    """The source's products against SciPy; a product whose gather fails as if a worker died is
+    submitted again with the same result (and counted in n_retries)."""
+    from distributed.scheduler import KilledWorker
+
+    from linxling.operators._dask import DaskSource
+    rng = np.random.default_rng(15)
+    X = sp.random(70, 25, density=0.2, random_state=rng, format="csr")
+    src = DaskSource(da.from_array(X, chunks=(16, -1), asarray=False), client=client)
+    assert src.shape == X.shape and src.nnz == X.nnz and src.n_chunks == 5
+    V, W = rng.standard_normal((25, 3)), rng.standard_normal((70, 3))
+    np.testing.assert_allclose(src.matmat(V), X @ V, rtol=1e-12)
+    np.testing.assert_allclose(src.rmatmat(W), X.T @ W, rtol=1e-12, atol=1e-12)
+    ref = src.gram_matmat(V)
+    np.testing.assert_allclose(ref, X.T @ (X @ V), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(src.gram_sparse().toarray(), (X.T @ X).toarray(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(src.column_sums(), np.asarray(X.sum(0)).ravel(), rtol=1e-12)
+    sent = src.bytes_sent
+    gather = client.gather
+    calls = []
+
+    def flaky(futures, *a, **k):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KilledWorker("task", "tcp://lost", allowed_failures=0)
+        return gather(futures, *a, **k)
+    monkeypatch.setattr(client, "gather", flaky)
+    np.testing.assert_array_equal(src.gram_matmat(V), ref)
+    assert src.n_retries == 1 and src.bytes_sent - sent == V.nbytes      # counted once, when it succeeded

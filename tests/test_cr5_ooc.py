@@ -1,0 +1,157 @@
+"""Cr5 out of core: every language a ChunkedCSR on disk, streamed; the row sources it uses."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from linxling import Cr5
+from linxling.io import write_chunks
+from linxling.operators._source import ChunkedSource, CSRSource, as_row_source
+from tests.test_cr5 import TIGHT, dense_cr5_oracle, random_problem
+
+
+def _matrix(rng, n=57, p=23, density=0.2):
+    X = sp.random(n, p, density=density, random_state=rng, format="csr")
+    X.data[:] = rng.random(X.nnz) + 0.1
+    return X
+
+
+@pytest.mark.parametrize("transpose", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_sources_match_dense_products(tmp_path, transpose, dtype):
+    rng = np.random.default_rng(0)
+    X = _matrix(rng)
+    D = X.toarray()
+    C = write_chunks(tmp_path / "x.h5", X, chunk_rows=10, transpose=transpose)
+    for src in (CSRSource(X), ChunkedSource(C)):
+        V = rng.standard_normal((23, 5)).astype(dtype)
+        W = rng.standard_normal((57, 5)).astype(dtype)
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        for got, ref in ((src.matmat(V), D @ V), (src.rmatmat(W), D.T @ W), (src.gram_matmat(V), D.T @ (D @ V))):
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+        np.testing.assert_allclose(src.column_sums(), D.sum(0), rtol=1e-12)
+        np.testing.assert_allclose(src.column_sumsq(), (D ** 2).sum(0), rtol=1e-12)
+        np.testing.assert_allclose(src.gram_sparse().toarray(), D.T @ D, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(src.row_nnz(), np.diff(X.indptr))
+        assert (src.head(12) != X[:12]).nnz == 0
+        assert src.column_stats().max_abs == pytest.approx(np.abs(D).max())
+
+
+def test_chunked_source_streams_one_chunk_at_a_time(tmp_path):
+    rng = np.random.default_rng(1)
+    X = _matrix(rng, n=100)
+    C = write_chunks(tmp_path / "x.h5", X, chunk_rows=9)
+    src = as_row_source(C)
+    assert isinstance(src, ChunkedSource) and src.kind == "hdf5"
+    V = rng.standard_normal((23, 3))
+    ref = src.gram_matmat(V)
+    assert src.n_reads == 2              # small stored chunks are read together (READ_BYTES)
+    src.set_read_bytes(0)                # one stored chunk per read
+    src.n_reads = 0
+    np.testing.assert_array_equal(src.gram_matmat(V), ref)
+    # X V reads the 12 row chunks once, Xᵀ W the transpose's chunks once
+    assert src.n_reads == C.n_chunks + C.T.n_chunks
+    assert src.max_chunk_nbytes() == max(C.max_chunk_nbytes(), C.T.max_chunk_nbytes())
+    assert src.max_chunk_nbytes(1 << 30) == 8 * 101 + 12 * X.nnz
+
+
+def _chunked_problem(tmp_path, blocks, chunk_rows=13):
+    return {lang: write_chunks(tmp_path / f"{lang}.h5", X, chunk_rows=chunk_rows) for lang, X in blocks.items()}
+
+
+@pytest.mark.parametrize("block_method", ["dense", "cholmod", "cg"])
+def test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, block_method):
+    rng = np.random.default_rng(3)
+    blocks, concepts = random_problem(rng, n_langs=3, n_concepts=50)
+    r, alpha = 5, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    kw = dict(n_components=r, alpha=alpha, block_method=block_method, eig_method="subspace",
+              random_state=0, **TIGHT)
+    streamed = Cr5(**kw).fit_matrices(_chunked_problem(tmp_path, blocks), concepts)
+    in_memory = Cr5(**kw).fit_matrices(blocks, concepts)
+    assert streamed.fit_info_["sources"] == {lang: "hdf5" for lang in blocks}
+    assert set(streamed.fit_info_["block_methods"].values()) == {block_method}
+    assert not streamed.fit_info_["memory_plan"]["copies"]
+    np.testing.assert_allclose(streamed.singular_values_, sv, rtol=1e-6)
+    np.testing.assert_allclose(streamed.eigenvalues_, in_memory.eigenvalues_, rtol=1e-9)
+    for lang in blocks:      # the row space (the projector) is what is unique
+        P = streamed.components_[lang].T @ streamed.components_[lang]
+        np.testing.assert_allclose(P, Phi[lang].T @ Phi[lang], atol=1e-7)
+        np.testing.assert_allclose(P, in_memory.components_[lang].T @ in_memory.components_[lang], atol=1e-9)
+    assert streamed.n_features_ == in_memory.n_features_
+
+
+def test_chunked_and_in_memory_languages_mix_and_file_dtype_is_cast(tmp_path):
+    rng = np.random.default_rng(4)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=45)
+    r, alpha = 4, 1.0
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    mixed = {"a": write_chunks(tmp_path / "a.h5", blocks["a"], chunk_rows=7), "b": blocks["b"]}
+    model = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, **TIGHT)
+    model.fit_matrices(mixed, concepts)
+    assert model.fit_info_["sources"] == {"a": "hdf5", "b": "memory"}
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+    # a float32 file read by a float64 fit: values cast per chunk, same result as the float32 data in memory
+    f32 = {lang: X.astype(np.float32) for lang, X in blocks.items()}
+    ref = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, **TIGHT).fit_matrices(f32, concepts)
+    files = {lang: write_chunks(tmp_path / f"f32{lang}.h5", X, chunk_rows=11) for lang, X in f32.items()}
+    got = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, **TIGHT).fit_matrices(
+        files, concepts)
+    assert got.components_["a"].dtype == np.float64
+    np.testing.assert_allclose(got.singular_values_, ref.singular_values_, rtol=1e-9)
+
+
+def test_chunked_fit_at_default_tolerances_uses_float32_cg_and_stays_close(tmp_path):
+    rng = np.random.default_rng(5)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=80, p=(60, 50))
+    kw = dict(n_components=6, block_method="cg", random_state=0)
+    streamed = Cr5(**kw).fit_matrices(_chunked_problem(tmp_path, blocks), concepts)
+    in_memory = Cr5(**kw).fit_matrices(blocks, concepts)
+    assert all(b["mixed_precision"] for b in streamed.convergence_["blocks"].values())
+    # loose solves (cg_rtol 1e-2, eig_tol 1e-1): the same leading spectrum to the solver tolerance
+    np.testing.assert_allclose(streamed.eigenvalues_[:3], in_memory.eigenvalues_[:3], rtol=1e-2)
+
+
+def test_chunked_fit_under_memory_budget(tmp_path, monkeypatch):
+    """The planner counts no copy of a streamed block, only chunk buffers; the plan stays exact."""
+    from linxling.models import cr5 as cr5_mod
+    monkeypatch.setattr(cr5_mod, "_current_rss", lambda: 0)       # budgets below are exact byte counts
+    rng = np.random.default_rng(7)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
+    r, alpha = 6, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    chunked = _chunked_problem(tmp_path, blocks)
+    probe = Cr5(n_components=r, alpha=alpha, **TIGHT)
+    problem = probe._set_up_problem(chunked, concepts)
+    lean = cr5_mod._MemoryPlan(copies=False, mixed_precision=False, basis_factor=2, apply_columns=8)
+    budget = int(cr5_mod._MemoryPlan.sizes(problem, lean) / 0.9) + 2
+    model = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, memory_budget=budget,
+                **TIGHT).fit_matrices(chunked, concepts)
+    plan = model.fit_info_["memory_plan"]
+    assert plan["estimate"] <= budget and not plan["copies"]
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+    # the streamed problem's estimate has no term in nnz for copies: below the in-memory one
+    in_mem = probe._set_up_problem(blocks, concepts)
+    full = cr5_mod._MemoryPlan(record_bytes=0)
+    assert cr5_mod._MemoryPlan.sizes(problem, full) < cr5_mod._MemoryPlan.sizes(in_mem, full)
+
+
+def test_chunked_bad_input_errors(tmp_path):
+    rng = np.random.default_rng(8)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=30)
+    chunked = _chunked_problem(tmp_path, blocks)
+    short = dict(concepts, a=concepts["a"][:-1])
+    with pytest.raises(ValueError, match=r"concepts\['a'\] has .* entries but blocks\['a'\] has"):
+        Cr5(n_components=3).fit_matrices(chunked, short)
+    import h5py
+    chunked["a"] = write_chunks(tmp_path / "nan.h5", blocks["a"], chunk_rows=5)
+    with h5py.File(tmp_path / "nan.h5", "a") as fh:    # a file damaged after it was written
+        fh["X/data"][3] = np.nan
+    with pytest.raises(ValueError, match=r"blocks\['a'\] contains 1 non-finite"):
+        Cr5(n_components=3).fit_matrices(chunked, concepts)
+    zero = sp.csr_matrix(blocks["a"].shape)
+    chunked["a"] = write_chunks(tmp_path / "zero.h5", zero + 0.0, chunk_rows=5)
+    with pytest.raises(ValueError, match="all zero"):
+        Cr5(n_components=3).fit_matrices(chunked, concepts)
