@@ -43,7 +43,10 @@ def get_client(client: Any = None, name: str = "client"):
 
     Raises ValueError when there is none: a fit on row-partitioned data needs a cluster.
     """
-    from distributed import Client, default_client
+    try:
+        from distributed import Client, default_client
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(f"row-partitioned data needs dask.distributed (pip install distributed): {exc}") from None
     if client is not None:
         if not isinstance(client, Client):
             raise TypeError(f"{name} must be a dask.distributed.Client or None, got {type(client).__name__}")
@@ -54,7 +57,8 @@ def get_client(client: Any = None, name: str = "client"):
         return default_client()
     except ValueError:
         raise ValueError(f"no dask.distributed client: pass {name}=Client(...) or create a Client "
-                         "first (the latest one becomes the default)") from None
+                         "first, e.g. Client(LocalCluster(n_workers=2)) or Client('scheduler:8786') "
+                         "(the latest one becomes the default)") from None
 
 
 def n_workers(client) -> int:
@@ -153,11 +157,14 @@ def gather_watching(client, futures: Sequence, watch: Sequence, *, direct: bool 
     return client.gather(futures, direct=direct)
 
 
-def _lost_errors() -> tuple[type[BaseException], ...]:
+def lost_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean "a worker (or data on it) was lost": the step is run again."""
+    import asyncio
     from concurrent.futures import CancelledError
 
     from distributed.comm.core import CommClosedError
-    return (CommClosedError, CancelledError, OSError, TimeoutError)
+    from distributed.scheduler import KilledWorker
+    return (KilledWorker, CommClosedError, asyncio.CancelledError, CancelledError, OSError, TimeoutError)
 
 
 # OSErrors about files are the tasks' own (e.g. a corpus path the workers cannot see): not retried
@@ -173,7 +180,7 @@ def retry_lost(step: Callable[[], T], *, retries: int = 3, wait_s: float = 1.0) 
     scheduler recomputes from their lineage), so a retry gives the same result. Errors raised
     by the tasks themselves (bad input, a failed solve) are never retried.
     """
-    lost = _lost_errors()
+    lost = lost_errors()
     for attempt in range(retries + 1):
         try:
             return step()

@@ -103,10 +103,10 @@ def test_dask_bad_input_errors(client, monkeypatch):
     rng = np.random.default_rng(14)
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=30)
     dense_chunks = {"a": da.from_array(blocks["a"].toarray(), chunks=(10, -1)), "b": blocks["b"]}
-    with pytest.raises(TypeError, match=r"blocks\['a'\]'s chunks must be scipy.sparse"):
+    with pytest.raises(TypeError, match=r"blocks\['a'\] is a dask array with numpy.ndarray chunks; give scipy.sparse"):
         Cr5(n_components=3).fit_matrices(dense_chunks, concepts, client=client)
     by_cols = {"a": da.from_array(blocks["a"], chunks=(10, 7), asarray=False), "b": blocks["b"]}
-    with pytest.raises(ValueError, match="single chunk along columns"):
+    with pytest.raises(ValueError, match=r"chunked along rows only .*rechunk"):
         Cr5(n_components=3).fit_matrices(by_cols, concepts, client=client)
     short = dict(concepts, a=concepts["a"][:-1])
     with pytest.raises(ValueError, match=r"concepts\['a'\] has .* entries but blocks\['a'\] has"):
@@ -121,7 +121,7 @@ def test_dask_bad_input_errors(client, monkeypatch):
     def no_client(c=None):
         raise ValueError("No clients found")
     monkeypatch.setattr(dist, "default_client", no_client)
-    with pytest.raises(ValueError, match="needs a dask.distributed Client"):
+    with pytest.raises(ValueError, match="no dask.distributed client: pass client="):
         Cr5(n_components=3).fit_matrices(_dask_blocks(blocks), concepts)
     assert sp.issparse(blocks["a"])
 

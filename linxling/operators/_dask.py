@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from linxling._dask import get_client, lost_errors, sparse_row_blocks
 from linxling._linop import LinearOperator
 from linxling._validation import check_positive
 from linxling.operators._source import RowSource
 
-__all__ = ["DaskCenteredGram", "DaskSource", "get_dask_client"]
+__all__ = ["DaskCenteredGram", "DaskSource"]
 
 
 def _gram_part(Xi, V):
@@ -222,33 +223,6 @@ def _nbytes(obj) -> int:
     return 8
 
 
-def get_dask_client(client: Any = None, what: str = "the dask array"):
-    """``client`` itself, else dask.distributed's default client; a clear error when there is none."""
-    try:
-        from distributed import default_client
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(f"{what} needs dask.distributed (pip install distributed): {exc}") from None
-    if client is not None:
-        return client
-    try:
-        return default_client()
-    except ValueError:
-        raise ValueError(f"{what} needs a dask.distributed Client: start one first (e.g. "
-                         "client = Client(LocalCluster(n_workers=2)) or Client('scheduler:8786')), "
-                         "or pass client=...") from None
-
-
-def _lost_errors() -> tuple:
-    """Exceptions that mean "a worker (or data on it) was lost": the application is retried."""
-    import asyncio
-    import concurrent.futures
-
-    from distributed.comm.core import CommClosedError
-    from distributed.scheduler import KilledWorker
-    return (KilledWorker, CommClosedError, asyncio.CancelledError, concurrent.futures.CancelledError,
-            OSError, TimeoutError)
-
-
 class DaskSource(RowSource):
     """A dask array whose chunks are scipy.sparse matrices, persisted once on the workers.
 
@@ -287,15 +261,7 @@ class DaskSource(RowSource):
         super().__init__()
         if not isinstance(X, da.Array):
             raise TypeError(f"{name} must be a dask array, got {type(X).__name__}")
-        if X.ndim != 2:
-            raise ValueError(f"{name} must be a 2-D dask array (n_rows, n_cols), got {X.ndim}-D")
-        if not sp.issparse(X._meta):
-            raise TypeError(f"{name}'s chunks must be scipy.sparse matrices ({name}._meta is a "
-                            f"{type(X._meta).__name__}); build it with da.from_array(csr, chunks=(rows, -1), "
-                            "asarray=False) or X.map_blocks(scipy.sparse.csr_matrix)")
-        if len(X.chunks[1]) != 1:
-            raise ValueError(f"{name} must have a single chunk along columns, got {len(X.chunks[1])} column "
-                             "chunks; rechunk with chunks=(rows, -1)")
+        chunks, _ = sparse_row_blocks(X, name)
         kind = np.dtype(X.dtype).kind
         if kind == "c":
             raise ValueError(f"Complex data not supported: {name} has dtype {X.dtype}")
@@ -303,14 +269,14 @@ class DaskSource(RowSource):
             raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
         self.dtype = np.dtype(dtype) if dtype is not None else (
             np.dtype(X.dtype) if kind == "f" else np.dtype(np.float64))
-        self.client = get_dask_client(client, f"{name} (a dask array)")
+        self.client = get_client(client)
         self.name = name
         self.max_retries = int(max_retries)
         self.bytes_sent = 0
         self.bytes_received = 0
         self.n_products = 0
         self.n_retries = 0
-        parts = [dask.delayed(_prepare_chunk, pure=True)(b, self.dtype) for b in X.to_delayed().ravel()]
+        parts = [dask.delayed(_prepare_chunk, pure=True)(b, self.dtype) for b in chunks]
         self._futures = self.client.compute(parts)
         info = self._run(_chunk_info, count=False)
         rows = np.array([r for r, _ in info], dtype=np.int64)
@@ -330,7 +296,7 @@ class DaskSource(RowSource):
                 futs = [client.submit(fn, f, b, None if per_chunk is None else per_chunk[i], pure=False)
                         for i, f in enumerate(self._futures)]
                 out = client.gather(futs)
-            except _lost_errors() as exc:      # a worker died: chunks are recomputed, try again
+            except lost_errors() as exc:      # a worker died: chunks are recomputed, try again
                 last = exc
                 self.n_retries += 1
                 continue
