@@ -156,8 +156,8 @@ def main(argv=None) -> dict:
             child(args.child[0], workdir, langs, args.r, args.budget, args.child[1])
         return {}
     from benchmarks._machine import machine
+    from linxling._memory import parse_budget
     from linxling.io import ChunkedCSR, write_chunks
-    from linxling.models.cr5 import _parse_budget
     workdir.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     if not all((workdir / f"{lang}.h5").exists() for lang in langs):
@@ -176,7 +176,7 @@ def main(argv=None) -> dict:
     files = {lang: ChunkedCSR(workdir / f"{lang}.h5") for lang in langs}
     write_s = time.perf_counter() - t
     corpus = sum(C.nbytes for C in files.values())
-    budget = _parse_budget(args.budget, "budget")
+    budget = parse_budget(args.budget, "budget")
     nnz = sum(C.nnz for C in files.values())
     print(f"corpus: {args.concepts} concepts x {len(langs)} languages, p = "
           f"{sum(C.shape[1] for C in files.values()):,}, nnz {nnz:,}, {corpus / 2**20:.0f} MiB as CSR "

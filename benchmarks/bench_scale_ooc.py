@@ -111,15 +111,15 @@ def main(argv=None) -> dict:
         child(args.child[0], args.file, args.k, args.iterations, args.budget, args.child[1])
         return {}
     from benchmarks._machine import machine
+    from linxling._memory import parse_budget
     from linxling.io import ChunkedCSR, write_chunks
-    from linxling.models.wmf import _parse_budget
     t = time.perf_counter()
     if not Path(args.file).exists():
         write_chunks(args.file, blocks(args.rows, args.words, args.median_nnz), chunk_rows=50_000,
                      memory_budget=256 * 2 ** 20)
     src = ChunkedCSR(args.file)
     write_s = time.perf_counter() - t
-    budget = _parse_budget(args.budget)
+    budget = parse_budget(args.budget)
     print(f"corpus {src.shape}, nnz {src.nnz:,}, {src.nbytes / 2**20:.0f} MiB as CSR "
           f"(budget {budget / 2**20:.0f} MiB); written in {write_s:.0f} s", flush=True)
     res = {"machine": machine(), "shape": list(src.shape), "nnz": src.nnz, "corpus_bytes": src.nbytes,

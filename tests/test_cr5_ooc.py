@@ -117,7 +117,7 @@ def test_chunked_fit_at_default_tolerances_uses_float32_cg_and_stays_close(tmp_p
 def test_chunked_fit_under_memory_budget(tmp_path, monkeypatch):
     """The planner counts no copy of a streamed block, only chunk buffers; the plan stays exact."""
     from linxling.models import cr5 as cr5_mod
-    monkeypatch.setattr(cr5_mod, "_current_rss", lambda: 0)       # budgets below are exact byte counts
+    monkeypatch.setattr(cr5_mod, "current_rss", lambda: 0)       # budgets below are exact byte counts
     rng = np.random.default_rng(7)
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
     r, alpha = 6, 0.5

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from linxling._memory import parse_budget
+
 __all__ = ["ChunkedCSR", "write_chunks"]
 
 _FORMAT_VERSION = 1
@@ -159,8 +161,8 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
         Number of columns (checked against every block; default: the first block's).
     transpose : bool, default True
         Also write Xᵀ (group ``"XT"``), which the word half-steps of WMF stream.
-    memory_budget : int, optional
-        Bytes of nonzeros gathered at a time while transposing (default 256 MiB).
+    memory_budget : int or str, optional
+        Bytes (or a size such as ``"512M"``) of nonzeros gathered at a time while transposing (default 256 MiB).
     overwrite : bool, default False
 
     Returns
@@ -175,8 +177,7 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
     if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer))
                                    or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    if memory_budget is not None and (not isinstance(memory_budget, (int, np.integer)) or memory_budget < 1):
-        raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
+    memory_budget = parse_budget(memory_budget)
     if sp.issparse(X) or isinstance(X, np.ndarray):
         Xc = _check_block(X, n_cols, -1, "X")
         step = chunk_rows or _rows_per_chunk(Xc, _DEFAULT_CHUNK_BYTES)

@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
+from linxling._memory import current_rss, parse_budget
 from linxling._threads import blas_single_thread
 from linxling._validation import (
     check_float_dtype,
@@ -396,7 +397,7 @@ class Cr5(ConceptEmbeddingMixin):
     def _plan_memory(self, problem: "_Problem") -> "_MemoryPlan":
         """Choose the fit's memory layout. Without ``memory_budget`` everything that saves time is
         kept; with one, the cheapest savings are taken in order until the estimated peak fits."""
-        return _MemoryPlan.choose(problem, budget=_parse_budget(self.memory_budget, "memory_budget"),
+        return _MemoryPlan.choose(problem, budget=parse_budget(self.memory_budget, "memory_budget"),
                                   reuse_budget=self.reuse_budget if self.reuse_solves else 0,
                                   eig_tol=self.eig_tol, cg_rtol=self.cg_rtol)
 
@@ -729,33 +730,6 @@ class _Problem:
     p: int
 
 
-def _parse_budget(value: Any, name: str) -> int | None:
-    """``None``, a number of bytes, or a string such as ``"12G"``, ``"12GiB"``, ``"800M"``."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip().upper().replace("IB", "").rstrip("B")
-        units = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
-        try:
-            number = float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
-        except (ValueError, KeyError):
-            raise ValueError(f"{name} must be None, a number of bytes or a size like '12G', got {value!r}") from None
-        value = number
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
-        raise ValueError(f"{name} must be None, a positive number of bytes or a size like '12G', got {value!r}")
-    return int(value)
-
-
-def _current_rss() -> int:
-    """Resident memory of this process in bytes (0 where it cannot be read)."""
-    try:
-        with open("/proc/self/statm") as fh:
-            import os
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 @dataclass
 class _MemoryPlan:
     """What a Cr5 fit keeps in memory (see :meth:`choose`); recorded in ``fit_info_["memory_plan"]``."""
@@ -823,7 +797,7 @@ class _MemoryPlan:
     @classmethod
     def choose(cls, problem: "_Problem", *, budget: int | None, reuse_budget: int, eig_tol: float,
                cg_rtol: float) -> "_MemoryPlan":
-        in_use = _current_rss()
+        in_use = current_rss()
         if budget is None:
             plan = cls(record_bytes=int(reuse_budget), in_use=in_use,
                        copies=not any(isinstance(X, RowSource) for X in problem.blocks.values()))

@@ -51,6 +51,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
+from linxling._memory import parse_budget
 from linxling._progress import progress
 from linxling.io import register_model
 from linxling._threads import blas_single_thread
@@ -489,7 +490,7 @@ class WMF(_WMFParams):
         n, m = X.shape
         k = int(self.n_components)
         self._check_k(m, "X")
-        budget = _parse_budget(memory_budget)
+        budget = parse_budget(memory_budget)
         fixed = (n + m) * k * dtype.itemsize + 8 * (n + m + 2) + 2 * k * k * dtype.itemsize
         reads = (_read_ranges(X, budget, fixed, dtype), _read_ranges(XT, budget, fixed, dtype))
         als = _als()
@@ -638,28 +639,6 @@ def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float) -> np.n
     out = np.zeros((X.shape[0], V.shape[1]), dtype=V.dtype)
     return als.als_half_step(X, V, out, missing_weight=w_m, regularization=lam,
                              solver="cholesky")
-
-
-def _parse_budget(budget) -> int | None:
-    """``memory_budget`` in bytes: None, a positive number, or a string like "512M" / "2G"."""
-    if budget is None:
-        return None
-    if isinstance(budget, str):
-        text = budget.strip().upper().rstrip("B").rstrip("I")
-        scale = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}.get(text[-1:], 1)
-        try:
-            value = float(text[:-1] if scale > 1 else text) * scale
-        except ValueError:
-            raise ValueError(f"memory_budget must be bytes or a string like '512M' or '2G', "
-                             f"got {budget!r}") from None
-    elif isinstance(budget, (int, float, np.integer, np.floating)) and not isinstance(budget, bool):
-        value = float(budget)
-    else:
-        raise TypeError(f"memory_budget must be a number of bytes or a string like '2G', got "
-                        f"{type(budget).__name__}")
-    if not value > 0:
-        raise ValueError(f"memory_budget must be positive, got {budget!r}")
-    return int(value)
 
 
 def _read_ranges(src, budget: int | None, fixed: int, dtype) -> list[tuple[int, int]]:
@@ -1186,7 +1165,7 @@ class BilingualWMF(_WMFParams):
         for lang in langs:
             self._check_k(srcs[lang].shape[1], f"X[{lang!r}]")
         tsrcs = {lang: srcs[lang].T for lang in langs}
-        budget = _parse_budget(memory_budget)
+        budget = parse_budget(memory_budget)
         m_total = sum(srcs[lang].shape[1] for lang in langs)
         fixed = (n + m_total) * k * dtype.itemsize + 8 * (n + m_total + 2 * len(langs)) * 2
         # sentence reads: the row ranges of the language with the most nonzeros, all languages
