@@ -142,6 +142,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--budget", default="450M")
     ap.add_argument("--chunk-mib", type=int, default=8, help="MiB of CSR per stored chunk")
     ap.add_argument("--workdir", default="/tmp/linxling_cr5_ooc")
+    ap.add_argument("--corpus-dtype", default="float64", choices=["float64", "float32"],
+                    help="dtype of the values written to the HDF5 files (float32: 8 bytes per nonzero)")
     ap.add_argument("--modes", default="stream,stream-nobudget,memory")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cr5_ooc.json"))
     ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
@@ -165,7 +167,7 @@ def main(argv=None) -> dict:
         blocks, _ = wiki_corpus(args.concepts, vocab_size=args.vocab, median_unique=args.median_unique,
                                 max_unique=args.max_unique)
         for lang in langs:
-            X = blocks.pop(lang)
+            X = blocks.pop(lang).astype(args.corpus_dtype, copy=False)
             rows = max(1, int(args.chunk_mib * 2 ** 20 / (12 * X.nnz / X.shape[0] + 8)))
             # the transpose's chunks bounded alike (a Zipf head word has up to K nonzeros): its
             # column blocks are gathered within memory_budget = 40 bytes per nonzero
@@ -183,7 +185,7 @@ def main(argv=None) -> dict:
           f"(budget {budget / 2**20:.0f} MiB); ready in {write_s:.0f} s", flush=True)
     res: dict = {"machine": machine(), "concepts": args.concepts, "nnz": nnz, "corpus_bytes": corpus,
                  "budget_bytes": budget, "r": args.r, "runs": {}}
-    for mode in ["passes"] + args.modes.split(","):
+    for mode in ["passes"] + [m for m in args.modes.split(",") if m]:
         out = f"/tmp/linxling_cr5_ooc_{mode}.json"
         subprocess.run([sys.executable, __file__, "--workdir", str(workdir), "--r", str(args.r),
                         "--budget", args.budget, "--child", mode, out], check=True)
