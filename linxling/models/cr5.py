@@ -262,13 +262,7 @@ class Cr5(ConceptEmbeddingMixin):
         pass over its chunks (the column statistics are kept for the fit)."""
         name = f"blocks[{lang!r}]"
         src = as_row_source(X, name, dtype=dtype, client=client)
-        if src.shape[0] == 0:
-            raise ValueError(f"language {lang!r} has no documents ({name} has 0 rows)")
-        if src.shape[1] == 0:
-            raise ValueError(f"language {lang!r} has no features ({name} has 0 columns)")
-        if len(concepts[lang]) != src.shape[0]:
-            raise ValueError(f"concepts[{lang!r}] has {len(concepts[lang])} entries but {name} has "
-                             f"{src.shape[0]} rows")
+        _check_block_shape(src.shape, lang, concepts)
         stats = src.column_stats()
         if stats.n_nonfinite:
             raise ValueError(f"{name} contains {stats.n_nonfinite} non-finite value(s) (NaN or inf)")
@@ -293,13 +287,7 @@ class Cr5(ConceptEmbeddingMixin):
                 out[lang] = self._validate_source(X, lang, concepts, dtype, client)
                 continue
             Xl = check_sparse_matrix(X, f"blocks[{lang!r}]", dtype=dtype, allow_empty=True)
-            if Xl.shape[0] == 0:
-                raise ValueError(f"language {lang!r} has no documents (blocks[{lang!r}] has 0 rows)")
-            if Xl.shape[1] == 0:
-                raise ValueError(f"language {lang!r} has no features (blocks[{lang!r}] has 0 columns)")
-            if len(concepts[lang]) != Xl.shape[0]:
-                raise ValueError(f"concepts[{lang!r}] has {len(concepts[lang])} entries but "
-                                 f"blocks[{lang!r}] has {Xl.shape[0]} rows")
+            _check_block_shape(Xl.shape, lang, concepts)
             Xl.sum_duplicates()
             check_value_range(Xl, f"blocks[{lang!r}]", "the Gram matrix XᵀX")
             out[lang] = Xl
@@ -706,6 +694,17 @@ def _dask_record(sources, eig: dict | None, n_iter: int) -> dict:
         per = (eig["bytes_sent"] + eig["bytes_received"]) / max(int(n_iter), 1)
         rec["bytes_per_eig_iteration"] = int(per)
     return rec
+
+
+def _check_block_shape(shape, lang, concepts) -> None:
+    """blocks[lang] has rows and columns, and one concept id per row."""
+    name = f"blocks[{lang!r}]"
+    if shape[0] == 0:
+        raise ValueError(f"language {lang!r} has no documents ({name} has 0 rows)")
+    if shape[1] == 0:
+        raise ValueError(f"language {lang!r} has no features ({name} has 0 columns)")
+    if len(concepts[lang]) != shape[0]:
+        raise ValueError(f"concepts[{lang!r}] has {len(concepts[lang])} entries but {name} has {shape[0]} rows")
 
 
 def _block_size(r: int, K: int | None = None) -> int:
