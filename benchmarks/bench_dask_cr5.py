@@ -6,7 +6,9 @@ asarray=False)``); ``Cr5.fit_matrices`` persists the chunks once on the workers 
 dense blocks per product. For ``n_workers`` in ``--workers`` a ``LocalCluster`` of processes
 (``threads_per_worker=1``, numba and BLAS limited to one thread per worker) is started, the fit
 timed, and ``fit_info_["dask"]`` read: bytes sent and received by the client (NumPy ``nbytes`` of
-the dense blocks; worker-to-worker copies and headers not counted), per eigen-solver iteration.
+the dense blocks; worker-to-worker copies and headers not counted), per eigen-solver iteration;
+and every byte written to the cluster's TCP comms during the fit by any process
+(:class:`linxling._dask.CommMeter`: the one-time persist, worker-to-worker copies, headers).
 The in-memory fit (the peer, numba on all cores of this process) runs in the same script.
 
 Usage::
@@ -51,6 +53,7 @@ def main(argv=None) -> dict:
 
     from benchmarks._machine import machine
     from benchmarks.wiki_synth import wiki_corpus
+    from linxling._dask import CommMeter
     blocks, concepts = wiki_corpus(args.concepts, vocab_size=args.vocab)
     nnz = sum(X.nnz for X in blocks.values())
     p = sum(X.shape[1] for X in blocks.values())
@@ -72,14 +75,19 @@ def main(argv=None) -> dict:
             client.run(lambda: __import__("linxling.models.cr5"))
             dblocks = {lang: da.from_array(X, chunks=(-(-X.shape[0] // args.chunks), -1), asarray=False)
                        for lang, X in blocks.items()}
+            meter = CommMeter(client)
             load0 = os.getloadavg()
+            wire0 = meter.read()
             model, t, cpu = _fit(dblocks, concepts, args.r, client)
+            wire = meter.read() - wire0
             rec = model.fit_info_["dask"]
             diff = float(np.max(np.abs(model.singular_values_ / ref.singular_values_ - 1)))
-            res["dask"][n_workers] = {"fit_s": t, "client_cpu_s": cpu, "dask": rec, "eig": model.convergence_["eig"],
+            res["dask"][n_workers] = {"fit_s": t, "client_cpu_s": cpu, "dask": rec, "wire_bytes": wire,
+                                      "eig": model.convergence_["eig"],
                                       "sv_max_rel_diff_vs_memory": diff, "loadavg": [load0, os.getloadavg()]}
             print(f"{n_workers} worker(s): {t:.1f} s (client CPU {cpu:.1f} s), {rec['n_products']} products, "
                   f"sent {rec['bytes_sent'] / 2**20:.1f} MiB, received {rec['bytes_received'] / 2**20:.1f} MiB, "
+                  f"on the wire (all processes, persist included) {wire / 2**20:.1f} MiB, "
                   f"per eig iteration {rec.get('bytes_per_eig_iteration', 0) / 2**20:.1f} MiB over "
                   f"{rec.get('eig_iterations')} iterations; eig {model.convergence_['eig']}; singular values "
                   f"vs memory {diff:.1e}; load {os.getloadavg()}", flush=True)

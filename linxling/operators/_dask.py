@@ -207,6 +207,11 @@ def _part_head(X, n_rows, _a):
     return X[:n_rows]
 
 
+def _add(a, b):
+    """``a + b`` of two partial products (a new array: the inputs may be shared by other tasks)."""
+    return a + b
+
+
 def _nbytes(obj) -> int:
     """Bytes of the arrays in a message: ndarray, scipy.sparse, tuples/lists of them, or scalars."""
     if obj is None:
@@ -230,14 +235,17 @@ class DaskSource(RowSource):
     (:meth:`distributed.Client.compute` of the array's chunks: the scheduler keeps their lineage,
     so a chunk lost with a worker is recomputed). Every product then ships only dense blocks: the
     input block ``V`` is scattered once per product (the workers fetch it from each other), each
-    chunk task returns its partial result, and the partials are summed on the client **in chunk
-    order**, so the result does not depend on which worker ran what. A product interrupted by a lost
-    worker is submitted again (``max_retries`` times) with the same result.
+    chunk task computes its partial result, and for the products whose results add up (``Xᵀ W``,
+    ``Xᵀ X V``) the partials are summed **on the workers** by a pairwise tree in chunk order, so the
+    result does not depend on which worker ran what and one p × b block reaches the client per
+    product (row blocks ``X V`` come back per chunk). A product interrupted by a lost worker is
+    submitted again (``max_retries`` times) with the same result.
 
     Bytes counted (``bytes_sent`` / ``bytes_received``): the arrays this client sends (the
-    scattered ``V``, per-chunk row blocks) and receives (the partial results), by their NumPy
-    ``nbytes``. Not counted: copies of ``V`` between workers, message headers, and the one-time
-    persist of the data.
+    scattered ``V``, per-chunk row blocks) and receives (the sums, the row blocks), by their NumPy
+    ``nbytes``. Not counted here: copies of ``V`` and of partial sums between workers, message
+    headers, and the one-time persist of the data (``linxling._dask.CommMeter`` measures all of
+    it on the wire; ``benchmarks/bench_dask_cr5.py`` reports both).
 
     Parameters
     ----------
@@ -286,8 +294,14 @@ class DaskSource(RowSource):
         self.n_chunks = len(self._futures)
 
     # -- the one way work is sent to the workers
-    def _run(self, fn, broadcast: Any = None, per_chunk: list | None = None, *, count: bool = True):
-        """``[fn(chunk_i, broadcast, per_chunk[i]) for every chunk]``, computed where the chunks live."""
+    def _run(self, fn, broadcast: Any = None, per_chunk: list | None = None, *, count: bool = True,
+             reduce: bool = False):
+        """``[fn(chunk_i, broadcast, per_chunk[i]) for every chunk]``, computed where the chunks live.
+
+        With ``reduce`` the partial results are summed on the workers, by a pairwise tree in chunk
+        order (the same additions in the same order wherever the tasks run), and only the sum
+        comes back: ``[sum]``. Partials of chunks on one worker are added there without a copy.
+        """
         client = self.client
         last: BaseException | None = None
         for _attempt in range(self.max_retries + 1):
@@ -295,6 +309,9 @@ class DaskSource(RowSource):
                 b = client.scatter(broadcast, hash=False) if broadcast is not None else None
                 futs = [client.submit(fn, f, b, None if per_chunk is None else per_chunk[i], pure=False)
                         for i, f in enumerate(self._futures)]
+                while reduce and len(futs) > 1:
+                    futs = [client.submit(_add, *futs[i:i + 2], pure=False) if i + 1 < len(futs) else futs[i]
+                            for i in range(0, len(futs), 2)]
                 out = client.gather(futs)
             except lost_errors() as exc:      # a worker died: chunks are recomputed, try again
                 last = exc
@@ -308,13 +325,6 @@ class DaskSource(RowSource):
         raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
                            f"(workers lost?); last error: {last!r}")
 
-    @staticmethod
-    def _sum(parts):
-        out = parts[0].copy()
-        for p_ in parts[1:]:
-            out += p_
-        return out
-
     def matmat(self, V):
         V = np.ascontiguousarray(V)
         return np.vstack(self._run(_part_matmat, V)) if self.n_chunks else np.empty((0, V.shape[1]), V.dtype)
@@ -322,10 +332,10 @@ class DaskSource(RowSource):
     def rmatmat(self, W):
         W = np.ascontiguousarray(W)
         per = [W[a:b] for a, b in zip(self.row_offsets[:-1], self.row_offsets[1:], strict=True)]
-        return self._sum(self._run(_part_rmatmat, None, per))
+        return self._run(_part_rmatmat, None, per, reduce=True)[0]
 
     def gram_matmat(self, V):
-        return self._sum(self._run(_part_gram, np.ascontiguousarray(V)))
+        return self._run(_part_gram, np.ascontiguousarray(V), reduce=True)[0]
 
     def _compute_stats(self):
         parts = self._run(_part_stats, count=False)
