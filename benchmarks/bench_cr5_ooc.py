@@ -38,13 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
 
-
-def _rss() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+from linxling._memory import current_rss  # noqa: E402
 
 
 def _hwm() -> int:
@@ -113,7 +107,7 @@ def child(mode: str, workdir: Path, langs: list, r: int, budget: str | None, out
     files = {lang: ChunkedCSR(workdir / f"{lang}.h5") for lang in langs}
     blocks = {lang: (C.to_csr() if mode == "memory" else C) for lang, C in files.items()}
     concepts = {lang: np.arange(C.shape[0]) for lang, C in files.items()}
-    rss0 = _rss()
+    rss0 = current_rss()
     hwm_ok = _reset_hwm()
     load0 = os.getloadavg()
     model = Cr5(n_components=r, alpha=1.0, random_state=0,

@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
 
+from linxling._memory import current_rss  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "scale_ooc.json"
 
 
@@ -57,14 +59,6 @@ def blocks(n_rows: int, n_cols: int, median_nnz: int, block: int = 50_000, seed:
         yield sp.csr_matrix((vals, (r, c)), shape=(b, n_cols))
 
 
-def _rss() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def child(mode: str, path: str, k: int, n_iter: int, budget: str | None, out: str) -> None:
     from linxling.io import ChunkedCSR
     from linxling.models.wmf import WMF
@@ -72,7 +66,7 @@ def child(mode: str, path: str, k: int, n_iter: int, budget: str | None, out: st
     warm = sp.random(300, 200, density=0.05, random_state=0, format="csr", dtype=src.dtype)
     WMF(n_components=k, max_iter=1).fit(warm)           # load the kernels outside the timings
     X = src.to_csr() if mode == "memory" else src
-    rss0 = _rss()
+    rss0 = current_rss()
     stamps: list = []
     cpu: list = []   # CPU seconds per iteration: the two fits run one after the other, so
     #                  wall time sees different loads; CPU time much less so

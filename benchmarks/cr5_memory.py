@@ -20,10 +20,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-
-def _rss() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+from linxling._memory import current_rss
 
 
 class _Sampler(threading.Thread):
@@ -46,7 +43,7 @@ class _Sampler(threading.Thread):
 
     def run(self) -> None:
         while not self._halt.is_set():
-            r = _rss()
+            r = current_rss()
             self.peaks[self.current] = max(self.peaks.get(self.current, 0), r)
             time.sleep(self.interval)
 
@@ -97,7 +94,7 @@ def main(argv=None) -> dict:
                      **{f"{lang}_shape": np.array(X.shape) for lang, X in blocks.items()})
     t_data = time.perf_counter() - t0
     nnz = sum(X.nnz for X in blocks.values())
-    rss_data = _rss()
+    rss_data = current_rss()
 
     model = Cr5(n_components=args.n_components, alpha=1.0, random_state=0, show_progress=False,
                 memory_budget=args.memory_budget)

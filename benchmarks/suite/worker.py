@@ -20,10 +20,7 @@ import time
 import traceback
 import warnings
 
-
-def _rss() -> int:
-    import psutil
-    return int(psutil.Process().memory_info().rss)
+from linxling._memory import current_rss
 
 
 def _peak() -> int:
@@ -53,7 +50,7 @@ def run_method(name: str, cfg) -> dict:
            "config": cfg.to_dict(), "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "load_before_fit": list(os.getloadavg())}
     with threadpoolctl.threadpool_limits(1, "blas"):
-        rss0 = _rss()
+        rss0 = current_rss()
         t0 = time.perf_counter()
         embedder = method.fit(data["train"], cfg)
         out["fit_s"] = time.perf_counter() - t0
