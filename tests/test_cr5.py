@@ -348,3 +348,21 @@ def test_memory_budget_loose_tolerance_uses_float32_basis(monkeypatch):
     assert tight.fit_info_["memory_plan"]["basis_dtype"] == "float32"
     # the paper's loose eig_tol: the same subspace to well within that tolerance
     np.testing.assert_allclose(tight.singular_values_, free.singular_values_, rtol=1e-3)
+
+
+def test_loose_tolerances_use_a_float32_basis_and_recombine_phi():
+    """At the paper's tolerances the eigen-solver basis is float32 (Rayleigh-Ritz in float64) and
+    Φ is still recombined from the recorded solves; the result stays close to the dense oracle
+    (to the loose tolerances: eig_tol 1e-1, cg_rtol 1e-2)."""
+    rng = np.random.default_rng(21)
+    blocks, concepts = random_problem(rng, n_langs=3, n_concepts=90)
+    r, alpha = 6, 1.0
+    _, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    model = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0).fit_matrices(blocks, concepts)
+    assert model.fit_info_["memory_plan"]["basis_dtype"] == "float32"
+    assert model.fit_info_["phi_source"] == "recorded"
+    # a Ritz value is within its residual (<= eig_tol * theta) of an eigenvalue
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=0.1)
+    tight = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, **TIGHT).fit_matrices(
+        blocks, concepts)
+    assert tight.fit_info_["memory_plan"]["basis_dtype"] is None

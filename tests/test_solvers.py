@@ -253,3 +253,23 @@ def test_subspace_float32_basis_reaches_loose_tolerance():
     np.testing.assert_allclose(res.eigenvalues, lam[:10], rtol=1e-4)
     with pytest.raises(ValueError, match="basis_dtype must be float32 or float64"):
         eigsh(A, 10, method="subspace", basis_dtype=np.int32)
+
+
+@pytest.mark.parametrize("expand", ["wanted", "block"])
+def test_subspace_expansion_rules_reach_the_dense_answer(expand):
+    """expand="wanted" grows the basis with the residuals of the unconverged wanted pairs only;
+    "block" with those of the whole block. Both are exact at convergence (a spectrum with a
+    cluster at the k-th eigenvalue, the hard case for leaving the guard vectors unexpanded)."""
+    from linxling.solvers import eigsh
+    rng = np.random.default_rng(3)
+    n, k = 500, 20
+    lam = np.r_[np.linspace(10, 5, k - 3), 5 - 1e-3 * np.arange(1, 8), np.linspace(4.9, 0, n - k - 4)]
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    A = (Q * lam) @ Q.T
+    res = eigsh(A, k, tol=1e-8, method="subspace", random_state=0, expand=expand)
+    assert res.converged
+    np.testing.assert_allclose(res.eigenvalues, np.sort(lam)[::-1][:k], rtol=1e-9)
+    resid = np.linalg.norm(A @ res.eigenvectors - res.eigenvectors * res.eigenvalues, axis=0)
+    assert np.all(resid <= 1e-8 * res.eigenvalues * 1.01)
+    with pytest.raises(ValueError, match="expand must be"):
+        eigsh(A, k, method="subspace", expand="all")

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from linxling.kernels.dense import add_outer
 from linxling.kernels.spmm import csr_matmat, csr_rmatmat, csr_transpose
 from linxling._backend import get_namespace
 from linxling._validation import check_sparse_matrix
@@ -251,7 +252,7 @@ class CrossCovariance(LinearOperator):
         else:
             Y = self.X.T @ V[self.labels]                   # X^T (Y V): gather + SpMM
         Y = get_namespace(Y).xp.asarray(Y)
-        Y -= (self.n_samples * self.mean_)[:, None] * (self.class_mean_ @ V)[None, :]
+        add_outer(Y, self.mean_, self.class_mean_ @ V, -self.n_samples)
         return Y
 
     def _rmatmat(self, U):
@@ -269,7 +270,7 @@ class CrossCovariance(LinearOperator):
             Z = self.X @ U                                  # (n, m) SpMM
             Y = self._YT @ Z                                # (K, m) one-hot aggregation SpMM
         Y = get_namespace(Y).xp.asarray(Y)
-        Y -= (self.n_samples * self.class_mean_)[:, None] * (self.mean_ @ U)[None, :]
+        add_outer(Y, self.class_mean_, self.mean_ @ U, -self.n_samples)
         return Y
 
     def one_hot(self) -> sp.csr_matrix:

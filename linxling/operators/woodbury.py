@@ -20,6 +20,7 @@ from linxling._backend import get_namespace
 from linxling._linop import LinearOperator
 from linxling._progress import progress
 from linxling._validation import check_positive
+from linxling.kernels.dense import add_outer
 from linxling.operators.block import BlockDiagonal
 from linxling.operators.gram import GramBlockInverse
 
@@ -102,7 +103,7 @@ class WoodburyInverse(LinearOperator):
     def _matmat(self, V):
         Y = self.block_inverse.matmat(V)
         g = self.g_
-        Y += (self.c_ * g)[:, None] * (g @ V)[None, :]
+        add_outer(Y, g, g @ V, self.c_)
         return Y
 
     def __repr__(self) -> str:
