@@ -572,6 +572,7 @@ class _SolveRecord:
         self.complete = True
 
     def add(self, V, Z) -> None:
+        """Keep a copy of ``V`` and ``Z`` itself (the caller never writes to a solve's result)."""
         if not self.complete:
             return
         size = V.nbytes + Z.nbytes
@@ -580,7 +581,7 @@ class _SolveRecord:
             self.V, self.Z = [], []
             return
         self.V.append(np.array(V, copy=True))
-        self.Z.append(np.array(Z, copy=True))
+        self.Z.append(Z)
         self.nbytes += size
 
     def recombine(self, P, rtol: float = 1e-8):
