@@ -42,7 +42,8 @@ from linxling.io import register_model
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 from linxling.operators import CallableOperator, CrossCovariance, WoodburyInverse, woodbury_from_blocks
 from linxling.operators._source import RowSource, as_row_source, is_row_partitioned
-from linxling.solvers import eigsh, orthonormalize
+from linxling.solvers import eigsh
+from linxling.solvers._orth import _cholesky_qr
 
 __all__ = ["Cr5", "encode_concepts"]
 
@@ -413,15 +414,21 @@ class Cr5(ConceptEmbeddingMixin):
         # Φ*ᵀ = A⁻¹ĈP can be recombined from them afterwards (stage 4)
         record = _SolveRecord(plan.record_bytes, C)
         chunk = plan.apply_columns
+        # a float32 twin of Ĉ (two float32 copies of nnz(X)) for the starting block and, at loose
+        # tolerances, for the operator's two products: the block solves between them are float32
+        # CG to cg_rtol anyway (measured on 5 x 20k Bible verses, r = 100: 4 products 0.2 -> 0.1 s)
+        C32 = C.astype(np.float32) if plan.copies and problem.dtype != np.float32 else None
+        loose = C32 is not None and plan.mixed_precision and self.eig_tol >= 1e-4 and self.cg_rtol >= 1e-4
+        Cm = C32 if loose else C
 
         def apply_m(V):
             V = np.asarray(V, dtype=problem.dtype)
             out = np.empty((K, V.shape[1]), dtype=problem.dtype)
             for a in range(0, V.shape[1], chunk):       # columns are independent: exact in chunks
                 Vc = V[:, a:a + chunk]
-                Z = A_inv.matmat(C.matmat(Vc))
+                Z = A_inv.matmat(Cm.matmat(Vc.astype(Cm.dtype, copy=False)))
                 record.add(Vc, Z)
-                out[:, a:a + chunk] = C.rmatmat(Z)
+                out[:, a:a + chunk] = Cm.rmatmat(Z.astype(Cm.dtype, copy=False))
                 del Z
             return out
 
@@ -433,7 +440,7 @@ class Cr5(ConceptEmbeddingMixin):
         with _timed(timings, "time_start"):
             v0 = None
             if self.start_steps > 0:
-                v0 = _jacobi_start(problem, C, self.alpha, self.start_steps, rng, float32=plan.copies)
+                v0 = _jacobi_start(problem, C if C32 is None else C32, self.alpha, self.start_steps, rng)
         cb = None
         if self.callback is not None:
             def cb(iteration, eigenvalues, residuals):
@@ -629,23 +636,23 @@ class _SolveRecord:
         return out, "recorded"
 
 
-def _jacobi_start(problem: "_Problem", C, alpha, steps, rng, *, float32: bool = True):
+def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
     """Starting block for the eigen-solve: ``steps`` power steps of ĈᵀD⁻¹Ĉ on a random block.
 
-    Only a starting guess, so by default it runs on a float32 copy of Ĉ whatever the data dtype
-    (half the memory traffic); under a tight memory budget it uses Ĉ itself. The eigen-solver
-    judges convergence on the exact operator.
+    Only a starting guess, so it runs in the dtype of ``C`` (the fit passes a float32 twin of Ĉ
+    whatever the data dtype: half the memory traffic; under a tight memory budget Ĉ itself), and
+    between steps one Cholesky-QR pass suffices (the next step and the eigen-solver
+    re-orthonormalise). The eigen-solver judges convergence on the exact operator.
     """
     r, K = problem.r, len(problem.classes)
     b = _block_size(r, K)
     sumsq = np.concatenate([_column_sumsq64(problem.blocks[lang]) for lang in problem.languages])
     d = sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + alpha
-    dt = np.float32 if float32 else problem.dtype
-    Cs = C.astype(np.float32) if float32 else C
+    dt = C.dtype
     d_inv = (1.0 / d).astype(dt)[:, None]
     Y = rng.standard_normal((K, b)).astype(dt)
     for _ in range(int(steps)):
-        Y = orthonormalize(Cs.rmatmat(Cs.matmat(Y) * d_inv))
+        Y = _cholesky_qr(C.rmatmat(C.matmat(Y) * d_inv), passes=1)
     return Y.astype(problem.dtype)
 
 
@@ -785,7 +792,8 @@ class _MemoryPlan:
             sparse += N * (4 + idx)                                 # float32 copies of the blocks
         if not plan.copies and N and any(isinstance(X, RowSource) for X in problem.blocks.values()):
             sparse += N * (f + idx)     # in-memory blocks beside row sources: a transposed copy
-        start = 2 * N * (4 + idx) if plan.copies else 0             # float32 YᵀX for the start
+        if plan.copies and f > 4:
+            sparse += 2 * N * (4 + idx)     # float32 YᵀX and its transpose (start, loose products)
         fb = np.dtype(plan.basis_dtype or problem.dtype).itemsize
         basis = 2 * K * plan.basis_factor * b * fb + 2 * K * b * fb + 2 * K * b * f
         cols = min(plan.apply_columns, b)
@@ -794,7 +802,7 @@ class _MemoryPlan:
         eig_stage = basis + cols * per_col + plan.record_bytes
         phi_stage = plan.record_bytes + 2 * p * r * f + K * r * f + min(plan.apply_columns, r) * per_col
         map_stage = 2 * p * r * f + p_max * r * f + K * r * f
-        return sparse + chunk + max(start, eig_stage, phi_stage, map_stage)
+        return sparse + chunk + max(eig_stage, phi_stage, map_stage)
 
     @classmethod
     def choose(cls, problem: "_Problem", *, budget: int | None, reuse_budget: int, eig_tol: float,

@@ -55,10 +55,11 @@ def orthonormalize(Y: Any, *, drop: float | None = None, against: Any = None) ->
     return _svqb(U, drop)
 
 
-def _cholesky_qr(Y: np.ndarray) -> np.ndarray:
+def _cholesky_qr(Y: np.ndarray, passes: int = 2) -> np.ndarray:
     """CholQR2: two Cholesky-QR passes (orthogonal to working precision for cond(Y) up to about
-    eps^-1/2; one pass loses ``eps * cond(Y)^2``), Householder QR when a Gram is not PD."""
-    for _ in range(2):
+    eps^-1/2; one pass, ``passes=1``, loses ``eps * cond(Y)^2``), Householder QR when a Gram is
+    not PD."""
+    for _ in range(passes):
         try:
             R = sla.cholesky(Y.T @ Y, lower=False, check_finite=False)
         except np.linalg.LinAlgError:
