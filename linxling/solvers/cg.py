@@ -127,6 +127,19 @@ def _coldot(A, B, xp):
     return xp.einsum("ij,ij->j", A, B)
 
 
+def _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, xp) -> None:
+    """The ConvergenceWarning of the block solvers (stacklevel: the solver's caller)."""
+    if bool(converged.all()):
+        return
+    k = int((~converged).sum())
+    bad_cols = xp.flatnonzero(~converged)
+    rel = rn[bad_cols] / xp.where(bnorm[bad_cols] > 0, bnorm[bad_cols], 1)
+    why = ("breakdown (p^T A p <= 0) in some columns; " if bool(breakdown.any()) else "")
+    warnings.warn(f"block_cg: {k} of {converged.shape[0]} column(s) did not converge ({why}maxiter={maxiter}); "
+                  f"largest relative residual {float(rel.max()):.3e} (rtol={rtol})",
+                  ConvergenceWarning, stacklevel=3)
+
+
 def block_cg(A: Any, B: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
              maxiter: int | None = None, M: Any = None, callback: Callable | None = None) -> SolveResult:
     """Conjugate gradients on a block of right-hand sides with one SpMM per iteration.
@@ -241,14 +254,7 @@ def block_cg(A: Any, B: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float 
     hist_arr = np.asarray([np.asarray(h) for h in hist])
     info = {"threshold": thresh, "breakdown": breakdown, "b_norm": bnorm,
             "n_matvec": int(op.n_matvec_equiv - start_count)}
-    if not bool(converged.all()):
-        k = int((~converged).sum())
-        bad_cols = xp.flatnonzero(~converged)
-        rel = rn[bad_cols] / xp.where(bnorm[bad_cols] > 0, bnorm[bad_cols], 1)
-        why = ("breakdown (p^T A p <= 0) in some columns; " if bool(breakdown.any()) else "")
-        warnings.warn(f"block_cg: {k} of {m} column(s) did not converge ({why}maxiter={maxiter}); "
-                      f"largest relative residual {float(rel.max()):.3e} (rtol={rtol})",
-                      ConvergenceWarning, stacklevel=2)
+    _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, xp)
     x = X[:, 0] if vec else X
     conv = bool(converged[0]) if vec else converged
     hist_out = hist_arr[:, 0] if vec else hist_arr
@@ -384,12 +390,5 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         it = maxiter
     info = {"threshold": thresh, "breakdown": breakdown, "b_norm": bnorm,
             "n_matvec": int(op.n_matvec_equiv - start_count), "fused": gram is not None}
-    if not bool(converged.all()):
-        k = int((~converged).sum())
-        bad_cols = np.flatnonzero(~converged)
-        rel = rn[bad_cols] / np.where(bnorm[bad_cols] > 0, bnorm[bad_cols], 1)
-        why = ("breakdown (p^T A p <= 0) in some columns; " if bool(breakdown.any()) else "")
-        warnings.warn(f"block_cg: {k} of {m} column(s) did not converge ({why}maxiter={maxiter}); "
-                      f"largest relative residual {float(rel.max()):.3e} (rtol={rtol})",
-                      ConvergenceWarning, stacklevel=2)
+    _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, np)
     return SolveResult(X, converged, it, np.asarray(hist), info)
