@@ -71,6 +71,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--concepts", type=int, default=60_000)
     ap.add_argument("--n-components", type=int, default=300)
     ap.add_argument("--memory-budget", default=None, help="Cr5 memory_budget, e.g. 12G (default: none)")
+    ap.add_argument("--start-steps", type=int, default=6, help="Cr5 start_steps (power steps of the start)")
     ap.add_argument("--cache", default=None, help=".npz file to read the corpus from / write it to")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
@@ -97,7 +98,7 @@ def main(argv=None) -> dict:
     rss_data = current_rss()
 
     model = Cr5(n_components=args.n_components, alpha=1.0, random_state=0, show_progress=False,
-                memory_budget=args.memory_budget)
+                memory_budget=args.memory_budget, start_steps=args.start_steps)
     sampler = _Sampler()
     _instrument(model, sampler)
     sampler.start()

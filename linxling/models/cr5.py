@@ -652,7 +652,10 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
     d_inv = (1.0 / d).astype(dt)[:, None]
     Y = rng.standard_normal((K, b)).astype(dt)
     for _ in range(int(steps)):
-        Y = _cholesky_qr(C.rmatmat(C.matmat(Y) * d_inv), passes=1)
+        U = C.matmat(Y)
+        U *= d_inv                  # in place: no second (p, b) array
+        Y = _cholesky_qr(C.rmatmat(U), passes=1)
+        del U
     return Y.astype(problem.dtype)
 
 
