@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _corpora import sentence_matrix
 
 from linxling.io import ChunkedCSR, write_chunks
 from linxling.models.wmf import WMF
@@ -18,15 +19,7 @@ def _same(a, b, dtype=np.float64):
 
 
 def _corpus(n=120, m=45, seed=0, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    X = sp.random(n, m, density=0.12, random_state=seed, format="csr", dtype=np.float64)
-    X.data[:] = rng.random(X.nnz) + 0.5
-    X = X.tolil()
-    X[7, :] = 0          # an empty sentence
-    X[:, 3] = 0          # an unused word
-    X = sp.csr_matrix(X)
-    X.eliminate_zeros()
-    return X.astype(dtype)
+    return sentence_matrix(n, m, seed=seed, dtype=dtype, density=0.12, empty_row=7, empty_col=3)
 
 
 def test_write_and_read_round_trip(tmp_path):

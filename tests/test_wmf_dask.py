@@ -8,6 +8,7 @@ import signal
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _corpora import sentence_matrix
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -30,15 +31,7 @@ def client():
 
 
 def _corpus(n=240, m=70, seed=0, dtype=np.float64, density=0.1):
-    rng = np.random.default_rng(seed)
-    X = sp.random(n, m, density=density, random_state=seed, format="csr", dtype=np.float64)
-    X.data[:] = rng.random(X.nnz) + 0.5
-    X = X.tolil()
-    X[5, :] = 0          # an empty sentence
-    X[:, 2] = 0          # an unused word
-    X = sp.csr_matrix(X)
-    X.eliminate_zeros()
-    return X.astype(dtype)
+    return sentence_matrix(n, m, seed=seed, dtype=dtype, density=density, empty_row=5, empty_col=2)
 
 
 def _dask(X, rows=50):

@@ -417,8 +417,9 @@ class Cr5(ConceptEmbeddingMixin):
         # a float32 twin of Ĉ (two float32 copies of nnz(X)) for the starting block and, at loose
         # tolerances, for the operator's two products: the block solves between them are float32
         # CG to cg_rtol anyway (measured on 5 x 20k Bible verses, r = 100: 4 products 0.2 -> 0.1 s)
-        C32 = C.astype(np.float32) if plan.copies and problem.dtype != np.float32 else None
-        loose = C32 is not None and plan.mixed_precision and self.eig_tol >= 1e-4 and self.cg_rtol >= 1e-4
+        twin_ok = plan.copies and problem.dtype != np.float32
+        loose = twin_ok and plan.mixed_precision and self.eig_tol >= 1e-4 and self.cg_rtol >= 1e-4
+        C32 = C.astype(np.float32) if twin_ok and (loose or self.start_steps > 0) else None
         Cm = C32 if loose else C
 
         def apply_m(V):
