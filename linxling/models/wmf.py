@@ -937,7 +937,7 @@ class _DaskALS:
             # pinned (strictly: a loosely restricted task may be stolen by another worker, which
             # then fetches the block); a block being recomputed after a loss runs anywhere
             futs = [self.client.submit(_dask_solve, blk, fY, fG, fw, r0, r1, w, lam, solver, steps,
-                                       pure=False, workers=at, allow_other_workers=at is None)
+                                       pure=False, workers=at)
                     for blk, (r0, r1), at, fw in zip(blocks, ranges, where, warm, strict=True)]
             try:
                 watch = [*blocks, fY, fG, *{f.key: f for f in warm}.values()]
