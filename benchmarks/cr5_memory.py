@@ -72,6 +72,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--n-components", type=int, default=300)
     ap.add_argument("--memory-budget", default=None, help="Cr5 memory_budget, e.g. 12G (default: none)")
     ap.add_argument("--start-steps", type=int, default=6, help="Cr5 start_steps (power steps of the start)")
+    ap.add_argument("--dtype", default="float64", choices=("float64", "float32"),
+                    help="dtype of the generated tf-idf blocks and of the fit (Cr5 dtype)")
     ap.add_argument("--cache", default=None, help=".npz file to read the corpus from / write it to")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
@@ -85,10 +87,10 @@ def main(argv=None) -> dict:
         blocks = {}
         for lang in ("l0", "l1"):
             blocks[lang] = sp.csr_matrix((z[f"{lang}_data"], z[f"{lang}_indices"], z[f"{lang}_indptr"]),
-                                         shape=tuple(z[f"{lang}_shape"]))
+                                         shape=tuple(z[f"{lang}_shape"])).astype(args.dtype, copy=False)
         concepts = {lang: np.arange(blocks[lang].shape[0]) for lang in blocks}
     else:
-        blocks, concepts = wiki_corpus(args.concepts)
+        blocks, concepts = wiki_corpus(args.concepts, dtype=np.dtype(args.dtype))
         if args.cache:
             np.savez(args.cache, **{f"{lang}_{k}": getattr(X, k) for lang, X in blocks.items()
                                     for k in ("data", "indices", "indptr")},
@@ -98,7 +100,7 @@ def main(argv=None) -> dict:
     rss_data = current_rss()
 
     model = Cr5(n_components=args.n_components, alpha=1.0, random_state=0, show_progress=False,
-                memory_budget=args.memory_budget, start_steps=args.start_steps)
+                memory_budget=args.memory_budget, start_steps=args.start_steps, dtype=args.dtype)
     sampler = _Sampler()
     _instrument(model, sampler)
     sampler.start()
@@ -110,12 +112,13 @@ def main(argv=None) -> dict:
     out = {
         "concepts": args.concepts, "documents": sum(X.shape[0] for X in blocks.values()),
         "features": sum(X.shape[1] for X in blocks.values()), "nnz": nnz,
-        "n_components": args.n_components, "memory_budget": args.memory_budget,
+        "n_components": args.n_components, "memory_budget": args.memory_budget, "dtype": args.dtype,
         "data_seconds": round(t_data, 1), "fit_seconds": round(t_fit, 1),
         "rss_after_data_GiB": round(rss_data / 2 ** 30, 2), "peak_rss_GiB": round(peak / 2 ** 30, 2),
         "fit_bytes_per_nnz": round((peak - rss_data) / nnz, 1),
         "stages": {k: {"seconds": round(sampler.times.get(k, 0.0), 1),
                        "peak_rss_GiB": round(v / 2 ** 30, 2)} for k, v in sampler.peaks.items()},
+        "eig": {k: v for k, v in model.convergence_["eig"].items()},
         "fit_info": {k: v for k, v in model.fit_info_.items() if isinstance(v, (int, float, str, dict))},
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "loadavg": os.getloadavg(),

@@ -268,6 +268,53 @@ def test_start_block_and_solve_reuse_keep_exactness(start_steps, reuse):
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
 
 
+@pytest.mark.parametrize("eig_method", ["subspace", "arpack"])
+def test_phi_from_the_recorded_solves_for_each_eigen_solver(eig_method):
+    """Φ from the recorded solves: the subspace solver's exact coefficients (only the solves are
+    kept), or least squares against the kept inputs (ARPACK gives no coefficients)."""
+    from linxling.models.cr5 import _SolveRecord
+    rng = np.random.default_rng(14)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
+    r, alpha = 4, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    kept = []
+    orig = _SolveRecord.__init__
+
+    def spy(self, *a, **kw):
+        orig(self, *a, **kw)
+        kept.append(self)
+    import linxling.models.cr5 as cr5mod
+    cr5mod._SolveRecord.__init__ = spy
+    try:
+        model = Cr5(n_components=r, alpha=alpha, eig_method=eig_method, block_method="cg", random_state=0,
+                    **TIGHT).fit_matrices(blocks, concepts)
+    finally:
+        cr5mod._SolveRecord.__init__ = orig
+    assert model.fit_info_["phi_source"] == "recorded"
+    assert kept[0].keep_inputs == (eig_method != "subspace") and (kept[0].V == []) == (eig_method == "subspace")
+    test = {lang: sp.random(10, X.shape[1], density=0.3, random_state=rng, format="csr")
+            for lang, X in blocks.items()}
+    np.testing.assert_allclose(embedded_cosines(model.transform_matrix, test),
+                               embedded_cosines(lambda X, lang: X @ Phi[lang].T, test), atol=1e-6)
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+
+
+def test_solve_record_combines_exact_coefficients():
+    from linxling.models.cr5 import _SolveRecord
+    rng = np.random.default_rng(1)
+    rec = _SolveRecord(budget_bytes=10**9, keep_inputs=False)
+    Z1, Z2 = rng.standard_normal((20, 3)), rng.standard_normal((20, 2))
+    rec.add(np.zeros((7, 3)), Z1)
+    rec.add(np.zeros((7, 2)), Z2)
+    assert rec.V == [] and rec.nbytes == Z1.nbytes + Z2.nbytes         # inputs not kept
+    coef = rng.standard_normal((5, 4))
+    out, how = rec.combine(coef)
+    assert how == "recorded"
+    np.testing.assert_allclose(out, np.hstack([Z1, Z2]) @ coef)
+    assert rec.combine(coef[:4])[0] is None and rec.combine(None)[0] is None
+    assert rec.recombine(rng.standard_normal((7, 2)))[0] is None       # no inputs: no least squares
+
+
 def test_solve_record_rejects_vectors_outside_its_span():
     from linxling.models.cr5 import _SolveRecord
     rng = np.random.default_rng(0)

@@ -72,3 +72,32 @@ def test_transposed_scatter_matches_reference_for_any_thread_count(dtype, m, mon
         numba.set_num_threads(old)
     # each output column is summed in the same order whatever the thread count
     np.testing.assert_array_equal(results[0], results[-1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mapped", [False, True])
+def test_rows_matmat_matches_reference(dtype, mapped):
+    """The four-array product (rows in any order, empty rows, renumbered columns, accumulation)
+    against its plain per-row reference and against the SciPy product it stands for."""
+    from linxling.kernels.spmm import rows_matmat, rows_matmat_reference
+    rng = np.random.default_rng(4)
+    X = sp.random(40, 30, density=0.2, format="csr", random_state=5, dtype=dtype)
+    # output rows = a permutation of X's rows spread over 50 rows (10 empty)
+    where = rng.permutation(50)[:40]
+    starts = np.zeros(50, dtype=X.indptr.dtype)
+    ends = np.zeros(50, dtype=X.indptr.dtype)
+    starts[where], ends[where] = X.indptr[:-1], X.indptr[1:]
+    colmap = rng.permutation(45)[:30] if mapped else None
+    V = rng.standard_normal((45 if mapped else 30, 6)).astype(dtype)
+    got = rows_matmat(starts, ends, X.indices, X.data, V, np.empty((50, 6), dtype=dtype), colmap=colmap)
+    ref = rows_matmat_reference(starts, ends, X.indices, X.data, V, np.empty((50, 6), dtype=dtype), colmap=colmap)
+    rtol = 1e-5 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol)
+    # the same as moving X's rows with a permutation matrix and its columns with colmap
+    Xm = X if colmap is None else sp.csr_matrix((X.data, colmap[X.indices], X.indptr), shape=(40, 45))
+    P = sp.csr_matrix((np.ones(40, dtype=dtype), (where, np.arange(40))), shape=(50, 40))
+    np.testing.assert_allclose(got, P @ (Xm @ V), rtol=rtol, atol=rtol)
+    acc = rows_matmat(starts, ends, X.indices, X.data, V, got.copy(), colmap=colmap, accumulate=True)
+    np.testing.assert_allclose(acc, 2 * got, rtol=rtol, atol=rtol)
+    with pytest.raises(ValueError, match="share one dtype"):
+        rows_matmat(starts, ends, X.indices, X.data, V.astype(np.float16), np.empty((50, 6), dtype=dtype))

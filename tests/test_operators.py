@@ -511,3 +511,45 @@ def test_cross_covariance_astype_float32(precompute):
     V = rng.standard_normal((6, 3)).astype(np.float32)
     assert C32.dtype == np.float32 and C.dtype == np.float64
     np.testing.assert_allclose(C32.matmat(V), C.matmat(V.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("precompute", [True, False])
+@pytest.mark.parametrize("identity", [True, False])
+def test_cross_covariance_one_document_per_concept(precompute, identity):
+    """With at most one document per concept and block, Ĉ keeps no YᵀX: it reads the blocks (and a
+    CSR transpose, made on first use or shared) and equals the dense X̂ᵀŶ."""
+    from linxling.operators import CrossCovariance, GramBlockInverse
+    rng = np.random.default_rng(7)
+    K = 30
+    blocks = [sp.random(K if identity else 24, 12, density=0.3, random_state=8, format="csr"),
+              sp.random(K if identity else 27, 9, density=0.3, random_state=9, format="csr")]
+    labels = [np.arange(K) if identity else rng.permutation(K)[:X.shape[0]] for X in blocks]
+    C = CrossCovariance.from_blocks(blocks, labels, K, precompute=precompute)
+    assert C._one_doc is not None and C._YtX is None and C.XtY_ is None
+    n = sum(X.shape[0] for X in blocks)
+    Xd = sp.block_diag(blocks).toarray()
+    Y = np.zeros((n, K))
+    Y[np.arange(n), np.concatenate(labels)] = 1
+    dense = (Xd - Xd.mean(0)).T @ (Y - Y.mean(0))
+    V, U = rng.standard_normal((K, 4)), rng.standard_normal((21, 3))
+    np.testing.assert_allclose(C.matmat(V), dense @ V, atol=1e-12)
+    np.testing.assert_allclose(C.rmatmat(U), dense.T @ U, atol=1e-12)
+    assert all((blk.XT is not None) == precompute for blk in C._one_doc)   # made on first use only
+    # the float32 twin sharing the float32 matrices of the blocks' mixed-precision CG: no copies
+    invs = [GramBlockInverse(X, 1.0, method="cg", cg_rtol=1e-2) for X in blocks]
+    pairs = [inv.csr_pair(np.float32) for inv in invs]
+    C32 = C.astype(np.float32, shared=pairs)
+    for blk, inv in zip(C32._one_doc, invs, strict=True):
+        assert blk.X is inv._gram_cg.X and blk.XT is inv._gram_cg._XT
+    np.testing.assert_allclose(C32.matmat(V.astype(np.float32)), dense @ V, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(C32.rmatmat(U.astype(np.float32)), dense.T @ U, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="does not match the block"):
+        C.astype(np.float32, shared=[pairs[1], pairs[0]])
+
+
+def test_cross_covariance_repeated_concept_keeps_yty():
+    """Two documents of one concept in a block: the summed YᵀX is built (the general path)."""
+    from linxling.operators import CrossCovariance
+    X = sp.random(6, 5, density=0.5, random_state=1, format="csr")
+    C = CrossCovariance.from_blocks([X], [np.array([0, 1, 2, 3, 4, 4])], 5)
+    assert C._one_doc is None and C._YtX is not None

@@ -273,3 +273,35 @@ def test_subspace_expansion_rules_reach_the_dense_answer(expand):
     assert np.all(resid <= 1e-8 * res.eigenvalues * 1.01)
     with pytest.raises(ValueError, match="expand must be"):
         eigsh(A, k, method="subspace", expand="all")
+
+
+@pytest.mark.parametrize("basis_dtype,max_basis", [(None, None), (None, 45), (np.float32, None)])
+def test_subspace_returns_coefficients_in_the_applied_blocks(basis_dtype, max_basis):
+    """eigenvectors = [B_1 .. B_j] C for the blocks B_i given to the operator, also across thick
+    restarts (a small max_basis) and with a float32 basis."""
+    from linxling.operators import CallableOperator
+    rng = np.random.default_rng(3)
+    n, k = 300, 12
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    A = (Q * np.geomspace(100, 0.01, n)) @ Q.T
+    seen = []
+
+    def apply(B):
+        seen.append(np.array(B, dtype=np.float64))
+        return A @ B
+
+    op = CallableOperator(apply, (n, n), np.float64, symmetric=True)
+    res = eigsh(op, k, tol=1e-6, method="subspace", random_state=0, basis_dtype=basis_dtype,
+                max_basis=max_basis, track_applied=10 ** 6)
+    C = res.info["applied_coefficients"]
+    B = np.hstack(seen)
+    assert C.shape == (B.shape[1], k)
+    if max_basis is not None:
+        assert res.info["n_restarts"] > 0
+    scale = 1e-5 if basis_dtype is not None else 1e-10
+    np.testing.assert_allclose(B @ C, res.eigenvectors, atol=scale)
+    # beyond track_applied columns the coefficients are not kept
+    short = eigsh(op, k, tol=1e-6, method="subspace", random_state=0, basis_dtype=basis_dtype,
+                  max_basis=max_basis, track_applied=B.shape[1] - 1)
+    assert short.info["applied_coefficients"] is None
+    assert eigsh(op, k, tol=1e-6, method="subspace", random_state=0).info["applied_coefficients"] is None

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["csr_matmat", "csr_matmat_reference", "csr_rmatmat", "csr_rmatmat_reference", "csr_transpose",
-           "MIN_PARALLEL_WORK"]
+           "rows_matmat", "rows_matmat_reference", "MIN_PARALLEL_WORK"]
 
 # below this many multiply-adds (nnz * n_cols) the thread start-up costs more than it saves
 MIN_PARALLEL_WORK = 200_000
@@ -93,6 +93,55 @@ def csr_rmatmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
     out = np.empty((X.shape[1], V.shape[1]), dtype=V.dtype)
     n_parts = max(1, min(numba.get_num_threads(), V.shape[1]))
     _csr_rmatmat(X.indptr, X.indices, X.data, Vc, out, n_parts)
+    return out
+
+
+@numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
+def _rows_matmat(starts, ends, indices, data, colmap, has_map, V, out, accumulate):  # pragma: no cover
+    m = V.shape[1]
+    for i in numba.prange(out.shape[0]):
+        if not accumulate:
+            for j in range(m):
+                out[i, j] = 0.0
+        for jj in range(starts[i], ends[i]):
+            a = data[jj]
+            col = indices[jj]
+            if has_map:
+                col = colmap[col]
+            for j in range(m):
+                out[i, j] += a * V[col, j]
+
+
+def rows_matmat_reference(starts, ends, indices, data, V, out, *, colmap=None, accumulate=False):
+    """The plain loop over rows of :func:`rows_matmat` (NumPy per row): its oracle."""
+    if not accumulate:
+        out[...] = 0
+    for i in range(out.shape[0]):
+        sl = slice(int(starts[i]), int(ends[i]))
+        cols = indices[sl] if colmap is None else colmap[indices[sl]]
+        out[i] += data[sl] @ V[cols]
+    return out
+
+
+def rows_matmat(starts, ends, indices, data, V, out, *, colmap=None, accumulate=False):
+    """``out[i] (+)= Σ_{jj in [starts[i], ends[i])} data[jj] · V[col(jj)]`` on all numba threads,
+    with ``col(jj) = indices[jj]``, or ``colmap[indices[jj]]`` when ``colmap`` is given.
+
+    A CSR product whose rows are given by separate ``starts`` / ``ends`` (the four-array form):
+    the rows of a CSR matrix taken in any order, or spread over a longer output with empty rows,
+    without copying its ``indices`` or ``data``; ``colmap`` renumbers the columns on the fly.
+    Cr5 uses it when every concept has at most one document per language: ``YᵀX`` is then ``X``
+    with its rows moved, and ``XᵀY`` is ``Xᵀ`` with its columns renumbered, so neither is stored.
+    Each output row is owned by one thread (no atomics; the result does not depend on the thread
+    count). ``out`` must be C-contiguous with ``V``'s dtype; with ``accumulate`` the products are
+    added to it, else it is overwritten. Returns ``out``.
+    """
+    V = np.ascontiguousarray(V)
+    if out.dtype != V.dtype or data.dtype != V.dtype or not out.flags.c_contiguous:
+        raise ValueError("rows_matmat: out, data and V must share one dtype and out must be C-contiguous")
+    has_map = colmap is not None
+    cmap = colmap if has_map else np.zeros(1, dtype=np.int64)
+    _rows_matmat(starts, ends, indices, data, cmap, has_map, V, out, bool(accumulate))
     return out
 
 

@@ -44,6 +44,7 @@ from linxling.operators import CallableOperator, CrossCovariance, WoodburyInvers
 from linxling.operators._source import RowSource, as_row_source, is_row_partitioned
 from linxling.solvers import eigsh
 from linxling.solvers._orth import _cholesky_qr
+from linxling.solvers.eigen import resolve_method
 
 __all__ = ["Cr5", "encode_concepts"]
 
@@ -87,21 +88,26 @@ class Cr5(ConceptEmbeddingMixin):
         that build the eigen-solver's starting block. 0 starts from a random block. Only the
         start changes: convergence is always judged on the exact operator.
     reuse_solves : bool, default True
-        Keep the block solves A⁻¹ĈV made during the eigen-solve and recombine Φ*ᵀ = A⁻¹ĈP_r from
-        them (least squares in the span of the applied blocks, checked to 1e-8) instead of
-        solving again; falls back to a fresh solve when P_r is not in that span.
+        Keep the block solves A⁻¹ĈV made during the eigen-solve and combine Φ*ᵀ = A⁻¹ĈP_r from
+        them instead of solving again: with the subspace eigen-solver (the default for
+        n_components > 20) from the exact coefficients of P_r in the applied blocks, which it
+        tracks, so only the solves are kept; with the others by least squares in the span of
+        copies of the applied blocks (checked to 1e-8). Falls back to a fresh solve when the
+        record is incomplete or P_r is not in that span.
     reuse_budget : int, default 2 GiB
         Memory allowed for the kept solves (beyond it they are not kept).
     memory_budget : None, int or str, default None
         Peak resident memory of the process the fit may reach, in bytes or as a size such as
         ``"12G"``. ``None`` keeps everything that saves time. With a budget the fit estimates its
-        peak and sheds, in order: a float32 eigen-solver basis (when ``eig_tol >= 1e-4``), a
-        smaller basis (2 blocks instead of 3), the sparse copies (YᵀX, transposed blocks: products
-        are then computed from the blocks themselves), the float32 block copies, and then applies
-        the operator to fewer columns at a time; recorded solves get what is left (else Φ is
-        solved for once more). A language given as a ChunkedCSR (on disk) counts two chunks
-        instead of any copy; one given as a dask array counts nothing on this process. The choice is in ``fit_info_["memory_plan"]``; a budget below what
-        the leanest plan needs raises ``MemoryError`` before any work. See docs/scale.md.
+        peak and sheds, in order: a float32 eigen-solver basis (when ``eig_tol >= 1e-4``), the
+        operator applied to fewer columns at a time (down to 64), a smaller basis (2 blocks
+        instead of 3), the recorded solves of the first two eigen-solver blocks (then Φ is solved
+        for once more), the sparse copies (YᵀX, transposed blocks: products are then computed
+        from the blocks themselves), the float32 block copies, and down to 8 columns at a time;
+        more recorded solves get half of what is left. A language given as a ChunkedCSR (on
+        disk) counts two chunks instead of any copy; one given as a dask array counts nothing on
+        this process. The choice is in ``fit_info_["memory_plan"]``; a budget below what the
+        leanest plan needs raises ``MemoryError`` before any work. See docs/scale.md.
     limit_blas_threads : bool, default True
         Limit BLAS to one thread during the fit (the numba kernels use all cores).
     random_state : None, int or numpy Generator
@@ -344,7 +350,7 @@ class Cr5(ConceptEmbeddingMixin):
             A_inv = self._factor_gram(problem, plan)
         eig, record = self._top_eigenvectors(problem, A_inv, plan, timings)
         with _timed(timings, "time_phi"):
-            Phi_star_T, phi_source = self._phi_star(problem, A_inv, record, eig.eigenvectors, plan)
+            Phi_star_T, phi_source = self._phi_star(problem, A_inv, record, eig, plan)
         del record
         components, sv = self._orthonormal_map(Phi_star_T, problem)
         del Phi_star_T
@@ -378,9 +384,11 @@ class Cr5(ConceptEmbeddingMixin):
         dtype = np.dtype(self.dtype)
         n = sum(X.shape[0] for X in blocks.values())
         mean = np.concatenate([_column_sums(blocks[lang]) for lang in languages]) / n
-        return _Problem(blocks=blocks, languages=languages, classes=classes,
-                        labels=[labels[lang] for lang in languages], mean=mean.astype(dtype), n=n, r=r,
-                        dtype=dtype, nnz=sum(int(X.nnz) for X in blocks.values()), p=p_total)
+        labs = [labels[lang] for lang in languages]
+        one_doc = all(lab.size == 0 or int(np.bincount(lab, minlength=len(classes)).max()) <= 1 for lab in labs)
+        return _Problem(blocks=blocks, languages=languages, classes=classes, labels=labs,
+                        mean=mean.astype(dtype), n=n, r=r, dtype=dtype,
+                        nnz=sum(int(X.nnz) for X in blocks.values()), p=p_total, one_doc=one_doc)
 
     # ---- memory: what to keep and what to recompute
     def _plan_memory(self, problem: "_Problem") -> "_MemoryPlan":
@@ -388,7 +396,8 @@ class Cr5(ConceptEmbeddingMixin):
         kept; with one, the cheapest savings are taken in order until the estimated peak fits."""
         return _MemoryPlan.choose(problem, budget=parse_budget(self.memory_budget, "memory_budget"),
                                   reuse_budget=self.reuse_budget if self.reuse_solves else 0,
-                                  eig_tol=self.eig_tol, cg_rtol=self.cg_rtol)
+                                  eig_tol=self.eig_tol, cg_rtol=self.cg_rtol,
+                                  record_inputs=_eig_method(self.eig_method, problem) != "subspace")
 
     # ---- stage 2: (X̂ᵀX̂ + λI)⁻¹ = B⁻¹ + c g gᵀ (Sec. 5, Woodbury), one factor or CG per language
     def _factor_gram(self, problem: "_Problem", plan: "_MemoryPlan") -> WoodburyInverse:
@@ -408,18 +417,26 @@ class Cr5(ConceptEmbeddingMixin):
     def _top_eigenvectors(self, problem: "_Problem", A_inv: WoodburyInverse, plan: "_MemoryPlan",
                           timings: dict):
         K = len(problem.classes)
+        inverses = A_inv.block_inverse.blocks
+        # with one document per concept and language Ĉ needs no copy of its own: it reads the
+        # blocks (and CSR transposes) the block inverses hold in each dtype
         C = CrossCovariance.from_blocks([problem.blocks[lang] for lang in problem.languages], problem.labels,
-                                        K, precompute=plan.copies, dtype=problem.dtype)     # X̂ᵀŶ (p, K)
+                                        K, precompute=plan.copies, dtype=problem.dtype,
+                                        shared=[inv.csr_pair(problem.dtype) for inv in inverses])  # X̂ᵀŶ (p, K)
         # every block solve Z = A⁻¹ĈV of the eigen-solve is kept (within plan.record_bytes) so that
         # Φ*ᵀ = A⁻¹ĈP can be recombined from them afterwards (stage 4)
-        record = _SolveRecord(plan.record_bytes, C)
+        subspace = _eig_method(self.eig_method, problem) == "subspace"
+        record = _SolveRecord(plan.record_bytes, C, keep_inputs=not subspace)
         chunk = plan.apply_columns
-        # a float32 twin of Ĉ (two float32 copies of nnz(X)) for the starting block and, at loose
-        # tolerances, for the operator's two products: the block solves between them are float32
-        # CG to cg_rtol anyway (measured on 5 x 20k Bible verses, r = 100: 4 products 0.2 -> 0.1 s)
+        # a float32 twin of Ĉ (two float32 copies of nnz(X), or none with one document per concept:
+        # it shares the float32 blocks of the mixed-precision CG) for the starting block and, at
+        # loose tolerances, for the operator's two products: the block solves between them are
+        # float32 CG to cg_rtol anyway (measured on 5 x 20k Bible verses, r = 100: 4 products
+        # 0.2 -> 0.1 s)
         twin_ok = plan.copies and problem.dtype != np.float32
-        loose = twin_ok and plan.mixed_precision and self.eig_tol >= 1e-4 and self.cg_rtol >= 1e-4
-        C32 = C.astype(np.float32) if twin_ok and (loose or self.start_steps > 0) else None
+        loose = _loose_products(problem, plan, self.eig_tol, self.cg_rtol)
+        C32 = (C.astype(np.float32, shared=[inv.csr_pair(np.float32) for inv in inverses])
+               if twin_ok and (loose or self.start_steps > 0) else None)
         Cm = C32 if loose else C
 
         def apply_m(V):
@@ -451,7 +468,9 @@ class Cr5(ConceptEmbeddingMixin):
         with _timed(timings, "time_eig"):
             res = eigsh(M, problem.r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=self.eig_method,
                         v0=v0, random_state=rng, callback=cb, show_progress=self.show_progress,
-                        **plan.eig_kwargs(problem))
+                        **plan.eig_kwargs(problem),
+                        **({"track_applied": plan.record_bytes // max(1, problem.p * problem.dtype.itemsize)}
+                           if subspace else {}))
         if counters0 is not None:
             after = _dask_counters(problem)
             assert after is not None
@@ -459,16 +478,22 @@ class Cr5(ConceptEmbeddingMixin):
         return res, record
 
     # ---- stage 4: Φ*ᵀ = (X̂ᵀX̂ + λI)⁻¹ X̂ᵀŶ P_r (eq. 14)
-    def _phi_star(self, problem: "_Problem", A_inv: WoodburyInverse, record: "_SolveRecord", eigenvectors,
+    def _phi_star(self, problem: "_Problem", A_inv: WoodburyInverse, record: "_SolveRecord", eig,
                   plan: "_MemoryPlan"):
-        """Recombined from the recorded solves when P_r lies in their span (it does for the block
-        eigen-solvers), else block solves with r right-hand sides (in chunks of the plan's width)."""
-        P = np.asarray(eigenvectors[:, :problem.r], dtype=problem.dtype)
+        """Combined from the recorded solves: with the subspace eigen-solver's exact coefficients
+        of P_r in the applied blocks, or, for the other eigen-solvers, by least squares when P_r
+        lies in the span of the recorded blocks; else block solves with r right-hand sides (in
+        chunks of the plan's width)."""
+        P = np.asarray(eig.eigenvectors[:, :problem.r], dtype=problem.dtype)
         if self.callback is not None:
             self.callback("phi", {"stage": "start", "n_rhs": problem.r})
-        # P is in the span of the recorded blocks to the basis' precision
-        span_rtol = 1e-8 if plan.basis_dtype is None or np.dtype(plan.basis_dtype) == np.float64 else 1e-5
-        Phi_star_T, source = record.recombine(P, rtol=span_rtol)
+        if not record.keep_inputs:
+            coef = eig.info.get("applied_coefficients")
+            Phi_star_T, source = record.combine(None if coef is None else coef[:, :problem.r])
+        else:
+            # P is in the span of the recorded blocks to the basis' precision
+            span_rtol = 1e-8 if plan.basis_dtype is None or np.dtype(plan.basis_dtype) == np.float64 else 1e-5
+            Phi_star_T, source = record.recombine(P, rtol=span_rtol)
         if Phi_star_T is None:
             Phi_star_T = np.empty((problem.p, problem.r), dtype=problem.dtype)    # (p, r)
             for a in range(0, problem.r, plan.apply_columns):
@@ -569,28 +594,50 @@ class Cr5(ConceptEmbeddingMixin):
 
 
 class _SolveRecord:
-    """Pairs (V, Z = A⁻¹ĈV) seen by the eigen-solver, to recombine A⁻¹ĈP for P in span(V)."""
+    """The solves Z = A⁻¹ĈV made by the eigen-solver, in order, to give A⁻¹ĈP without another
+    solve: from the eigen-solver's coefficients of P in the applied blocks (the subspace method
+    tracks them exactly, so only the Zs are kept), or, with ``keep_inputs``, by least squares
+    against copies of the applied blocks V (for eigen-solvers that give no coefficients)."""
 
-    def __init__(self, budget_bytes: int, C=None):
+    def __init__(self, budget_bytes: int, C=None, keep_inputs: bool = True):
         self.C = C                         # the cross-covariance X̂ᵀŶ the solves were made with
         self.budget = int(budget_bytes)
+        self.keep_inputs = bool(keep_inputs)
         self.V: list[np.ndarray] = []
         self.Z: list[np.ndarray] = []
         self.nbytes = 0
         self.complete = True
 
     def add(self, V, Z) -> None:
-        """Keep a copy of ``V`` and ``Z`` itself (the caller never writes to a solve's result)."""
+        """Keep ``Z`` itself (the caller never writes to a solve's result) and, with
+        ``keep_inputs``, a copy of ``V``."""
         if not self.complete:
             return
-        size = V.nbytes + Z.nbytes
+        size = Z.nbytes + (V.nbytes if self.keep_inputs else 0)
         if self.nbytes + size > self.budget:
             self.complete = False          # an incomplete record cannot be trusted: drop it
             self.V, self.Z = [], []
             return
-        self.V.append(np.array(V, copy=True))
+        if self.keep_inputs:
+            self.V.append(np.array(V, copy=True))
         self.Z.append(Z)
         self.nbytes += size
+
+    def combine(self, coef):
+        """Return (Σ_i Z_i coef_i, "recorded") for the coefficients of P in the applied columns
+        (rows of ``coef``, in the order applied), else (None, why)."""
+        n_cols = sum(Z.shape[1] for Z in self.Z)
+        if not self.complete or not self.Z:
+            return None, "solve (no usable record)"
+        if coef is None or coef.shape[0] != n_cols:
+            return None, "solve (the eigen-solver gave no coefficients for the recorded solves)"
+        out = np.zeros((self.Z[0].shape[0], coef.shape[1]), dtype=self.Z[0].dtype)
+        a = 0
+        for Zi in self.Z:
+            b = a + Zi.shape[1]
+            out += Zi @ coef[a:b].astype(Zi.dtype)
+            a = b
+        return out, "recorded"
 
     def recombine(self, P, rtol: float = 1e-8):
         """Return (A⁻¹ĈP, "recorded") when P is in the span of the recorded blocks, else (None, why).
@@ -598,7 +645,7 @@ class _SolveRecord:
         Works block by block (Gram matrix VᵀV and VᵀP from the recorded blocks, then Σ_i Z_i c_i),
         never stacking the record: it needs no memory beyond the (p, r) result.
         """
-        if not self.complete or not self.V:
+        if not self.complete or not self.V or not self.keep_inputs:
             return None, "solve (no usable record)"
         import scipy.linalg as sla
         widths = [V.shape[1] for V in self.V]
@@ -658,6 +705,17 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
         Y = _cholesky_qr(C.rmatmat(U), passes=1)
         del U
     return Y.astype(problem.dtype)
+
+
+def _eig_method(method: str, problem: "_Problem") -> str:
+    """The eigen-solver :func:`linxling.solvers.eigsh` will run for Cr5's operator."""
+    return resolve_method(method, len(problem.classes), problem.r)
+
+
+def _loose_products(problem: "_Problem", plan: "_MemoryPlan", eig_tol: float, cg_rtol: float) -> bool:
+    """Whether the operator's Ĉ products run on the float32 twin (loose tolerances, float64 data)."""
+    return (plan.copies and problem.dtype != np.float32 and plan.mixed_precision
+            and eig_tol >= 1e-4 and cg_rtol >= 1e-4)
 
 
 def _column_sums(X) -> np.ndarray:
@@ -741,6 +799,7 @@ class _Problem:
     dtype: np.dtype
     nnz: int
     p: int
+    one_doc: bool = False          # at most one document per concept in every language
 
 
 @dataclass
@@ -756,6 +815,8 @@ class _MemoryPlan:
     budget: int | None = None
     estimate: int = 0              # estimated peak of the fit on top of the memory in use at its start
     in_use: int = 0                # resident memory when the fit started
+    eig_tol: float = 1e-1          # the fit's tolerances (whether Ĉ's products run in float32)
+    cg_rtol: float = 1e-2
 
     def eig_kwargs(self, problem: "_Problem") -> dict:
         """Keyword arguments for :func:`linxling.solvers.eigsh` (its subspace method)."""
@@ -789,15 +850,27 @@ class _MemoryPlan:
         b = _block_size(r, K)
         idx = 4                                                     # int32 indices
         sparse = problem.n * 16 + K * 8                            # one-hot label matrices
-        if plan.copies:
-            sparse += 2 * N * (f + idx)                             # YᵀX and its transpose
-            sparse += N * (4 + idx) if plan.mixed_precision else N * (f + idx)   # transposed blocks
-        if plan.mixed_precision:
-            sparse += N * (4 + idx)                                 # float32 copies of the blocks
+        mixed = plan.mixed_precision and f > 4                      # float32 copies of float64 blocks
+        if problem.one_doc:
+            # Ĉ shares the blocks' matrices (CrossCovariance.from_blocks): the CG's float32 copy and
+            # its transpose (mixed) or the transpose of the block, and, when Ĉ's own products are
+            # exact (not the float32 twin), a transpose in the data dtype
+            if plan.copies:
+                sparse += 2 * N * (4 + idx) if mixed else N * (f + idx)
+                if mixed and not _loose_products(problem, plan, plan.eig_tol, plan.cg_rtol):
+                    sparse += N * (f + idx)
+            elif mixed:
+                sparse += N * (4 + idx)
+        else:
+            if plan.copies:
+                sparse += 2 * N * (f + idx)                         # YᵀX and its transpose
+                sparse += N * (4 + idx) if mixed else N * (f + idx)     # transposed blocks
+            if mixed:
+                sparse += N * (4 + idx)                             # float32 copies of the blocks
+            if plan.copies and f > 4:
+                sparse += 2 * N * (4 + idx)     # float32 YᵀX and its transpose (start, loose products)
         if not plan.copies and N and any(isinstance(X, RowSource) for X in problem.blocks.values()):
             sparse += N * (f + idx)     # in-memory blocks beside row sources: a transposed copy
-        if plan.copies and f > 4:
-            sparse += 2 * N * (4 + idx)     # float32 YᵀX and its transpose (start, loose products)
         fb = np.dtype(plan.basis_dtype or problem.dtype).itemsize
         basis = 2 * K * plan.basis_factor * b * fb + 2 * K * b * fb + 2 * K * b * f
         cols = min(plan.apply_columns, b)
@@ -810,23 +883,28 @@ class _MemoryPlan:
 
     @classmethod
     def choose(cls, problem: "_Problem", *, budget: int | None, reuse_budget: int, eig_tol: float,
-               cg_rtol: float) -> "_MemoryPlan":
+               cg_rtol: float, record_inputs: bool = False) -> "_MemoryPlan":
         in_use = current_rss()
         if budget is None:
             # a float32 eigen-solver basis at loose eig_tol: Rayleigh-Ritz stays float64 and the
             # Ritz residuals are good to ~1e-6, far below the tolerance; its products are twice as
             # fast (measured on 5 x 20k Bible verses, r = 100: eigen stage 2.6 -> 1.9 s)
-            plan = cls(record_bytes=int(reuse_budget), in_use=in_use,
+            plan = cls(record_bytes=int(reuse_budget), in_use=in_use, eig_tol=eig_tol, cg_rtol=cg_rtol,
                        copies=not any(isinstance(X, RowSource) for X in problem.blocks.values()),
                        basis_dtype=np.float32 if eig_tol >= 1e-4 else None)
             plan.estimate = cls.sizes(problem, plan)
             return plan
         # 10% of headroom for what the estimate does not see (allocator, BLAS and numba buffers)
         avail = int(0.9 * (budget - in_use))
-        plan = cls(record_bytes=0, budget=budget, in_use=in_use)
+        plan = cls(record_bytes=0, budget=budget, in_use=in_use, eig_tol=eig_tol, cg_rtol=cg_rtol)
         if any(isinstance(X, RowSource) for X in problem.blocks.values()):
             plan.copies = False        # row-partitioned blocks are never copied
         b = _block_size(problem.r, len(problem.classes))
+
+        f = problem.dtype.itemsize
+        # one recorded block: its solves Z (p x b), and its inputs V (K x b) unless the subspace
+        # eigen-solver gives the coefficients of P_r in the applied blocks
+        block = b * f * (problem.p + (len(problem.classes) if record_inputs else 0))
 
         def fits() -> bool:
             return cls.sizes(problem, plan) <= avail
@@ -835,22 +913,35 @@ class _MemoryPlan:
             while not fits() and plan.apply_columns > floor:
                 plan.apply_columns = max(floor, min(plan.apply_columns, b) // 2)
 
+        def record_blocks(n: int) -> None:
+            plan.record_bytes = int(min(reuse_budget, n * block))
+
         # savings in order of what they cost in time: a float32 basis (free at loose eig_tol),
-        # fewer columns per application (down to 64), a smaller basis (more restarts), no sparse
-        # copies (slower products), no float32 block copies (slower CG), then down to 8 columns
+        # fewer columns per application (down to 64; measured at K = 485,000: 64 columns cost
+        # 1.17x the time per column of 360), a smaller basis (more restarts), the recorded solves
+        # of the first two, then one eigen-solver blocks (without them Φ costs r more columns of
+        # the operator: 655 of 1,948 s at K = 485,000, where the solver converged in one block),
+        # the sparse copies (slower products), the float32 block copies (slower CG), then down to
+        # 8 columns
+        record_blocks(2)
         if not fits() and eig_tol >= 1e-4:
             plan.basis_dtype = np.float32
         if not fits():
             plan.read_bytes = 0          # streamed blocks: one stored chunk per read
         fewer_columns(64)
+        if not fits():
+            plan.basis_factor = 2
+        if not fits():
+            record_blocks(1)
+        if not fits():
+            record_blocks(0)
         # float32 block copies only exist for in-memory blocks (a streamed chunk is cast as read,
         # and a float32 CG needs less workspace): nothing to shed without them
         in_memory = any(not isinstance(X, RowSource) for X in problem.blocks.values())
-        for attr, value in (("basis_factor", 2), ("copies", False), ("mixed_precision", False)):
+        for attr, value in (("copies", False), ("mixed_precision", False)):
             if not fits() and (attr != "mixed_precision" or in_memory):
                 setattr(plan, attr, value)
         fewer_columns(8)
-        f = problem.dtype.itemsize
         estimate = cls.sizes(problem, plan)
         if estimate > avail:
             raise MemoryError(
@@ -858,10 +949,9 @@ class _MemoryPlan:
                 f"{in_use / 2 ** 30:.2f} GiB already in use, the leanest plan needs about "
                 f"{(in_use + estimate) / 2 ** 30:.2f} GiB (n_concepts={len(problem.classes)}, "
                 f"n_features={problem.p}, nnz={problem.nnz}, n_components={problem.r})")
-        # what is left keeps recorded solves (Φ without another solve), in whole blocks of b columns
-        spare = avail - estimate
-        block = b * f * (len(problem.classes) + problem.p)
-        plan.record_bytes = int(min(reuse_budget, (spare // 2 // block) * block)) if block else 0
+        # half of what is left keeps more recorded solves, in whole blocks of b columns
+        if block:
+            record_blocks(plan.record_bytes // block + (avail - estimate) // 2 // block)
         plan.estimate = cls.sizes(problem, plan)
         return plan
 

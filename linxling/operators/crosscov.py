@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from linxling.kernels.dense import add_outer
-from linxling.kernels.spmm import csr_matmat, csr_rmatmat, csr_transpose
+from linxling.kernels.spmm import csr_matmat, csr_rmatmat, csr_transpose, rows_matmat
 from linxling._backend import get_namespace
 from linxling._validation import check_sparse_matrix
 from linxling._linop import LinearOperator
@@ -104,6 +104,7 @@ class CrossCovariance(LinearOperator):
         self.XtY_ = None
         self._YtX = None
         self._blocks = self._block_labels = self._block_YT = None
+        self._one_doc = None
         if precompute:
             self._YtX = (self._YT @ X).tocsr()              # K x p, nnz <= nnz(X)
             self._YtX.sum_duplicates()
@@ -112,7 +113,7 @@ class CrossCovariance(LinearOperator):
 
     @classmethod
     def from_blocks(cls, blocks: Any, labels: Any, n_classes: int, *, precompute: bool = True,
-                    dtype: Any = None) -> CrossCovariance:
+                    dtype: Any = None, shared: Any = None) -> CrossCovariance:
         """``X̂ᵀŶ`` for the block-diagonal ``X = diag(X_1, ..., X_L)`` without stacking ``X``.
 
         Rows of block ``l`` use only block ``l``'s columns (one language's documents and
@@ -121,12 +122,23 @@ class CrossCovariance(LinearOperator):
         without it nothing is copied: ``Ŷᵀ X̂ U`` is an SpMM with each block plus a sum of rows by
         label, and ``X̂ᵀ Ŷ V`` uses :func:`linxling.kernels.spmm.csr_rmatmat` on each block.
 
+        When every concept has at most one document per block (one article per concept and
+        language, as in the paper's Wikipedia setting, or aligned verses), ``YᵀX_l`` is ``X_l`` with
+        its rows moved and ``X_lᵀY_l`` is ``X_lᵀ`` with its columns renumbered, so no ``YᵀX`` is
+        built: ``ŶᵀX̂U`` reads ``X_l`` itself and ``X̂ᵀŶV`` a CSR copy of ``X_lᵀ``
+        (:func:`linxling.kernels.spmm.rows_matmat`), made on first use with ``precompute`` (else the
+        scatter product) unless ``shared`` supplies it.
+
         Parameters
         ----------
         blocks : sequence of CSR matrices (n_l, p_l)
         labels : sequence of int arrays (n_l,), concept index of each row in ``[0, n_classes)``
         n_classes : int
         dtype : float dtype of the products (default: the blocks')
+        shared : sequence of ``(X_l, X_lᵀ or None)`` or None, optional
+            Per block, matrices already held elsewhere (e.g. by the Gram operator of the same
+            block) to use instead of making copies: ``X_l`` in ``dtype`` with the block's shape
+            and values, and its CSR transpose. Used only in the one-document-per-concept case.
         """
         from linxling.operators._source import RowSource
         blocks = [X if isinstance(X, RowSource) else check_sparse_matrix(X, f"blocks[{i}]", dtype=dtype)
@@ -154,12 +166,23 @@ class CrossCovariance(LinearOperator):
         self.mean_ = (np.concatenate([np.asarray(X.sum(axis=0)).ravel() for X in blocks]) / n).astype(dt)
         self.class_counts_ = np.bincount(self.labels, minlength=n_classes)
         self.class_mean_ = (self.class_counts_ / n).astype(dt)
-        YT = [sp.csr_matrix((np.ones(X.shape[0], dtype=dt), (lab, np.arange(X.shape[0]))),
-                            shape=(n_classes, X.shape[0])) for X, lab in zip(blocks, labels, strict=True)]
         self._col_offsets = np.cumsum([0] + [X.shape[1] for X in blocks])
         self.XtY_ = self._YtX = self._YT = None
         self._blocks = self._block_labels = self._block_YT = None
-        if precompute:
+        self._one_doc = None
+        one_doc = all(_at_most_one_per_class(lab, n_classes) for lab in labels)
+        YT = [] if one_doc else [sp.csr_matrix((np.ones(X.shape[0], dtype=dt), (lab, np.arange(X.shape[0]))),
+                                               shape=(n_classes, X.shape[0]))
+                                 for X, lab in zip(blocks, labels, strict=True)]
+        if one_doc:
+            # one document per concept and language (Wikipedia, aligned verses): YᵀX_l is X_l with
+            # its rows moved and X_lᵀY_l is X_lᵀ with its columns renumbered, so neither is stored
+            shared = [None] * len(blocks) if shared is None else list(shared)
+            if len(shared) != len(blocks):
+                raise ValueError(f"shared has {len(shared)} entries for {len(blocks)} blocks")
+            self._one_doc = [_OneDocBlock(X, lab, n_classes, precompute, pair)
+                             for X, lab, pair in zip(blocks, labels, shared, strict=True)]
+        elif precompute:
             self._YtX = sp.hstack([Y @ X for Y, X in zip(YT, blocks, strict=True)], format="csr")
             self._YtX.sum_duplicates()
             self.XtY_ = csr_transpose(self._YtX)
@@ -198,7 +221,7 @@ class CrossCovariance(LinearOperator):
         self.class_mean_ = (self.class_counts_ / n).astype(dt)
         self._col_offsets = np.cumsum([0] + [X.shape[1] for X in sources])
         self.XtY_ = self._YtX = self._YT = None
-        self._blocks = self._block_labels = self._block_YT = None
+        self._blocks = self._block_labels = self._block_YT = self._one_doc = None
         self._sources, self._source_labels = sources, labels
         self._source_YT = [sp.csr_matrix((np.ones(X.shape[0]), (lab, np.arange(X.shape[0]))),
                                          shape=(n_classes, X.shape[0])) for X, lab in zip(sources, labels, strict=True)]
@@ -221,12 +244,18 @@ class CrossCovariance(LinearOperator):
             Y += csr_matmat(YT.astype(dt, copy=False), Z)
         return Y
 
-    def astype(self, dtype: Any) -> CrossCovariance:
+    def astype(self, dtype: Any, *, shared: Any = None) -> CrossCovariance:
         """The same operator with its matrices in ``dtype`` (copies; e.g. a float32 twin for cheap
-        approximate products)."""
+        approximate products). ``shared``: as in :meth:`from_blocks`, matrices in ``dtype`` held
+        elsewhere, used instead of copies (one-document-per-concept blocks only)."""
         dt = np.dtype(dtype)
         twin = type(self).__new__(type(self))
         twin.__dict__.update(self.__dict__)
+        if self._one_doc is not None:
+            pairs = [None] * len(self._one_doc) if shared is None else list(shared)
+            if len(pairs) != len(self._one_doc):
+                raise ValueError(f"shared has {len(pairs)} entries for {len(self._one_doc)} blocks")
+            twin._one_doc = [blk.astype(dt, pair) for blk, pair in zip(self._one_doc, pairs, strict=True)]
         if self._blocks is not None:
             twin._blocks = [X.astype(dt) for X in self._blocks]
             twin._block_YT = [Y.astype(dt) for Y in self._block_YT]
@@ -242,6 +271,10 @@ class CrossCovariance(LinearOperator):
     def _matmat(self, V):
         if getattr(self, "_sources", None) is not None:     # row-partitioned blocks
             Y = self._source_matmat(V)
+        elif self._one_doc is not None:                     # X_lᵀ with columns renumbered
+            Y = np.empty((self.shape[0], V.shape[1]), dtype=np.result_type(self.dtype, V.dtype))
+            for blk, a, b in zip(self._one_doc, self._col_offsets[:-1], self._col_offsets[1:], strict=True):
+                blk.forward(V, Y[a:b])
         elif self._blocks is not None:                      # per block, no copy of X
             Y = np.empty((self.shape[0], V.shape[1]), dtype=np.result_type(self.dtype, V.dtype))
             for X, lab, a, b in zip(self._blocks, self._block_labels, self._col_offsets[:-1],
@@ -258,6 +291,11 @@ class CrossCovariance(LinearOperator):
     def _rmatmat(self, U):
         if getattr(self, "_sources", None) is not None:     # row-partitioned blocks
             Y = self._source_rmatmat(U)
+        elif self._one_doc is not None:                     # X_l with rows moved to their concepts
+            Y = np.empty((self.n_classes, U.shape[1]), dtype=np.result_type(self.dtype, U.dtype))
+            for i, (blk, a, b) in enumerate(zip(self._one_doc, self._col_offsets[:-1], self._col_offsets[1:],
+                                                strict=True)):
+                blk.adjoint(U[a:b], Y, accumulate=i > 0)
         elif self._blocks is not None:                      # per block, no copy of X
             Y = np.zeros((self.n_classes, U.shape[1]), dtype=np.result_type(self.dtype, U.dtype))
             for X, YT, a, b in zip(self._blocks, self._block_YT, self._col_offsets[:-1],
@@ -276,3 +314,73 @@ class CrossCovariance(LinearOperator):
     def one_hot(self) -> sp.csr_matrix:
         """The n x K one-hot matrix ``Y`` (CSR)."""
         return csr_transpose(self._YT)
+
+
+def _at_most_one_per_class(labels: np.ndarray, n_classes: int) -> bool:
+    return labels.size == 0 or int(np.bincount(labels, minlength=n_classes).max()) <= 1
+
+
+class _OneDocBlock:
+    """One block ``X_l`` whose rows have distinct concept labels (see
+    :meth:`CrossCovariance.from_blocks`): ``YᵀX_l`` and ``X_lᵀY_l`` applied from ``X_l`` and a CSR
+    ``X_lᵀ`` with the four-array product :func:`linxling.kernels.spmm.rows_matmat`."""
+
+    def __init__(self, X, labels: np.ndarray, n_classes: int, keep_transpose: bool, pair=None) -> None:
+        self.X = X
+        self.XT = None
+        self.keep_transpose = bool(keep_transpose)
+        if pair is not None:
+            self._check_pair(pair)
+            self.X, self.XT = pair
+        self.labels = labels
+        n = X.shape[0]
+        self.identity = n == n_classes and bool(np.array_equal(labels, np.arange(n)))
+        ip = self.X.indptr
+        if self.identity:
+            self.starts, self.ends = ip[:-1], ip[1:]
+        else:       # concept k's row of YᵀX_l is X_l's row of its document (empty without one)
+            self.starts = np.zeros(n_classes, dtype=ip.dtype)
+            self.ends = np.zeros(n_classes, dtype=ip.dtype)
+            self.starts[labels], self.ends[labels] = ip[:-1], ip[1:]
+
+    def _check_pair(self, pair) -> None:
+        X, XT = pair
+        if (X.shape != self.X.shape or not sp.isspmatrix_csr(X) or X.nnz != self.X.nnz
+                or not np.array_equal(X.indptr, self.X.indptr)):
+            raise ValueError(f"shared matrix of shape {X.shape} (nnz {X.nnz}) does not match the block "
+                             f"{self.X.shape} (nnz {self.X.nnz})")
+        if XT is not None and (XT.shape != X.shape[::-1] or XT.nnz != X.nnz or XT.dtype != X.dtype):
+            raise ValueError(f"shared transpose of shape {XT.shape} does not match the block {X.shape}")
+
+    def astype(self, dtype, pair=None) -> _OneDocBlock:
+        twin = _OneDocBlock.__new__(_OneDocBlock)
+        twin.__dict__.update(self.__dict__)
+        if pair is not None:
+            self._check_pair(pair)
+            twin.X, twin.XT = pair
+        else:
+            twin.X = self.X.astype(dtype)
+            twin.XT = None if self.XT is None else self.XT.astype(dtype)
+        return twin
+
+    def _transpose(self):
+        if self.XT is None and self.keep_transpose:
+            self.XT = csr_transpose(self.X)             # built on first use
+        return self.XT
+
+    def forward(self, V: np.ndarray, out: np.ndarray) -> None:
+        """``out = X_lᵀ Y_l V`` (p_l, m) (uncentred)."""
+        dt = out.dtype
+        XT = self._transpose()
+        if XT is None:                                  # no transposed copy: scatter from X_l
+            W = V if self.identity else V[self.labels]
+            out[...] = csr_rmatmat(self.X.astype(dt, copy=False), np.ascontiguousarray(W, dtype=dt))
+            return
+        rows_matmat(XT.indptr[:-1], XT.indptr[1:], XT.indices, XT.data.astype(dt, copy=False),
+                    np.ascontiguousarray(V, dtype=dt), out, colmap=None if self.identity else self.labels)
+
+    def adjoint(self, U: np.ndarray, out: np.ndarray, accumulate: bool) -> None:
+        """``out (+)= Y_lᵀ X_l U`` (K, m) (uncentred)."""
+        dt = out.dtype
+        rows_matmat(self.starts, self.ends, self.X.indices, self.X.data.astype(dt, copy=False),
+                    np.ascontiguousarray(U, dtype=dt), out, accumulate=accumulate)

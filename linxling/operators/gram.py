@@ -377,6 +377,18 @@ class GramBlockInverse(LinearOperator):
         if self.source is not None and self.method_ == "cg":
             self.source.release_gram()      # an XᵀX assembled only to count its nonzeros
 
+    def csr_pair(self, dtype: Any):
+        """``(X_l, X_lᵀ or None)`` in ``dtype`` as this inverse already holds them (the Gram the CG
+        runs on builds its CSR transpose here if it keeps one), or None when it holds no such
+        in-memory copy: for other operators of the same block to share instead of copying."""
+        dt = np.dtype(dtype)
+        for g in (self._gram_cg, self.gram):
+            if isinstance(g, Gram) and g._host and g.X.dtype == dt:
+                if g is self._gram_cg and self.method_ == "cg" and g.transpose_copy and g._XT is None:
+                    g._XT = csr_transpose(g.X)      # the CG builds it on its first product anyway
+                return g.X, g._XT
+        return None
+
     # ------------------------------------------------------------------ method choice
     def _choose(self, method: str) -> tuple[str, str]:
         p = self.shape[0]

@@ -26,10 +26,24 @@ from linxling._validation import check_positive, check_random_state
 from linxling.solvers._orth import orthonormalize
 from linxling.solvers._results import ConvergenceWarning, EigResult
 
-__all__ = ["eigsh"]
+__all__ = ["eigsh", "resolve_method"]
 
 _METHODS = ("auto", "arpack", "lobpcg", "subspace", "dense")
 _WHICH = ("LA", "LM", "SA")
+
+
+def resolve_method(method: str, n: int, k: int, which: str = "LA") -> str:
+    """The method :func:`eigsh` runs for ``method`` (``"auto"`` resolved) on an ``n x n`` operator."""
+    if method == "auto":
+        if n <= 64 or k >= n - 1:
+            method = "dense"
+        elif k <= 20 or which == "SA":
+            method = "arpack"
+        else:
+            method = "subspace"
+    if method == "arpack" and k >= n:
+        method = "dense"   # ARPACK needs k < n
+    return method
 
 
 def _order(theta: np.ndarray, which: str) -> np.ndarray:
@@ -58,7 +72,7 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
           which: str = "LA", method: str = "auto", block_size: int | None = None,
           random_state: Any = None, callback: Callable | None = None,
           show_progress: bool | None = None, max_basis: int | None = None,
-          basis_dtype: Any = None, expand: str = "wanted") -> EigResult:
+          basis_dtype: Any = None, expand: str = "wanted", track_applied: int = 0) -> EigResult:
     """``k`` extreme eigenpairs of a symmetric (PSD) operator.
 
     Parameters
@@ -117,6 +131,13 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
         at eig tol 1e-3; dense test spectra (n = 3000, k = 100; geometric, clustered at the k-th
         eigenvalue, flat) 3-26 % fewer, at the cost of more iterations when the spectrum is
         clustered at the k-th eigenvalue (41 instead of 28 at tol 1e-4).
+    track_applied : int, default 0
+        ``"subspace"`` only: while the operator has been applied to at most this many columns in
+        all, keep the (small) matrix ``C`` with ``eigenvectors = [B_1 ... B_j] C``, where ``B_i``
+        are the blocks given to ``A.matmat`` in order, and return it as
+        ``info["applied_coefficients"]`` (else None). A caller that kept ``A_0 B_i`` for a factor
+        ``A = A_1 A_0`` then has ``A_0 V = Σ_i (A_0 B_i) C_i`` without another application
+        (Cr5's Φ, eq. 14).
 
     Returns
     -------
@@ -141,15 +162,7 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
     check_positive(tol, "tol", strict=False)
     rng = check_random_state(random_state)
     requested = method
-    if method == "auto":
-        if n <= 64 or k >= n - 1:
-            method = "dense"
-        elif k <= 20 or which == "SA":
-            method = "arpack"
-        else:
-            method = "subspace"
-    if method == "arpack" and k >= n:
-        method = "dense"   # ARPACK needs k < n
+    method = resolve_method(method, n, k, which)
     if method == "subspace" and which == "SA":
         raise ValueError("method='subspace' finds the largest eigenvalues only; use 'arpack' or "
                          "'lobpcg' for which='SA'")
@@ -171,7 +184,7 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
         res = _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size)
     else:
         res = _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback,
-                            show_progress, max_basis, start, basis_dtype, expand)
+                            show_progress, max_basis, start, basis_dtype, expand, int(track_applied))
     if method != "subspace":
         res.n_matvec = int(op.n_matvec_equiv - start)
         res.residual_norms = _residuals(op, res.eigenvalues, res.eigenvectors)
@@ -267,7 +280,7 @@ def _rotate_in_place(B: np.ndarray, m: int, S: np.ndarray, rows: int = 65536) ->
 
 
 def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, show_progress,
-                  max_basis, start, basis_dtype=None, expand="wanted") -> EigResult:
+                  max_basis, start, basis_dtype=None, expand="wanted", track_applied=0) -> EigResult:
     n = op.shape[0]
     dt = op.dtype if basis_dtype is None else np.dtype(basis_dtype)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
@@ -298,6 +311,11 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
     history = []
     it = 0
     V = np.zeros((n, 0), dtype=dt)
+    # T: the basis in terms of every column the operator was applied to, Q[:, :m] = [B_1 .. B_j] T
+    # (B_i the applied blocks, in order): the identity until a thick restart rotates the basis
+    T: np.ndarray | None = np.zeros((0, 0)) if track_applied > 0 else None
+    T_of_V: np.ndarray | None = None
+    applied = 0
     bar = progress(total=maxiter, show=show_progress, desc="eigsh(subspace)")
     try:
         for it in range(1, maxiter + 1):
@@ -311,6 +329,14 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             H[m:m + nb, m:m + nb] = (Hnn + Hnn.T) / 2
             Qbuf[:, m:m + nb] = Qnew
             Wbuf[:, m:m + nb] = Wnew
+            if T is not None and applied + nb <= track_applied:
+                T2 = np.zeros((applied + nb, m + nb))
+                T2[:applied, :m] = T
+                T2[applied:, m:] = np.eye(nb)
+                T = T2
+            else:
+                T = None                        # beyond track_applied columns: stop tracking
+            applied += nb
             m += nb
             # Rayleigh-Ritz on span(Q): no operator application needed since W = A Q
             w, Sfull = np.linalg.eigh(H[:m, :m])
@@ -319,6 +345,7 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             theta = w[o[:nr]]
             S = Sfull[:, o[:nr]].astype(dt)
             V = Qbuf[:, :m] @ S
+            T_of_V = None if T is None else T @ Sfull[:, o[:min(k, nr)]]    # V[:, :k] = [B_1..B_j] T_of_V
             Rr = Wbuf[:, :m] @ S                 # A V, turned into the residuals in place
             _subtract_scaled(Rr, V, theta.astype(dt))
             res = np.linalg.norm(Rr, axis=0).astype(np.float64)
@@ -352,6 +379,7 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
                 Sk = Sfull[:, o[:keep]].astype(dt)
                 _rotate_in_place(Qbuf, m, Sk)        # Q[:, :keep] = Q[:, :m] Sk, row block by row block
                 _rotate_in_place(Wbuf, m, Sk)
+                T = None if T is None else T @ Sfull[:, o[:keep]]
                 H[:, :] = 0.0
                 Hk = Qbuf[:, :keep].T @ Wbuf[:, :keep]
                 H[:keep, :keep] = (Hk + Hk.T) / 2
@@ -372,5 +400,7 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
                       f"relative Ritz residual {history[-1] if history else float('nan'):.3e} > "
                       f"tol={tol_eff:.3e}", ConvergenceWarning, stacklevel=3)
     info = {"method": "subspace", "tol": tol_eff, "block_size": b, "max_basis": mb,
-            "n_restarts": n_restarts, "rel_residual_history": np.asarray(history)}
+            "n_restarts": n_restarts, "rel_residual_history": np.asarray(history),
+            # eigenvectors = [B_1 .. B_j] applied_coefficients, B_i the blocks given to the operator
+            "applied_coefficients": None if T_of_V is None else T_of_V[:, :kk][:, oc]}
     return EigResult(vals, vecs, converged, it, int(op.n_matvec_equiv - start), ores, info)
