@@ -42,6 +42,7 @@ from linxling.io import register_model
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 from linxling.operators import CallableOperator, CrossCovariance, WoodburyInverse, woodbury_from_blocks
 from linxling.operators._source import RowSource, as_row_source, is_row_partitioned
+from linxling.operators.crosscov import one_document_per_concept
 from linxling.solvers import eigsh
 from linxling.solvers._orth import _cholesky_qr
 from linxling.solvers.eigen import resolve_method
@@ -385,7 +386,7 @@ class Cr5(ConceptEmbeddingMixin):
         n = sum(X.shape[0] for X in blocks.values())
         mean = np.concatenate([_column_sums(blocks[lang]) for lang in languages]) / n
         labs = [labels[lang] for lang in languages]
-        one_doc = all(lab.size == 0 or int(np.bincount(lab, minlength=len(classes)).max()) <= 1 for lab in labs)
+        one_doc = one_document_per_concept(labs, len(classes))
         return _Problem(blocks=blocks, languages=languages, classes=classes, labels=labs,
                         mean=mean.astype(dtype), n=n, r=r, dtype=dtype,
                         nnz=sum(int(X.nnz) for X in blocks.values()), p=p_total, one_doc=one_doc)

@@ -170,7 +170,7 @@ class CrossCovariance(LinearOperator):
         self.XtY_ = self._YtX = self._YT = None
         self._blocks = self._block_labels = self._block_YT = None
         self._one_doc = None
-        one_doc = all(_at_most_one_per_class(lab, n_classes) for lab in labels)
+        one_doc = one_document_per_concept(labels, n_classes)
         YT = [] if one_doc else [sp.csr_matrix((np.ones(X.shape[0], dtype=dt), (lab, np.arange(X.shape[0]))),
                                                shape=(n_classes, X.shape[0]))
                                  for X, lab in zip(blocks, labels, strict=True)]
@@ -316,8 +316,10 @@ class CrossCovariance(LinearOperator):
         return csr_transpose(self._YT)
 
 
-def _at_most_one_per_class(labels: np.ndarray, n_classes: int) -> bool:
-    return labels.size == 0 or int(np.bincount(labels, minlength=n_classes).max()) <= 1
+def one_document_per_concept(labels: Any, n_classes: int) -> bool:
+    """Whether every block's labels (a sequence of int arrays) name each concept at most once: the
+    case in which :meth:`CrossCovariance.from_blocks` stores no ``YᵀX``."""
+    return all(lab.size == 0 or int(np.bincount(lab, minlength=n_classes).max()) <= 1 for lab in labels)
 
 
 class _OneDocBlock:

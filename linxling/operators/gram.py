@@ -73,9 +73,7 @@ class Gram(LinearOperator):
         if self._host and isinstance(V, np.ndarray) and not self.transpose_copy:
             Y = csr_rmatmat(self.X, csr_matmat(self.X, V))       # (p, m), no copy of X
         elif self._host and isinstance(V, np.ndarray):
-            if self._XT is None:
-                self._XT = csr_transpose(self.X)
-            Y = csr_matmat(self._XT, csr_matmat(self.X, V))      # (p, m), two parallel SpMMs
+            Y = csr_matmat(self.transposed(), csr_matmat(self.X, V))      # (p, m), two parallel SpMMs
         else:
             XV = self.X @ V                    # (n, m)   SpMM
             Y = self.X.T @ XV                  # (p, m)   SpMM (CSC transpose view, no copy)
@@ -92,9 +90,13 @@ class Gram(LinearOperator):
         transposed copy on the host."""
         if not (self._host and self.transpose_copy and type(self) is Gram):
             return None
+        return self.X, self.transposed(), self.alpha
+
+    def transposed(self):
+        """The explicit CSR copy of ``Xᵀ`` this operator keeps (built on first use)."""
         if self._XT is None:
             self._XT = csr_transpose(self.X)
-        return self.X, self._XT, self.alpha
+        return self._XT
 
     def diagonal(self):
         """``diag(X^T X) + alpha``, shape (n_features,)."""
@@ -384,8 +386,8 @@ class GramBlockInverse(LinearOperator):
         dt = np.dtype(dtype)
         for g in (self._gram_cg, self.gram):
             if isinstance(g, Gram) and g._host and g.X.dtype == dt:
-                if g is self._gram_cg and self.method_ == "cg" and g.transpose_copy and g._XT is None:
-                    g._XT = csr_transpose(g.X)      # the CG builds it on its first product anyway
+                if g is self._gram_cg and self.method_ == "cg" and g.transpose_copy:
+                    return g.X, g.transposed()      # the CG builds it on its first product anyway
                 return g.X, g._XT
         return None
 
