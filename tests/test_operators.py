@@ -227,6 +227,13 @@ def test_gram_block_inverse_auto_choices():
     Xd = sp.random(30, 300, density=0.5, format="csr", random_state=2)
     inv = GramBlockInverse(Xd, 1.0, dense_max=100)
     assert inv.method_ == "cg" and "not sparse enough" in inv.reason_
+    # more rows than the 2,000-row sample, already too dense in the sample: the reason reports
+    # the sample's count as the lower bound it is (it never exceeds the true count)
+    Xl = sp.random(5000, 300, density=0.05, format="csr", random_state=3)
+    inv = GramBlockInverse(Xl, 1.0, dense_max=100)
+    assert inv.method_ == "cg" and "lower bound, from a sample of the rows" in inv.reason_
+    assert "upper bound" not in inv.reason_
+    assert inv.nnz_gram_ <= (Xl.T @ Xl).nnz
     # memory budget rules out dense even when p is small
     inv = GramBlockInverse(X, 1.0, memory_budget=10)
     assert inv.method_ != "dense"
@@ -428,7 +435,7 @@ def test_dask_centered_gram_validates():
         DaskCenteredGram(X, 1.0)
     with pytest.raises(TypeError, match="scipy.sparse"):
         DaskCenteredGram(da.from_array(X.toarray(), chunks=(10, -1)), 1.0)
-    with pytest.raises(ValueError, match="single chunk along columns"):
+    with pytest.raises(ValueError, match="one chunk along the columns"):
         DaskCenteredGram(da.from_array(X, chunks=(10, 3), asarray=False), 1.0)
 
 

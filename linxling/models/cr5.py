@@ -389,7 +389,8 @@ class Cr5(ConceptEmbeddingMixin):
         one_doc = one_document_per_concept(labs, len(classes))
         return _Problem(blocks=blocks, languages=languages, classes=classes, labels=labs,
                         mean=mean.astype(dtype), n=n, r=r, dtype=dtype,
-                        nnz=sum(int(X.nnz) for X in blocks.values()), p=p_total, one_doc=one_doc)
+                        nnz=sum(int(X.nnz) for X in blocks.values()), p=p_total, one_doc=one_doc,
+                        eig_method=resolve_method(self.eig_method, len(classes), r))
 
     # ---- memory: what to keep and what to recompute
     def _plan_memory(self, problem: "_Problem") -> "_MemoryPlan":
@@ -398,7 +399,7 @@ class Cr5(ConceptEmbeddingMixin):
         return _MemoryPlan.choose(problem, budget=parse_budget(self.memory_budget, "memory_budget"),
                                   reuse_budget=self.reuse_budget if self.reuse_solves else 0,
                                   eig_tol=self.eig_tol, cg_rtol=self.cg_rtol,
-                                  record_inputs=_eig_method(self.eig_method, problem) != "subspace")
+                                  record_inputs=problem.eig_method != "subspace")
 
     # ---- stage 2: (X̂ᵀX̂ + λI)⁻¹ = B⁻¹ + c g gᵀ (Sec. 5, Woodbury), one factor or CG per language
     def _factor_gram(self, problem: "_Problem", plan: "_MemoryPlan") -> WoodburyInverse:
@@ -426,7 +427,7 @@ class Cr5(ConceptEmbeddingMixin):
                                         shared=[inv.csr_pair(problem.dtype) for inv in inverses])  # X̂ᵀŶ (p, K)
         # every block solve Z = A⁻¹ĈV of the eigen-solve is kept (within plan.record_bytes) so that
         # Φ*ᵀ = A⁻¹ĈP can be recombined from them afterwards (stage 4)
-        subspace = _eig_method(self.eig_method, problem) == "subspace"
+        subspace = problem.eig_method == "subspace"
         record = _SolveRecord(plan.record_bytes, C, keep_inputs=not subspace)
         chunk = plan.apply_columns
         # a float32 twin of Ĉ (two float32 copies of nnz(X), or none with one document per concept:
@@ -467,7 +468,7 @@ class Cr5(ConceptEmbeddingMixin):
                                       "residuals": residuals})
         counters0 = _dask_counters(problem)
         with _timed(timings, "time_eig"):
-            res = eigsh(M, problem.r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=self.eig_method,
+            res = eigsh(M, problem.r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=problem.eig_method,
                         v0=v0, random_state=rng, callback=cb, show_progress=self.show_progress,
                         **plan.eig_kwargs(problem),
                         **({"track_applied": plan.record_bytes // max(1, problem.p * problem.dtype.itemsize)}
@@ -708,11 +709,6 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
     return Y.astype(problem.dtype)
 
 
-def _eig_method(method: str, problem: "_Problem") -> str:
-    """The eigen-solver :func:`linxling.solvers.eigsh` will run for Cr5's operator."""
-    return resolve_method(method, len(problem.classes), problem.r)
-
-
 def _loose_products(problem: "_Problem", plan: "_MemoryPlan", eig_tol: float, cg_rtol: float) -> bool:
     """Whether the operator's Ĉ products run on the float32 twin (loose tolerances, float64 data)."""
     return (plan.copies and problem.dtype != np.float32 and plan.mixed_precision
@@ -801,6 +797,7 @@ class _Problem:
     nnz: int
     p: int
     one_doc: bool = False          # at most one document per concept in every language
+    eig_method: str = "subspace"   # the eigen-solver linxling.solvers.eigsh runs (never "auto")
 
 
 @dataclass

@@ -1,8 +1,15 @@
-"""Chunk-parallel centred Gram for a dask array whose chunks are scipy.sparse matrices.
+"""Dask row-partitioned sparse matrices: :class:`DaskCenteredGram` and :class:`DaskSource`.
 
-The driver runs on the client (dask-glm style): for a block ``V`` (p, m) every row chunk
-``X_i`` computes ``X_i^T (X_i V)`` (p, m) in parallel, the partial products are summed by a
-tree reduction, and the rank-1 mean correction and the ridge term are applied on the client.
+Both run the same per-chunk functions (``_prepare_chunk``, ``_part_gram``, ``_part_stats``) and
+check the array with :func:`linxling._dask.sparse_row_blocks`; they differ in where the work runs.
+
+* :class:`DaskCenteredGram` (any dask scheduler: threads, processes, a distributed client): for a
+  block ``V`` (p, m) every row chunk ``X_i`` computes ``X_i^T (X_i V)`` (p, m) in its own task of a
+  graph built per application, the partial products are summed by a tree reduction, and the
+  rank-1 mean correction and the ridge term are applied on the client.
+* :class:`DaskSource` (a ``dask.distributed`` cluster): the chunks are persisted on the workers
+  once and every product ships only dense blocks; the models' row-partitioned fits use it.
+
 ``X`` is never centred (that would destroy sparsity) nor gathered.
 """
 from __future__ import annotations
@@ -15,27 +22,9 @@ import scipy.sparse as sp
 from linxling._dask import get_client, lost_errors, sparse_row_blocks
 from linxling._linop import LinearOperator
 from linxling._validation import check_positive
-from linxling.operators._source import RowSource
+from linxling.operators._source import ColumnStats, RowSource
 
 __all__ = ["DaskCenteredGram", "DaskSource"]
-
-
-def _gram_part(Xi, V):
-    Xi = sp.csr_matrix(Xi)
-    return np.asarray(Xi.T @ (Xi @ V))
-
-
-def _colsum_part(Xi):
-    return np.asarray(sp.csr_matrix(Xi).sum(axis=0), dtype=np.float64).ravel()
-
-
-def _colsumsq_part(Xi):
-    Xi = sp.csr_matrix(Xi)
-    return np.bincount(Xi.indices, weights=Xi.data.astype(np.float64) ** 2, minlength=Xi.shape[1])
-
-
-def _nrows_part(Xi):
-    return int(Xi.shape[0])
 
 
 def _sum(*parts):
@@ -65,7 +54,8 @@ class DaskCenteredGram(LinearOperator):
         matrix, e.g. ``da.from_array(csr, chunks=(10_000, -1), asarray=False)``.
     alpha : float > 0
     mean : array (n_features,), optional
-        Defaults to the column means, computed once with a tree reduction.
+        Defaults to the column means, from one chunk-parallel pass of column statistics (the
+        same per-chunk function as :class:`DaskSource`; the diagonal reuses it).
     scheduler : str or None
         dask scheduler for every application (``"threads"``, ``"processes"``, ``"sync"``,
         a distributed client's scheduler, ...); ``None`` uses dask's configured default.
@@ -93,34 +83,20 @@ class DaskCenteredGram(LinearOperator):
         if not isinstance(X, da.Array):
             raise TypeError(f"X must be a dask array, got {type(X).__name__}; use CenteredGram for "
                             "in-memory matrices")
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D, got {X.ndim}-D")
-        if not sp.issparse(X._meta):
-            raise TypeError(f"X's chunks must be scipy.sparse matrices (X._meta is "
-                            f"{type(X._meta).__name__}); build it with "
-                            "da.from_array(csr, chunks=(rows, -1), asarray=False) or "
-                            "X.map_blocks(scipy.sparse.csr_matrix)")
-        if len(X.chunks[1]) != 1:
-            raise ValueError(f"X must have a single chunk along columns, got {len(X.chunks[1])} "
-                             "column chunks; rechunk with chunks=(rows, -1)")
+        chunks, ranges = sparse_row_blocks(X, "X")
         dtype = X.dtype if np.dtype(X.dtype).kind == "f" else np.float64
         self.X = X
         self.alpha = float(check_positive(alpha, "alpha"))
         self.scheduler = scheduler
         self.split_every = max(2, int(split_every))
-        self._blocks = list(X.to_delayed().ravel())
+        # each chunk as the sorted, duplicate-free CSR matrix the shared per-chunk products expect
+        self._blocks = [dask.delayed(_prepare_chunk, pure=True)(b, dtype) for b in chunks]
         self.n_chunks = len(self._blocks)
         p = X.shape[1]
-        if np.isnan(X.shape[0]):
-            counts = [dask.delayed(_nrows_part, pure=True)(b) for b in self._blocks]
-            n = int(sum(dask.compute(*counts, scheduler=scheduler)))
-        else:
-            n = int(X.shape[0])
-        self.n_samples = n
+        self.n_samples = n = ranges[-1][1]
+        self._stats: ColumnStats | None = None
         if mean is None:
-            sums = _tree_sum([dask.delayed(_colsum_part, pure=True)(b) for b in self._blocks],
-                             self.split_every)
-            mu = sums.compute(scheduler=scheduler) / n
+            mu = self._column_stats().sum / n
         else:
             mu = np.asarray(mean)
             if mu.shape != (p,):
@@ -128,24 +104,34 @@ class DaskCenteredGram(LinearOperator):
         self.mean_ = np.asarray(mu, dtype=dtype)
         super().__init__((p, p), dtype, symmetric=True)
 
+    def _column_stats(self) -> ColumnStats:
+        """Column sums and sums of squares (float64), one chunk-parallel pass, computed once."""
+        import dask
+
+        if self._stats is None:
+            parts = dask.compute(*[dask.delayed(_part_stats, pure=True)(b, None, None) for b in self._blocks],
+                                 scheduler=self.scheduler)
+            stats = parts[0]
+            for o in parts[1:]:
+                stats.merge(o)
+            self._stats = stats
+        return self._stats
+
     def _matmat(self, V):
         import dask
 
-        Vd = dask.delayed(np.asarray(V), pure=True)
-        parts = [dask.delayed(_gram_part, pure=True)(b, Vd) for b in self._blocks]
-        Y = _tree_sum(parts, self.split_every).compute(scheduler=self.scheduler)
-        Y = np.asarray(Y)
-        Y += self.alpha * V
+        V = np.ascontiguousarray(V, dtype=self.dtype)
+        Vd = dask.delayed(V, pure=True)
+        parts = [dask.delayed(_part_gram, pure=True)(b, Vd, None) for b in self._blocks]
+        Y = np.array(_tree_sum(parts, self.split_every).compute(scheduler=self.scheduler))
+        Y += self.dtype.type(self.alpha) * V
         mu = self.mean_
         Y -= (self.n_samples * mu)[:, None] * (mu @ V)[None, :]
         return Y
 
     def diagonal(self):
-        """``diag(X^T X) - n mu^2 + alpha`` (one chunk-parallel pass)."""
-        import dask
-
-        s = _tree_sum([dask.delayed(_colsumsq_part, pure=True)(b) for b in self._blocks],
-                      self.split_every).compute(scheduler=self.scheduler)
+        """``diag(X^T X) - n mu^2 + alpha`` (from the column statistics, one chunk-parallel pass)."""
+        s = self._column_stats().sumsq
         return (s - self.n_samples * self.mean_.astype(np.float64) ** 2 + self.alpha).astype(self.dtype)
 
 

@@ -413,15 +413,14 @@ class GramBlockInverse(LinearOperator):
             lower = _gram_nnz_lower_bound(self.X)
         if lower > limit * p * p:
             # even a sample of the rows gives a Gram too dense for CHOLMOD: skip the exact count
-            nnz, exact = lower, False
-        elif self.source is not None:
-            nnz, exact = _source_nnz_estimate(self.source)
+            nnz, kind = lower, " (lower bound, from a sample of the rows)"
         else:
-            nnz, exact = gram_nnz_estimate(self.X)
+            nnz, exact = (_source_nnz_estimate(self.source) if self.source is not None
+                          else gram_nnz_estimate(self.X))
+            kind = "" if exact else " (upper bound)"
         self.nnz_gram_ = nnz
         density = nnz / float(p * p)
         factor_bytes = self.fill_factor * nnz * 12
-        kind = "" if exact else " (upper bound)"
         # Beyond dense_max the fill-in of a text co-occurrence Gram is unpredictable and can be
         # catastrophic (measured: Arabic Bible verses, p_l=15163, density 0.009 -> CHOLMOD took
         # 99 s to factor and 8.7 s per 120 right-hand sides, block CG 0.9 s). So there CHOLMOD
