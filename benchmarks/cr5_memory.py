@@ -119,6 +119,8 @@ def main(argv=None) -> dict:
         "stages": {k: {"seconds": round(sampler.times.get(k, 0.0), 1),
                        "peak_rss_GiB": round(v / 2 ** 30, 2)} for k, v in sampler.peaks.items()},
         "eig": {k: v for k, v in model.convergence_["eig"].items()},
+        # iterations of each block-CG application per language (start, eigen-solve, Φ in order)
+        "cg_iterations": {lang: b["cg_iterations"] for lang, b in model.convergence_["blocks"].items()},
         "fit_info": {k: v for k, v in model.fit_info_.items() if isinstance(v, (int, float, str, dict))},
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "loadavg": os.getloadavg(),

@@ -340,6 +340,8 @@ def test_nonconvergence_warns_and_is_recorded():
     recs = model.convergence_["blocks"]
     assert set(recs) == {"a", "b"} and all(r["method"] == "cg" for r in recs.values())
     assert any(r["nonconverged"] for r in recs.values())
+    # every CG application's iterations are listed, here all stopped by cg_maxiter=1
+    assert all(r["cg_iterations"] and set(r["cg_iterations"]) == {1} for r in recs.values())
     with pytest.warns(UserWarning, match="eigen-solve did not converge"):
         model = Cr5(n_components=3, eig_method="subspace", eig_tol=1e-14, eig_maxiter=1, start_steps=0,
                     random_state=0).fit_matrices(blocks, concepts)

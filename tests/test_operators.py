@@ -259,6 +259,8 @@ def test_gram_block_inverse_cg_solve_warm_start_and_failures():
     assert warm.n_iter <= 1
     vec = inv.solve(R[:, 0])
     assert vec.x.shape == (30,)
+    assert inv.cg_iterations_ == [res.n_iter, warm.n_iter, vec.n_iter]
+    assert GramBlockInverse(X, 0.1, method="dense").cg_iterations_ == []
     tight = GramBlockInverse(X, 1e-3, method="cg", cg_rtol=1e-14, cg_maxiter=2)
     with pytest.warns(ConvergenceWarning):
         tight.matmat(R)

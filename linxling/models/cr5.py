@@ -540,7 +540,8 @@ class Cr5(ConceptEmbeddingMixin):
         inverses = A_inv.block_inverse.blocks
         block_info = [{"method": inv.method_, "reason": inv.reason_,
                        "mixed_precision": bool(getattr(inv, "mixed_precision_", False)),
-                       "nonconverged": list(inv.nonconverged_)} for inv in inverses]
+                       "nonconverged": list(inv.nonconverged_),
+                       "cg_iterations": list(inv.cg_iterations_)} for inv in inverses]
         n_block_failures = sum(len(b["nonconverged"]) for b in block_info)
         self.convergence_ = {
             "eig": {"converged": bool(np.all(res.converged)), "n_iter": int(res.n_iter),

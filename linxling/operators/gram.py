@@ -306,6 +306,9 @@ class GramBlockInverse(LinearOperator):
         Estimate of ``nnz(X^T X)`` when it was computed.
     nonconverged_ : list of dict
         One record per ``cg`` application in which some column missed ``cg_rtol``.
+    cg_iterations_ : list of int
+        For ``"cg"``: the iterations of each application (until its last column stopped), in
+        order; empty for the direct methods.
     gram : Gram
         The forward operator ``X^T X + alpha I``.
 
@@ -349,6 +352,7 @@ class GramBlockInverse(LinearOperator):
         self.fused_cg = bool(fused_cg)
         self.nnz_gram_: int | None = None
         self.nonconverged_: list[dict] = []
+        self.cg_iterations_: list[int] = []
         super().__init__(self.gram.shape, X.dtype, symmetric=True)
         if mixed_precision not in ("auto", True, False):
             raise ValueError(f"mixed_precision must be 'auto', True or False, got {mixed_precision!r}")
@@ -589,6 +593,7 @@ class GramBlockInverse(LinearOperator):
             else:
                 res = block_cg(self._gram_cg, Rw, X0, rtol=tol, maxiter=self.cg_maxiter, M=lambda B: B / d[:, None])
             res.x = res.x.astype(out_dtype, copy=False)
+            self.cg_iterations_.append(int(res.n_iter))
             res.info["method"] = "cg"
             res.info["mixed_precision"] = self.mixed_precision_
             if not bool(np.all(res.converged)):
