@@ -101,3 +101,91 @@ def test_rows_matmat_matches_reference(dtype, mapped):
     np.testing.assert_allclose(acc, 2 * got, rtol=rtol, atol=rtol)
     with pytest.raises(ValueError, match="share one dtype"):
         rows_matmat(starts, ends, X.indices, X.data, V.astype(np.float16), np.empty((50, 6), dtype=dtype))
+
+
+# ---------------------------------------------------------------------- cache-tiled product
+def _tiled_case(dtype, seed=4, n=90, p=70, m=5, density=0.12):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, p, density=density, format="csr", random_state=seed, dtype=dtype)
+    X.data[X.indptr[3]:X.indptr[4]] = 0                 # an empty row
+    X.eliminate_zeros()
+    X.sort_indices()
+    return X, rng.standard_normal((p, m)).astype(dtype), rng
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [1, 3, 16, 69, 70, 10 ** 6])
+def test_tiled_rows_matmat_is_bitwise_the_one_tile_product(dtype, width):
+    """Tiles of V's rows change only the memory order, never the additions (sorted indices)."""
+    from linxling.kernels.spmm import rows_matmat_reference, tiled_rows_matmat
+    X, V, _ = _tiled_case(dtype)
+    starts, ends = X.indptr[:-1], X.indptr[1:]
+    one = tiled_rows_matmat(starts, ends, X.indices, X.data, V, np.empty((90, 5), dtype), width=10 ** 9)
+    got = tiled_rows_matmat(starts, ends, X.indices, X.data, V, np.empty((90, 5), dtype), width=width)
+    np.testing.assert_array_equal(got, one)
+    ref = rows_matmat_reference(starts, ends, X.indices, X.data, V, np.empty((90, 5), dtype))
+    np.testing.assert_allclose(got, ref, rtol=1e-5 if dtype == np.float32 else 1e-13, atol=1e-6)
+    acc = tiled_rows_matmat(starts, ends, X.indices, X.data, V, got.copy(), accumulate=True, width=width)
+    np.testing.assert_allclose(acc, 2 * ref, rtol=1e-5 if dtype == np.float32 else 1e-13, atol=1e-6)
+
+
+@pytest.mark.parametrize("width", [2, 9, 10 ** 6])
+def test_tiled_rows_matmat_gram_term_and_column_dots(width):
+    """``out = alpha P + A V`` and the chunked column dots ``Σ P out`` of block CG, the same for
+    one thread and all of them."""
+    import numba
+
+    from linxling.kernels.spmm import tiled_rows_matmat
+    X, V, rng = _tiled_case(np.float64, seed=7)
+    P = rng.standard_normal((90, 5))
+    chunk = 7
+    n_chunks = -(-90 // chunk)
+    runs = []
+    old = numba.get_num_threads()
+    try:
+        for threads in sorted({1, old}):
+            numba.set_num_threads(threads)
+            part = np.full((n_chunks, 5), np.nan)
+            out = tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, np.empty((90, 5)),
+                                    alpha=0.25, P=P, part=part, chunk=chunk, width=width)
+            runs.append((out, part))
+    finally:
+        numba.set_num_threads(old)
+    out, part = runs[0]
+    np.testing.assert_allclose(out, 0.25 * P + X @ V, rtol=1e-13, atol=1e-13)
+    ref = np.add.reduceat(P * out, np.arange(0, 90, chunk), axis=0)
+    np.testing.assert_allclose(part, ref, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(runs[-1][0], out)
+    np.testing.assert_array_equal(runs[-1][1], part)
+
+
+def test_tiled_rows_matmat_unsorted_indices_and_errors():
+    from linxling.kernels.spmm import tiled_rows_matmat
+    X, V, _ = _tiled_case(np.float64, seed=9)
+    ind = X.indices.copy()
+    dat = X.data.copy()
+    for i in range(X.shape[0]):                      # reverse every row: the last tile takes what is left
+        a, b = X.indptr[i], X.indptr[i + 1]
+        ind[a:b], dat[a:b] = ind[a:b][::-1], dat[a:b][::-1]
+    got = tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], ind, dat, V, np.empty((90, 5)), width=4)
+    np.testing.assert_allclose(got, X @ V, rtol=1e-13, atol=1e-13)
+    out = np.empty((90, 5))
+    with pytest.raises(ValueError, match="share one dtype"):
+        tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V.astype(np.float32), out)
+    with pytest.raises(ValueError, match="alpha needs P"):
+        tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, out, alpha=1.0)
+    with pytest.raises(ValueError, match="part needs chunk"):
+        tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, out, part=np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="need P"):
+        tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, out, part=np.zeros((3, 5)), chunk=30)
+
+
+def test_tile_sizes(monkeypatch):
+    from linxling.kernels.spmm import tile_bytes, tile_rows
+    monkeypatch.setenv("LINXLING_TILE_BYTES", str(16 << 20))
+    assert tile_bytes() == 16 << 20
+    assert tile_rows(485_000, 360, 4) == (16 << 20) // (360 * 4)        # 11,650 rows of 1,440 bytes
+    assert tile_rows(20_000, 120, 4) == 20_000                          # fits: one tile
+    assert tile_rows(10 ** 7, 10 ** 6, 8) == 1024                       # never below 1,024 rows
+    monkeypatch.delenv("LINXLING_TILE_BYTES")
+    assert 4 << 20 <= tile_bytes() <= 64 << 20

@@ -6,8 +6,10 @@ passes for ``pᵀq``, the residual norms, the preconditioner and ``rᵀz``. On C
 (p_l = 5-12k rows, 100-120 columns, float32) those passes cost as much as the SpMMs themselves.
 These kernels do the same arithmetic in three row-parallel passes per iteration:
 
-1. :func:`gram_apply_dot`: ``Q = Xᵀ(T) + alpha P`` with ``T = X P`` already computed, and the
-   column dots ``pᵀq`` summed while each row of ``Q`` is still in cache;
+1. :func:`linxling.kernels.spmm.tiled_rows_matmat` with ``alpha``, ``P`` and ``part``:
+   ``Q = Xᵀ(T) + alpha P`` with ``T = X P`` already computed (both products with ``T``'s and
+   ``P``'s rows in cache-sized tiles), and the column dots ``pᵀq`` summed while each row of ``Q``
+   is still in cache;
 2. :func:`cg_update`: ``X[:, cols] += P alpha``, ``R -= Q alpha``, and the column sums of ``r²``
    and ``r² / d`` (the Jacobi-preconditioned ``rᵀz``) in the same pass;
 3. :func:`cg_direction`: ``P = R / d + P beta`` in place, or :func:`cg_direction_pack` when some
@@ -23,32 +25,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["row_chunk", "gram_apply_dot", "column_dots", "cg_update", "cg_direction", "cg_direction_pack"]
+__all__ = ["row_chunk", "column_dots", "cg_update", "cg_direction", "cg_direction_pack"]
 
 
 def row_chunk(n_rows: int) -> int:
     """Rows per partial sum: a function of the size only (never of the thread count)."""
     return max(256, -(-n_rows // 1024))
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def gram_apply_dot(indptr, indices, data, T, P, alpha, Q, part, chunk):  # pragma: no cover - compiled
-    """``Q = A T + alpha P`` (``A`` in CSR, p x n; ``T`` n x m) and ``part[c, j] = Σ P[i, j] Q[i, j]``
-    over the rows ``i`` of chunk ``c``."""
-    p, m = Q.shape
-    for c in numba.prange(part.shape[0]):
-        for j in range(m):
-            part[c, j] = 0.0
-        for i in range(c * chunk, min(p, (c + 1) * chunk)):
-            for j in range(m):
-                Q[i, j] = alpha * P[i, j]
-            for jj in range(indptr[i], indptr[i + 1]):
-                a = data[jj]
-                col = indices[jj]
-                for j in range(m):
-                    Q[i, j] += a * T[col, j]
-            for j in range(m):
-                part[c, j] += np.float64(P[i, j]) * np.float64(Q[i, j])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -6,32 +6,66 @@ is owned by one thread: no atomics, no reduction) uses both cores of the machine
 products are fastest with an explicit CSR copy of ``Xᵀ`` (see :func:`csr_transpose`); when that
 copy does not fit the memory budget, :func:`csr_rmatmat` computes ``Xᵀ V`` from ``X`` itself by a
 scatter in which each thread owns a range of output *columns* (no atomics, no copy).
+
+When the gathered operand is larger than the last-level cache (Cr5 at Wikipedia size: 485,000
+documents x 360 columns of float32 = 700 MB), every nonzero fetches a row of it from memory.
+:func:`tiled_rows_matmat` cuts the operand into tiles of rows that fit in the cache and sweeps
+the sparse rows once per tile, resuming each row where the previous tile stopped (CSR column
+indices are sorted); the additions happen in the same order as without tiles, so the result is
+bitwise the same. Measured on one K = 485,000 block (82.4M nonzeros, 360 float32 columns, 2
+cores, 48 MB L3): ``Xᵀ T`` 16.9 -> 7.9 s and ``X P`` 9.2 -> 5.0 s with 23 MB tiles.
 """
 from __future__ import annotations
+
+import functools
+import glob
+import os
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["csr_matmat", "csr_matmat_reference", "csr_rmatmat", "csr_rmatmat_reference", "csr_transpose",
-           "rows_matmat", "rows_matmat_reference", "MIN_PARALLEL_WORK"]
+           "rows_matmat", "rows_matmat_reference", "tiled_rows_matmat", "tile_rows", "tile_bytes",
+           "MIN_PARALLEL_WORK"]
 
 # below this many multiply-adds (nnz * n_cols) the thread start-up costs more than it saves
 MIN_PARALLEL_WORK = 200_000
 
 
-@numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
-def _csr_matmat(indptr, indices, data, V, out):  # pragma: no cover - compiled
-    n_rows = out.shape[0]
-    m = V.shape[1]
-    for i in numba.prange(n_rows):
-        for j in range(m):
-            out[i, j] = 0.0
-        for jj in range(indptr[i], indptr[i + 1]):
-            a = data[jj]
-            col = indices[jj]
-            for j in range(m):
-                out[i, j] += a * V[col, j]
+def tile_bytes() -> int:
+    """Bytes of the gathered dense operand that one tile of :func:`tiled_rows_matmat` reads:
+    ``LINXLING_TILE_BYTES`` when set, else half the last-level cache (Linux sysfs), clamped to
+    4-64 MiB, else 16 MiB. Only speed depends on it, never the result."""
+    env = os.environ.get("LINXLING_TILE_BYTES")
+    if env:
+        return max(1, int(env))
+    return _cache_half()
+
+
+@functools.lru_cache(maxsize=1)
+def _cache_half() -> int:
+    sizes = []
+    for idx in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
+        try:
+            with open(os.path.join(idx, "type")) as fh:
+                if fh.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(idx, "size")) as fh:
+                txt = fh.read().strip().upper()
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(txt[-1:], 1)
+            sizes.append(int(txt.rstrip("KMG")) * mult)
+        except (OSError, ValueError):
+            continue
+    if not sizes:
+        return 16 << 20
+    return int(min(max(max(sizes) // 2, 4 << 20), 64 << 20))
+
+
+def tile_rows(n_rows: int, n_cols: int, itemsize: int) -> int:
+    """Rows of a gathered (n_rows, n_cols) operand per tile (``n_rows``: one tile, no tiling)."""
+    width = max(1024, tile_bytes() // max(1, n_cols * itemsize))
+    return n_rows if width >= n_rows else int(width)
 
 
 def csr_matmat_reference(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
@@ -40,7 +74,8 @@ def csr_matmat_reference(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
 
 
 def csr_matmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
-    """``X @ V`` for CSR ``X`` (n, p) and dense ``V`` (p, m) on all numba threads.
+    """``X @ V`` for CSR ``X`` (n, p) and dense ``V`` (p, m) on all numba threads (``V``'s rows in
+    cache-sized tiles, :func:`tiled_rows_matmat`).
 
     Falls back to SciPy for small work, 1-D ``V``, non-CSR input, mixed dtypes, or non-NumPy
     arrays. The result has ``V``'s dtype when it equals ``X``'s (float32 stays float32).
@@ -49,10 +84,8 @@ def csr_matmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
             or X.dtype != V.dtype or V.dtype not in (np.float32, np.float64)
             or X.nnz * V.shape[1] < MIN_PARALLEL_WORK):
         return np.asarray(X @ V)
-    Vc = np.ascontiguousarray(V)
     out = np.empty((X.shape[0], V.shape[1]), dtype=V.dtype)
-    _csr_matmat(X.indptr, X.indices, X.data, Vc, out)
-    return out
+    return tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, out)
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
@@ -139,9 +172,89 @@ def rows_matmat(starts, ends, indices, data, V, out, *, colmap=None, accumulate=
     V = np.ascontiguousarray(V)
     if out.dtype != V.dtype or data.dtype != V.dtype or not out.flags.c_contiguous:
         raise ValueError("rows_matmat: out, data and V must share one dtype and out must be C-contiguous")
+    if colmap is None:      # V's rows in cache-sized tiles (renumbered columns are not in order)
+        return tiled_rows_matmat(starts, ends, indices, data, V, out, accumulate=accumulate)
     has_map = colmap is not None
     cmap = colmap if has_map else np.zeros(1, dtype=np.int64)
     _rows_matmat(starts, ends, indices, data, cmap, has_map, V, out, bool(accumulate))
+    return out
+
+
+@numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
+def _tiled_rows(starts, ends, indices, data, V, out, init, alpha, P, part, chunk, width):  # pragma: no cover
+    n_rows, m = out.shape
+    n_chunks = (n_rows + chunk - 1) // chunk
+    n_tiles = max(1, (V.shape[0] + width - 1) // width)
+    dots = part.shape[0] > 0
+    cur = np.empty(n_rows, dtype=np.int64)
+    for c in numba.prange(n_chunks):
+        if dots:
+            for j in range(m):
+                part[c, j] = 0.0
+        for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
+            cur[i] = starts[i]
+            if init == 0:
+                for j in range(m):
+                    out[i, j] = 0.0
+            elif init == 2:
+                for j in range(m):
+                    out[i, j] = alpha * P[i, j]
+    for t in range(n_tiles):
+        last = t == n_tiles - 1
+        lim = (t + 1) * width
+        for c in numba.prange(n_chunks):
+            for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
+                k = cur[i]
+                e = ends[i]
+                while k < e:
+                    col = indices[k]
+                    if col >= lim and not last:
+                        break
+                    a = data[k]
+                    for j in range(m):
+                        out[i, j] += a * V[col, j]
+                    k += 1
+                cur[i] = k
+                if last and dots:
+                    for j in range(m):
+                        part[c, j] += np.float64(P[i, j]) * np.float64(out[i, j])
+
+
+def tiled_rows_matmat(starts, ends, indices, data, V, out, *, accumulate=False, alpha=None, P=None,
+                      part=None, chunk=None, width=None):
+    """:func:`rows_matmat` (no ``colmap``) with ``V``'s rows taken in cache-sized tiles.
+
+    ``out[i] = init_i + Σ_{jj in [starts[i], ends[i])} data[jj] · V[indices[jj]]`` with ``init_i``
+    zero, ``out[i]`` (``accumulate``) or ``alpha · P[i]`` (``alpha`` and ``P`` given: the ridge
+    term of a Gram product). With ``part`` (n_chunks, m) float64 and ``chunk`` (rows per partial
+    sum) it also returns the column dots ``part[c, j] = Σ_{i in chunk c} P[i, j] out[i, j]`` (the
+    ``pᵀq`` of block CG, summed in a fixed chunk order: independent of the thread count).
+
+    ``width``: rows of ``V`` per tile (default :func:`tile_rows`: about :func:`tile_bytes` of
+    ``V``). Sorted column indices within each row give bitwise the result of one tile (the plain
+    kernel, its reference); unsorted ones are still all summed (the last tile takes what is left).
+    """
+    V = np.ascontiguousarray(V)
+    m = V.shape[1]
+    if out.dtype != V.dtype or data.dtype != V.dtype or not out.flags.c_contiguous or out.shape[1] != m:
+        raise ValueError("tiled_rows_matmat: out, data and V must share one dtype and width, and out "
+                         "must be C-contiguous")
+    init = 1 if accumulate else 0
+    if alpha is not None:
+        if P is None or P.shape != out.shape:
+            raise ValueError("tiled_rows_matmat: alpha needs P of out's shape")
+        init = 2
+    Pk = P if P is not None else np.zeros((1, 1), dtype=V.dtype)
+    if part is None:
+        part = np.zeros((0, m))
+        chunk = max(64, -(-out.shape[0] // 1024))
+    elif chunk is None:
+        raise ValueError("tiled_rows_matmat: part needs chunk")
+    if part.shape[0] and P is None:
+        raise ValueError("tiled_rows_matmat: the column dots (part) need P")
+    width = tile_rows(V.shape[0], m, V.dtype.itemsize) if width is None else int(width)
+    _tiled_rows(starts, ends, indices, data, V, out, init, V.dtype.type(0.0 if alpha is None else alpha),
+                Pk, part, int(chunk), max(1, width))
     return out
 
 

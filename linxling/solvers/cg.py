@@ -294,7 +294,7 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         As :func:`block_cg` (``x`` (n, m), per-column ``converged``, residual history).
     """
     from linxling.kernels import blockcg as kern
-    from linxling.kernels.spmm import _csr_matmat
+    from linxling.kernels.spmm import tiled_rows_matmat
 
     op = _as_operator_sq(A)
     B = np.asarray(B)
@@ -353,8 +353,9 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         if gram is not None:
             T = T_buf[:Xg.shape[0] * ma].reshape(Xg.shape[0], ma)
             Q = Q_buf[:n * ma].reshape(n, ma)
-            _csr_matmat(Xg.indptr, Xg.indices, Xg.data, P, T)
-            kern.gram_apply_dot(XTg.indptr, XTg.indices, XTg.data, T, P, alpha_g, Q, part_a[:, :ma], chunk)
+            tiled_rows_matmat(Xg.indptr[:-1], Xg.indptr[1:], Xg.indices, Xg.data, P, T)
+            tiled_rows_matmat(XTg.indptr[:-1], XTg.indptr[1:], XTg.indices, XTg.data, T, Q, alpha=alpha_g,
+                              P=P, part=part_a[:, :ma], chunk=chunk)
             op.n_matmat += 1
             op.n_matvec_equiv += ma
         else:
