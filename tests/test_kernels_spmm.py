@@ -186,6 +186,7 @@ def test_tile_sizes(monkeypatch):
     assert tile_bytes() == 16 << 20
     assert tile_rows(485_000, 360, 4) == (16 << 20) // (360 * 4)        # 11,650 rows of 1,440 bytes
     assert tile_rows(20_000, 120, 4) == 20_000                          # fits: one tile
+    assert tile_rows(485_000, 64, 4) == 24_576                          # at most TILE_MAX_ROWS
     assert tile_rows(10 ** 7, 10 ** 6, 8) == 1024                       # never below 1,024 rows
     monkeypatch.delenv("LINXLING_TILE_BYTES")
     assert 4 << 20 <= tile_bytes() <= 64 << 20
