@@ -408,9 +408,11 @@ def test_gram_block_inverse_float32_cg_tolerance_is_clamped():
 
 # ---------------------------------------------------------------------- dask
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_dask_centered_gram_matches_in_memory(dtype):
+def test_dask_centered_gram_matches_in_memory(dtype, monkeypatch):
     da = pytest.importorskip("dask.array")
+    from linxling.kernels import spmm
     from linxling.operators import DaskCenteredGram
+    monkeypatch.setattr(spmm, "MIN_PARALLEL_WORK", 0)     # the numba kernels, from the threaded scheduler
 
     X = _sprand(230, 17, density=0.15, seed=11, dtype=dtype)
     DX = da.from_array(X, chunks=(20, -1), asarray=False)     # 12 chunks -> 2-level tree
@@ -439,6 +441,10 @@ def test_dask_centered_gram_validates():
         DaskCenteredGram(da.from_array(X.toarray(), chunks=(10, -1)), 1.0)
     with pytest.raises(ValueError, match="one chunk along the columns"):
         DaskCenteredGram(da.from_array(X, chunks=(10, 3), asarray=False), 1.0)
+    bad = X.copy()
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        DaskCenteredGram(da.from_array(bad, chunks=(10, -1), asarray=False), 1.0, scheduler="sync")
 
 
 def test_gram_block_inverse_mixed_precision_meets_tolerance():

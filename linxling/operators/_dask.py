@@ -114,6 +114,8 @@ class DaskCenteredGram(LinearOperator):
             stats = parts[0]
             for o in parts[1:]:
                 stats.merge(o)
+            if stats.n_nonfinite:
+                raise ValueError(f"X contains {stats.n_nonfinite} NaN or infinite value(s)")
             self._stats = stats
         return self._stats
 
@@ -122,7 +124,7 @@ class DaskCenteredGram(LinearOperator):
 
         V = np.ascontiguousarray(V, dtype=self.dtype)
         Vd = dask.delayed(V, pure=True)
-        parts = [dask.delayed(_part_gram, pure=True)(b, Vd, None) for b in self._blocks]
+        parts = [dask.delayed(_gram_task, pure=True)(b, Vd) for b in self._blocks]
         Y = np.array(_tree_sum(parts, self.split_every).compute(scheduler=self.scheduler))
         Y += self.dtype.type(self.alpha) * V
         mu = self.mean_
@@ -173,6 +175,14 @@ def _part_gram(X, V, _a):
     from linxling.operators._source import _cast
     Xc = _cast(X, V.dtype)
     return csr_rmatmat(Xc, csr_matmat(Xc, V))
+
+
+def _gram_task(X, V):
+    """:func:`_part_gram` as a task of any scheduler: numba kernels one at a time per process
+    (``kernel_threads``), so a threaded scheduler never launches parallel kernels concurrently."""
+    from linxling._dask import kernel_threads
+    with kernel_threads():
+        return _part_gram(X, V, None)
 
 
 def _part_stats(X, _b, _a):
