@@ -137,7 +137,7 @@ def csr_rmatmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
-def _rows_matmat(starts, ends, indices, data, colmap, has_map, V, out, accumulate):  # pragma: no cover
+def _rows_matmat(starts, ends, indices, data, colmap, V, out, accumulate):  # pragma: no cover
     m = V.shape[1]
     for i in numba.prange(out.shape[0]):
         if not accumulate:
@@ -145,9 +145,7 @@ def _rows_matmat(starts, ends, indices, data, colmap, has_map, V, out, accumulat
                 out[i, j] = 0.0
         for jj in range(starts[i], ends[i]):
             a = data[jj]
-            col = indices[jj]
-            if has_map:
-                col = colmap[col]
+            col = colmap[indices[jj]]
             for j in range(m):
                 out[i, j] += a * V[col, j]
 
@@ -181,9 +179,7 @@ def rows_matmat(starts, ends, indices, data, V, out, *, colmap=None, accumulate=
         raise ValueError("rows_matmat: out, data and V must share one dtype and out must be C-contiguous")
     if colmap is None:      # V's rows in cache-sized tiles (renumbered columns are not in order)
         return tiled_rows_matmat(starts, ends, indices, data, V, out, accumulate=accumulate)
-    has_map = colmap is not None
-    cmap = colmap if has_map else np.zeros(1, dtype=np.int64)
-    _rows_matmat(starts, ends, indices, data, cmap, has_map, V, out, bool(accumulate))
+    _rows_matmat(starts, ends, indices, data, colmap, V, out, bool(accumulate))
     return out
 
 
