@@ -71,7 +71,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--concepts", type=int, default=60_000)
     ap.add_argument("--n-components", type=int, default=300)
     ap.add_argument("--memory-budget", default=None, help="Cr5 memory_budget, e.g. 12G (default: none)")
-    ap.add_argument("--start-steps", type=int, default=6, help="Cr5 start_steps (power steps of the start)")
+    ap.add_argument("--start-steps", type=int, default=None,
+                    help="Cr5 start_steps (power steps of the start; default: Cr5's)")
     ap.add_argument("--dtype", default="float64", choices=("float64", "float32"),
                     help="dtype of the generated tf-idf blocks and of the fit (Cr5 dtype)")
     ap.add_argument("--cache", default=None, help=".npz file to read the corpus from / write it to")
@@ -100,7 +101,8 @@ def main(argv=None) -> dict:
     rss_data = current_rss()
 
     model = Cr5(n_components=args.n_components, alpha=1.0, random_state=0, show_progress=False,
-                memory_budget=args.memory_budget, start_steps=args.start_steps, dtype=args.dtype)
+                memory_budget=args.memory_budget, dtype=args.dtype,
+                **({} if args.start_steps is None else {"start_steps": args.start_steps}))
     sampler = _Sampler()
     _instrument(model, sampler)
     sampler.start()
@@ -113,6 +115,7 @@ def main(argv=None) -> dict:
         "concepts": args.concepts, "documents": sum(X.shape[0] for X in blocks.values()),
         "features": sum(X.shape[1] for X in blocks.values()), "nnz": nnz,
         "n_components": args.n_components, "memory_budget": args.memory_budget, "dtype": args.dtype,
+        "start_steps": model.start_steps,
         "data_seconds": round(t_data, 1), "fit_seconds": round(t_fit, 1),
         "rss_after_data_GiB": round(rss_data / 2 ** 30, 2), "peak_rss_GiB": round(peak / 2 ** 30, 2),
         "fit_bytes_per_nnz": round((peak - rss_data) / nnz, 1),

@@ -305,3 +305,35 @@ def test_subspace_returns_coefficients_in_the_applied_blocks(basis_dtype, max_ba
                   max_basis=max_basis, track_applied=B.shape[1] - 1)
     assert short.info["applied_coefficients"] is None
     assert eigsh(op, k, tol=1e-6, method="subspace", random_state=0).info["applied_coefficients"] is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cholesky_qr_in_place_matches_gemm(dtype):
+    """The in-place trmm path of CholQR equals the GEMM path to rounding, and overwrites only when
+    asked."""
+    from linxling.solvers._orth import _cholesky_qr
+    Y = np.random.default_rng(0).standard_normal((500, 12)).astype(dtype)
+    Y[:, 1] += 3 * Y[:, 0]                       # not orthogonal to begin with
+    keep = Y.copy()
+    Q = _cholesky_qr(Y, passes=1)
+    np.testing.assert_array_equal(Y, keep)       # not overwritten by default
+    Q2 = _cholesky_qr(Y, passes=1, overwrite=True)
+    assert Q2 is Y
+    tol = 50 * np.finfo(dtype).eps
+    np.testing.assert_allclose(Q2, Q, rtol=0, atol=tol)
+    Q3 = _cholesky_qr(keep.copy(), passes=2)
+    np.testing.assert_allclose(Q3.T @ Q3, np.eye(12), atol=tol)
+    # same span as the input
+    proj = Q3 @ (Q3.T @ keep)
+    np.testing.assert_allclose(proj, keep, atol=tol * np.abs(keep).max() * 10)
+
+
+def test_gram64_blocked_matches_float64_product():
+    """SVQB's float64 Gram of a float32 block, accumulated a block of rows at a time."""
+    from linxling.solvers._orth import _gram64
+    Y = np.random.default_rng(1).standard_normal((1000, 7)).astype(np.float32)
+    ref = Y.astype(np.float64).T @ Y.astype(np.float64)
+    G = _gram64(Y, rows=128)                     # 8 blocks, the last one partial
+    assert G.dtype == np.float64
+    np.testing.assert_allclose(G, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_allclose(_gram64(Y.astype(np.float64)), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())

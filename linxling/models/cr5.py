@@ -84,10 +84,14 @@ class Cr5(ConceptEmbeddingMixin):
         the bounds (``None`` for an open end). A filter that drops more than half of a
         language's documents raises ``ValueError``.
     min_df, max_features, norm : vectoriser settings used by :meth:`fit` (paper: 3, 200k, "l2").
-    start_steps : int, default 6
+    start_steps : int, default 4
         Power steps on the cheap surrogate ĈᵀD⁻¹Ĉ (D the diagonal of X̂ᵀX̂ + λI; no inner solves)
         that build the eigen-solver's starting block. 0 starts from a random block. Only the
-        start changes: convergence is always judged on the exact operator.
+        start changes: convergence is always judged on the exact operator. Each step costs about
+        a sixteenth of one application of the operator; how many pay depends on the data
+        (measured, r = 100 on 5 x 20,000 Bible verses: 3, 4, 6 and 10 steps gave 246, 205, 199
+        and 193 operator columns; r = 300 on Wikipedia-shaped data from K = 60,000 to 485,000:
+        3 steps already gave a block that converged in one iteration, 2 did not).
     reuse_solves : bool, default True
         Keep the block solves A⁻¹ĈV made during the eigen-solve and combine Φ*ᵀ = A⁻¹ĈP_r from
         them instead of solving again: with the subspace eigen-solver (the default for
@@ -101,8 +105,8 @@ class Cr5(ConceptEmbeddingMixin):
         Peak resident memory of the process the fit may reach, in bytes or as a size such as
         ``"12G"``. ``None`` keeps everything that saves time. With a budget the fit estimates its
         peak and sheds, in order: a float32 eigen-solver basis (when ``eig_tol >= 1e-4``), the
-        operator applied to fewer columns at a time (down to 64), a smaller basis (2 blocks
-        instead of 3), the recorded solves of the first two eigen-solver blocks (then Φ is solved
+        operator applied to fewer columns at a time (down to 128), a smaller basis (2 blocks
+        instead of 3), down to 64 columns, the recorded solves of the first two eigen-solver blocks (then Φ is solved
         for once more), the sparse copies (YᵀX, transposed blocks: products are then computed
         from the blocks themselves), the float32 block copies, and down to 8 columns at a time;
         more recorded solves get half of what is left. A language given as a ChunkedCSR (on
@@ -143,7 +147,7 @@ class Cr5(ConceptEmbeddingMixin):
                  scale: str = "orthonormal", dtype: Any = np.float64,
                  doc_filter: Any = None,
                  min_df: int = 3, max_features: int = 200_000, norm: str | None = "l2",
-                 start_steps: int = 6, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
+                 start_steps: int = 4, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
                  limit_blas_threads: bool = True, memory_budget: Any = None,
                  random_state: Any = None, show_progress: bool | None = None,
                  callback: Callable[[str, dict], Any] | None = None):
@@ -456,7 +460,9 @@ class Cr5(ConceptEmbeddingMixin):
         rng = check_random_state(self.random_state)
         # starting block: power steps on the cheap surrogate ĈᵀD⁻¹Ĉ, D = diag(X̂ᵀX̂ + λI) (no inner
         # solves). Measured on 5 x 20k Bible verses, r = 100: 6 steps (0.9 s) cut the eigen-solve
-        # from 676 to 217 matvecs at the same accuracy
+        # from 676 to 217 matvecs at the same accuracy; 4 steps (the default since) gave 205, 3
+        # gave 246. At K = 485,000 (r = 300) 3 and 6 steps both converged in one iteration, and
+        # each step cost ≈ 33 s (see the start_steps docstring)
         with _timed(timings, "time_start"):
             v0 = None
             if self.start_steps > 0:
@@ -701,11 +707,11 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
     d = sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + alpha
     dt = C.dtype
     d_inv = (1.0 / d).astype(dt)[:, None]
-    Y = rng.standard_normal((K, b)).astype(dt)
+    Y = rng.standard_normal((K, b), dtype=dt)   # drawn in C's dtype: no float64 block (1.4 GB at K = 485,000)
     for _ in range(int(steps)):
         U = C.matmat(Y)
         U *= d_inv                  # in place: no second (p, b) array
-        Y = _cholesky_qr(C.rmatmat(U), passes=1)
+        Y = _cholesky_qr(C.rmatmat(U), passes=1, overwrite=True)     # rmatmat's result is ours
         del U
     return Y.astype(problem.dtype)
 
@@ -916,8 +922,10 @@ class _MemoryPlan:
             plan.record_bytes = int(min(reuse_budget, n * block))
 
         # savings in order of what they cost in time: a float32 basis (free at loose eig_tol),
-        # fewer columns per application (down to 64; measured at K = 485,000: 64 columns cost
-        # 1.17x the time per column of 360), a smaller basis (more restarts), the recorded solves
+        # fewer columns per application down to 128, a smaller basis (more restarts, but only
+        # when the eigen-solve needs more than two blocks), then down to 64 columns (measured
+        # at K = 485,000, one block CG iteration per column: 48.8 ms at 360 columns, 47.8 ms at
+        # 128, 52.1 ms at 64), the recorded solves
         # of the first two, then one eigen-solver blocks (without them Φ costs r more columns of
         # the operator: 655 of 1,948 s at K = 485,000, where the solver converged in one block),
         # the sparse copies (slower products), the float32 block copies (slower CG), then down to
@@ -927,9 +935,10 @@ class _MemoryPlan:
             plan.basis_dtype = np.float32
         if not fits():
             plan.read_bytes = 0          # streamed blocks: one stored chunk per read
-        fewer_columns(64)
+        fewer_columns(128)
         if not fits():
             plan.basis_factor = 2
+        fewer_columns(64)
         if not fits():
             record_blocks(1)
         if not fits():
