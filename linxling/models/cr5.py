@@ -88,10 +88,11 @@ class Cr5(ConceptEmbeddingMixin):
         Power steps on the cheap surrogate ĈᵀD⁻¹Ĉ (D the diagonal of X̂ᵀX̂ + λI; no inner solves)
         that build the eigen-solver's starting block. 0 starts from a random block. Only the
         start changes: convergence is always judged on the exact operator. Each step costs about
-        a sixteenth of one application of the operator; how many pay depends on the data
-        (measured, r = 100 on 5 x 20,000 Bible verses: 3, 4, 6 and 10 steps gave 246, 205, 199
-        and 193 operator columns; r = 300 on Wikipedia-shaped data from K = 60,000 to 485,000:
-        3 steps already gave a block that converged in one iteration, 2 did not).
+        a tenth of one application of the operator to the same block; how many pay depends on
+        the data (measured, r = 100 on 5 x 20,000 Bible verses: 3, 4, 6 and 10 steps gave 246,
+        205, 199 and 193 operator columns; r = 300 on Wikipedia-shaped data at K = 60,000 and
+        485,000: 3 steps gave a block that converged in one iteration, 2 did not at 60,000).
+        ``start_steps=3`` is the faster choice at that scale.
     reuse_solves : bool, default True
         Keep the block solves A⁻¹ĈV made during the eigen-solve and combine Φ*ᵀ = A⁻¹ĈP_r from
         them instead of solving again: with the subspace eigen-solver (the default for
