@@ -107,8 +107,8 @@ class Cr5(ConceptEmbeddingMixin):
         ``"12G"``. ``None`` keeps everything that saves time. With a budget the fit estimates its
         peak and sheds, in order: a float32 eigen-solver basis (when ``eig_tol >= 1e-4``), the
         operator applied to fewer columns at a time (down to 128), a smaller basis (2 blocks
-        instead of 3), down to 64 columns, the recorded solves of the first two eigen-solver blocks (then Φ is solved
-        for once more), the sparse copies (YᵀX, transposed blocks: products are then computed
+        instead of 3), down to 64 columns, the recorded solves of the first two eigen-solver
+        blocks (then Φ is solved for once more), the sparse copies (YᵀX, transposed blocks: products are then computed
         from the blocks themselves), the float32 block copies, and down to 8 columns at a time;
         more recorded solves get half of what is left. A language given as a ChunkedCSR (on
         disk) counts two chunks instead of any copy; one given as a dask array counts nothing on
@@ -462,7 +462,7 @@ class Cr5(ConceptEmbeddingMixin):
         # starting block: power steps on the cheap surrogate ĈᵀD⁻¹Ĉ, D = diag(X̂ᵀX̂ + λI) (no inner
         # solves). Measured on 5 x 20k Bible verses, r = 100: 6 steps (0.9 s) cut the eigen-solve
         # from 676 to 217 matvecs at the same accuracy; 4 steps (the default since) gave 205, 3
-        # gave 246. At K = 485,000 (r = 300) 3 and 6 steps both converged in one iteration, and
+        # gave 246. At K = 485,000 (r = 300) 3, 4 and 6 steps all converged in one iteration, and
         # each step cost ≈ 33 s (see the start_steps docstring)
         with _timed(timings, "time_start"):
             v0 = None
@@ -926,11 +926,10 @@ class _MemoryPlan:
         # fewer columns per application down to 128, a smaller basis (more restarts, but only
         # when the eigen-solve needs more than two blocks), then down to 64 columns (measured
         # at K = 485,000, one block CG iteration per column: 48.8 ms at 360 columns, 47.8 ms at
-        # 128, 52.1 ms at 64), the recorded solves
-        # of the first two, then one eigen-solver blocks (without them Φ costs r more columns of
-        # the operator: 655 of 1,948 s at K = 485,000, where the solver converged in one block),
-        # the sparse copies (slower products), the float32 block copies (slower CG), then down to
-        # 8 columns
+        # 128, 52.1 ms at 64), the recorded solves of the first two, then one eigen-solver
+        # blocks (without them Φ costs r more columns of the operator: 655 of 1,948 s at
+        # K = 485,000, where the solver converged in one block), the sparse copies (slower
+        # products), the float32 block copies (slower CG), then down to 8 columns
         record_blocks(2)
         if not fits() and eig_tol >= 1e-4:
             plan.basis_dtype = np.float32

@@ -297,10 +297,11 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
 
     # random columns only where v0 does not fill the block (at K = 485,000 and b = 360 a
     # discarded draw cost 3.8 s)
-    n0 = 0 if v0 is None else min(b, v0.reshape(n, -1).shape[1])
+    v0 = None if v0 is None else v0.reshape(n, -1)[:, :b]
+    n0 = 0 if v0 is None else v0.shape[1]
     Y = np.empty((n, b), dtype=dt)
     if n0:
-        Y[:, :n0] = v0.reshape(n, -1)[:, :n0]
+        Y[:, :n0] = v0
     if n0 < b:
         Y[:, n0:] = rng.standard_normal((n, b - n0), dtype=dt)
     Qnew = orthonormalize(Y, drop=1e4 * eps).astype(dt, copy=False)
