@@ -124,6 +124,7 @@ def main(argv=None) -> dict:
         "eig": {k: v for k, v in model.convergence_["eig"].items()},
         # iterations of each block-CG application per language (start, eigen-solve, Φ in order)
         "cg_iterations": {lang: b["cg_iterations"] for lang, b in model.convergence_["blocks"].items()},
+        "cg_krylov": {lang: sorted(set(b.get("cg_krylov", []))) for lang, b in model.convergence_["blocks"].items()},
         "fit_info": {k: v for k, v in model.fit_info_.items() if isinstance(v, (int, float, str, dict))},
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "loadavg": os.getloadavg(),

@@ -40,7 +40,13 @@ from linxling._validation import (
 )
 from linxling.io import register_model
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
-from linxling.operators import CallableOperator, CrossCovariance, WoodburyInverse, woodbury_from_blocks
+from linxling.operators import (
+    CallableOperator,
+    CrossCovariance,
+    GramBlockInverse,
+    WoodburyInverse,
+    woodbury_from_blocks,
+)
 from linxling.operators._source import RowSource, as_row_source, is_row_partitioned
 from linxling.operators.crosscov import one_document_per_concept
 from linxling.solvers import eigsh
@@ -65,6 +71,11 @@ class Cr5(ConceptEmbeddingMixin):
         Only used by blocks solved with CG (dense/CHOLMOD factors are exact).
     cg_maxiter : int, default 500
         Maximum CG iterations (paper: T = 500).
+    cg_krylov : {"auto", "columns", "block"}, default "auto"
+        How a CG solve's columns share work: one CG per column, or block CG with one Krylov space
+        for all (fewer iterations, more dense work per iteration). "auto" runs block CG on blocks
+        with many nonzeros per feature, where the sparse products dominate (Wikipedia-sized
+        data); see :class:`linxling.operators.GramBlockInverse`. Either meets ``cg_rtol``.
     eig_tol : float, default 1e-1
         Tolerance of the eigen-solve (paper: ε = 0.1).
     eig_maxiter : int, default 250
@@ -143,7 +154,7 @@ class Cr5(ConceptEmbeddingMixin):
     """
 
     def __init__(self, n_components: int = 300, alpha: float = 1.0, *, cg_rtol: float = 1e-2,
-                 cg_maxiter: int = 500, eig_tol: float = 1e-1, eig_maxiter: int = 250,
+                 cg_maxiter: int = 500, cg_krylov: str = "auto", eig_tol: float = 1e-1, eig_maxiter: int = 250,
                  eig_method: str = "auto", block_method: str | Mapping[str, str] = "auto",
                  scale: str = "orthonormal", dtype: Any = np.float64,
                  doc_filter: Any = None,
@@ -156,6 +167,7 @@ class Cr5(ConceptEmbeddingMixin):
         self.alpha = alpha
         self.cg_rtol = cg_rtol
         self.cg_maxiter = cg_maxiter
+        self.cg_krylov = cg_krylov
         self.eig_tol = eig_tol
         self.eig_maxiter = eig_maxiter
         self.eig_method = eig_method
@@ -184,6 +196,8 @@ class Cr5(ConceptEmbeddingMixin):
         check_positive(self.cg_maxiter, "cg_maxiter", integer=True)
         check_positive(self.eig_maxiter, "eig_maxiter", integer=True)
         check_positive(self.start_steps, "start_steps", strict=False, integer=True)
+        if self.cg_krylov not in GramBlockInverse.KRYLOV:
+            raise ValueError(f"cg_krylov must be one of {GramBlockInverse.KRYLOV}, got {self.cg_krylov!r}")
         if self.scale not in ("orthonormal", "singular"):
             raise ValueError(f"scale must be 'orthonormal' or 'singular', got {self.scale!r}")
         if self.eig_method not in ("auto", "arpack", "lobpcg", "subspace"):
@@ -416,7 +430,8 @@ class Cr5(ConceptEmbeddingMixin):
         return woodbury_from_blocks([problem.blocks[lang] for lang in problem.languages], self.alpha,
                                     methods=[bm.get(lang, "auto") if isinstance(bm, Mapping) else bm
                                              for lang in problem.languages],
-                                    cg_rtol=self.cg_rtol, cg_maxiter=self.cg_maxiter, expected_rhs=expected_rhs,
+                                    cg_rtol=self.cg_rtol, cg_maxiter=self.cg_maxiter, cg_krylov=self.cg_krylov,
+                                    expected_rhs=expected_rhs,
                                     show_progress=self.show_progress, transpose_copy=plan.copies,
                                     mixed_precision="auto" if plan.mixed_precision else False)
 
@@ -548,7 +563,8 @@ class Cr5(ConceptEmbeddingMixin):
         block_info = [{"method": inv.method_, "reason": inv.reason_,
                        "mixed_precision": bool(getattr(inv, "mixed_precision_", False)),
                        "nonconverged": list(inv.nonconverged_),
-                       "cg_iterations": list(inv.cg_iterations_)} for inv in inverses]
+                       "cg_iterations": list(inv.cg_iterations_),
+                       "cg_krylov": list(getattr(inv, "cg_krylov_used_", []))} for inv in inverses]
         n_block_failures = sum(len(b["nonconverged"]) for b in block_info)
         self.convergence_ = {
             "eig": {"converged": bool(np.all(res.converged)), "n_iter": int(res.n_iter),
@@ -575,7 +591,7 @@ class Cr5(ConceptEmbeddingMixin):
         return np.asarray(X @ self.components_[language].T)
 
     # ------------------------------------------------------------------ store
-    _PARAMS = ("n_components", "alpha", "cg_rtol", "cg_maxiter", "eig_tol", "eig_maxiter",
+    _PARAMS = ("n_components", "alpha", "cg_rtol", "cg_maxiter", "cg_krylov", "eig_tol", "eig_maxiter",
                "eig_method", "scale", "start_steps", "reuse_solves", "reuse_budget", "limit_blas_threads", "memory_budget", "doc_filter", "min_df",
                "max_features", "norm")
 

@@ -16,7 +16,7 @@ from linxling._backend import get_namespace
 from linxling._validation import check_positive, check_sparse_matrix
 from linxling._linop import LinearOperator
 from linxling.solvers import SolveResult, block_cg
-from linxling.solvers.cg import jacobi_block_cg
+from linxling.solvers.cg import jacobi_block_cg, krylov_block_cg
 
 __all__ = ["Gram", "CenteredGram", "SourceGram", "GramBlockInverse", "gram_nnz_estimate"]
 
@@ -295,6 +295,18 @@ class GramBlockInverse(LinearOperator):
         passes; with the transposed copy the Gram product is fused with ``pᵀAp`` too) instead of
         the plain :func:`linxling.solvers.block_cg`. Same iteration, same tolerance; ``False``
         is the reference.
+    cg_krylov : {"auto", "columns", "block"}, default "auto"
+        How the columns of one ``"cg"`` solve share work (NumPy data, ``fused_cg``):
+        ``"columns"`` runs one CG per column (:func:`linxling.solvers.cg.jacobi_block_cg`);
+        ``"block"`` runs O'Leary's block CG, one Krylov space for all columns
+        (:func:`linxling.solvers.cg.krylov_block_cg`): fewer iterations, at the price of about
+        ``16 p_l m²`` flops of dense work per iteration. ``"auto"`` takes ``"block"`` when
+        ``nnz(X_l) >= KRYLOV_BLOCK_RATIO · p_l · m`` (m columns), i.e. when the sparse product
+        dominates an iteration. Measured on Cr5's inner solves of Wikipedia-shaped blocks (float32,
+        128 columns, rtol 1e-2, one BLAS thread): at K = 485,000 (82.4M nonzeros, p_l = 200,000;
+        ratio 3.2) 11 block iterations against 16, 73.3 against 79.2 s; at K = 240,000 (ratio
+        1.6) 24.4 against 25.5 s; at K = 60,000 (ratio 0.41) block CG was 1.5x slower (see
+        ``docs/engine.md``).
 
     Attributes
     ----------
@@ -320,12 +332,19 @@ class GramBlockInverse(LinearOperator):
     """
 
     METHODS = ("auto", "dense", "cholmod", "cg")
+    KRYLOV = ("auto", "columns", "block")
+    # "auto" runs block CG when nnz(X_l) >= KRYLOV_BLOCK_RATIO * p_l * m. Measured on the first
+    # inner solve of Cr5 fits on Wikipedia-shaped data (l0's 128 right-hand sides, float32, rtol
+    # 1e-2, one BLAS thread), block against column CG: ratio 0.41 (K = 60,000) 10.2 vs 6.9 s;
+    # 1.59 (K = 240,000) 24.4 vs 25.5 s; 3.22 (K = 485,000) 73.3 vs 79.2 s. Break-even near 1.4
+    KRYLOV_BLOCK_RATIO = 2.0
 
     def __init__(self, X_l: Any, alpha: float, method: str = "auto", cg_rtol: float = 1e-10,
                  cg_maxiter: int | None = None, dense_max: int = 4000, *,
                  memory_budget: int = 2 * 1024 ** 3, cholmod_max_density: float = 0.01,
                  fill_factor: float = 10.0, mixed_precision: str | bool = "auto",
-                 expected_rhs: int | None = None, transpose_copy: bool = True, fused_cg: bool = True) -> None:
+                 expected_rhs: int | None = None, transpose_copy: bool = True, fused_cg: bool = True,
+                 cg_krylov: str = "auto") -> None:
         if method not in self.METHODS:
             raise ValueError(f"method must be one of {self.METHODS}, got {method!r}")
         from linxling.operators._source import RowSource
@@ -350,6 +369,10 @@ class GramBlockInverse(LinearOperator):
         self.expected_rhs = None if expected_rhs is None else int(check_positive(expected_rhs, "expected_rhs",
                                                                                   integer=True))
         self.fused_cg = bool(fused_cg)
+        if cg_krylov not in self.KRYLOV:
+            raise ValueError(f"cg_krylov must be one of {self.KRYLOV}, got {cg_krylov!r}")
+        self.cg_krylov = cg_krylov
+        self.cg_krylov_used_: list[str] = []
         self.nnz_gram_: int | None = None
         self.nonconverged_: list[dict] = []
         self.cg_iterations_: list[int] = []
@@ -589,7 +612,10 @@ class GramBlockInverse(LinearOperator):
             tol = self.cg_rtol_effective_ if rtol is None else rtol
             if isinstance(Rw, np.ndarray) and self.fused_cg:
                 fused = self._gram_cg.fused_parts() if isinstance(self._gram_cg, Gram) else None
-                res = jacobi_block_cg(self._gram_cg, Rw, d, X0, rtol=tol, maxiter=self.cg_maxiter, gram=fused)
+                solver = jacobi_block_cg if self.krylov_for(Rw.shape[1]) == "columns" else krylov_block_cg
+                res = solver(self._gram_cg, Rw, d, X0, rtol=tol, maxiter=self.cg_maxiter, gram=fused)
+                res.info["krylov"] = "columns" if solver is jacobi_block_cg else "block"
+                self.cg_krylov_used_.append(res.info["krylov"])
             else:
                 res = block_cg(self._gram_cg, Rw, X0, rtol=tol, maxiter=self.cg_maxiter, M=lambda B: B / d[:, None])
             res.x = res.x.astype(out_dtype, copy=False)
@@ -607,6 +633,14 @@ class GramBlockInverse(LinearOperator):
         if vec:
             res.x = res.x[:, 0]
         return res
+
+    def krylov_for(self, m: int) -> str:
+        """``"columns"`` or ``"block"``: how a fused ``"cg"`` solve of ``m`` columns runs
+        (``cg_krylov``; ``"auto"`` by the nonzeros per feature and column)."""
+        if self.cg_krylov != "auto":
+            return self.cg_krylov
+        nnz = self.X.nnz if self.source is None else self.source.nnz
+        return "block" if m >= 2 and nnz >= self.KRYLOV_BLOCK_RATIO * self.shape[0] * m else "columns"
 
     def _matmat(self, R):
         return self.solve(R).x

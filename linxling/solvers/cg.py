@@ -10,7 +10,7 @@ from linxling._backend import get_namespace
 from linxling._linop import LinearOperator, as_operator
 from linxling.solvers._results import ConvergenceWarning, SolveResult
 
-__all__ = ["cg", "block_cg", "jacobi_block_cg"]
+__all__ = ["cg", "block_cg", "jacobi_block_cg", "krylov_block_cg"]
 
 
 def _as_operator_sq(A: Any, name: str = "A") -> LinearOperator:
@@ -393,3 +393,180 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
             "n_matvec": int(op.n_matvec_equiv - start_count), "fused": gram is not None}
     _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, np)
     return SolveResult(X, converged, it, np.asarray(hist), info)
+
+
+def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
+                    maxiter: int | None = None, gram: tuple | None = None) -> SolveResult:
+    """O'Leary's block CG: all columns of ``B`` share one Krylov space, Jacobi-preconditioned.
+
+    :func:`jacobi_block_cg` runs one CG per column (its own step sizes and Krylov space); here
+    the iterate of every column minimises its error in the ``A``-norm over the space spanned by
+    *all* columns' search directions, so components that many right-hand sides share (the
+    frequent words of a corpus) are resolved once for all of them. Measured on Cr5's first inner
+    solve at K = 485,000 (485,000 documents x 200,000 features, 82.4M nonzeros, 128 float32
+    right-hand sides, rtol 1e-2): 11 iterations and 953 column products against 16 and 1,328
+    column by column, 73.3 against 79.2 s. The price is dense work on the active block each
+    iteration (six (n, m) x (m, m) products, about ``12 n m²`` flops), which only pays when the
+    sparse product costs more: see :class:`linxling.operators.GramBlockInverse` (``cg_krylov``).
+
+    Each iteration applies the truncated pseudo-inverse of ``G = PᵀAP`` (eigen-directions whose
+    eigenvalue is below ``max(m, √n) · eps`` of the largest are dropped, as in Dubrulle's
+    breakdown-free variant: a rank-deficient block shrinks instead of breaking down). Every
+    column's error ``A``-norm then never increases. A column that meets
+    ``max(rtol · ||b_j||, atol)`` leaves the block (its iterate is final; the next directions come
+    from the other residuals only, still ``A``-conjugate to all earlier ones), so, as column by
+    column, late iterations multiply only the slow columns. The plain references are a dense
+    solve and :func:`jacobi_block_cg` (tested).
+
+    Parameters
+    ----------
+    A : LinearOperator (n, n)
+        Symmetric positive definite.
+    B : ndarray (n, m)
+    d : ndarray (n,)
+        The preconditioner's diagonal (``diag(A)`` for Jacobi), positive.
+    X0 : ndarray (n, m), optional
+    rtol, atol, maxiter
+        As in :func:`block_cg` (``maxiter`` default ``10 * n``).
+    gram : tuple (X, XT, alpha), optional
+        When ``A = Xᵀ X + alpha I`` with ``X`` (k, n) in CSR and ``XT`` an explicit CSR copy of
+        ``Xᵀ``: the product runs on the tiled kernels directly (``A`` is then only counted).
+
+    Returns
+    -------
+    SolveResult
+        ``x`` (n, m), per-column ``converged``, residual norms per iteration (n_iter + 1, m);
+        ``info["width"]`` the columns multiplied by ``A`` in each iteration (the active ones) and
+        ``info["rank"]`` the search directions kept of them.
+    """
+    from linxling.kernels import blockcg as kern
+    from linxling.kernels.spmm import tiled_rows_matmat
+
+    op = _as_operator_sq(A)
+    B = np.asarray(B)
+    d = np.asarray(d)
+    n = op.shape[0]
+    if B.ndim != 2 or B.shape[0] != n:
+        raise ValueError(f"B must have shape ({n}, m) to match A {op.shape}, got {B.shape}")
+    if d.shape != (n,):
+        raise ValueError(f"d must have shape ({n},), got {d.shape}")
+    if not bool(np.all(d > 0)):
+        raise ValueError("d must be positive (the diagonal of an SPD preconditioner)")
+    m = B.shape[1]
+    dt = _work_dtype(op, B)
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"krylov_block_cg works in float32 or float64, got {dt}")
+    maxiter = 10 * n if maxiter is None else int(maxiter)
+    dinv = (1.0 / d.astype(np.float64)).astype(dt)[:, None]
+    B = np.ascontiguousarray(B, dtype=dt)
+    start_count = op.n_matvec_equiv
+    chunk = kern.row_chunk(n)
+    part = np.empty((-(-n // chunk) if n else 0, m))
+
+    def norms(R):                                   # column norms, summed in float64 in fixed chunks
+        k = R.shape[1]
+        kern.column_dots(R, R, part[:, :k], chunk)
+        return np.sqrt(part[:, :k].sum(axis=0))
+
+    if X0 is None:
+        X = np.zeros((n, m), dtype=dt)
+        R = B.copy()
+    else:
+        X = np.array(X0, dtype=dt, copy=True).reshape(n, m)
+        R = np.ascontiguousarray(B - op.matmat(X), dtype=dt)
+    bnorm = norms(B)
+    thresh = np.maximum(rtol * bnorm, atol)
+    rn = norms(R)
+    hist = [rn.astype(dt)]
+    converged = rn <= thresh
+    breakdown = np.zeros(m, dtype=bool)
+    ranks: list[int] = []
+    widths: list[int] = []
+    floor = max(m, np.sqrt(n)) * float(np.finfo(dt).eps)
+    if gram is not None:
+        Xg, XTg, alpha_g = gram
+        T_buf = np.empty(Xg.shape[0] * max(m, 1), dtype=dt)
+        alpha_g = dt.type(alpha_g)
+    # the active columns (not yet converged), packed: their iterates and residuals
+    cols = np.flatnonzero(~converged)
+    Xa = X if cols.size == m else np.ascontiguousarray(X[:, cols])
+    Ra = R if cols.size == m else np.ascontiguousarray(R[:, cols])
+    P = Ra * dinv
+    it = 0
+    for it in range(1, maxiter + 1):
+        if cols.size == 0:
+            it -= 1
+            break
+        w = P.shape[1]
+        widths.append(w)
+        if gram is not None:
+            T = T_buf[:Xg.shape[0] * w].reshape(Xg.shape[0], w)
+            Q = np.empty((n, w), dtype=dt)
+            tiled_rows_matmat(Xg.indptr[:-1], Xg.indptr[1:], Xg.indices, Xg.data, P, T)
+            tiled_rows_matmat(XTg.indptr[:-1], XTg.indptr[1:], XTg.indices, XTg.data, T, Q, alpha=alpha_g, P=P)
+            op.n_matmat += 1
+            op.n_matvec_equiv += w
+        else:
+            Q = np.ascontiguousarray(op.matmat(P), dtype=dt)
+        G = np.asarray(P.T @ Q, dtype=np.float64)
+        lam, U = np.linalg.eigh(0.5 * (G + G.T))
+        top = float(lam[-1]) if lam.size else 0.0
+        keep = lam > floor * top
+        if top <= 0 or not bool(keep.any()):         # no direction left (not SPD)
+            ranks.append(0)
+            breakdown[cols] = True
+            hist.append(rn.astype(dt))
+            break
+        # the truncated G⁺ = U_k Λ_k⁻¹ U_kᵀ: the A-orthonormal directions P U_k Λ_k^-1/2 are never
+        # formed (six (n, m) x (m, m) products per iteration instead of eight). The Galerkin step
+        # over this block is the step over every direction so far: Ra is already orthogonal to
+        # the earlier blocks
+        Gp = (U[:, keep] / lam[keep]) @ U[:, keep].T
+        ranks.append(int(keep.sum()))
+        a = (Gp @ np.asarray(P.T @ Ra, dtype=np.float64)).astype(dt)
+        _gemm_acc(Xa, P, a, 1.0)
+        _gemm_acc(Ra, Q, a, -1.0)
+        rn[cols] = norms(Ra)
+        hist.append(rn.astype(dt))
+        done = rn[cols] <= thresh[cols]
+        if bool(done.any()):                        # converged columns leave the block: the
+            converged[cols[done]] = True            # next directions come from the others only
+            if Xa is not X:
+                X[:, cols[done]] = Xa[:, done]
+            stay = np.flatnonzero(~done)
+            if Xa is X:
+                Xa = np.ascontiguousarray(X[:, cols[stay]])
+            else:
+                Xa = np.ascontiguousarray(Xa[:, stay])
+            Ra = np.ascontiguousarray(Ra[:, stay])
+            cols = cols[stay]
+            if cols.size == 0:
+                break
+        # next directions: A-conjugate to this block (and, in exact arithmetic, to all earlier ones)
+        Z = Ra * dinv
+        _gemm_acc(Z, P, (Gp @ np.asarray(Q.T @ Z, dtype=np.float64)).astype(dt), -1.0)
+        P = Z
+        del Q
+    else:
+        it = maxiter
+    if Xa is not X and cols.size:
+        X[:, cols] = Xa
+    info = {"threshold": thresh, "breakdown": breakdown, "b_norm": bnorm, "rank": ranks, "width": widths,
+            "n_matvec": int(op.n_matvec_equiv - start_count), "fused": gram is not None, "krylov": "block"}
+    _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, np)
+    return SolveResult(X, converged, it, np.asarray(hist), info)
+
+
+def _gemm_acc(C: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float) -> None:
+    """``C += alpha A B`` in place (BLAS gemm with beta = 1 on the transposes, which are
+    Fortran-ordered for C-contiguous arrays: no temporary block); plain NumPy otherwise."""
+    if (C.dtype in (np.float32, np.float64) and C.flags.c_contiguous and C.flags.writeable
+            and A.dtype == C.dtype and B.dtype == C.dtype):
+        from scipy.linalg import blas
+        gemm = blas.sgemm if C.dtype == np.float32 else blas.dgemm
+        # Cᵀ += alpha Bᵀ Aᵀ
+        out = gemm(alpha, np.ascontiguousarray(B).T, np.ascontiguousarray(A).T, beta=1.0, c=C.T, overwrite_c=1)
+        if not np.shares_memory(out, C):     # the wrapper made a copy after all
+            C[...] = out.T
+        return
+    C += alpha * (A @ B)
