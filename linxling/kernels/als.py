@@ -41,13 +41,16 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
+from linxling.kernels._prefetch import PREFETCH_DISTANCE as PD
+from linxling.kernels._prefetch import prefetch_row
+
 __all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_sums",
            "SOLVERS"]
 
 SOLVERS = ("cholesky", "cg")
 _FM = {"reassoc", "contract", "arcp", "nsz"}  # allow SIMD reductions; keep inf/nan semantics
 _BLOCK = 16  # nonzeros accumulated together when forming a row's system
-_CG_BATCH = 8  # rows whose CG iterations share one pass over the Gram matrix
+_CG_BATCH = 8  # rows whose CG iterations share one GEMM with the Gram matrix
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,32 +149,14 @@ def _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads):
     return bad.sum(), quad.sum()
 
 
-@njit(cache=True, fastmath=_FM, inline="always")
-def _gram_matvec_batch(G, V, out, active, nb, k, sign):
-    """out[b] = sign · G V[b] for the active rows b < nb (G symmetric: rows of G as columns).
-
-    G is read row by row and each row is applied to all rows of the batch while it is in L1.
-    """
-    zero = G.dtype.type(0)
-    for b in range(nb):
-        for j in range(k):
-            out[b, j] = zero
-    for m in range(k):
-        for b in range(nb):
-            if active[b]:
-                t = sign * V[b, m]
-                for j in range(k):
-                    out[b, j] += t * G[m, j]
-
-
 @njit(cache=True, fastmath=_FM)
 def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
-    """CG for rows c, c + nchunks, ... in batches of _CG_BATCH sharing each pass over G."""
+    """CG for rows c, c + nchunks, ... in batches of _CG_BATCH: the batch's products with the
+    Gram G are one BLAS GEMM (``V[:nb] @ G``), the sparse part prefetches each gathered row of Y
+    a few nonzeros ahead (:func:`linxling.kernels._prefetch.prefetch_row`)."""
     n, k = out.shape
     B = _CG_BATCH
     zero = Y.dtype.type(0)
-    minus_one = Y.dtype.type(-1)
-    plus_one = Y.dtype.type(1)
     x = np.empty((B, k), dtype=Y.dtype)
     bv = np.empty((B, k), dtype=Y.dtype)
     r = np.empty((B, k), dtype=Y.dtype)
@@ -202,12 +187,18 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
         if nb == 0:
             break
         # r = b − A x, with A x = G x + Σ dw_i (y_i·x) y_i and b = Σ X_ui y_i
-        _gram_matvec_batch(G, x, r, active, nb, k, minus_one)
+        np.dot(x[:nb], G, r[:nb])
         for b in range(nb):
             u = rows[b]
             for j in range(k):
+                r[b, j] = -r[b, j]
                 bv[b, j] = zero
-            for idx in range(indptr[u], indptr[u + 1]):
+            s, e = indptr[u], indptr[u + 1]
+            for idx in range(s, min(e, s + PD)):
+                prefetch_row(Y, indices[idx])
+            for idx in range(s, e):
+                if idx + PD < e:
+                    prefetch_row(Y, indices[idx + PD])
                 i = indices[idx]
                 t = zero
                 for j in range(k):
@@ -230,12 +221,17 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
                 any_active = any_active or active[b]
             if not any_active:
                 break
-            _gram_matvec_batch(G, p, Ap, active, nb, k, plus_one)
+            np.dot(p[:nb], G, Ap[:nb])          # G p for the batch (inactive rows: unused)
             for b in range(nb):
                 if not active[b]:
                     continue
                 u = rows[b]
-                for idx in range(indptr[u], indptr[u + 1]):
+                s, e = indptr[u], indptr[u + 1]
+                for idx in range(s, min(e, s + PD)):
+                    prefetch_row(Y, indices[idx])
+                for idx in range(s, e):
+                    if idx + PD < e:
+                        prefetch_row(Y, indices[idx + PD])
                     i = indices[idx]
                     t = zero
                     for j in range(k):
