@@ -16,6 +16,8 @@ _SIMILARITIES = ("cosine", "csls")
 
 # --------------------------------------------------------------------------- validation helpers
 BLOCK_MEMORY = 512 * 2 ** 20
+# entries of a score row per chunk of the CSLS top-k kernel (see topk_block_update)
+TOPK_CHUNK = 64
 
 
 def _auto_block_size(block_size: Any, n_cols: int, itemsize: int) -> int:
@@ -124,34 +126,34 @@ def _csls_radii(An: Any, Bn: Any, knn: int, block_size: int, xp, show_progress=N
 
 def _csls_radii_numpy(An: np.ndarray, Bn: np.ndarray, knn: int, block_size: int,
                       show_progress=None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_csls_radii` on the CPU: one GEMM per block, both top-k's from the same block.
+    """:func:`_csls_radii` on the CPU: one GEMM per block, both top-k's from one read of it.
 
-    The numba kernels of :mod:`linxling.kernels.retrieval` keep each row's and each column's
-    ``knn`` largest scores with one threshold test per entry, reading the block row by row
-    (no partition along the strided axis, no concatenated merge buffers). Memory is
-    O(block_size * n_B + knn * (block_size + n_B)).
+    :func:`linxling.kernels.retrieval.topk_block_update` keeps each column's ``knn`` largest
+    scores in a running buffer and each row's per thread range of columns; the ranges' row
+    buffers are merged here. Memory is O(block_size * n_B + knn * (threads * block_size + n_B)).
     """
     import numba
 
-    from linxling.kernels.retrieval import topk_cols_update, topk_rows
+    from linxling.kernels.retrieval import topk_block_update
     n_a, n_b = An.shape[0], Bn.shape[0]
     dtype = An.dtype
     r_a = np.empty(n_a, dtype=dtype)
-    row_top = np.empty((min(block_size, n_a), knn), dtype=dtype)
+    # thread ranges of at least TOPK_CHUNK columns each
+    nparts = max(1, min(numba.get_num_threads(), n_b // TOPK_CHUNK))
+    row_part = np.empty((nparts, min(block_size, n_a), knn), dtype=dtype)
     top_b = np.full((n_b, knn), -np.inf, dtype=dtype)
     thr = np.full(n_b, -np.inf, dtype=dtype)
     amin = np.zeros(n_b, dtype=np.int64)
-    nthreads = numba.get_num_threads()
     BnT = Bn.T
     starts = range(0, n_a, block_size)
     for start in progress(starts, show=show_progress, desc="CSLS radii", total=len(starts), delay=1.0):
         stop = min(start + block_size, n_a)
         S = An[start:stop] @ BnT
-        top = row_top[:stop - start]
-        topk_rows(S, knn, top)
-        top.sort(axis=1)                                # mean of the largest first (as sorted)
+        topk_block_update(S, row_part, top_b, thr, amin, TOPK_CHUNK)   # the whole buffer: one
+        part = row_part[:, :stop - start]                              # compiled signature
+        # each row's knn largest of its ranges' knn largest, summed largest first (as sorted)
+        top = np.sort(part.transpose(1, 0, 2).reshape(stop - start, nparts * knn), axis=1)[:, -knn:]
         r_a[start:stop] = np.mean(top[:, ::-1], axis=1)
-        topk_cols_update(S, top_b, thr, amin, nthreads)
     top_b.sort(axis=1)
     return r_a, np.mean(top_b[:, ::-1], axis=1)
 
@@ -207,6 +209,11 @@ def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, b
             from linxling.kernels.retrieval import csls_count_greater
             count = np.empty(stop - start, dtype=np.int64)
             csls_count_greater(S, r_q[start:stop], r_c, best.astype(S.dtype, copy=False), count)
+            ranks[start:stop] = 1 + count
+        elif xp is np:
+            from linxling.kernels.retrieval import count_greater
+            count = np.empty(stop - start, dtype=np.int64)
+            count_greater(S, best.astype(S.dtype, copy=False), count)
             ranks[start:stop] = 1 + count
         else:
             ranks[start:stop] = 1 + xp.count_nonzero(S > best[:, None], axis=1)

@@ -4,14 +4,21 @@ CSLS needs, for every query, the mean of its ``knn`` largest cosines to the cand
 and for every candidate the mean of its ``knn`` largest cosines to the queries (r_c). Both
 come from one blocked GEMM pass: for each score block S = Qn[b] @ Cnᵀ (rows = queries),
 
-* :func:`topk_rows` keeps each row's ``knn`` largest scores (a threshold test per entry, an
-  insertion only when a score beats the row's current k-th largest: O(n) compares per row);
-* :func:`topk_cols_update` merges the block into a running (n_c, knn) buffer of each column's
-  ``knn`` largest scores, reading S row by row (contiguous) with the same threshold test.
+* :func:`topk_block_update` reads the block once (each thread a range of columns, row by row,
+  in chunks of 64): each column's ``knn`` largest scores so far are kept in a running (n_c,
+  knn) buffer and each row's per thread range; a chunk enters the insertion loop only when one
+  of its entries beats its column's or its row's current k-th largest, found by a vectorised
+  count (NumPy-style views indexed from 0: numba's loops over ``range(a, b)`` with a 2-D index
+  or a float ``max`` do not vectorise). Measured at 40,000 x 40,000, d = 300, float32 (2-core
+  AMD EPYC): the two earlier kernels (a scalar threshold test per entry, one pass each for rows
+  and columns) took 3.6-3.8 s over the 36 blocks, this one 1.0-1.2 s (0.021 s per block once
+  the column thresholds have settled, of which 0.009 s the count), against 5.2-6.4 s for the
+  GEMMs of the pass.
 
 The ranks pass uses :func:`csls_count_greater`, which counts ``2 s − r_q − r_c > best`` per
 row without writing the CSLS scores (same IEEE operations, in the same order, as
-``(2 * S − r_q[:, None]) − r_c[None, :]``, so the ranks equal the NumPy formula's bit for bit).
+``(2 * S − r_q[:, None]) − r_c[None, :]``, so the ranks equal the NumPy formula's bit for bit);
+cosine ranks use :func:`count_greater` (``s > best``) the same way.
 
 The plain NumPy references are :func:`topk_rows_reference`, :func:`topk_cols_reference` and
 :func:`csls_count_reference`; ``tests/test_retrieval_kernels.py`` checks each kernel against them.
@@ -22,61 +29,74 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["topk_rows", "topk_cols_update", "csls_count_greater", "topk_rows_reference",
+__all__ = ["topk_block_update", "csls_count_greater", "count_greater", "topk_rows_reference",
            "topk_cols_reference", "csls_count_reference"]
 
 
-@njit(parallel=True, cache=True)
-def topk_rows(S, knn, out):
-    """out[i, :] = the ``knn`` largest entries of S[i] (in no particular order)."""
-    b, n = S.shape
-    for i in prange(b):
-        top = out[i]
-        for q in range(knn):
-            top[q] = S[i, q]
-        # position and value of the smallest kept entry
-        amin = 0
-        for q in range(1, knn):
-            if top[q] < top[amin]:
-                amin = q
-        thr = top[amin]
-        for j in range(knn, n):
-            v = S[i, j]
-            if v > thr:
-                top[amin] = v
-                amin = 0
-                for q in range(1, knn):
-                    if top[q] < top[amin]:
-                        amin = q
-                thr = top[amin]
+@njit(cache=True, inline="always")
+def _argmin(buf):
+    a = 0
+    for q in range(1, buf.shape[0]):
+        if buf[q] < buf[a]:
+            a = q
+    return a
 
 
 @njit(parallel=True, cache=True)
-def topk_cols_update(S, top, thr, amin, nthreads):
-    """Merge the columns of S (b, n) into ``top`` (n, knn), each column's largest entries so far.
+def topk_block_update(S, row_part, top, thr, amin, width):
+    """One pass over a score block S (b, n) for both top-k's of CSLS.
 
-    ``thr[j]`` is the smallest value kept for column j and ``amin[j]`` its slot; start with
-    ``top = thr = -inf`` and ``amin = 0``. Columns are split into ``nthreads`` contiguous
-    ranges; each thread reads its range of every row of S (contiguous).
+    Columns are split into ``row_part.shape[0]`` contiguous ranges, one per thread; each thread
+    reads its range of every row of S once, in chunks of ``width`` entries. A chunk is skipped
+    after one vectorised count when none of its entries beats its column's current ``knn``-th
+    largest (``thr[j]``) or the row's (the smallest of ``row_part[t, i]``); otherwise the
+    insertion loop runs over it:
+
+    * ``top`` (n, knn) holds each column's ``knn`` largest entries so far, ``thr[j]`` the
+      smallest of them and ``amin[j]`` its slot (start with ``top = thr = -inf``, ``amin = 0``);
+    * ``row_part[t, i]`` (``row_part`` of at least b rows) receives the ``knn`` largest entries
+      of row i in thread t's range (``-inf`` where the range has fewer).
+
+    The row's ``knn`` largest entries are the largest of its ``row_part[:, i]`` (merged by the
+    caller). Only the multisets of values are defined (ties need no rule); the references are
+    :func:`topk_rows_reference` and :func:`topk_cols_reference`.
     """
     b, n = S.shape
+    nparts = row_part.shape[0]
     knn = top.shape[1]
-    nchunks = max(min(nthreads, n), 1)
-    size = (n + nchunks - 1) // nchunks
-    for c in prange(nchunks):
-        j0 = c * size
+    size = (n + nparts - 1) // nparts
+    for t in prange(nparts):
+        j0 = min(n, t * size)
         j1 = min(n, j0 + size)
+        m = j1 - j0
+        tt = thr[j0:j1]
         for i in range(b):
-            for j in range(j0, j1):
-                v = S[i, j]
-                if v > thr[j]:
-                    top[j, amin[j]] = v
-                    a = 0
-                    for q in range(1, knn):
-                        if top[j, q] < top[j, a]:
-                            a = q
-                    amin[j] = a
-                    thr[j] = top[j, a]
+            row = S[i, j0:j1]
+            rt = row_part[t, i]
+            for q in range(knn):
+                rt[q] = -np.inf
+            ra = 0
+            for jb in range(0, m, width):
+                rs = row[jb:jb + width]         # views indexed from 0: the count vectorises
+                ts = tt[jb:jb + width]
+                g = rt[ra]
+                c = np.int32(0)
+                for j in range(rs.shape[0]):
+                    v = rs[j]
+                    c += np.int32(v > ts[j]) + np.int32(v > g)
+                if c == 0:
+                    continue
+                for j in range(rs.shape[0]):
+                    v = rs[j]
+                    if v > ts[j]:
+                        jj = j0 + jb + j
+                        top[jj, amin[jj]] = v
+                        a = _argmin(top[jj])
+                        amin[jj] = a
+                        ts[j] = top[jj, a]
+                    if v > rt[ra]:
+                        rt[ra] = v
+                        ra = _argmin(rt)
 
 
 @njit(parallel=True, cache=True)
@@ -87,10 +107,23 @@ def csls_count_greater(S, r_q, r_c, best, out):
     for i in prange(b):
         ri = r_q[i]
         bi = best[i]
+        row = S[i]
         cnt = 0
         for j in range(n):
-            if (two * S[i, j] - ri) - r_c[j] > bi:
-                cnt += 1
+            cnt += np.int32((two * row[j] - ri) - r_c[j] > bi)
+        out[i] = cnt
+
+
+@njit(parallel=True, cache=True)
+def count_greater(S, best, out):
+    """out[i] = #{j : S[i, j] > best[i]} (cosine ranks: no boolean block is written)."""
+    b, n = S.shape
+    for i in prange(b):
+        bi = best[i]
+        row = S[i]
+        cnt = 0
+        for j in range(n):
+            cnt += np.int32(row[j] > bi)
         out[i] = cnt
 
 
