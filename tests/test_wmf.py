@@ -353,3 +353,23 @@ def test_fit_from_texts(tmp_path):
     assert model.embedding_.shape == (40, 3)
     assert np.allclose(model.transform(docs[:5]),
                        model.transform(model.vectorizer_.transform(docs[:5])))
+
+
+@pytest.mark.parametrize("rows", [1, 9])
+def test_cg_kernel_takes_a_misaligned_gram(rows):
+    """A Gram at an odd byte offset (as deserialised on a Dask worker) gives the same rows as an
+    aligned one; before the kernel copied it, OpenBLAS's generic kernels (the Prescott pass of
+    `make test`) crashed in the BLAS product of a 1-row batch."""
+    X = _X(rows, 30, seed=8)
+    rng = np.random.default_rng(9)
+    Y = rng.standard_normal((30, 6))
+    G0 = als.gram(Y, W_M, LAM)
+    buf = np.zeros(G0.nbytes + 64, dtype=np.uint8)
+    G = np.ndarray(G0.shape, dtype=G0.dtype, buffer=buf, offset=(-buf.ctypes.data) % 64 + 3)
+    G[...] = G0
+    assert not G.flags.aligned
+    X0 = rng.standard_normal((rows, 6))
+    want, got = X0.copy(), X0.copy()
+    als.als_half_step(X, Y, want, missing_weight=W_M, regularization=LAM, solver="cg", gram_matrix=G0)
+    als.als_half_step(X, Y, got, missing_weight=W_M, regularization=LAM, solver="cg", gram_matrix=G)
+    np.testing.assert_array_equal(got, want)

@@ -149,6 +149,14 @@ def _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads):
     return bad.sum(), quad.sum()
 
 
+@njit(cache=True, inline="always")
+def _prefetch_head(Y, indices, s, e):
+    """Prefetch the factor rows of a CSR row's first PD nonzeros (the loop over the row then
+    prefetches PD nonzeros ahead)."""
+    for idx in range(s, min(e, s + PD)):
+        prefetch_row(Y, indices[idx])
+
+
 @njit(cache=True, fastmath=_FM)
 def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
     """CG for rows c, c + nchunks, ... in batches of _CG_BATCH: the batch's products with the
@@ -194,8 +202,7 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
                 r[b, j] = -r[b, j]
                 bv[b, j] = zero
             s, e = indptr[u], indptr[u + 1]
-            for idx in range(s, min(e, s + PD)):
-                prefetch_row(Y, indices[idx])
+            _prefetch_head(Y, indices, s, e)
             for idx in range(s, e):
                 if idx + PD < e:
                     prefetch_row(Y, indices[idx + PD])
@@ -227,8 +234,7 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
                     continue
                 u = rows[b]
                 s, e = indptr[u], indptr[u + 1]
-                for idx in range(s, min(e, s + PD)):
-                    prefetch_row(Y, indices[idx])
+                _prefetch_head(Y, indices, s, e)
                 for idx in range(s, e):
                     if idx + PD < e:
                         prefetch_row(Y, indices[idx + PD])
@@ -329,6 +335,10 @@ def gram(Y: np.ndarray, weight: float = 1.0, regularization: float = 0.0) -> np.
 def _run(parts, Y, G, dw, out, solver, cg_steps):
     """Run a kernel; return Σ_u x_u·(A_u x_u − 2 b_u) (float64) — see als_half_step."""
     indptr, indices, data = parts
+    # the CG kernel hands G to BLAS (np.dot inside numba), which, unlike NumPy, does not copy an
+    # unaligned operand first: a Gram deserialised on a Dask worker can sit at any byte offset,
+    # and OpenBLAS's generic (Prescott) gemv then crashes on it. A fresh k x k copy is aligned.
+    G = np.array(G, dtype=Y.dtype, order="C")
     if solver == "cholesky":
         bad, quad = _half_step_cholesky(indptr, indices, data, Y, G, dw, out, numba.get_num_threads())
         if bad:
