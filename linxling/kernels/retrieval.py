@@ -10,10 +10,10 @@ come from one blocked GEMM pass: for each score block S = Qn[b] @ Cnᵀ (rows = 
   of its entries beats its column's or its row's current k-th largest, found by a vectorised
   count (NumPy-style views indexed from 0: numba's loops over ``range(a, b)`` with a 2-D index
   or a float ``max`` do not vectorise). Measured at 40,000 x 40,000, d = 300, float32 (2-core
-  AMD EPYC): the two earlier kernels (a scalar threshold test per entry, one pass each for rows
-  and columns) took 3.6-3.8 s over the 36 blocks, this one 1.0-1.2 s (0.021 s per block once
-  the column thresholds have settled, of which 0.009 s the count), against 5.2-6.4 s for the
-  GEMMs of the pass.
+  AMD EPYC, the same session): the two earlier kernels (a scalar threshold test per entry, one
+  pass each for rows and columns) took 3.2-3.3 s over the 36 blocks, this one 1.4-1.5 s (the
+  first block 0.12-0.15 s, while the columns' thresholds are low; then about 0.035 s per block),
+  against 6.1-6.4 s for the GEMMs of the pass.
 
 The ranks pass uses :func:`csls_count_greater`, which counts ``2 s − r_q − r_c > best`` per
 row without writing the CSLS scores (same IEEE operations, in the same order, as
