@@ -5,8 +5,9 @@ A kernel that walks the nonzeros of a CSR row and reads, for each, a row of a de
 hardware prefetchers cannot guess the next row. :func:`prefetch_row` asks for the row a few
 nonzeros ahead (``llvm.prefetch``, a hint: it never faults and never changes a result), so
 several rows are in flight at once. Measured on the 2-core AMD EPYC development machine: a
-loop summing 2M random rows of a (1M, 100) float32 array 0.53 -> 0.20 s; WMF's word half-step
-(a 200,000 x 100 float32 factor gathered by 4M nonzeros, 4 passes) 0.9-1.0 -> 0.45-0.55 s.
+loop summing 2M random rows of a (1M, 100) float32 array 0.53 -> 0.20 s (one thread); the
+sparse part of WMF's word half-step (a 200,000 x 100 float32 factor gathered by 4M nonzeros, 4
+passes, 2 threads) 0.9-1.0 -> 0.45-0.55 s.
 """
 from __future__ import annotations
 
