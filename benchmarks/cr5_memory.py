@@ -77,6 +77,9 @@ def main(argv=None) -> dict:
                     help="dtype of the generated tf-idf blocks and of the fit (Cr5 dtype)")
     ap.add_argument("--cache", default=None, help=".npz file to read the corpus from / write it to")
     ap.add_argument("--json", default=None, help="write the result here")
+    ap.add_argument("--shuffle-documents", action="store_true",
+                    help="list the second language's documents (with their concept ids) in a random "
+                         "order, as real corpora do: the concept of a row is then not its row number")
     args = ap.parse_args(argv)
 
     from benchmarks.wiki_synth import wiki_corpus
@@ -96,6 +99,10 @@ def main(argv=None) -> dict:
             np.savez(args.cache, **{f"{lang}_{k}": getattr(X, k) for lang, X in blocks.items()
                                     for k in ("data", "indices", "indptr")},
                      **{f"{lang}_shape": np.array(X.shape) for lang, X in blocks.items()})
+    if args.shuffle_documents:
+        order = np.random.default_rng(5).permutation(blocks["l1"].shape[0])
+        blocks["l1"] = blocks["l1"][order]
+        concepts["l1"] = np.asarray(concepts["l1"])[order]
     t_data = time.perf_counter() - t0
     nnz = sum(X.nnz for X in blocks.values())
     rss_data = current_rss()
@@ -115,7 +122,7 @@ def main(argv=None) -> dict:
         "concepts": args.concepts, "documents": sum(X.shape[0] for X in blocks.values()),
         "features": sum(X.shape[1] for X in blocks.values()), "nnz": nnz,
         "n_components": args.n_components, "memory_budget": args.memory_budget, "dtype": args.dtype,
-        "start_steps": model.start_steps,
+        "start_steps": model.start_steps, "shuffle_documents": bool(args.shuffle_documents),
         "data_seconds": round(t_data, 1), "fit_seconds": round(t_fit, 1),
         "rss_after_data_GiB": round(rss_data / 2 ** 30, 2), "peak_rss_GiB": round(peak / 2 ** 30, 2),
         "fit_bytes_per_nnz": round((peak - rss_data) / nnz, 1),

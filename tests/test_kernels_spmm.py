@@ -190,3 +190,60 @@ def test_tile_sizes(monkeypatch):
     assert tile_rows(10 ** 7, 10 ** 6, 8) == 1024                       # never below 1,024 rows
     monkeypatch.delenv("LINXLING_TILE_BYTES")
     assert 4 << 20 <= tile_bytes() <= 64 << 20
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [1, 7, 16, 69, 70, 10 ** 6])
+def test_tiled_mapped_product_is_bitwise_the_untiled_one(dtype, width):
+    """Renumbered columns in tiles of the source index space (each tile's rows of V gathered
+    into a buffer first): bitwise the untiled renumbered product for sorted indices, accumulation
+    included; unsorted rows are still all summed (their leftovers read V directly)."""
+    from linxling.kernels.spmm import _rows_matmat, _tiled_rows_mapped, rows_matmat_reference
+    X, _, rng = _tiled_case(dtype)
+    colmap = rng.permutation(100)[:70]                  # 70 source columns -> rows of a 100-row V
+    V = rng.standard_normal((100, 5)).astype(dtype)
+    starts, ends = X.indptr[:-1], X.indptr[1:]
+    one = np.empty((90, 5), dtype=dtype)
+    _rows_matmat(starts, ends, X.indices, X.data, colmap, V, one, False)
+    w = min(width, 70)
+    got = np.full((90, 5), np.nan, dtype=dtype)
+    _tiled_rows_mapped(starts, ends, X.indices, X.data, colmap, V, got, False, 8, w, np.empty((w, 5), dtype))
+    np.testing.assert_array_equal(got, one)
+    acc, acc1 = got.copy(), got.copy()
+    _tiled_rows_mapped(starts, ends, X.indices, X.data, colmap, V, acc, True, 8, w, np.empty((w, 5), dtype))
+    _rows_matmat(starts, ends, X.indices, X.data, colmap, V, acc1, True)
+    np.testing.assert_array_equal(acc, acc1)
+    # unsorted indices: every entry is still summed
+    ind, dat = X.indices.copy(), X.data.copy()
+    for i in range(90):
+        sl = slice(X.indptr[i], X.indptr[i + 1])
+        ind[sl], dat[sl] = ind[sl][::-1], dat[sl][::-1]
+    uns = np.empty((90, 5), dtype=dtype)
+    _tiled_rows_mapped(starts, ends, ind, dat, colmap, V, uns, False, 8, w, np.empty((w, 5), dtype))
+    ref = rows_matmat_reference(starts, ends, ind, dat, V, np.empty((90, 5), dtype=dtype), colmap=colmap)
+    rtol = 1e-5 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(uns, ref, rtol=rtol, atol=rtol)
+
+
+def test_rows_matmat_tiles_renumbered_columns_beyond_a_tile(monkeypatch):
+    """rows_matmat takes the tiled renumbered path once the source rows outgrow a tile (1,024
+    rows at the smallest tile) and gives the reference product."""
+    from linxling.kernels import spmm
+    rng = np.random.default_rng(11)
+    X = sp.random(300, 3000, density=0.01, format="csr", random_state=12)
+    colmap = rng.permutation(4000)[:3000]
+    V = rng.standard_normal((4000, 8))
+    calls = []
+    real = spmm._tiled_rows_mapped
+
+    def spy(*a):
+        calls.append(a[-2])
+        return real(*a)
+
+    monkeypatch.setenv("LINXLING_TILE_BYTES", "1")           # the smallest tiles: 1,024 rows
+    monkeypatch.setattr(spmm, "_tiled_rows_mapped", spy)
+    got = spmm.rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, np.empty((300, 8)), colmap=colmap)
+    assert calls == [1024]
+    ref = spmm.rows_matmat_reference(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, np.empty((300, 8)),
+                                     colmap=colmap)
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-13)

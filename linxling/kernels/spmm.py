@@ -173,14 +173,75 @@ def rows_matmat(starts, ends, indices, data, V, out, *, colmap=None, accumulate=
     Each output row is owned by one thread (no atomics; the result does not depend on the thread
     count). ``out`` must be C-contiguous with ``V``'s dtype; with ``accumulate`` the products are
     added to it, else it is overwritten. Returns ``out``.
+
+    When the gathered rows outgrow a cache tile (:func:`tile_rows`), the product runs in tiles:
+    without ``colmap`` by :func:`tiled_rows_matmat`; with it, in tiles of the index space before
+    renumbering (in which CSR indices are sorted), each tile's ``V[colmap[r]]`` first gathered into
+    a cache-sized buffer, so a nonzero reads its row from the cache. With sorted indices the sums
+    are bitwise those of the untiled loop. Measured on one K = 485,000 block (``Xᵀ`` with its
+    485,000 document columns renumbered by a random permutation, 82.4M nonzeros, 2-core AMD EPYC,
+    float32): 7.41 s at 128 columns and 20.3 s at 360 without tiles, 2.1-3.5 s and 5.8-6.8 s in
+    these tiles, on a par with the identity numbering's tiled product (2.2-2.5 and 6.1-6.4 s).
     """
     V = np.ascontiguousarray(V)
     if out.dtype != V.dtype or data.dtype != V.dtype or not out.flags.c_contiguous:
         raise ValueError("rows_matmat: out, data and V must share one dtype and out must be C-contiguous")
-    if colmap is None:      # V's rows in cache-sized tiles (renumbered columns are not in order)
+    if colmap is None:      # V's rows in cache-sized tiles
         return tiled_rows_matmat(starts, ends, indices, data, V, out, accumulate=accumulate)
-    _rows_matmat(starts, ends, indices, data, colmap, V, out, bool(accumulate))
+    # renumbered columns: tiles of the index space before renumbering (the order of the CSR
+    # indices), each tile's rows of V gathered into a cache-sized buffer first
+    colmap = np.asarray(colmap)
+    width = tile_rows(colmap.shape[0], V.shape[1], V.dtype.itemsize)
+    if width >= colmap.shape[0]:
+        _rows_matmat(starts, ends, indices, data, colmap, V, out, bool(accumulate))
+        return out
+    buf = np.empty((width, V.shape[1]), dtype=V.dtype)
+    chunk = max(64, -(-out.shape[0] // 1024))
+    _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, bool(accumulate), chunk, width, buf)
     return out
+
+
+@numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
+def _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, accumulate, chunk, width, buf):  # pragma: no cover
+    n_rows, m = out.shape
+    n_src = colmap.shape[0]
+    n_chunks = (n_rows + chunk - 1) // chunk
+    n_tiles = max(1, (n_src + width - 1) // width)
+    g_chunk = 1024
+    cur = np.empty(n_rows, dtype=np.int64)
+    for c in numba.prange(n_chunks):
+        for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
+            cur[i] = starts[i]
+            if not accumulate:
+                for j in range(m):
+                    out[i, j] = 0.0
+    for t in range(n_tiles):
+        last = t == n_tiles - 1
+        r0 = t * width
+        r1 = min(n_src, r0 + width)
+        for g in numba.prange((r1 - r0 + g_chunk - 1) // g_chunk):     # the tile's rows of V
+            for r in range(r0 + g * g_chunk, min(r1, r0 + (g + 1) * g_chunk)):
+                src = colmap[r]
+                for j in range(m):
+                    buf[r - r0, j] = V[src, j]
+        for c in numba.prange(n_chunks):
+            for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
+                k = cur[i]
+                e = ends[i]
+                while k < e:
+                    col = indices[k]
+                    if col >= r1 and not last:
+                        break
+                    a = data[k]
+                    if col >= r0:
+                        for j in range(m):
+                            out[i, j] += a * buf[col - r0, j]
+                    else:           # an unsorted row's leftover (the last tile takes them all)
+                        src = colmap[col]
+                        for j in range(m):
+                            out[i, j] += a * V[src, j]
+                    k += 1
+                cur[i] = k
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
