@@ -205,15 +205,14 @@ def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, b
             srt = local[order]
             last = xp.concatenate([srt[1:] != srt[:-1], xp.ones(1, dtype=bool)])
             best = vals[order][last]
-        if fused:
-            from linxling.kernels.retrieval import csls_count_greater
+        if xp is np:    # counted by a kernel: no boolean block (nor CSLS scores) written
+            from linxling.kernels.retrieval import count_greater, csls_count_greater
             count = np.empty(stop - start, dtype=np.int64)
-            csls_count_greater(S, r_q[start:stop], r_c, best.astype(S.dtype, copy=False), count)
-            ranks[start:stop] = 1 + count
-        elif xp is np:
-            from linxling.kernels.retrieval import count_greater
-            count = np.empty(stop - start, dtype=np.int64)
-            count_greater(S, best.astype(S.dtype, copy=False), count)
+            best = best.astype(S.dtype, copy=False)
+            if fused:
+                csls_count_greater(S, r_q[start:stop], r_c, best, count)
+            else:
+                count_greater(S, best, count)
             ranks[start:stop] = 1 + count
         else:
             ranks[start:stop] = 1 + xp.count_nonzero(S > best[:, None], axis=1)

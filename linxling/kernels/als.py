@@ -445,7 +445,7 @@ def als_half_step_multi(Xs: Sequence, Ys: Sequence[np.ndarray], out: np.ndarray,
     dw = np.concatenate([np.full(Yl.shape[0], 1.0 - w, dtype=dtype) for Yl, w in zip(Ys, ws)])
     if stacked is None:
         stacked = _csr_parts(sp.hstack([sp.csr_matrix(X) for X in Xs], format="csr"), dtype)
-    quad = _run(stacked, Ycat, np.ascontiguousarray(G), dw, out, solver, cg_steps)
+    quad = _run(stacked, Ycat, G, dw, out, solver, cg_steps)   # _run copies G (aligned, C)
     if return_objective:
         data = stacked[2]
         return out, float(np.dot(data, data)) + quad

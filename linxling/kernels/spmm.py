@@ -75,6 +75,11 @@ def tile_rows(n_rows: int, n_cols: int, itemsize: int) -> int:
     return n_rows if width >= n_rows else int(width)
 
 
+def _row_chunk(n_rows: int) -> int:
+    """Output rows per parallel chunk of the tiled products: about 1,024 chunks, at least 64 rows."""
+    return max(64, -(-n_rows // 1024))
+
+
 def csr_matmat_reference(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
     """The plain product ``X @ V`` (SciPy, one thread): the oracle of :func:`csr_matmat`."""
     return np.asarray(X @ V)
@@ -196,7 +201,7 @@ def rows_matmat(starts, ends, indices, data, V, out, *, colmap=None, accumulate=
         _rows_matmat(starts, ends, indices, data, colmap, V, out, bool(accumulate))
         return out
     buf = np.empty((width, V.shape[1]), dtype=V.dtype)
-    chunk = max(64, -(-out.shape[0] // 1024))
+    chunk = _row_chunk(out.shape[0])
     _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, bool(accumulate), chunk, width, buf)
     return out
 
@@ -311,7 +316,7 @@ def tiled_rows_matmat(starts, ends, indices, data, V, out, *, accumulate=False, 
     Pk = P if P is not None else np.zeros((1, 1), dtype=V.dtype)
     if part is None:
         part = np.zeros((0, m))
-        chunk = max(64, -(-out.shape[0] // 1024))
+        chunk = _row_chunk(out.shape[0])
     elif chunk is None:
         raise ValueError("tiled_rows_matmat: part needs chunk")
     if part.shape[0] and P is None:
