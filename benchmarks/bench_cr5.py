@@ -175,10 +175,10 @@ def cmd_scaling(args):
             print(f"{method:9s} K={n_train:6d} nnz={res['nnz']:9d} fit {res['fit_time']:8.1f}s", flush=True)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "cr5_scaling.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1))
-    plot_scaling(rows)
+    plot_scaling(rows, HERE if args.publish else RESULTS)
 
 
-def plot_scaling(rows):
+def plot_scaling(rows, where):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -194,7 +194,9 @@ def plot_scaling(rows):
         ax.legend()
     fig.suptitle("Cr5 fit time, 5 languages, r = 100 (log-log)")
     fig.tight_layout()
-    fig.savefig(HERE / "cr5_scaling.png", dpi=110)
+    where.mkdir(parents=True, exist_ok=True)
+    fig.savefig(where / "cr5_scaling.png", dpi=110)
+    print(f"plot: {where / 'cr5_scaling.png'}")
 
 
 def cmd_scale20(args):
@@ -218,6 +220,8 @@ def main():
     s.add_argument("--sizes", type=int, nargs="+", default=[2500, 5000, 10_000, 20_000])
     s.add_argument("--methods", nargs="+", default=["linxling", "paper"])
     s.add_argument("--r", type=int, default=100)
+    s.add_argument("--publish", action="store_true",
+                   help="write the plot beside benchmarks/README.md (default: benchmarks/results/)")
     t = sub.add_parser("scale20")
     t.add_argument("--r", type=int, default=100)
     args = ap.parse_args()

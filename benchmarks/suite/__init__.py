@@ -1,7 +1,16 @@
 """One benchmark suite: every registered method on every task, one leaderboard.
 
-``python -m benchmarks [--quick] [--methods ...] [--out DIR] [--readme FILE]``; see
+``python -m benchmarks [--quick] [--methods ...] [--out DIR] [--publish]``; see
 benchmarks/README.md ("Leaderboard").
+
+A run writes only under its results folder (``benchmarks/results/quick`` or
+``benchmarks/results/full`` by default, git-ignored): the JSON, the table as ``leaderboard.md``
+and the plots. ``--publish`` (full suite only) also writes the table into benchmarks/README.md and
+the plots and the summary JSON beside it, the tracked copies.
+
+Exit status: 0; 1 when a task failed with an error; 3 when a method's headline metric on a task is
+not clearly above that task's baseline (chance, majority class or no correlation; the rule is in
+benchmarks/suite/tasks.py) and the method has not declared the task not applicable.
 """
 from __future__ import annotations
 
@@ -17,9 +26,22 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parents[1]
 
 
+def default_out_dir(quick: bool) -> Path:
+    """Where a run writes when not told otherwise: git-ignored, one folder per config."""
+    return BENCH_DIR / "results" / ("quick" if quick else "full")
+
+
 def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, readme: Path | None = None,
               plot_dir: Path | None = None, command: str = "python -m benchmarks", log=print,
               resume: bool = False) -> dict:
+    """Fit and evaluate ``methods`` (default: all registered) and write the results.
+
+    Everything goes to ``out_dir`` (default :func:`default_out_dir`): ``leaderboard.json``,
+    ``leaderboard.md`` (the README section), the plots and one ``method_*.json`` per method.
+    ``readme`` and ``plot_dir`` publish as well: the section is written into ``readme`` between
+    its markers, the plots and the summary ``leaderboard.json`` into ``plot_dir``. Nothing else is
+    written.
+    """
     from benchmarks._machine import machine
     from benchmarks.suite import methods as _m  # noqa: F401
     from benchmarks.suite import report
@@ -29,7 +51,7 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     names = list(methods) if methods else list(METHODS)
     for n in names:
         get_method(n)
-    out_dir = Path(out_dir) if out_dir else BENCH_DIR / "results"
+    out_dir = Path(out_dir) if out_dir else default_out_dir(quick)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     results = {"config": cfg.to_dict(), "methods": {}, "command": command + (" --quick" if quick else ""),
@@ -60,39 +82,75 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     results["total_s"] = time.perf_counter() - t0
     import sklearn
     results["machine"] = {**machine(), "sklearn": sklearn.__version__}
-    results["shared_machine"] = True
-    plot_dir = Path(plot_dir) if plot_dir else BENCH_DIR
-    results["plots"] = report.plots(results, plot_dir)
+    loads = [x for v in results["methods"].values() for k in ("load_before_fit", "load_after_fit")
+             for x in v.get(k, [])[:1]]
+    results["load_range"] = [min(loads), max(loads)] if loads else None
+    # one method runs at a time (load ~1-2 on its own): more means other jobs shared the cores
+    results["shared_machine"] = bool(loads) and max(loads) > (os.cpu_count() or 1) + 0.5
+    results["verdicts"] = report.verdicts(results)
+    results["plots"] = report.plots(results, out_dir)
     (out_dir / "leaderboard.json").write_text(json.dumps(results, indent=1, default=float), encoding="utf-8")
-    # the committed copy beside the README and the plots: every metric, no tracebacks
+    (out_dir / "leaderboard.md").write_text(report.section(results) + "\n", encoding="utf-8")
+    if readme is not None or plot_dir is not None:
+        _publish(results, Path(readme) if readme else BENCH_DIR / "README.md",
+                 Path(plot_dir) if plot_dir else BENCH_DIR)
+    return results
+
+
+def _publish(results: dict, readme: Path, plot_dir: Path) -> None:
+    """The tracked copies: plots and a summary JSON (every metric, no tracebacks) in
+    ``plot_dir``, the table in ``readme``."""
+    from benchmarks.suite import report
+    plot_dir.mkdir(parents=True, exist_ok=True)
     summary = json.loads(json.dumps(results, default=float))
     for v in summary["methods"].values():
         for t in v["tasks"].values():
             t.pop("traceback", None)
-    summary["plots"] = [Path(f).name for f in summary["plots"]]
+    summary["plots"] = [Path(f).name for f in report.plots(results, plot_dir)]
     (plot_dir / "leaderboard.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    report.write_readme(Path(readme) if readme else BENCH_DIR / "README.md", results)
-    return results
+    report.write_readme(readme, {**results, "plots": summary["plots"]})
 
 
 def main(argv=None, prog: str = "python -m benchmarks") -> int:
     p = argparse.ArgumentParser(prog=prog, description="every registered method on every task")
     p.add_argument("--quick", action="store_true", help="reduced suite (< 10 min on 2 cores)")
     p.add_argument("--methods", nargs="+", help="only these registered methods")
-    p.add_argument("--out", help="folder for the JSON results (default benchmarks/results)")
-    p.add_argument("--readme", help="markdown file to write the table into (default benchmarks/README.md)")
-    p.add_argument("--plots", help="folder for the PNGs and leaderboard.json (default benchmarks/)")
+    p.add_argument("--out", help="folder for the results: JSON, leaderboard.md, plots "
+                                 "(default benchmarks/results/quick or benchmarks/results/full)")
+    p.add_argument("--publish", action="store_true",
+                   help="full suite only: also write the table into benchmarks/README.md and the plots "
+                        "and leaderboard.json beside it (tracked files)")
+    p.add_argument("--readme", help="with --publish: the markdown file to write the table into "
+                                    "(default benchmarks/README.md)")
+    p.add_argument("--plots", help="with --publish: folder for the published PNGs and leaderboard.json "
+                                   "(default benchmarks/)")
     p.add_argument("--resume", action="store_true",
                    help="keep the per-method results already in --out that were run with the same config")
     a = p.parse_args(argv)
+    if (a.readme or a.plots) and not a.publish:
+        p.error("--readme and --plots say where to publish: give --publish too")
+    if a.publish and a.quick:
+        p.error("--publish writes the full suite's table; a --quick run is not published "
+                "(its results are in benchmarks/results/quick)")
+    readme = (a.readme or BENCH_DIR / "README.md") if a.publish else None
+    plots = (a.plots or BENCH_DIR) if a.publish else None
     try:
-        r = run_suite(a.quick, a.methods, a.out, a.readme, a.plots, command=prog, resume=a.resume)
+        r = run_suite(a.quick, a.methods, a.out, readme, plots, command=prog, resume=a.resume)
     except (ValueError, RuntimeError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    print(f"leaderboard written; total {r['total_s'] / 60:.1f} min")
+    out = Path(a.out) if a.out else default_out_dir(a.quick)
+    print(f"leaderboard written to {out / 'leaderboard.md'}"
+          + (f" and published in {readme}" if readme else "") + f"; total {r['total_s'] / 60:.1f} min")
     errors = [(m, t, x["error"]) for m, v in r["methods"].items() for t, x in v["tasks"].items()
               if "error" in x]
     for m, t, e in errors:
         print(f"{prog}: {m} / {t} failed: {e.splitlines()[0]}", file=sys.stderr)
-    return 1 if errors else 0
+    weak = [(m, t) for m, v in r["verdicts"].items() for t, ok in v.items() if ok is False]
+    for m, t in weak:
+        x = r["methods"][m]["tasks"][t]["metrics"]
+        from benchmarks.suite.tasks import TASKS
+        print(f"{prog}: {m} / {t}: {TASKS[t].headline} {x[TASKS[t].headline]:.4f} is not clearly above "
+              f"the {x['baseline']['kind']} baseline {x['baseline']['value']:.4f} "
+              f"(floor {x['baseline']['floor']:.4f})", file=sys.stderr)
+    return 1 if errors else 3 if weak else 0

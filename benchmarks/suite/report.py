@@ -7,17 +7,52 @@ from pathlib import Path
 START = "<!-- leaderboard:start -->"
 END = "<!-- leaderboard:end -->"
 DASH = "—"
+#: marks a number that is not clearly above the task's baseline (benchmarks/suite/tasks.py)
+WEAK = "✗"
 
 
 def cell(task_result: dict, headline: str) -> str:
-    """A number, or "— (reason)"; never blank."""
+    """A number (marked ✗ when not clearly above the task's baseline), or "— (reason)"; never
+    blank."""
     if "metrics" in task_result:
-        return f"{task_result['metrics'][headline]:.3f}"
+        m = task_result["metrics"]
+        weak = "baseline" in m and not m[headline] > m["baseline"]["floor"]
+        return f"{m[headline]:.3f}" + (f" {WEAK}" if weak else "")
     if "na" in task_result:
         return f"{DASH} ({task_result['na']})"
     if "error" in task_result:
         return f"{DASH} (error: {task_result['error'].splitlines()[0][:80]})"
     raise ValueError(f"task result has neither metrics, na nor error: {sorted(task_result)}")
+
+
+def verdicts(results: dict) -> dict:
+    """method -> task -> True (beats the baseline's floor) / False (does not); tasks without
+    metrics (not applicable, failed) are left out."""
+    from benchmarks.suite.tasks import TASKS, learned
+    out: dict = {}
+    for name, r in results["methods"].items():
+        for t, tr in r["tasks"].items():
+            v = learned(tr, TASKS[t])
+            if v is not None:
+                out.setdefault(name, {})[t] = v
+    return out
+
+
+def baseline_row(results: dict) -> list[str]:
+    """The baselines: per task its value and, in brackets, the floor to beat (the largest over
+    the methods where it depends on the model's vocabulary)."""
+    from benchmarks.suite.tasks import TASKS
+    row = ["*baseline (floor)*", "", ""]
+    for t in TASKS:
+        bs = [r["tasks"][t]["metrics"]["baseline"] for r in results["methods"].values()
+              if "baseline" in r["tasks"][t].get("metrics", {})]
+        if not bs:
+            row.append(DASH)
+            continue
+        b = max(bs, key=lambda x: x["floor"])
+        digits = 4 if b["kind"] == "chance" else 3
+        row.append(f"{b['kind']} {b['value']:.{digits}f} ({b['floor']:.{digits}f})")
+    return row
 
 
 def _gib(b: float) -> str:
@@ -30,6 +65,9 @@ def table(results: dict) -> str:
     head = ["method", "fit time", "peak memory added by fit"] + \
         [f"{name} ({t.headline})" for name, t in TASKS.items()]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    if any("baseline" in tr.get("metrics", {}) for r in results["methods"].values()
+           for tr in r["tasks"].values()):
+        lines.append("| " + " | ".join(baseline_row(results)) + " |")
     for name, r in results["methods"].items():
         label = name + (" †" if _config_diff(results, r) else "")
         row = [label, f"{r['fit_s']:.1f} s", _gib(r["fit_peak_added_bytes"])]
@@ -58,6 +96,11 @@ def _duration(results: dict) -> str:
             + ("" if all(w is not None for w in walls) else " (some without a recorded wall time)"))
 
 
+def _loads(results: dict) -> str:
+    lr = results.get("load_range")
+    return f", 1-minute load average {lr[0]:.1f}-{lr[1]:.1f} around the fits" if lr else ""
+
+
 def section(results: dict) -> str:
     m = results["machine"]
     cfg = results["config"]
@@ -68,7 +111,8 @@ def section(results: dict) -> str:
         f"Produced by `{results['command']}` ({'reduced --quick suite' if cfg['quick'] else 'full suite'}) "
         f"on {results['date']}; {_duration(results)}. "
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB"
-        f"{' (shared with other jobs during the run)' if results.get('shared_machine') else ''}; "
+        f"{' (shared with other jobs during the run)' if results.get('shared_machine') else ''}"
+        f"{_loads(results)}; "
         f"Python {m['python']}, NumPy {m['numpy']}, numba {m['numba']}, scikit-learn {m.get('sklearn')}, "
         f"linxling {m['linxling']}, BLAS {blas} (1 thread).",
         "",
@@ -103,6 +147,13 @@ def section(results: dict) -> str:
         "trained on English; reverse dictionary: P@1 on Wikt3l's held-out targets (mean of en-fr, "
         "fr-en). P@10, MRR, cosine, per-direction figures, majority-class baselines and the number "
         "of out-of-vocabulary words are in `benchmarks/leaderboard.json` (beside this README).",
+        "",
+        f"*Baseline (floor)*: what a model that learned nothing scores on the column's metric, and in "
+        f"brackets the floor a method must beat: chance = a random ranking (1 / candidates, times the "
+        f"share of queries whose gold has a vector; floor: twice chance and 3 binomial standard errors "
+        f"above it), majority = the majority class of the test labels (floor + 0.02), no correlation = "
+        f"Pearson 0 (floor: 3 standard errors of r under no correlation). {WEAK} marks a number that "
+        f"does not beat its floor; such a cell makes the run exit with status 3.",
         "",
         "Methods:",
         "",

@@ -37,6 +37,52 @@ class Task:
     run: Callable
 
 
+# ------------------------------------------------------------------ baselines
+# Every task's result carries ``baseline = {"kind", "value", "floor", "n"}``: what a model that
+# learned nothing scores on the headline metric, and the floor a method must beat to count as
+# having learned ("clearly above"). The rules, one per kind of baseline:
+#
+# - "chance" (retrieval and ranking P@1): a random ranking finds the gold with probability
+#   ``p`` = 1 / (number of candidates), times the share of queries whose gold has a vector.
+#   Floor: twice chance, and at least the rate a random ranking exceeds with probability < 0.1 %
+#   over the n queries of all directions (the 99.9 % quantile of Binomial(n, p) / n), so that a
+#   lucky hit or two among few queries is not "learning".
+# - "majority" (classification accuracy): the majority class of the test labels. Floor: + 0.02.
+# - "no correlation" (Pearson): 0. Floor: three standard errors of Pearson's r under no
+#   correlation, 3 sqrt(sum_t 1 / (n_t - 1)) / T for the mean over T tracks of n_t pairs (a
+#   one-sided 0.13 % level, like the chance rule's 0.1 %).
+#
+# :func:`learned` applies the floor; the runner marks the cells that do not beat it and exits
+# non-zero for them (benchmarks/suite/__init__.py).
+
+def chance_baseline(p: float, n: int) -> dict:
+    """Baseline of a P@1 whose random-ranking value is ``p``, over ``n`` queries: the floor is
+    twice ``p`` or the rate that a random ranking exceeds with probability < 0.1 % (the 99.9 %
+    quantile of Binomial(n, p), divided by n), whichever is larger."""
+    from scipy.stats import binom
+    p, n = float(p), max(int(n), 1)
+    return {"kind": "chance", "value": p, "n": n,
+            "floor": max(2.0 * p, float(binom.ppf(0.999, n, p)) / n)}
+
+
+def majority_baseline(accuracy: float, n: int) -> dict:
+    return {"kind": "majority", "value": float(accuracy), "n": int(n), "floor": float(accuracy) + 0.02}
+
+
+def correlation_baseline(ns) -> dict:
+    ns = [int(n) for n in ns]
+    sd = float(np.sqrt(sum(1.0 / (n - 1) for n in ns)) / len(ns))
+    return {"kind": "no correlation", "value": 0.0, "n": sum(ns), "floor": 3.0 * sd}
+
+
+def learned(task_result: dict, task: Task) -> bool | None:
+    """True when the headline metric beats its baseline's floor; None without metrics."""
+    m = task_result.get("metrics")
+    if not m:
+        return None
+    return bool(m[task.headline] > m["baseline"]["floor"])
+
+
 def _pairs(cfg, others):
     return [x for x in cfg.languages if x != "en" and x in others]
 
@@ -81,7 +127,8 @@ def verse_retrieval(embedder, cfg, data):
     qpos = np.sort(rng.choice(len(cand), size=min(cfg.n_queries, len(cand)), replace=False))
     texts = {lang: [test.texts[lang][i] for i in cand] for lang in test.languages}
     out = _directions(embedder, cfg, texts, (qpos, qpos))
-    out.update(n_queries=len(qpos), n_candidates=len(cand))
+    out.update(n_queries=len(qpos), n_candidates=len(cand),
+               baseline=chance_baseline(1.0 / len(cand), len(qpos) * len(out["per_direction"])))
     return out
 
 
@@ -97,7 +144,8 @@ def chapter_retrieval(embedder, cfg, data):
         texts[lang] = [" ".join(p) for p in parts]
     allq = np.arange(len(chapters))
     out = _directions(embedder, cfg, texts, (allq, allq))
-    out.update(n_queries=len(chapters), n_candidates=len(chapters))
+    out.update(n_queries=len(chapters), n_candidates=len(chapters),
+               baseline=chance_baseline(1.0 / len(chapters), len(chapters) * len(out["per_direction"])))
     return out
 
 
@@ -129,12 +177,17 @@ def word_translation(embedder, cfg, data):
                 d[f"{sim} {k} (in vocab)"] = float(r[k])
                 d[f"{sim} {k}"] = float(r[k]) * r["n_queries"] / n_all if n_all else 0.0
             d.update(n_queries=int(r["n_queries"]), n_missing=int(r["n_missing"]))
+        # a random ranking of the target vocabulary, with out-of-vocabulary queries as misses
+        d["chance"] = (r["n_queries"] / n_all if n_all else 0.0) / max(len(tw), 1)
+        d["n_target_words"] = len(tw)
         per_dir[f"en-{x}"] = d
     if not per_dir:
         raise NotApplicable(next(iter(skipped.values()), "no MUSE language among the suite's"))
     mean = {k: float(np.mean([d[k] for d in per_dir.values()])) for k in next(iter(per_dir.values()))
             if "P@" in k}
-    return {**mean, "per_direction": per_dir, "skipped": skipped}
+    base = chance_baseline(np.mean([d["chance"] for d in per_dir.values()]),
+                           sum(d["n_queries"] + d["n_missing"] for d in per_dir.values()))
+    return {**mean, "per_direction": per_dir, "skipped": skipped, "baseline": base}
 
 
 #: STS 2017 crosslingual tracks: the language of sentence1 and of sentence2, in the files' column
@@ -173,7 +226,7 @@ def sts2017(embedder, cfg, data):
         raise NotApplicable(next(iter(skipped.values()), "no track"))
     return {"pearson": float(np.mean([p["pearson"] for p in per.values()])),
             **{f"pearson {t}": p["pearson"] for t, p in per.items()}, "per_track": per,
-            "skipped": skipped}
+            "skipped": skipped, "baseline": correlation_baseline([p["n"] for p in per.values()])}
 
 
 SIB_LANGS = ("es", "ru", "ar", "zh", "vi")
@@ -193,6 +246,13 @@ def _cldc(Xtr, ytr, Xte, yte, cfg) -> dict:
             "n_train": r["n_train"], "n_test": r["n_test"]}
 
 
+def _classification_summary(per: dict, skipped: dict) -> dict:
+    majority = float(np.mean([p["majority_accuracy"] for p in per.values()]))
+    return {"accuracy": float(np.mean([p["accuracy"] for p in per.values()])),
+            "majority_accuracy": majority, "per_language": per, "skipped": skipped,
+            "baseline": majority_baseline(majority, sum(p["n_test"] for p in per.values()))}
+
+
 def sib200(embedder, cfg, data):
     from linxling.datasets import load_sib200
     per, skipped = {}, {}
@@ -209,9 +269,7 @@ def sib200(embedder, cfg, data):
         per[x] = _cldc(Xtr, ytr + ydv, Xte, yte, cfg)
     if not per:
         raise NotApplicable(next(iter(skipped.values()), "no SIB-200 language"))
-    return {"accuracy": float(np.mean([p["accuracy"] for p in per.values()])),
-            "majority_accuracy": float(np.mean([p["majority_accuracy"] for p in per.values()])),
-            "per_language": per, "skipped": skipped}
+    return _classification_summary(per, skipped)
 
 
 def _chapter_documents(corpus, lang):
@@ -243,9 +301,7 @@ def bible_genres(embedder, cfg, data):
         per[x] = _cldc(Xtr, ytr, Xte, yte, cfg)
     if not per:
         raise NotApplicable(next(iter(skipped.values()), "no language"))
-    return {"accuracy": float(np.mean([p["accuracy"] for p in per.values()])),
-            "majority_accuracy": float(np.mean([p["majority_accuracy"] for p in per.values()])),
-            "per_language": per, "skipped": skipped}
+    return _classification_summary(per, skipped)
 
 
 WIKT3L_DIRECTIONS = ("en-fr", "fr-en")
@@ -264,11 +320,15 @@ def reverse_dictionary(embedder, cfg, data):
         Q = embedder.define(te.definitions, q, t)
         words, vecs = embedder.target_space(t, te.candidates)
         r = rd(Q, te.targets, words, vecs, metric="cosine")
+        n_q, miss = int(r["n_queries"]), int(r["n_gold_missing"])
         per[d] = {"P@1": float(r["p@1"]), "P@10": float(r["p@10"]), "MRR": float(r["mrr"]),
-                  "n_queries": int(r["n_queries"]), "n_gold_missing": int(r["n_gold_missing"]),
-                  "n_candidates_with_vector": len(words), "n_candidates": len(te.candidates)}
+                  "n_queries": n_q, "n_gold_missing": miss,
+                  "n_candidates_with_vector": len(words), "n_candidates": len(te.candidates),
+                  "chance": (n_q - miss) / n_q / max(len(words), 1)}
+    base = chance_baseline(np.mean([p["chance"] for p in per.values()]),
+                           sum(p["n_queries"] for p in per.values()))
     return {**{k: float(np.mean([p[k] for p in per.values()])) for k in ("P@1", "P@10", "MRR")},
-            "per_direction": per}
+            "per_direction": per, "baseline": base}
 
 
 def sts2017_en(embedder, cfg, data):
@@ -282,7 +342,8 @@ def sts2017_en(embedder, cfg, data):
     constant = bool(np.isnan(r["pearson"]))
     return {"pearson": 0.0 if constant else float(r["pearson"]),
             "spearman": 0.0 if constant else float(r["spearman"]), "n": int(r["n"]),
-            "n_zero_embeddings": int(r.get("n_zero", 0)), "constant_prediction": constant}
+            "n_zero_embeddings": int(r.get("n_zero", 0)), "constant_prediction": constant,
+            "baseline": correlation_baseline([int(r["n"])])}
 
 
 TATOEBA_LANGS = ("es", "ru", "ar", "zh", "vi")
@@ -302,7 +363,9 @@ def tatoeba(embedder, cfg, data):
                 skipped[f"{a}-{b}"] = str(exc)
     if not per_dir:
         raise NotApplicable(next(iter(skipped.values()), "no Tatoeba language"))
-    return {**_mean_over(per_dir), "per_direction": per_dir, "skipped": skipped}
+    n = min(cfg.tatoeba_pairs, len(src))
+    return {**_mean_over(per_dir), "per_direction": per_dir, "skipped": skipped,
+            "baseline": chance_baseline(1.0 / n, n * len(per_dir))}
 
 
 TASKS = {t.name: t for t in [

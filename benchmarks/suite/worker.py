@@ -55,7 +55,7 @@ def run_method(name: str, cfg) -> dict:
         embedder = method.fit(data["train"], cfg)
         out["fit_s"] = time.perf_counter() - t0
         out["load_after_fit"] = list(os.getloadavg())
-        out["fit_peak_added_bytes"] = max(_peak() - rss0, 0)
+        out["fit_peak_added_bytes"] = _peak() - rss0
         out["process_peak_bytes"] = _peak()
         for tname, task in TASKS.items():
             t1 = time.perf_counter()
