@@ -36,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
 
 from linxling.kernels import als  # noqa: E402
-from linxling.models.wmf import WMF, BilingualWMF, CrossWMF  # noqa: E402
+from linxling.models.wmf import WMF, BilingualWMF  # noqa: E402
+from linxling.models.xwmf import CrossWMF  # noqa: E402
 from benchmarks._machine import machine  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "wmf.json"

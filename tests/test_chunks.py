@@ -118,3 +118,24 @@ def test_bilingual_streaming_equals_in_memory(tmp_path, solver):
     np.testing.assert_allclose(got.loss_curve_, ref.loss_curve_, rtol=1e-10)
     with pytest.raises(TypeError, match="mixes"):
         BilingualWMF(**kw).fit({"en": C["en"], "es": Xs["es"]})
+
+
+def test_memory_error_states_the_budget_that_runs(tmp_path):
+    """The minimum a MemoryError names is the smallest budget the fit then runs with (issue
+    #27: the message once asked for ~38 MB for a fit that ran in 0.7 MB); one byte less fails."""
+    import re
+
+    from linxling.models.wmf import BilingualWMF
+    Xs = {"en": _corpus(n=90, m=40, seed=1), "es": _corpus(n=90, m=33, seed=2)}
+    C = {lang: write_chunks(tmp_path / f"{lang}.h5", X) for lang, X in Xs.items()}
+    kw = dict(n_components=4, max_iter=1, random_state=0)
+    with pytest.raises(MemoryError, match="give at least") as exc:
+        BilingualWMF(**kw).fit(C, memory_budget=1000)
+    need = int(re.search(r"give at least (\d+) bytes", str(exc.value)).group(1))
+    longest = max(int(np.diff(X.indptr).max()) for X in Xs.values()) * 2   # both languages' rows
+    assert need < 1000 + 60 * longest + 16 * (90 + 73) * 4 * 8              # a few kB, not MBs
+    got = BilingualWMF(**kw).fit(C, memory_budget=need)
+    ref = BilingualWMF(**kw).fit(Xs)
+    _same(got.embedding_, ref.embedding_)
+    with pytest.raises(MemoryError):
+        BilingualWMF(**kw).fit(C, memory_budget=need - 1)

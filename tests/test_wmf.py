@@ -11,7 +11,8 @@ from sklearn.exceptions import NotFittedError
 
 from linxling.kernels import als
 from linxling.kernels import als_reference as ref
-from linxling.models.wmf import WMF, BilingualWMF, CrossWMF
+from linxling.models.wmf import WMF, BilingualWMF
+from linxling.models.xwmf import CrossWMF
 
 W_M, LAM = 0.05, 0.3
 

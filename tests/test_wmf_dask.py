@@ -15,7 +15,8 @@ distributed = pytest.importorskip("distributed")
 
 from linxling._dask import CommMeter, get_client, kernel_threads, retry_lost  # noqa: E402
 from linxling.io import write_chunks  # noqa: E402
-from linxling.models.wmf import WMF, BilingualWMF, _balanced_ranges  # noqa: E402
+from linxling.models._als_dask import balanced_ranges as _balanced_ranges  # noqa: E402
+from linxling.models.wmf import WMF, BilingualWMF  # noqa: E402
 
 
 @pytest.fixture(scope="module")

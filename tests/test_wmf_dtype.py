@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from linxling.models.wmf import WMF, BilingualWMF, CrossWMF
+from linxling.models.wmf import WMF, BilingualWMF
+from linxling.models.xwmf import CrossWMF
 
 
 def _X(dtype, n=40, m=25, seed=0):

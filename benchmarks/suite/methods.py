@@ -98,7 +98,7 @@ def _pair_of(models: dict, lang: str, other: str) -> str:
 
 
 def _fit_xwmf(train, cfg):
-    from linxling.models.wmf import CrossWMF
+    from linxling.models.xwmf import CrossWMF
     m = CrossWMF(pivot_language="en", **_wmf_params(cfg))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -142,6 +142,18 @@ class ChunkedCSR:
             return self._read(fh[self.group], 0, self.shape[0])
 
 
+def read_rows(path: str | os.PathLike, group: str, r0: int, r1: int) -> sp.csr_matrix:
+    """Rows ``r0:r1`` of one group (``"X"`` or ``"XT"``) of a :func:`write_chunks` file, reading
+    only their slice of the row pointers (for a worker that needs one block, not the index)."""
+    import h5py
+    with h5py.File(path, "r") as fh:
+        g = fh[group]
+        indptr = np.asarray(g["indptr"][r0:r1 + 1], dtype=np.int64)
+        a, b = int(indptr[0]), int(indptr[-1])
+        return sp.csr_matrix((g["data"][a:b], g["indices"][a:b], indptr - a),
+                             shape=(r1 - r0, int(g.attrs["shape"][1])))
+
+
 def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = None,
                  n_cols: int | None = None, transpose: bool = True,
                  memory_budget: int | None = None, overwrite: bool = False) -> ChunkedCSR:

@@ -16,7 +16,7 @@ _LAZY = {
     "CLLSI": "linxling.models.cllsi",
     "WMF": "linxling.models.wmf",
     "BilingualWMF": "linxling.models.wmf",
-    "CrossWMF": "linxling.models.wmf",
+    "CrossWMF": "linxling.models.xwmf",
     "CompressTree": "linxling.models.compress_tree",
     "BiCVM": "linxling.models.bicvm",
     "RankingEmbedding": "linxling.models.ranking",
@@ -24,7 +24,7 @@ _LAZY = {
     "BilBOWA": "linxling.models.bilbowa",
     "SingleBlock": "linxling.models._single_block",
 }
-_MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf",
+_MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf", "linxling.models.xwmf",
             "linxling.models.compress_tree", "linxling.models.bicvm", "linxling.models.ranking",
             "linxling.models.bildrl",
             "linxling.models.bilbowa",

@@ -1,0 +1,272 @@
+"""The Dask executor of the ALS driver (:mod:`linxling.models._als`): row blocks of X and of Xᵀ
+persisted on the workers of a ``dask.distributed`` cluster.
+
+Both models run it: b-WMF is WMF of the column-stacked [X_1 | X_2 | ...] whose word factor is the
+row-stacked [A_1; A_2; ...] (equal λ and w_m), so a row block holds the languages' rows side by
+side and every column block (rows of one language's Xᵀ) lies in one language. Per iteration the
+client sends each factor once (it is the fixed factor of one half-step and the warm start of the
+next) and gathers the solved blocks; the data stays put. The helpers of
+:mod:`linxling._dask` place, pin and retry the tasks; a corpus on disk is read with
+:func:`linxling.io._chunks.read_rows`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+
+from linxling.io._chunks import read_rows
+from linxling.models._als import _als, check_matrix
+
+__all__ = ["DaskALS", "dask_sources", "balanced_ranges"]
+
+
+def _dask_check_chunk(B, name: str, shape: tuple[int, int], dtype) -> sp.csr_matrix:
+    if not sp.issparse(B):
+        raise TypeError(f"{name} is a {type(B).__module__}.{type(B).__name__}, not a scipy.sparse "
+                        "matrix; give a dask array with scipy.sparse chunks (e.g. "
+                        "X.map_blocks(scipy.sparse.csr_matrix))")
+    if B.ndim != 2 or tuple(B.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(B.shape)}, but its dask array's chunks say {shape}")
+    return check_matrix(B, name, dtype, shape[1])
+
+
+def _dask_row_block(blocks, r0: int, r1: int, widths, dtype, names, h5: bool):
+    """One row block of the (column-stacked) matrix as kernel parts."""
+    mats = []
+    for B, m, name in zip(blocks, widths, names, strict=True):
+        if h5:
+            B = read_rows(B, "X", r0, r1)
+        mats.append(_dask_check_chunk(B, name, (r1 - r0, m), dtype))
+    M = mats[0] if len(mats) == 1 else sp.hstack(mats, format="csr")
+    return _als()._csr_parts(M, dtype)
+
+
+def _dask_col_counts(parts, n_cols: int) -> np.ndarray:
+    return np.bincount(parts[1], minlength=n_cols).astype(np.int64)
+
+
+def _dask_split(parts, n_rows: int, n_cols: int, col_ranges) -> tuple:
+    """The row block's transpose cut into the column blocks (each (c1 − c0) × n_rows CSR)."""
+    X = sp.csr_matrix((parts[2], parts[1], parts[0]), shape=(n_rows, n_cols))
+    XT = X.T.tocsr()
+    return tuple(XT[c0:c1] for c0, c1 in col_ranges)
+
+
+def _dask_assemble(dtype, *pieces):
+    """Rows c0:c1 of Xᵀ from the row blocks' pieces (in row-block order)."""
+    M = sp.hstack(pieces, format="csr") if len(pieces) > 1 else sp.csr_matrix(pieces[0])
+    M.sort_indices()
+    return _als()._csr_parts(M, dtype)
+
+
+def _dask_h5_col_block(path: str, c0: int, c1: int, n: int, dtype, name: str):
+    B = _dask_check_chunk(read_rows(path, "XT", c0, c1), name, (c1 - c0, n), dtype)
+    return _als()._csr_parts(B, dtype)
+
+
+def _dask_solve(parts, Y, G, warm, r0: int, r1: int, w: float, lam: float, solver: str, steps: int):
+    """One block of a half-step: rows r0:r1 solved with Y fixed, warm-started from ``warm``:
+    the whole factor (rows r0:r1 are used) or this block's previous ``(rows, objective)``."""
+    from linxling._dask import kernel_threads
+    start = warm[0] if isinstance(warm, tuple) else warm[r0:r1]
+    out = np.array(start, dtype=Y.dtype, order="C", copy=True)
+    with kernel_threads():
+        _, obj = _als().als_half_step(None, Y, out, missing_weight=w, regularization=lam,
+                                      solver=solver, cg_steps=steps, parts=parts, gram_matrix=G,
+                                      return_objective=True)
+    return out, obj
+
+
+def balanced_ranges(counts: np.ndarray, n_blocks: int) -> list[tuple[int, int]]:
+    """Split range(len(counts)) into at most n_blocks contiguous ranges of similar sum."""
+    m = len(counts)
+    n_blocks = max(1, min(n_blocks, m))
+    cum = np.concatenate([[0], np.cumsum(counts + 1)])   # +1: empty columns still cost a row
+    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, n_blocks) / n_blocks, side="left")
+    bounds = np.unique(np.concatenate([[0], np.clip(cuts, 1, m - 1) if m > 1 else [], [m]]).astype(np.int64))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def dask_sources(X: Mapping, langs: list, names: dict, n: int | None = None):
+    """Validate the languages' dask arrays / ChunkedCSR and return
+    (kind, per-language row-block inputs, row ranges, widths)."""
+    from linxling._dask import is_dask_array, sparse_row_blocks
+    from linxling.io._chunks import ChunkedCSR
+    kinds = {lang: "h5" if isinstance(X[lang], ChunkedCSR) else "dask" for lang in langs}
+    if len(set(kinds.values())) > 1:
+        raise TypeError("X mixes ChunkedCSR corpora and dask arrays; give every language the same way")
+    kind = kinds[langs[0]]
+    widths = [int(X[lang].shape[1]) for lang in langs]
+    rows = {lang: int(X[lang].shape[0]) for lang in langs}
+    for lang in langs[1:]:
+        if rows[lang] != rows[langs[0]]:
+            raise ValueError(f"{names[lang]} has {rows[lang]} rows but {names[langs[0]]} has "
+                             f"{rows[langs[0]]}; the languages must be row-aligned (parallel sentences)")
+    if kind == "h5":
+        for lang in langs:
+            try:
+                _ = X[lang].T
+            except ValueError as e:   # written without the transpose
+                raise ValueError(f"{names[lang]}: {e}") from None
+        bounds = X[langs[0]].bounds
+        ranges = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+        return kind, {lang: [str(X[lang].path)] * len(ranges) for lang in langs}, ranges, widths
+    blocks, ranges = {}, None
+    for lang in langs:
+        if not is_dask_array(X[lang]):
+            raise TypeError(f"{names[lang]} is a {type(X[lang]).__name__}; with a dask array in X every "
+                            "language must be a dask array")
+        blocks[lang], r = sparse_row_blocks(X[lang], names[lang])
+        if ranges is None:
+            ranges = r
+        elif r != ranges:
+            raise ValueError(f"{names[lang]} has row chunks {X[lang].chunks[0]} but {names[langs[0]]} "
+                             f"has {X[langs[0]].chunks[0]}; give the languages the same row chunks, e.g. "
+                             f"X[{lang!r}].rechunk({{0: X[{langs[0]!r}].chunks[0]}})")
+    return kind, blocks, ranges, widths
+
+
+class DaskALS:
+    """Data persisted on the cluster and the per-iteration ALS half-steps (client-driven)."""
+
+    def __init__(self, client, X: Mapping, langs: list, names: dict, dtype, sources):
+        import dask
+
+        from linxling._dask import n_workers, on_worker, persist, worker_list
+        from linxling.operators._dask import _tree_sum
+        self.client = client
+        self.dtype = dtype
+        # factors go straight between the client and the workers (not through the scheduler),
+        # unless the client was made with direct_to_workers=False
+        self.direct = client.direct_to_workers is not False
+        kind, blocks, ranges, widths = sources
+        self.row_ranges = ranges
+        self.widths = widths
+        self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+        n, M = ranges[-1][1], int(self.offsets[-1])
+        self.shape = (n, M)
+        workers = worker_list(client)
+        row_tasks = []
+        for b, (r0, r1) in enumerate(ranges):
+            bl = [blocks[lang][b] for lang in langs]
+            nm = [f"{names[lang]} chunk {b} (rows {r0}:{r1})" for lang in langs]
+            with on_worker(workers, b):              # blocks spread evenly over the workers
+                row_tasks.append(dask.delayed(_dask_row_block, pure=False)(bl, r0, r1, widths, dtype,
+                                                                         nm, kind == "h5"))
+        self.rows = persist(client, row_tasks)
+        counts = client.compute(_tree_sum([dask.delayed(_dask_col_counts, pure=True)(f, M)
+                                           for f in self.rows], 8)).result()
+        for lang, o0, o1 in zip(langs, self.offsets[:-1], self.offsets[1:], strict=True):
+            if not counts[o0:o1].any():
+                raise ValueError(f"{names[lang]} is all zero: there is nothing to fit")
+        self.col_counts = counts
+        col_ranges = []
+        if kind == "h5":
+            col_tasks = []
+            for lang, o0 in zip(langs, self.offsets[:-1], strict=True):
+                b = X[lang].T.bounds
+                for c0, c1 in zip(b[:-1], b[1:], strict=True):
+                    if c1 > c0:
+                        col_ranges.append((int(o0 + c0), int(o0 + c1)))
+                        with on_worker(workers, len(col_tasks)):
+                            col_tasks.append(dask.delayed(_dask_h5_col_block, pure=False)(
+                                str(X[lang].path), int(c0), int(c1), n, dtype,
+                                f"{names[lang]}ᵀ rows {int(c0)}:{int(c1)}"))
+            cols = persist(client, col_tasks)
+        else:
+            per_lang = max(1, len(ranges))
+            for o0, o1 in zip(self.offsets[:-1], self.offsets[1:], strict=True):
+                col_ranges += [(int(o0 + a), int(o0 + b))
+                               for a, b in balanced_ranges(counts[o0:o1], per_lang)]
+            # each row block's transpose is cut where the block is; only the pieces travel to
+            # the worker that assembles a column block (spread evenly)
+            import operator
+            splits = [client.submit(_dask_split, f, r1 - r0, M, col_ranges, pure=False)
+                      for f, (r0, r1) in zip(self.rows, ranges, strict=True)]
+            pieces = [[client.submit(operator.getitem, sf, j, pure=False) for sf in splits]
+                      for j in range(len(col_ranges))]
+            cols = [client.submit(_dask_assemble, dtype, *pieces[j], pure=False,
+                                  workers=[workers[j % len(workers)]] if workers else None,
+                                  allow_other_workers=True)
+                    for j in range(len(col_ranges))]
+            for f in cols:
+                if f.exception() is not None:
+                    f.result()
+            del splits, pieces
+        self.col_ranges = col_ranges
+        self.cols = cols
+        self.n_workers = n_workers(client)
+        self.nnz = int(counts.sum())
+        self.bytes_sent = {"scattered": 0, "gathered": 0}
+        self.prev: dict = {}
+        per_iter: list[int] = []
+        #: what the estimator publishes as ``dask_info_`` (the list grows with each iteration)
+        self.info = {"n_workers": self.n_workers, "row_blocks": len(self.rows),
+                     "col_blocks": len(self.cols), "nnz": self.nnz,
+                     "payload_bytes_per_iteration": per_iter}
+        self._iter_start = 0
+
+    def _sent(self) -> int:
+        return self.bytes_sent["scattered"] + self.bytes_sent["gathered"]
+
+    def scatter(self, array, n_receivers: int):
+        """One array to one worker; the ``n_receivers`` workers whose tasks use it fetch it
+        from there (counted as that many copies). Not broadcast: a replica that the scheduler's
+        active memory manager drops between two uses would be sent again."""
+        fut = self.client.scatter(array, hash=False, direct=self.direct)
+        self.bytes_sent["scattered"] += array.nbytes * n_receivers
+        return fut
+
+    def half_step(self, side: str, Y, G, out, w, lam, solver, steps) -> float:
+        """Solve the rows of one side's blocks into ``out`` (in place) with ``Y`` fixed; return
+        the solved rows' objective.
+
+        Each block is warm-started from its own result of this side's previous half-step, still
+        on the worker that computed it (no transfer); the first time, or when a worker was
+        lost, from ``out`` as the client holds it (the same values)."""
+        from linxling._dask import gather_watching, holders, retry_lost
+        if side == "rows":                  # an iteration starts with its rows half-step
+            self._iter_start = self._sent()
+        blocks, ranges = (self.rows, self.row_ranges) if side == "rows" else (self.cols, self.col_ranges)
+        state = {"warm": self.prev.get(side)}
+
+        def attempt():
+            for b in blocks:     # blocks lost with a worker: wait until recomputed from their tasks
+                b.exception()
+            where = holders(self.client, blocks)   # each task where its block is
+            receivers = len({a for at in where for a in (at or ())}) or self.n_workers
+            fY = self.scatter(Y, receivers)
+            fG = self.scatter(G, receivers)
+            warm = state["warm"]
+            if warm is None or any(f.status != "finished" for f in warm):
+                warm = [self.scatter(out, receivers)] * len(blocks)
+            # pinned (strictly: a loosely restricted task may be stolen by another worker, which
+            # then fetches the block); a block being recomputed after a loss runs anywhere
+            futs = [self.client.submit(_dask_solve, blk, fY, fG, fw, r0, r1, w, lam, solver, steps,
+                                       pure=False, workers=at)
+                    for blk, (r0, r1), at, fw in zip(blocks, ranges, where, warm, strict=True)]
+            try:
+                watch = [*blocks, fY, fG, *{f.key: f for f in warm}.values()]
+                return futs, gather_watching(self.client, futs, watch, direct=self.direct)
+            except BaseException:
+                state["warm"] = None               # a retry starts from the client's copy
+                raise
+
+        futs, results = retry_lost(attempt)
+        self.prev[side] = futs
+        obj = 0.0
+        for (r0, r1), (blk, o) in zip(ranges, results, strict=True):
+            out[r0:r1] = blk
+            obj += o
+            self.bytes_sent["gathered"] += blk.nbytes + 8
+        if side == "cols":
+            self.info["payload_bytes_per_iteration"].append(self._sent() - self._iter_start)
+        return obj
+
+    def release(self) -> None:
+        self.rows = self.cols = []
+        self.prev = {}
+
+

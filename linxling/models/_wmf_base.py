@@ -1,0 +1,251 @@
+"""What WMF, b-WMF and x-WMF share: hyper-parameters and their checks, text input, the ALS fit
+over the driver of :mod:`linxling.models._als`, and the exact row solve of ``transform``.
+The models and their objective: :mod:`linxling.models.wmf`.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import TransformerMixin
+
+from linxling._progress import progress
+from linxling._threads import blas_single_thread
+from linxling._validation import check_float_dtype, check_positive, check_random_state
+from linxling.models import _als
+from linxling.models._als import check_matrix as _check_matrix
+from linxling.models._estimator import LinxlingEstimator, NotFittedError
+
+_PARAM_NAMES = ("n_components", "alpha", "missing_weight", "max_iter", "solver", "cg_steps",
+                "dtype", "random_state", "tokenizer", "min_df", "max_features", "show_progress")
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+def _kernels():
+    from linxling.kernels import als  # numba kernels are compiled/loaded on first use
+    return als
+
+
+def _texts_or_none(X: Any, name: str) -> list[str] | None:
+    """``X`` as a list of texts, or ``None`` when it is a matrix (sparse, NumPy, or rows of numbers).
+
+    Texts are any iterable of ``str`` (list, tuple, generator, 1-D str array): one sentence each.
+    """
+    if X is None:
+        raise TypeError(f"{name} is None: give a sparse matrix (n_sentences, n_words) or a sequence of "
+                        "texts (one str per sentence)")
+    if isinstance(X, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of texts (one str per sentence), got a single "
+                        f"{type(X).__name__}; wrap it in a list")
+    if sp.issparse(X):
+        return None
+    if isinstance(X, np.ndarray):
+        if X.ndim == 1 and X.dtype.kind in "OUS":
+            X = X.tolist()
+        else:
+            return None
+    elif (hasattr(X, "shape") and hasattr(X, "dtype")) or hasattr(X, "__array__"):
+        return None                                         # other array types: the matrix path
+    try:
+        items = list(X)
+    except TypeError:
+        raise TypeError(f"{name} must be a sparse matrix or an iterable of str, got {type(X).__name__}") from None
+    if not items:
+        raise ValueError(f"{name} is empty: no sentences to fit or transform")
+    if not any(isinstance(t, (str, bytes)) or t is None for t in items):
+        return None                                         # rows of numbers: a dense matrix
+    for i, t in enumerate(items):
+        if not isinstance(t, str):
+            hint = " (decode bytes first, e.g. b.decode('utf-8'))" if isinstance(t, bytes) else ""
+            raise TypeError(f"{name}[{i}] is {type(t).__name__}, expected str{hint}")
+    return items
+
+
+def _make_vectorizer(est):
+    from linxling.text import TfidfVectorizer
+    kw = dict(min_df=est.min_df, max_features=est.max_features, norm=None,
+              dtype=np.float64 if est.dtype is None else check_float_dtype(est.dtype))
+    if est.tokenizer is not None:
+        kw["tokenizer"] = est.tokenizer
+    return TfidfVectorizer(**kw)
+
+
+class _WMFParams(TransformerMixin, LinxlingEstimator):
+    """Hyper-parameters and checks shared by the three estimators (scikit-learn estimators)."""
+
+    def _init_params(self, n_components, alpha, missing_weight, max_iter, solver, cg_steps,
+                     dtype, random_state, tokenizer, min_df, max_features, show_progress,
+                     callback):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.missing_weight = missing_weight
+        self.max_iter = max_iter
+        self.solver = solver
+        self.cg_steps = cg_steps
+        self.dtype = dtype
+        self.random_state = random_state
+        self.tokenizer = tokenizer
+        self.min_df = min_df
+        self.max_features = max_features
+        self.show_progress = show_progress
+        self.callback = callback
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True          # sparse tf-idf matrices (or texts)
+        tags.input_tags.positive_only = True   # the factorised matrix is non-negative
+        return tags
+
+    def _validate_params(self) -> np.dtype:
+        check_positive(self.n_components, "n_components", integer=True)
+        check_positive(self.alpha, "alpha")
+        check_positive(self.missing_weight, "missing_weight")
+        if self.missing_weight > 1:
+            raise ValueError(f"missing_weight must be in (0, 1] (the weight of the zeros "
+                             f"relative to the nonzeros), got {self.missing_weight!r}")
+        check_positive(self.max_iter, "max_iter", integer=True, strict=False)
+        check_positive(self.cg_steps, "cg_steps", integer=True)
+        if self.solver not in ("cg", "cholesky", "auto"):
+            raise ValueError(f"solver must be 'cg', 'cholesky' or 'auto', got {self.solver!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError("callback must be callable(model, iteration, loss) or None")
+        return None if self.dtype is None else check_float_dtype(self.dtype)
+
+    def _fit_dtype(self, *mats) -> np.dtype:
+        """The factors' dtype: ``dtype`` when given, else the data's (float32 only when every
+        matrix is float32; float64 otherwise, also for texts and integer input)."""
+        if self.dtype is not None:
+            return check_float_dtype(self.dtype)
+        if mats and all(getattr(M, "dtype", None) == np.float32 for M in mats):
+            return np.dtype(np.float32)
+        return np.dtype(np.float64)
+
+    def _model_dtype(self) -> np.dtype:
+        """The fitted factors' dtype (the ``dtype`` parameter may be None: follow the data)."""
+        comps = self.components_
+        if not isinstance(comps, np.ndarray):
+            comps = next(iter(comps.values()))
+        return np.dtype(comps.dtype)
+
+    def _solver(self) -> str:
+        """'auto' = CG (monotone, cheaper) unless cg_steps ≥ n_components (Cholesky is cheaper)."""
+        if self.solver == "auto":
+            return "cholesky" if self.cg_steps >= self.n_components else "cg"
+        return self.solver
+
+    def _check_k(self, n_words: int, name: str, k: int | None = None) -> None:
+        k = self.n_components if k is None else k
+        if k > n_words:
+            raise ValueError(f"n_components={k} is larger than the vocabulary of "
+                             f"{name} ({n_words} words); use n_components <= {n_words}")
+
+    def _check_fitted(self, attr: str = "components_"):
+        if not hasattr(self, attr):
+            raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet: call fit first")
+
+    def _word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
+        """(words, vectors) of one language: columns of its word factor, words from its vectoriser."""
+        self._check_fitted()
+        comps = self.components_ if isinstance(self.components_, np.ndarray) else None
+        if comps is None:
+            if language not in self.components_:
+                raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
+            comps = self.components_[language]
+            vec = self.vectorizers_.get(language)
+            if vec is None and language == getattr(self, "pivot_language", None):
+                vec = getattr(self.pivot_model_, "vectorizer_", None)
+        else:
+            vec = getattr(self, "vectorizer_", None)
+        words = None if vec is None else list(vec.vocabulary_)
+        return words, np.ascontiguousarray(comps.T)
+
+    def _base_params_state(self) -> dict:
+        params = {name: getattr(self, name) for name in _PARAM_NAMES}
+        params["dtype"] = None if self.dtype is None else np.dtype(self.dtype).name
+        if not (params["random_state"] is None or isinstance(params["random_state"], int)):
+            params["random_state"] = None
+        if not (params["tokenizer"] is None or isinstance(params["tokenizer"], str)):
+            warnings.warn("a callable tokenizer cannot be saved; the loaded model uses the "
+                          "default tokenizer unless you set it again", UserWarning, stacklevel=3)
+            params["tokenizer"] = None
+        return params
+
+    def _language_matrix(self, X, language, *, fit: bool, name: str | None = None) -> sp.csr_matrix:
+        """One language's input as a checked CSR matrix; texts go through that language's
+        vectoriser (created and fitted when ``fit``). Used by b-WMF and x-WMF. The matrix keeps
+        its float dtype when ``dtype`` is None at fit; at transform it gets the model's."""
+        dtype = (self._model_dtype() if not fit else
+                 None if self.dtype is None else check_float_dtype(self.dtype))
+        name = f"X[{language!r}]" if name is None else name
+        texts = _texts_or_none(X, name)
+        if texts is not None:
+            if fit:
+                vec = _make_vectorizer(self)
+                X = vec.fit_transform(texts)
+                self.vectorizers_[language] = vec
+            else:
+                if language not in self.vectorizers_:
+                    raise TypeError(f"{name} is a list of texts but language {language!r} was "
+                                    "fitted from a matrix")
+                X = self.vectorizers_[language].transform(texts)
+        n_cols = None if fit else self.components_[language].shape[1]
+        return _check_matrix(X, name, dtype, n_cols, type(self).__name__)
+
+    def _fit_als(self, kind: str, X: Mapping, names: Mapping, init_components, init_names,
+                 init_embedding, memory_budget, client, publish: Callable, desc: str) -> None:
+        """ALS on the row-aligned languages of ``X`` (in order) wherever they are (``kind``, see
+        :func:`linxling.models._als.data_kind`): one driver, :func:`linxling.models._als.run_als`.
+        ``publish(V, offsets)`` sets the word factors from the row-stacked V before the first
+        iteration (views: a callback sees them updated); ``embedding_`` is E."""
+        dtype = self._fit_dtype(*X.values())
+        k = int(self.n_components)
+        data = _als.executor(kind, X, names, dtype, k, memory_budget, client, self._check_k)
+        rng = check_random_state(self.random_state)
+        V, E = _als.init_factors(rng, data.widths, data.shape[0], k, dtype, init_components,
+                                 init_embedding, init_names)
+        self.embedding_ = E
+        publish(V, data.offsets)
+        if kind == "chunked":
+            self.memory_plan_ = data.memory_plan
+        if kind == "dask":
+            self.dask_info_ = data.info
+        _als.run_als(self, data, V, E, desc)
+
+    def _run_loop(self, n_iter, step: Callable[[], float], desc: str):
+        """Run ``step`` (one ALS iteration returning the loss) with progress and callback."""
+        self.loss_curve_ = []
+        self.n_iter_ = 0
+        bar = progress(range(n_iter), show=self.show_progress, desc=desc, unit="it")
+        with blas_single_thread():            # numba uses the cores; BLAS one thread (as Cr5)
+            for it in bar:
+                loss = step()
+                self.loss_curve_.append(loss)
+                self.n_iter_ = it + 1
+                bar.set_postfix(loss=f"{loss:.6g}")
+                if self.callback is not None:
+                    self.callback(self, it, loss)
+        bar.close()
+
+
+def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float) -> np.ndarray:
+    """Eq. (2) exactly for every row of X with word factors V (n_words, k)."""
+    als = _kernels()
+    out = np.zeros((X.shape[0], V.shape[1]), dtype=V.dtype)
+    return als.als_half_step(X, V, out, missing_weight=w_m, regularization=lam,
+                             solver="cholesky")
+
+
+def _stored_dtype(dtype, array) -> np.dtype:
+    """dtype of a loaded model's factors: the parameter when set, else the stored array's."""
+    return check_float_dtype(dtype if dtype is not None else np.asarray(array).dtype)
+
+
+def _check_languages(mapping, name: str) -> list:
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"{name} must be a mapping language -> matrix, got {type(mapping).__name__}")
+    return list(mapping)

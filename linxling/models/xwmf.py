@@ -1,0 +1,212 @@
+"""x-WMF (Aldarmaki & Diab 2016, Sec. 3.2.2): a pivot WMF, then one exact solve per language.
+
+The objective and orientation are those of :mod:`linxling.models.wmf`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from linxling._validation import check_sparse_matrix
+from linxling.io import register_model
+from linxling.models._base import vectorizers_from_state, vectorizers_state
+from linxling.models._estimator import as_output
+from linxling.models._wmf_base import (
+    _PARAM_NAMES,
+    _check_languages,
+    _solve_rows,
+    _stored_dtype,
+    _texts_or_none,
+    _WMFParams,
+)
+from linxling.models.wmf import WMF
+
+__all__ = ["CrossWMF"]
+
+
+# --------------------------------------------------------------------------------------------
+# x-WMF
+# --------------------------------------------------------------------------------------------
+@register_model("CrossWMF")
+class CrossWMF(_WMFParams):
+    """x-WMF (Aldarmaki & Diab 2016, Sec. 3.2.2): a pivot WMF plus one solve per language.
+
+    1. A monolingual WMF for the pivot language is fitted (or a fitted :class:`WMF` is given).
+    2. For each other language ``l`` with parallel data (pivot side Xp, language side X_l,
+       row-aligned), the pivot sentences' vectors Q_l are computed with eq. (2) (exactly).
+    3. With Q_l fixed, the word factor A_l minimises C_2 of eq. (7): one deterministic
+       half-step (eq. 5, A-step), solved exactly by Cholesky per word.
+
+    Any number of languages; each is independent of the others.
+
+    Parameters
+    ----------
+    pivot_language : str, default "en"
+        Name of the pivot language (a key accepted by ``transform``).
+    pivot_model : WMF or None
+        A fitted monolingual WMF to use as the pivot. If None, one is fitted in ``fit`` with
+        the hyper-parameters below.
+    n_components, alpha, missing_weight, max_iter, solver, cg_steps, dtype, random_state,
+    tokenizer, min_df, max_features, show_progress, callback :
+        As in :class:`WMF`. ``alpha`` and ``missing_weight`` are also the λ and w_m of the
+        per-language A-steps (eq. 7, C_2). When ``pivot_model`` is given, the fitted word
+        factors have its dimension and dtype (``n_components`` and ``dtype`` are left as set:
+        ``fit`` never changes a parameter).
+
+    Attributes
+    ----------
+    pivot_model_ : WMF
+    languages_ : list of str
+        The pivot first, then the other languages in the order given.
+    components_ : dict language -> ndarray (n_components, n_words_l)
+        The pivot's P and each language's A.
+    loss_curve_ : list of float
+        The pivot WMF's eq. (1) per iteration (empty when ``pivot_model`` was given).
+    vectorizers_ : dict language -> TfidfVectorizer
+        For languages given as texts (the pivot's is ``pivot_model_.vectorizer_``).
+    """
+
+    def __init__(self, pivot_language: str = "en", pivot_model: WMF | None = None,
+                 n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
+                 max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
+                 dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
+                 min_df: int = 3, max_features: int | None = 200_000,
+                 show_progress: bool | None = None,
+                 callback: Callable[[Any, int, float], Any] | None = None):
+        self.pivot_language = pivot_language
+        self.pivot_model = pivot_model
+        self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
+                          dtype, random_state, tokenizer, min_df, max_features, show_progress,
+                          callback)
+
+    def fit(self, parallel: Mapping, X_pivot=None) -> CrossWMF:
+        """Fit the pivot model (unless given) and every other language's word factor.
+
+        Parameters
+        ----------
+        parallel : mapping language -> (Xp, X_l)
+            For each non-pivot language: ``Xp`` sparse (n_l, n_words_pivot) (or texts), the
+            pivot side of its parallel corpus, and ``X_l`` sparse (n_l, n_words_l) (or
+            texts), the same sentences in language l, row-aligned.
+        X_pivot : sparse (n_sentences, n_words_pivot) or texts, optional
+            Monolingual pivot corpus for step 1 (the paper's setting). If None and no
+            ``pivot_model`` was given, the pivot is fitted on the pivot sides of all parallel
+            corpora stacked (texts or matrices, not mixed).
+
+        Returns
+        -------
+        self
+        """
+        langs = _check_languages(parallel, "parallel")
+        if not langs:
+            raise ValueError("parallel must contain at least one language")
+        if self.pivot_language in langs:
+            raise ValueError(f"parallel must not contain the pivot language {self.pivot_language!r}")
+        for lang in langs:
+            pair = parallel[lang]
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise TypeError(f"parallel[{lang!r}] must be a pair (X_pivot_side, X_{lang})")
+        if self.pivot_model is not None:
+            if not isinstance(self.pivot_model, WMF):
+                raise TypeError(f"pivot_model must be a fitted WMF, got {type(self.pivot_model).__name__}")
+            self.pivot_model._check_fitted()
+            pivot = self.pivot_model
+            self._validate_params()
+            self.loss_curve_ = []
+            self.n_iter_ = 0
+        else:
+            self._validate_params()
+            pivot = WMF(**{name: getattr(self, name) for name in _PARAM_NAMES},
+                        callback=(None if self.callback is None else
+                                  lambda _m, it, loss: self.callback(self, it, loss)))
+            if X_pivot is None:
+                sides = [parallel[lang][0] for lang in langs]
+                side_texts = [_texts_or_none(s, f"parallel[{lang!r}][0]") for s, lang in zip(sides, langs, strict=True)]
+                if all(t is not None for t in side_texts):
+                    X_pivot = [t for s in side_texts for t in s]
+                else:
+                    X_pivot = sp.vstack([check_sparse_matrix(s, f"parallel[{lang!r}][0]")
+                                         for s, lang in zip(sides, langs, strict=True)], format="csr")
+            pivot.fit(X_pivot)
+            self.loss_curve_ = list(pivot.loss_curve_)
+            self.n_iter_ = pivot.n_iter_
+        self.pivot_model_ = pivot
+        self.vectorizers_ = {}
+        self.components_ = {self.pivot_language: pivot.components_}
+        for lang in langs:
+            Xp, Xl = parallel[lang]
+            Q = pivot.transform(Xp)                                             # eq. (2)
+            Xl = self._language_matrix(Xl, lang, fit=True, name=f"parallel[{lang!r}][1]")
+            if Xl.shape[0] != Q.shape[0]:
+                raise ValueError(f"parallel[{lang!r}]: the pivot side has {Q.shape[0]} rows but "
+                                 f"the {lang!r} side has {Xl.shape[0]}; they must be row-aligned")
+            self._check_k(Xl.shape[1], f"parallel[{lang!r}][1]", pivot.components_.shape[0])
+            A = _solve_rows(Xl.T.tocsr(), Q, self.missing_weight, self.alpha)  # eq. (5) A-step
+            self.components_[lang] = A.T
+        self.languages_ = [self.pivot_language, *langs]
+        return self
+
+    def transform(self, X, language, dtype: Any = None) -> np.ndarray:
+        """Sentence vectors of ``language`` by eq. (2) with its word factor fixed (exact;
+        C-contiguous, in ``dtype`` when given).
+
+        Parameters
+        ----------
+        X : sparse (n_sentences, n_words_language) or sequence of str
+        language : the pivot or one of the fitted languages
+
+        Returns
+        -------
+        ndarray (n_sentences, n_components); empty rows give zeros.
+        """
+        self._check_fitted()
+        if language == self.pivot_language:
+            return self.pivot_model_.transform(X, dtype=dtype)
+        if language not in self.components_:
+            raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
+        X = self._language_matrix(X, language, fit=False, name="X")
+        return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
+                                     self.missing_weight, self.alpha), dtype)
+
+    def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
+        """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
+
+        ``words`` is the language's vectoriser vocabulary when it was given as texts, else ``None``.
+        """
+        return self._word_vectors(language)
+
+    def _get_state(self):
+        self._check_fitted()
+        params = self._base_params_state()
+        pparams, parrays = self.pivot_model_._get_state()
+        others = [lang for lang in self.languages_ if lang != self.pivot_language]
+        params.update(pivot_language=self.pivot_language, languages=list(self.languages_),
+                      loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_),
+                      pivot=pparams, vectorizers={})
+        arrays: dict[str, Any] = {
+            "pivot": parrays,
+            "components": {lang: np.ascontiguousarray(self.components_[lang]) for lang in others}}
+        params["vectorizers"], vec_arrays = vectorizers_state(self.vectorizers_)
+        if vec_arrays:
+            arrays["vectorizers"] = vec_arrays
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params, arrays):
+        params = dict(params)
+        pivot = WMF._from_state(params["pivot"], arrays["pivot"])
+        model = cls(pivot_language=params["pivot_language"],
+                    **{k: v for k, v in params.items() if k in _PARAM_NAMES})
+        dtype = _stored_dtype(model.dtype, pivot.components_)
+        model.pivot_model_ = pivot
+        model.languages_ = list(params["languages"])
+        model.components_ = {model.pivot_language: pivot.components_}
+        for lang in model.languages_[1:]:
+            model.components_[lang] = np.asarray(arrays["components"][lang], dtype=dtype)
+        model.loss_curve_ = list(params.get("loss_curve", []))
+        model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
+        model.vectorizers_ = vectorizers_from_state(params.get("vectorizers"), arrays.get("vectorizers"))
+        return model
