@@ -14,12 +14,29 @@ Store
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
+from linxling._registry import names as _model_names
 from linxling._version import __version__
 
-_MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "CompressTree", "BiCVM",
-           "RankingEmbedding", "BilDRL",
-           "BilBOWA")   # resolved by linxling.models
+if TYPE_CHECKING:   # what editors and type checkers see; at run time the names load lazily
+    from linxling import cli, datasets, evaluate, io, kernels, models, operators, solvers, text
+    from linxling._progress import set_show_progress
+    from linxling.io import save
+    from linxling.models import load
+    from linxling.models._single_block import SingleBlock
+    from linxling.models.bicvm import BiCVM
+    from linxling.models.bilbowa import BilBOWA
+    from linxling.models.bildrl import BilDRL
+    from linxling.models.cllsi import CLLSI
+    from linxling.models.compress_tree import CompressTree
+    from linxling.models.cr5 import Cr5
+    from linxling.models.ranking import RankingEmbedding
+    from linxling.models.wmf import WMF, BilingualWMF
+    from linxling.models.xwmf import CrossWMF
+    from linxling.text import TfidfVectorizer, tokenize
+
+_MODELS = tuple(_model_names())     # the registry (linxling/_registry.py), resolved by linxling.models
 _LAZY = {
     **{name: "linxling.models" for name in _MODELS},
     "load": "linxling.models",          # registers the built-in models, then linxling.io.load

@@ -21,11 +21,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- reading plain files
-TEXT_MODELS = ("Cr5", "CLLSI")           # concept-aligned documents: TSV or aligned line files
-ALIGNED_MODELS = ("WMF", "BilingualWMF", "CrossWMF",  # row-aligned sentences per language
-                  "BiCVM", "RankingEmbedding", "CompressTree")
-MONOLINGUAL_MODELS = ("WMF", "CompressTree")   # one file of sentences
-DICTIONARY_MODELS = ("BilDRL",)   # a dictionary TSV + a fitted word space (--embeddings)
+# Which models exist and how their input is read: linxling/_registry.py (entry.input).
 
 
 def _read_lines(path: str) -> tuple[list[str], list[int]]:
@@ -55,12 +51,13 @@ def _report_empty(path: str, empty: list[int]) -> None:
 
 
 def _language_files(inputs: Sequence[str]) -> dict[str, str]:
-    """``LANG=PATH`` or ``PATH`` (language = file name without extension) -> {language: path}."""
+    """``LANG=PATH`` or ``PATH`` -> {language: path}; without ``LANG=`` the language is the last
+    dotted part of the file name without its extension (``en.txt``, ``train.en.txt`` -> ``en``)."""
     out: dict[str, str] = {}
     for item in inputs:
         lang, sep, path = item.partition("=")
-        if not sep:
-            path, lang = item, os.path.splitext(os.path.basename(item))[0]
+        if not sep:   # the last dotted part of the file name: en.txt, train.en.txt, corpus.en -> en
+            path, lang = item, os.path.splitext(os.path.basename(item))[0].rsplit(".", 1)[-1]
         if not lang or not path:
             raise ValueError(f"--input {item!r}: expected LANG=PATH or PATH")
         if lang in out:
@@ -131,11 +128,23 @@ def read_aligned(files: dict[str, str]) -> tuple[dict[str, list[str]], list[int]
 
 
 # --------------------------------------------------------------------------- model parameters as options
+def _model_entry(name: str):
+    """The registry entry of a model name given on the command line (any case, or an alias)."""
+    from linxling import _registry
+    try:
+        e = _registry.entry(name)
+    except ValueError:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(_registry.names(cli_only=True))} "
+                         "(any case)") from None
+    if not e.cli:
+        raise ValueError(f"{e.name} is not fitted from text files ({e.summary}); choose one of "
+                         f"{', '.join(_registry.names(cli_only=True))}")
+    return e
+
+
 def _model_class(name: str) -> type:
-    from linxling import models
-    if name not in models._LAZY:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(sorted(models._LAZY))}")
-    return getattr(models, name)
+    from linxling import _registry
+    return _registry.model_class(_model_entry(name).name)
 
 
 #: Parameters that take Python objects (or, for show_progress, the global --no-progress), not options.
@@ -218,9 +227,11 @@ def model_languages(model: Any) -> list[str]:
 
 
 def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
-    cls = _model_class(args.model)
+    entry = _model_entry(args.model)
+    cls = _model_class(entry.name)
     params = _fit_params(cls, extra)
-    if args.model in TEXT_MODELS:
+    model = cls(**params)
+    if entry.input == "concepts":
         if len(args.input) == 1 and "=" not in args.input[0] and args.input[0].endswith((".tsv", ".tab")):
             texts, langs, concepts = read_tsv(args.input[0])
         else:
@@ -230,33 +241,32 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
                 texts += lines
                 langs += [lang] * len(lines)
                 concepts += [str(i) for i in kept]  # concept = line number in the aligned files
-        model = cls(**params)
         model.fit(texts, langs, concepts)
-    elif args.model in ALIGNED_MODELS:
+    elif entry.input == "dictionary":
+        if len(args.input) != 1:
+            raise ValueError(f"{entry.name}: give one --input dictionary file, got {len(args.input)}")
+        if not args.embeddings:
+            raise ValueError(f"{entry.name} needs --embeddings MODEL.h5: a fitted model whose word vectors "
+                             "are the target space (e.g. a Cr5 or BiCVM model saved by linxling fit)")
+        model.fit(read_dictionary(args.input[0]), _load(args.embeddings))
+    else:
         data, _ = read_aligned(_language_files(args.input))
-        model = cls(**params)
-        if args.model in MONOLINGUAL_MODELS:
+        if entry.input == "monolingual":
             if len(data) != 1:
-                raise ValueError(f"{args.model} is monolingual: give one --input file, got {len(data)}")
+                raise ValueError(f"{entry.name} is monolingual: give one --input file, got {len(data)}")
             model.fit(next(iter(data.values())))
-        elif args.model in ("BilingualWMF", "BiCVM", "RankingEmbedding"):
+        elif entry.input == "aligned":
             model.fit(data)
-        else:
+        elif entry.input == "words":
+            model.fit(data, data)
+        elif entry.input == "pivot":
             pivot = model.pivot_language
             if pivot not in data:
-                raise ValueError(f"CrossWMF: no input file for the pivot language {pivot!r} "
+                raise ValueError(f"{entry.name}: no input file for the pivot language {pivot!r} "
                                  f"(got {', '.join(data)}); set --pivot-language")
             model.fit({lang: (data[pivot], lines) for lang, lines in data.items() if lang != pivot})
-    elif args.model in DICTIONARY_MODELS:
-        if len(args.input) != 1:
-            raise ValueError(f"{args.model}: give one --input dictionary file, got {len(args.input)}")
-        if not args.embeddings:
-            raise ValueError(f"{args.model} needs --embeddings MODEL.h5: a fitted model whose word vectors "
-                             "are the target space (e.g. a Cr5 or BiCVM model saved by linxling fit)")
-        model = cls(**params)
-        model.fit(read_dictionary(args.input[0]), _load(args.embeddings))
-    else:  # pragma: no cover - a model added to linxling.models without a CLI input rule
-        raise ValueError(f"linxling fit does not know how to read input for {args.model}")
+        else:  # pragma: no cover - a registry entry with an input kind the CLI does not read
+            raise ValueError(f"linxling fit does not know how to read input of kind {entry.input!r}")
     model.save(args.output)
     print(f"fitted {type(model).__name__} on {', '.join(args.input)}; saved to {args.output}")
     return 0
@@ -345,8 +355,9 @@ EXAMPLES = {
 
 def _fit_help() -> str:
     """The parameters of every model, from its constructor's signature (and defaults)."""
+    from linxling import _registry
     lines = ["model parameters (--name value; 'none' for None):"]
-    for name in TEXT_MODELS + ALIGNED_MODELS + DICTIONARY_MODELS:
+    for name in _registry.names(cli_only=True):
         try:
             opts = model_options(_model_class(name))
         except Exception as exc:  # pragma: no cover - a broken model module must not break --help
@@ -391,11 +402,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     f = add("fit", "fit a model on plain UTF-8 files and save it")
     f.epilog = (f.epilog or "") + "\n\n" + _fit_help()
-    f.add_argument("model", help="model name: " + ", ".join(TEXT_MODELS + ALIGNED_MODELS + DICTIONARY_MODELS))
+    from linxling import _registry
+    f.add_argument("model", help="model name (any case): " + ", ".join(_registry.names(cli_only=True)))
     f.add_argument("--input", nargs="+", required=True, metavar="[LANG=]FILE",
                    help="Cr5/CLLSI: one TSV file language<TAB>concept<TAB>text, or one file per language of "
-                        "aligned lines (concept = line number); WMF family, BiCVM, RankingEmbedding: one file "
-                        "per language of aligned lines (WMF, CompressTree: one file); BilDRL: one TSV "
+                        "aligned lines (concept = line number); b-WMF, x-WMF, BiCVM, RankingEmbedding, BilBOWA: "
+                        "one file per language of aligned lines (WMF, CompressTree: one file); BilDRL: one TSV "
                         "target_word<TAB>target_language<TAB>definition<TAB>definition_language. LANG defaults "
                         "to the file name without extension")
     f.add_argument("--embeddings", metavar="MODEL", help="BilDRL: a saved model giving the word space")
@@ -439,8 +451,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.set_defaults(func=_cmd_bench)
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:   # forwards every remaining option to the suite's own parser
-        args, extra = argparse.Namespace(func=_cmd_bench, bench_args=argv[1:], no_progress=False), list[str]()
+    # global flags are accepted anywhere (before or after the subcommand); `bench` forwards all
+    # that follows it to the suite's own parser
+    cmd = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))
+    cut = cmd + 1 if argv[cmd:cmd + 1] == ["bench"] else len(argv)
+    if "--no-progress" in argv[:cut]:
+        argv = ["--no-progress", *[a for a in argv[:cut] if a != "--no-progress"], *argv[cut:]]
+    no_progress = argv[:1] == ["--no-progress"]
+    rest = argv[1:] if no_progress else argv
+    if rest[:1] == ["bench"]:   # forwards every remaining option to the suite's own parser
+        args, extra = argparse.Namespace(func=_cmd_bench, bench_args=rest[1:], no_progress=no_progress), list[str]()
     else:
         args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "takes_extra", False):

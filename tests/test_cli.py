@@ -147,17 +147,34 @@ def test_fit_tsv_matches_aligned_files(corpus):
     np.testing.assert_allclose(np.abs(a.transform(ES, "es")), np.abs(b.transform(ES, "es")), rtol=1e-6, atol=1e-8)
 
 
-_CLI_EXTRA = {"CLLSI": "", "BiCVM": "--n-epochs 1 --n-threads 1", "RankingEmbedding": "--n-epochs 1 --n-threads 1",
-              "CompressTree": "--n-epochs 1 --language en"}
+#: small settings per model for the registry-driven CLI test below (every model the CLI fits
+#: from text files must be here: the test checks it against linxling/_registry.py)
+_CLI_CASES = {
+    "Cr5": ("en.txt es.txt", "--min-df 1 --doc-filter none"),
+    "CLLSI": ("en.txt es.txt", ""),
+    "WMF": ("en.txt", "--min-df 1 --max-iter 3"),
+    "BilingualWMF": ("en.txt es.txt", "--min-df 1 --max-iter 3"),
+    "CrossWMF": ("en.txt es.txt", "--min-df 1 --max-iter 3"),
+    "BiCVM": ("en.txt es.txt", "--n-epochs 1 --n-threads 1"),
+    "RankingEmbedding": ("en.txt es.txt", "--n-epochs 1 --n-threads 1"),
+    "CompressTree": ("en.txt", "--n-epochs 1 --language en"),
+    "BilBOWA": ("en.txt es.txt", "--epochs 1 --min-count 1"),
+}
 
 
-@pytest.mark.parametrize("model,inputs", [("WMF", "en.txt"), ("BilingualWMF", "en.txt es.txt"),
-                                          ("CrossWMF", "en.txt es.txt"), ("CLLSI", "en.txt es.txt"),
-                                          ("BiCVM", "en.txt es.txt"), ("RankingEmbedding", "en.txt es.txt"),
-                                          ("CompressTree", "en.txt")])
-def test_fit_embed_info_every_model(corpus, capsys, model, inputs):
-    extra = _CLI_EXTRA.get(model, "--min-df 1 --max-iter 3")
-    assert _run(f"linxling fit {model} --input {inputs} --output m.h5 --n-components 2 --random-state 0 {extra}") == 0
+def test_cli_cases_cover_the_registry():
+    from linxling import _registry
+    fitted_elsewhere = {"BilDRL"}          # needs a word space: test_fit_bildrl_from_a_dictionary_file
+    assert set(_CLI_CASES) | fitted_elsewhere == set(_registry.names(cli_only=True))
+
+
+@pytest.mark.parametrize("model", sorted(_CLI_CASES))
+def test_fit_embed_info_every_registered_model(corpus, capsys, model):
+    """Every model the registry says the CLI fits: fitted by its lower-case name, saved, loaded,
+    described, and its embeddings equal the loaded model's."""
+    inputs, extra = _CLI_CASES[model]
+    assert _run(f"linxling fit {model.lower()} --input {inputs} --output m.h5 --n-components 2 "
+                f"--random-state 0 {extra}") == 0
     m = linxling.load(corpus / "m.h5")
     assert type(m).__name__ == model and m.n_components == 2
     assert _run("linxling info m.h5") == 0
@@ -169,6 +186,30 @@ def test_fit_embed_info_every_model(corpus, capsys, model, inputs):
     assert _run("linxling embed m.h5 en en.txt e.npy") == 0
     E = np.load(corpus / "e.npy")
     assert E.shape == (6, 2) and np.all(np.isfinite(E))
+    from linxling.cli import embed_texts
+    np.testing.assert_array_equal(E, embed_texts(m, EN, "en"))
+
+
+def test_model_names_any_case_and_aliases(corpus, capsys):
+    for name in ("wmf", "WMF", "Wmf"):
+        assert _run(f"linxling fit {name} --input en.txt --output m.h5 --n-components 2 --min-df 1 --max-iter 1") == 0
+        assert type(linxling.load(corpus / "m.h5")).__name__ == "WMF"
+    assert _run("linxling fit b-wmf --input en.txt es.txt --output m.h5 --n-components 2 --min-df 1 "
+                "--max-iter 1") == 0
+    assert type(linxling.load(corpus / "m.h5")).__name__ == "BilingualWMF"
+    assert _run("linxling fit singleblock --input en.txt --output m.h5") == 2
+    err = capsys.readouterr().err
+    assert "SingleBlock is not fitted from text files" in err and "Cr5" in err
+
+
+def test_language_from_a_dotted_file_name_and_no_progress_anywhere(corpus, capsys):
+    (corpus / "train.en.txt").write_text("\n".join(EN) + "\n", encoding="utf-8")
+    (corpus / "train.es.txt").write_text("\n".join(ES) + "\n", encoding="utf-8")
+    assert _run("linxling fit BilingualWMF --input train.en.txt train.es.txt --output m.h5 --no-progress "
+                "--n-components 2 --min-df 1 --max-iter 1") == 0
+    assert linxling.load(corpus / "m.h5").languages_ == ["en", "es"]
+    assert _run("linxling info m.h5 --no-progress") == 0
+    assert "languages: en, es" in capsys.readouterr().out
 
 
 def test_fit_bildrl_from_a_dictionary_file(corpus, capsys):

@@ -80,8 +80,13 @@ def _name_of(model: Any) -> str:
 
 
 def _lookup(name: str, path: str) -> type:
-    # The store knows no model: estimators register themselves when their module is imported
-    # (models -> io, never io -> models). linxling.load imports the built-in models first.
+    # Estimators register themselves when their module is imported (models -> io, never
+    # io -> models); a built-in model not imported yet is found in linxling/_registry.py (plain
+    # data) and its module imported, by the exact name the file gives.
+    if name not in _REGISTRY:
+        from linxling import _registry
+        if name in _registry.names():
+            _registry.model_class(name)         # imports its module, which registers the class
     if name not in _REGISTRY:
         known = ", ".join(sorted(_REGISTRY)) or "none"
         raise ModelFormatError(f"{path}: unknown model {name!r}; registered models: {known}. Load it with "

@@ -10,25 +10,25 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from typing import TYPE_CHECKING
 
-_LAZY = {
-    "Cr5": "linxling.models.cr5",
-    "CLLSI": "linxling.models.cllsi",
-    "WMF": "linxling.models.wmf",
-    "BilingualWMF": "linxling.models.wmf",
-    "CrossWMF": "linxling.models.xwmf",
-    "CompressTree": "linxling.models.compress_tree",
-    "BiCVM": "linxling.models.bicvm",
-    "RankingEmbedding": "linxling.models.ranking",
-    "BilDRL": "linxling.models.bildrl",
-    "BilBOWA": "linxling.models.bilbowa",
-    "SingleBlock": "linxling.models._single_block",
-}
-_MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf", "linxling.models.xwmf",
-            "linxling.models.compress_tree", "linxling.models.bicvm", "linxling.models.ranking",
-            "linxling.models.bildrl",
-            "linxling.models.bilbowa",
-            "linxling.models._single_block")
+from linxling._registry import MODELS as _REGISTRY
+
+if TYPE_CHECKING:   # what editors and type checkers see; at run time the names load lazily
+    from linxling.models._single_block import SingleBlock
+    from linxling.models.bicvm import BiCVM
+    from linxling.models.bilbowa import BilBOWA
+    from linxling.models.bildrl import BilDRL
+    from linxling.models.cllsi import CLLSI
+    from linxling.models.compress_tree import CompressTree
+    from linxling.models.cr5 import Cr5
+    from linxling.models.ranking import RankingEmbedding
+    from linxling.models.wmf import WMF, BilingualWMF
+    from linxling.models.xwmf import CrossWMF
+
+#: class name -> module, from the registry (linxling/_registry.py)
+_LAZY = {e.name: e.module for e in _REGISTRY}
+_MODULES = tuple(dict.fromkeys(e.module for e in _REGISTRY))
 
 __all__ = sorted(_LAZY)
 
