@@ -20,21 +20,31 @@ from linxling._registry import names as _model_names
 from linxling._version import __version__
 
 if TYPE_CHECKING:   # what editors and type checkers see; at run time the names load lazily
-    from linxling import cli, datasets, evaluate, io, kernels, models, operators, solvers, text
-    from linxling._progress import set_show_progress
-    from linxling.io import save
-    from linxling.models import load
-    from linxling.models._single_block import SingleBlock
-    from linxling.models.bicvm import BiCVM
-    from linxling.models.bilbowa import BilBOWA
-    from linxling.models.bildrl import BilDRL
-    from linxling.models.cllsi import CLLSI
-    from linxling.models.compress_tree import CompressTree
-    from linxling.models.cr5 import Cr5
-    from linxling.models.ranking import RankingEmbedding
-    from linxling.models.wmf import WMF, BilingualWMF
-    from linxling.models.xwmf import CrossWMF
-    from linxling.text import TfidfVectorizer, tokenize
+    from linxling import cli as cli
+    from linxling import datasets as datasets
+    from linxling import evaluate as evaluate
+    from linxling import io as io
+    from linxling import kernels as kernels
+    from linxling import models as models
+    from linxling import operators as operators
+    from linxling import solvers as solvers
+    from linxling import text as text
+    from linxling._progress import set_show_progress as set_show_progress
+    from linxling.io import save as save
+    from linxling.models import load as load
+    from linxling.models._single_block import SingleBlock as SingleBlock
+    from linxling.models.bicvm import BiCVM as BiCVM
+    from linxling.models.bilbowa import BilBOWA as BilBOWA
+    from linxling.models.bildrl import BilDRL as BilDRL
+    from linxling.models.cllsi import CLLSI as CLLSI
+    from linxling.models.compress_tree import CompressTree as CompressTree
+    from linxling.models.cr5 import Cr5 as Cr5
+    from linxling.models.ranking import RankingEmbedding as RankingEmbedding
+    from linxling.models.wmf import WMF as WMF
+    from linxling.models.wmf import BilingualWMF as BilingualWMF
+    from linxling.models.xwmf import CrossWMF as CrossWMF
+    from linxling.text import TfidfVectorizer as TfidfVectorizer
+    from linxling.text import tokenize as tokenize
 
 _MODELS = tuple(_model_names())     # the registry (linxling/_registry.py), resolved by linxling.models
 _LAZY = {

@@ -50,3 +50,18 @@ def test_the_store_imports_a_model_module_on_load(tmp_path):
 def test_contract_cases_cover_the_registry():
     from tests.test_contract import IDS
     assert set(IDS) | {"SingleBlock"} == set(_registry.names())   # SingleBlock: tests/test_sklearn.py
+
+
+def test_static_imports_name_every_registered_model():
+    """Editors and type checkers read the TYPE_CHECKING imports of the two lazy packages: they
+    must name every model of the registry, from its module."""
+    import ast
+    from pathlib import Path
+    for pkg in ("linxling", "linxling.models"):
+        src = Path(__import__(pkg, fromlist=["_"]).__file__).read_text(encoding="utf-8")
+        block = next(n for n in ast.parse(src).body if isinstance(n, ast.If)
+                     and getattr(n.test, "id", None) == "TYPE_CHECKING")
+        seen = {a.asname or a.name: node.module for node in block.body if isinstance(node, ast.ImportFrom)
+                for a in node.names}
+        for e in _registry.MODELS:
+            assert seen.get(e.name) == e.module, (pkg, e.name)

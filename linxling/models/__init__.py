@@ -15,16 +15,17 @@ from typing import TYPE_CHECKING
 from linxling._registry import MODELS as _REGISTRY
 
 if TYPE_CHECKING:   # what editors and type checkers see; at run time the names load lazily
-    from linxling.models._single_block import SingleBlock
-    from linxling.models.bicvm import BiCVM
-    from linxling.models.bilbowa import BilBOWA
-    from linxling.models.bildrl import BilDRL
-    from linxling.models.cllsi import CLLSI
-    from linxling.models.compress_tree import CompressTree
-    from linxling.models.cr5 import Cr5
-    from linxling.models.ranking import RankingEmbedding
-    from linxling.models.wmf import WMF, BilingualWMF
-    from linxling.models.xwmf import CrossWMF
+    from linxling.models._single_block import SingleBlock as SingleBlock
+    from linxling.models.bicvm import BiCVM as BiCVM
+    from linxling.models.bilbowa import BilBOWA as BilBOWA
+    from linxling.models.bildrl import BilDRL as BilDRL
+    from linxling.models.cllsi import CLLSI as CLLSI
+    from linxling.models.compress_tree import CompressTree as CompressTree
+    from linxling.models.cr5 import Cr5 as Cr5
+    from linxling.models.ranking import RankingEmbedding as RankingEmbedding
+    from linxling.models.wmf import WMF as WMF
+    from linxling.models.wmf import BilingualWMF as BilingualWMF
+    from linxling.models.xwmf import CrossWMF as CrossWMF
 
 #: class name -> module, from the registry (linxling/_registry.py)
 _LAZY = {e.name: e.module for e in _REGISTRY}
