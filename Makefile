@@ -20,10 +20,11 @@ system-deps:
 $(STAMP): pyproject.toml | system-deps
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	# scikit-sparse<0.5 builds from source against Debian's SuiteSparse and needs numpy+Cython at build time
+	# the cholmod extra: scikit-sparse<0.5 builds from source against Debian's SuiteSparse and needs
+	# numpy+Cython at build time (so it is installed here, not through pip's isolated build)
 	$(PY) -m pip install -q numpy "Cython<3.1"
 	$(PY) -m pip install -q --no-build-isolation "scikit-sparse<0.5"
-	$(PY) -m pip install -q -e ".[demo,test,bench,docs]"
+	$(PY) -m pip install -q -e ".[dask,demo,test,bench,docs]"
 	@touch $(STAMP)
 
 venv: $(STAMP)

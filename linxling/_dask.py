@@ -45,8 +45,9 @@ def get_client(client: Any = None, name: str = "client"):
     """
     try:
         from distributed import Client, default_client
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(f"row-partitioned data needs dask.distributed (pip install distributed): {exc}") from None
+    except ImportError as exc:
+        raise ImportError("fitting on a Dask cluster needs dask and dask.distributed, which linxling "
+                          f"does not install by default: pip install 'linxling[dask]' ({exc})") from None
     if client is not None:
         if not isinstance(client, Client):
             raise TypeError(f"{name} must be a dask.distributed.Client or None, got {type(client).__name__}")

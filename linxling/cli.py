@@ -367,12 +367,22 @@ def _fit_help() -> str:
     return "\n".join(lines)
 
 
+def _source_checkout() -> str | None:
+    """The root of the source checkout this linxling runs from, if it is one (a folder holding
+    both linxling/ and benchmarks/suite/), else None (an installed wheel)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return root if os.path.isfile(os.path.join(root, "benchmarks", "suite", "__init__.py")) else None
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
-    try:
-        from benchmarks.suite import main as bench_main
-    except ImportError as exc:
-        raise ImportError("linxling bench needs the benchmarks/ folder of a linxling source "
-                          f"checkout on the Python path (run it from the repository root): {exc}") from exc
+    root = _source_checkout()
+    if root is None:
+        raise ImportError("linxling bench runs the benchmark suite (benchmarks/ in the source repository), which "
+                          "an installed wheel does not include; run it from a source checkout: git clone the "
+                          "repository, pip install -e '.[bench]', then linxling bench (or python -m benchmarks)")
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from benchmarks.suite import main as bench_main
     return bench_main(getattr(args, "bench_args", []), prog="linxling bench")
 
 

@@ -56,3 +56,42 @@ def test_no_function_local_import_of_models_in_lower_layers(module):
         files = sorted(files[0].parent.glob("*.py"))
     text = "\n".join(f.read_text(encoding="utf-8") for f in files)
     assert "linxling.models" not in text and "import_module(" not in text
+
+
+def test_datasets_do_not_import_evaluate():
+    """Layers point one way: evaluate may read datasets, never the reverse (read_sts lives in
+    datasets; evaluate re-exports it)."""
+    import ast
+    for f in sorted((ROOT / "linxling" / "datasets").glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").startswith("linxling.evaluate"), f
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.startswith("linxling.evaluate") for a in node.names), f
+
+
+def test_cli_bench_outside_a_source_checkout_says_what_it_needs(monkeypatch, capsys):
+    from linxling import cli
+    monkeypatch.setattr(cli, "_source_checkout", lambda: None)
+    assert cli.main(["bench", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "source checkout" in err and "Traceback" not in err
+
+
+def test_without_dask_the_cluster_paths_name_the_extra(monkeypatch):
+    import linxling._dask as ld
+    monkeypatch.setitem(sys.modules, "distributed", None)      # import distributed -> ImportError
+    with pytest.raises(ImportError, match=r"pip install 'linxling\[dask\]'"):
+        ld.get_client()
+
+
+def test_core_dependencies_are_the_light_ones():
+    """pip install linxling needs no compiler and no system package: scikit-sparse (CHOLMOD) and
+    dask are extras, never core dependencies (issue #26)."""
+    import tomllib
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    core = {d.split(">")[0].split("<")[0].split("[")[0].split("=")[0].strip() for d in meta["dependencies"]}
+    assert core == {"numpy", "scipy", "numba", "h5py", "tqdm", "threadpoolctl", "scikit-learn"}
+    extras = meta["optional-dependencies"]
+    assert any("scikit-sparse" in d for d in extras["cholmod"])
+    assert any(d.startswith("dask") for d in extras["dask"]) and any("cupy" in d for d in extras["gpu"])

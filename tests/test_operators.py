@@ -15,6 +15,7 @@ from linxling.operators import (BlockDiagonal, CallableOperator, CenteredGram, C
                                 MatrixOperator, WoodburyInverse, as_operator, dottest,
                                 gram_nnz_estimate, woodbury_from_blocks)
 from linxling.solvers import ConvergenceWarning
+from _optional import CHOLMOD, HAS_CHOLMOD
 
 
 def _sprand(n, p, density=0.2, seed=0, dtype=np.float64):
@@ -189,7 +190,7 @@ def test_block_diagonal_dense_reference(rng):
 
 
 # ---------------------------------------------------------------------- block inverses
-@pytest.mark.parametrize("method", ["dense", "cholmod", "cg"])
+@pytest.mark.parametrize("method", ["dense", CHOLMOD, "cg"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_gram_block_inverse_methods(method, dtype):
     X = _sprand(60, 15, density=0.2, seed=5, dtype=dtype)
@@ -212,11 +213,14 @@ def test_gram_block_inverse_auto_choices():
     # small p but a very sparse Gram -> CHOLMOD (bounded by the dense budget)
     Xv = sp.random(400, 300, density=0.003, format="csr", random_state=1)
     inv = GramBlockInverse(Xv, 1.0)
-    assert inv.method_ == "cholmod" and "dense budget" in inv.reason_
+    if HAS_CHOLMOD:
+        assert inv.method_ == "cholmod" and "dense budget" in inv.reason_
+    else:
+        assert inv.method_ in ("dense", "cg") and "linxling[cholmod]" in inv.reason_
     # very sparse Gram (density <= cholmod_max_density / 10), p above dense_max -> cholmod
     Xs = sp.random(400, 2000, density=0.001, format="csr", random_state=1)
     inv = GramBlockInverse(Xs, 1.0, dense_max=100)
-    assert inv.method_ == "cholmod", inv.reason_
+    assert inv.method_ == ("cholmod" if HAS_CHOLMOD else "cg"), inv.reason_
     assert inv.nnz_gram_ is not None and inv.nnz_gram_ <= 2000 * 2000
     # p above dense_max and a Gram only moderately sparse (like text co-occurrence): fill-in is
     # unpredictable there, so block CG rather than CHOLMOD
@@ -275,7 +279,7 @@ def _lang_blocks(seed=0, dtype=np.float64):
     return [_sprand(n, p, density=0.25, seed=seed + i, dtype=dtype) for i, (n, p) in enumerate(sizes)]
 
 
-@pytest.mark.parametrize("method", ["dense", "cholmod", "cg"])
+@pytest.mark.parametrize("method", ["dense", CHOLMOD, "cg"])
 def test_woodbury_matches_dense_inverse_of_centred_gram(method):
     blocks = _lang_blocks()
     alpha = 0.4
@@ -568,3 +572,27 @@ def test_cross_covariance_repeated_concept_keeps_yty():
     X = sp.random(6, 5, density=0.5, random_state=1, format="csr")
     C = CrossCovariance.from_blocks([X], [np.array([0, 1, 2, 3, 4, 4])], 5)
     assert C._one_doc is None and C._YtX is not None
+
+
+
+def test_without_cholmod_auto_falls_back_with_one_note_and_the_same_result(monkeypatch):
+    """Without scikit-sparse the choice that would be CHOLMOD becomes the dense factor or block
+    CG, says so once, and the inverse is the same to the solver tolerance (issue #26)."""
+    import sys
+    import warnings
+
+    import linxling.operators.gram as gram
+    Xv = sp.random(400, 300, density=0.003, format="csr", random_state=1)
+    ref = np.linalg.inv((Xv.T @ Xv).toarray() + np.eye(300))
+    monkeypatch.setitem(sys.modules, "sksparse", None)           # import sksparse -> ImportError
+    monkeypatch.setattr(gram, "_NOTED_NO_CHOLMOD", [])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        inv = GramBlockInverse(Xv, 1.0)
+        GramBlockInverse(Xv, 1.0)
+    notes = [x for x in w if "CHOLMOD" in str(x.message)]
+    assert len(notes) == 1 and "linxling[cholmod]" in str(notes[0].message)
+    assert inv.method_ in ("dense", "cg") and "linxling[cholmod]" in inv.reason_
+    np.testing.assert_allclose(inv.to_dense(), ref, rtol=1e-8, atol=1e-10)
+    with pytest.raises(ImportError, match="linxling\\[cholmod\\]"):
+        GramBlockInverse(Xv, 1.0, method="cholmod")

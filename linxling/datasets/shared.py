@@ -13,7 +13,7 @@ import numpy as np
 
 from linxling._validation import tsv_fields
 
-__all__ = ["shared_data_dir", "load_sib200", "load_tatoeba", "load_sts17",
+__all__ = ["shared_data_dir", "load_sib200", "load_tatoeba", "load_sts17", "read_sts",
            "SIB200_LANGUAGES", "TATOEBA_LANGUAGES", "STS17_TRACKS"]
 
 #: SIB-200 folder names, keyed by ISO 639-1 code (the folder name itself is accepted too).
@@ -119,5 +119,49 @@ def load_sts17(track: str, path: str | os.PathLike | None = None
         raise ValueError(f"unknown STS-17 track {track!r}; known: "
                          + ", ".join(f"{k} ({v})" for k, v in STS17_TRACKS.items()))
     file = _require(shared_data_dir(path) / "sts17" / STS17_TRACKS[key], f"STS-17 track {key}")
-    from linxling.evaluate._sts import read_sts
     return read_sts(file)
+
+
+def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]:
+    """Read an STS file with lines ``gold<TAB>sentence1<TAB>sentence2`` (e.g. SemEval-2017).
+
+    ``path`` is taken as given (relative paths from the working directory). For the shared data
+    folder use :func:`linxling.datasets.shared_data_dir`, which honours ``LINXLING_SHARED_DATA``
+    from any working directory: ``read_sts(shared_data_dir() / "sts17" / "track4a.es-en.tsv")``
+    (or :func:`linxling.datasets.load_sts17`).
+
+    The columns' languages are per file, not in the order of the file name: in SemEval-2017's
+    crosslingual tracks ``track2.ar-en`` and ``track4b.es-en`` have the **English** sentence
+    first, ``track4a.es-en`` the Spanish one. Embed each column in its own language (reading
+    track 2 as Arabic-then-English gives every pair a zero vector on one side).
+
+    Returns
+    -------
+    gold : ndarray of float64, shape (n,)
+    s1, s2 : list of str, length n
+
+    Raises
+    ------
+    ValueError
+        On a line without exactly 3 tab-separated fields or a non-numeric gold score.
+    FileNotFoundError
+        If ``path`` does not exist (the message names the shared data folder).
+    """
+    gold, s1, s2 = [], [], []
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"STS file not found: {os.fspath(path)} (relative to {os.getcwd()}); for the "
+                                f"shared data use linxling.datasets.shared_data_dir() / 'sts17' / ..., "
+                                f"currently {shared_data_dir()} (set LINXLING_SHARED_DATA)")
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            fields = tsv_fields(line, 3, f"{os.fspath(path)}:{lineno}", "gold, sentence1, sentence2")
+            try:
+                gold.append(float(fields[0]))
+            except ValueError as exc:
+                raise ValueError(f"{os.fspath(path)}:{lineno}: gold score {fields[0]!r} is not a number") from exc
+            s1.append(fields[1])
+            s2.append(fields[2])
+    return np.asarray(gold, dtype=np.float64), s1, s2

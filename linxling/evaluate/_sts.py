@@ -1,63 +1,18 @@
 """Semantic textual similarity (STS) evaluation: cosine of paired embeddings vs gold scores."""
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 import scipy.stats
 
 from linxling._backend import get_namespace, to_numpy
-from linxling._validation import tsv_fields
 from linxling.evaluate._retrieval import _check_embeddings
 
 __all__ = ["sts", "read_sts"]
 
-
-def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]:
-    """Read an STS file with lines ``gold<TAB>sentence1<TAB>sentence2`` (e.g. SemEval-2017).
-
-    ``path`` is taken as given (relative paths from the working directory). For the shared data
-    folder use :func:`linxling.datasets.shared_data_dir`, which honours ``LINXLING_SHARED_DATA``
-    from any working directory: ``read_sts(shared_data_dir() / "sts17" / "track4a.es-en.tsv")``
-    (or :func:`linxling.datasets.load_sts17`).
-
-    The columns' languages are per file, not in the order of the file name: in SemEval-2017's
-    crosslingual tracks ``track2.ar-en`` and ``track4b.es-en`` have the **English** sentence
-    first, ``track4a.es-en`` the Spanish one. Embed each column in its own language (reading
-    track 2 as Arabic-then-English gives every pair a zero vector on one side).
-
-    Returns
-    -------
-    gold : ndarray of float64, shape (n,)
-    s1, s2 : list of str, length n
-
-    Raises
-    ------
-    ValueError
-        On a line without exactly 3 tab-separated fields or a non-numeric gold score.
-    FileNotFoundError
-        If ``path`` does not exist (the message names the shared data folder).
-    """
-    gold, s1, s2 = [], [], []
-    if not os.path.isfile(path):
-        from linxling.datasets import shared_data_dir
-        raise FileNotFoundError(f"STS file not found: {os.fspath(path)} (relative to {os.getcwd()}); for the "
-                                f"shared data use linxling.datasets.shared_data_dir() / 'sts17' / ..., "
-                                f"currently {shared_data_dir()} (set LINXLING_SHARED_DATA)")
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            fields = tsv_fields(line, 3, f"{os.fspath(path)}:{lineno}", "gold, sentence1, sentence2")
-            try:
-                gold.append(float(fields[0]))
-            except ValueError as exc:
-                raise ValueError(f"{os.fspath(path)}:{lineno}: gold score {fields[0]!r} is not a number") from exc
-            s1.append(fields[1])
-            s2.append(fields[2])
-    return np.asarray(gold, dtype=np.float64), s1, s2
+# read_sts lives with the data loaders (linxling.datasets); re-exported here for compatibility
+from linxling.datasets.shared import read_sts  # noqa: E402
 
 
 def sts(emb1: Any, emb2: Any, gold: Any) -> dict:

@@ -5,6 +5,8 @@ Nothing here centres or densifies ``X``: the centred Gram is applied as
 """
 from __future__ import annotations
 
+import warnings
+
 from typing import Any
 
 import numpy as np
@@ -454,11 +456,14 @@ class GramBlockInverse(LinearOperator):
         # is only chosen for a truly sparse Gram (density <= cholmod_max_density / 10).
         sparse_ok = (density <= self.cholmod_max_density and dense_ok) or (
             density <= self.cholmod_max_density / 10 and factor_bytes <= self.memory_budget)
+        missing = ""
         if sparse_ok:
             try:
                 _import_cholmod()
-            except ImportError:  # pragma: no cover - depends on the install
+            except ImportError:
                 sparse_ok = False
+                missing = ("; CHOLMOD's sparse factor would be chosen here, but scikit-sparse is not "
+                           "installed (pip install 'linxling[cholmod]')")
         if sparse_ok:
             # Preferred over "dense" even for small p: a sparse Gram factors ~15x faster and
             # solves ~5x faster with CHOLMOD (measured, p=3000, density 0.009); when p fits
@@ -468,16 +473,18 @@ class GramBlockInverse(LinearOperator):
                                + ("p_l fits dense_max so the factor is bounded by the dense budget"
                                   if dense_ok else f"estimated factor {factor_bytes / 2**20:.0f} "
                                   "MiB fits memory_budget"))
+        if missing:
+            _note_no_cholmod()
         if dense_ok and self.expected_rhs is not None:
             t_dense, t_cg = self._cost_model(p)
             if t_cg < t_dense:
                 return "cg", (f"p_l={p} <= dense_max but block CG is estimated cheaper for "
                               f"{self.expected_rhs} right-hand sides: {t_cg:.2g} s vs {t_dense:.2g} s "
-                              "for the dense factor and solves (cost model, see expected_rhs)")
+                              "for the dense factor and solves (cost model, see expected_rhs)" + missing)
         if dense_ok:
             return "dense", (f"p_l={p} <= dense_max={self.dense_max} and the dense Gram + factor "
                              f"({dense_bytes / 2**20:.1f} MiB) fit memory_budget; X^T X density "
-                             f"{density:.2g}{kind}")
+                             f"{density:.2g}{kind}" + missing)
         if density > self.cholmod_max_density:
             why = f"density {density:.2g} > cholmod_max_density={self.cholmod_max_density}"
         elif density > self.cholmod_max_density / 10:
@@ -486,6 +493,8 @@ class GramBlockInverse(LinearOperator):
         else:
             why = f"estimated factor {factor_bytes / 2**20:.0f} MiB exceeds memory_budget"
 
+        if missing:
+            why = "scikit-sparse (CHOLMOD) is not installed (pip install 'linxling[cholmod]')"
         return "cg", (f"p_l={p} > dense_max={self.dense_max} (or the dense Gram exceeds "
                       f"memory_budget) and X^T X (nnz={nnz}{kind}) is not sparse enough to factor: {why}")
 
@@ -649,10 +658,24 @@ class GramBlockInverse(LinearOperator):
         return f"<GramBlockInverse shape={self.shape} dtype={self.dtype} method={self.method_!r}>"
 
 
+_NOTED_NO_CHOLMOD: list[bool] = []
+
+
+def _note_no_cholmod() -> None:
+    """Say once per process that CHOLMOD would have been used: the fit goes on with the dense
+    factor or block CG, which give the same result to the solver tolerance."""
+    if not _NOTED_NO_CHOLMOD:
+        _NOTED_NO_CHOLMOD.append(True)
+        warnings.warn("scikit-sparse (CHOLMOD) is not installed: a sparse Gram block is factored densely "
+                      "or solved by block CG instead (same result to the solver tolerance; "
+                      "pip install 'linxling[cholmod]' for the sparse factor)", UserWarning, stacklevel=4)
+
+
 def _import_cholmod():
     try:
         from sksparse import cholmod
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError("method='cholmod' needs scikit-sparse (pip install 'scikit-sparse<0.5' "
-                          "with SuiteSparse installed)") from exc
+        raise ImportError("method='cholmod' needs scikit-sparse: pip install 'linxling[cholmod]' (it builds "
+                          "against SuiteSparse: apt install libsuitesparse-dev, or conda install "
+                          "scikit-sparse)") from exc
     return cholmod
