@@ -27,6 +27,7 @@ if TYPE_CHECKING:   # what editors and type checkers see; at run time the names 
     from linxling import kernels as kernels
     from linxling import models as models
     from linxling import operators as operators
+    from linxling import search as search
     from linxling import solvers as solvers
     from linxling import text as text
     from linxling._progress import set_show_progress as set_show_progress
@@ -55,7 +56,7 @@ _LAZY = {
     "tokenize": "linxling.text",
     "set_show_progress": "linxling._progress",
 }
-_SUBMODULES = {"text", "evaluate", "io", "operators", "solvers", "kernels", "models", "datasets", "cli"}
+_SUBMODULES = {"text", "evaluate", "io", "operators", "solvers", "kernels", "models", "datasets", "cli", "search"}
 
 __all__ = ["__version__", *sorted(_LAZY), *sorted(_SUBMODULES)]
 

@@ -1,4 +1,5 @@
-"""Command line: ``linxling fit``, ``embed``, ``evaluate``, ``info``, ``export``, ``demo``."""
+"""Command line: ``linxling fit``, ``embed``, ``evaluate``, ``info``, ``export``, ``index``,
+``search``, ``demo``, ``bench``."""
 from __future__ import annotations
 
 import argparse
@@ -286,15 +287,18 @@ def _load(path: str):
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from linxling import _backend
     m = _load(args.model)
+    from linxling.search import Index
+    if isinstance(m, Index):
+        print(f"search index of {len(m)} {m.language or ''} documents, d = {m.dim}; model: {m.model_path}"
+              + (f"; CSLS reference radii (knn = {m.reference_knn_})" if m.reference_radii_ is not None else ""))
+        return 0
     langs = model_languages(m)
     mono = "monolingual" + (f" ({m.language})" if isinstance(getattr(m, "language", None), str) else "")
     print(f"{type(m).__name__} saved by linxling; languages: {', '.join(langs) if langs else mono}")
     for k in ("n_components", "alpha", "pivot_language"):
         if hasattr(m, k):
             print(f"  {k} = {getattr(m, k)}")
-    print(f"GPU: {_backend.CUPY_REASON}")
     return 0
 
 
@@ -342,6 +346,55 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_index(args: argparse.Namespace) -> int:
+    from linxling.search import Index
+    m = _load(args.model)
+    lines, empty = _read_lines(args.collection)
+    if empty:
+        print(f"linxling: {args.collection}: {len(empty)} empty line(s) indexed as empty documents "
+              "(they score 0)", file=sys.stderr)
+    index = Index.from_texts(m, lines, args.language, ids=list(range(1, len(lines) + 1)),
+                             batch_size=args.batch_size)
+    index.model_path = os.path.abspath(args.model)
+    if args.reference:
+        ref_lang, ref_path = args.reference
+        ref_lines, _ = _read_lines(ref_path)
+        index.set_reference(embed_texts(m, ref_lines, ref_lang), knn=args.knn)
+    index.save(args.output)
+    print(f"indexed {len(index)} documents ({args.language}, d = {index.dim}) in {args.output}"
+          + (f"; CSLS reference: {len(ref_lines)} {ref_lang} texts" if args.reference else ""))
+    return 0
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    index = _load_index(args.index)
+    model_path = args.model or index.model_path
+    if not model_path:
+        raise ValueError(f"{args.index} does not name its model: give --model MODEL.h5")
+    m = _load(model_path)
+    queries, _ = _read_lines(args.queries)
+    k = min(args.k, len(index))
+    scores, idx = index.search(embed_texts(m, queries, args.language), k, similarity=args.similarity,
+                               knn=args.knn)
+    out = sys.stdout
+    out.write("query\trank\tscore\tdocument\ttext\n")
+    for qi in range(len(queries)):
+        for rank in range(k):
+            j = int(idx[qi, rank])
+            doc = index.ids[j] if index.ids is not None else j
+            text = index.texts[j] if index.texts is not None else ""
+            out.write(f"{qi + 1}\t{rank + 1}\t{scores[qi, rank]:.6f}\t{doc}\t{text}\n")
+    return 0
+
+
+def _load_index(path: str):
+    from linxling.search import Index
+    obj = _load(path)
+    if not isinstance(obj, Index):
+        raise ValueError(f"{path} is a {type(obj).__name__} model, not a search index (linxling index)")
+    return obj
+
+
 #: One example per subcommand, shown by its --help and run by tests/test_cli.py on small files.
 EXAMPLES = {
     "fit": "linxling fit Cr5 --input en=en.txt es=es.txt --output model.h5 --n-components 2 --min-df 1",
@@ -349,6 +402,8 @@ EXAMPLES = {
     "embed": "linxling embed model.h5 en en.txt en.npy",
     "evaluate": "linxling evaluate model.h5 en en.txt es es.txt --k 1 5",
     "export": "linxling export model.h5 es es_vectors.txt --format word2vec",
+    "index": "linxling index model.h5 es es.txt es_index.h5",
+    "search": "linxling search es_index.h5 en en.txt --k 3",
     "demo": "linxling demo --languages en es --n-components 50",
 }
 
@@ -455,6 +510,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="word2vec (text), word2vec-binary, npy (+ .vocab.txt), faiss (float32 unit rows + "
                         ".vocab.txt); models fitted from matrices write feature indices as words")
     x.set_defaults(func=_cmd_export)
+
+    n = add("index", "embed a text collection (one document per line) into a search index file")
+    n.add_argument("model", help="a saved model (linxling fit)")
+    n.add_argument("language", help="language of the collection")
+    n.add_argument("collection", help="UTF-8 text file, one document per line (results name them by line number)")
+    n.add_argument("output", help="index file to write (.h5)")
+    n.add_argument("--reference", nargs=2, metavar=("LANG", "FILE"),
+                   help="CSLS: texts of the query language whose vectors give each document's hubness "
+                        "radius once (default at search time: the queries themselves)")
+    n.add_argument("--knn", type=int, default=10, help="CSLS neighbourhood size")
+    n.add_argument("--batch-size", type=int, default=10_000, help="documents embedded at a time")
+    n.set_defaults(func=_cmd_index)
+
+    q = add("search", "the top-k documents of an index for each query (TSV on stdout)")
+    q.add_argument("index", help="an index file (linxling index)")
+    q.add_argument("language", help="language of the queries")
+    q.add_argument("queries", help="UTF-8 text file, one query per line")
+    q.add_argument("--k", type=int, default=10, help="documents per query")
+    q.add_argument("--similarity", choices=["cosine", "csls"], default="cosine")
+    q.add_argument("--knn", type=int, default=10, help="CSLS neighbourhood size")
+    q.add_argument("--model", help="the model that embeds the queries (default: the one the index was built with)")
+    q.set_defaults(func=_cmd_search)
 
     b = sub.add_parser("bench", add_help=False,
                        help="run the leaderboard suite (python -m benchmarks); needs a source checkout")

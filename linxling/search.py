@@ -1,0 +1,293 @@
+"""Crosslingual search: the top-k documents of a collection for queries in another language.
+
+:class:`Index` holds one language's document vectors (rows normalised, float32 by default) and
+answers :meth:`Index.search` exactly ("flat", as FAISS's ``IndexFlatIP`` on unit vectors), in
+blocks of queries and of candidates, so that no n_queries x n_candidates matrix is formed and
+collections of millions of documents fit: memory is the index itself plus one score block.
+
+Similarities:
+
+- ``"cosine"``: the inner product of unit vectors.
+- ``"csls"`` (Conneau et al. 2018): ``2 cos(x, y) − r_q(x) − r_c(y)``, where ``r_q(x)`` is the
+  mean cosine of query x to its ``knn`` nearest documents and ``r_c(y)`` the mean cosine of
+  document y to its ``knn`` nearest vectors of the *query language* (a reference set: the
+  queries themselves, or a sample of the query language given once with
+  :meth:`Index.set_reference`). It penalises "hubs", documents near everything, which matters
+  across languages.
+
+>>> import numpy as np
+>>> from linxling.search import Index
+>>> rng = np.random.default_rng(0)
+>>> docs = rng.standard_normal((1000, 16))
+>>> index = Index(docs)
+>>> scores, ids = index.search(docs[:3] + 0.01 * rng.standard_normal((3, 16)), k=2)
+>>> ids[:, 0].tolist()
+[0, 1, 2]
+
+The command line builds an index file from a text collection and queries it
+(``linxling index``, ``linxling search``; docs/cli.md).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from linxling._progress import progress
+from linxling._validation import check_int
+from linxling.io import register_model
+
+__all__ = ["Index", "search"]
+
+#: bytes of one score block (queries x candidates) the search may hold
+BLOCK_BYTES = 256 * 2 ** 20
+
+
+def _unit_rows(X: Any, name: str, dtype) -> np.ndarray:
+    X = np.array(X, dtype=dtype, order="C", copy=True)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (n, d), got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    np.divide(X, norms, out=X, where=norms > 0)      # a zero row stays zero: cosine 0 to everything
+    return X
+
+
+def _merge_topk(best_s: np.ndarray, best_i: np.ndarray, S: np.ndarray, offset: int, k: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The running top-k (b, <= k) of each row merged with the score block S (b, n) of
+    candidates ``offset .. offset + n``: score descending, ties to the lower candidate index."""
+    kk = min(k, S.shape[1])
+    part = (np.argpartition(-S, kk - 1, axis=1)[:, :kk] if kk < S.shape[1]
+            else np.broadcast_to(np.arange(S.shape[1]), S.shape))
+    cand_s = np.concatenate([best_s, np.take_along_axis(S, part, axis=1)], axis=1)
+    cand_i = np.concatenate([best_i, part + offset], axis=1)
+    order = np.lexsort((cand_i, -cand_s), axis=1)[:, :k]
+    return np.take_along_axis(cand_s, order, axis=1), np.take_along_axis(cand_i, order, axis=1)
+
+
+@register_model("SearchIndex")
+class Index:
+    """An exact (flat) index of one language's document vectors.
+
+    Parameters
+    ----------
+    vectors : array (n_documents, d)
+        Document embeddings, e.g. ``model.transform(texts, language)``. Rows are normalised
+        (a zero row, a document without any known word, stays zero and scores 0).
+    ids : sequence, optional
+        One label per document, returned by :meth:`search_ids` (default: the row numbers).
+    texts : sequence of str, optional
+        The documents themselves, kept for display (the command line prints them).
+    language : str, optional
+        The documents' language (recorded; queries are embedded in their own language).
+    dtype : float32 or float64, default float32
+        Of the stored vectors and the scores (float32 halves memory and the GEMMs' time).
+
+    Attributes
+    ----------
+    vectors_ : ndarray (n_documents, d), unit rows
+    reference_radii_ : ndarray (n_documents,) or None
+        ``r_c`` of CSLS from :meth:`set_reference`; None until then.
+    """
+
+    def __init__(self, vectors: Any, ids: Sequence | None = None, *, texts: Sequence[str] | None = None,
+                 language: str | None = None, dtype: Any = np.float32) -> None:
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+        self.vectors_ = _unit_rows(vectors, "vectors", dtype)
+        n = self.vectors_.shape[0]
+        for name, seq in (("ids", ids), ("texts", texts)):
+            if seq is not None and len(seq) != n:
+                raise ValueError(f"{name} has {len(seq)} items but vectors has {n} rows")
+        self.ids = None if ids is None else list(ids)
+        self.texts = None if texts is None else [str(t) for t in texts]
+        self.language = language
+        self.reference_radii_: np.ndarray | None = None
+        self.reference_knn_: int | None = None
+        self.model_path: str | None = None
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_texts(cls, model: Any, texts: Sequence[str], language: str, *, ids: Sequence | None = None,
+                   keep_texts: bool = True, batch_size: int = 10_000, dtype: Any = np.float32,
+                   show_progress: bool | None = None) -> Index:
+        """Embed ``texts`` of ``language`` with a fitted linxling model, ``batch_size`` at a time."""
+        from linxling.cli import embed_texts
+        texts = list(texts)
+        if not texts:
+            raise ValueError("texts is empty: there is nothing to index")
+        batch_size = check_int(batch_size, "batch_size")
+        starts = range(0, len(texts), batch_size)
+        parts = [np.asarray(embed_texts(model, texts[s:s + batch_size], language), dtype=dtype)
+                 for s in progress(starts, show=show_progress, desc="embedding", unit="batch")]
+        return cls(np.concatenate(parts), ids=ids, texts=texts if keep_texts else None,
+                   language=language, dtype=dtype)
+
+    def __len__(self) -> int:
+        return int(self.vectors_.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors_.shape[1])
+
+    def set_reference(self, vectors: Any, knn: int = 10, block_size: int | None = None) -> Index:
+        """Compute CSLS's ``r_c`` of every document against ``vectors`` of the query language (a
+        representative sample, e.g. a few thousand of its documents); searches with
+        ``similarity="csls"`` then use it instead of the queries. One blocked pass over the index."""
+        from linxling.evaluate._retrieval import _csls_radii_numpy
+        R = _unit_rows(vectors, "vectors", self.vectors_.dtype)
+        self._check_dim(R, "reference vectors")
+        knn = self._check_knn(knn, R.shape[0])
+        bs = self._block(block_size, R.shape[0])
+        r_docs, _ = _csls_radii_numpy(self.vectors_, R, knn, bs)
+        self.reference_radii_ = np.asarray(r_docs, dtype=self.vectors_.dtype)
+        self.reference_knn_ = knn
+        return self
+
+    # ------------------------------------------------------------------ search
+    def _check_dim(self, Q: np.ndarray, name: str) -> None:
+        if Q.shape[1] != self.dim:
+            raise ValueError(f"{name} have dimension {Q.shape[1]}, the index {self.dim}")
+
+    def _check_knn(self, knn: int, n_other: int) -> int:
+        knn = check_int(knn, "knn")
+        if knn > min(n_other, len(self)):
+            raise ValueError(f"knn={knn} exceeds the number of vectors on one side ({min(n_other, len(self))})")
+        return knn
+
+    def _block(self, block_size: int | None, n_rows: int) -> int:
+        if block_size is not None:
+            return check_int(block_size, "block_size")
+        per_row = 2 * len(self) * self.vectors_.dtype.itemsize     # scores and their copy
+        return int(max(1, min(n_rows, 4096, BLOCK_BYTES // max(per_row, 1))))
+
+    def search(self, queries: Any, k: int = 10, *, similarity: str = "cosine", knn: int = 10,
+               block_size: int | None = None, show_progress: bool | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best documents of each query.
+
+        Parameters
+        ----------
+        queries : array (n_queries, d)
+            Query embeddings (in the query language, same model and dimension as the index).
+        k : int
+            Documents per query (at most the index size).
+        similarity : {"cosine", "csls"}
+        knn : int
+            CSLS neighbourhood (ignored for cosine). ``r_c`` comes from :meth:`set_reference` when
+            it was called, else from the queries themselves (as in :func:`linxling.evaluate.retrieval`).
+        block_size : int, optional
+            Queries per block (default up to 4,096). Candidates are taken in blocks too, so that
+            one score block holds at most about ``BLOCK_BYTES`` (256 MiB) whatever the index size.
+
+        Returns
+        -------
+        scores : ndarray (n_queries, k), best first
+        indices : ndarray of int64 (n_queries, k), rows of the index (ties: lower row first)
+        """
+        if similarity not in ("cosine", "csls"):
+            raise ValueError(f"similarity must be 'cosine' or 'csls', got {similarity!r}")
+        Q = _unit_rows(queries, "queries", self.vectors_.dtype)
+        self._check_dim(Q, "queries")
+        k = check_int(k, "k")
+        if k > len(self):
+            raise ValueError(f"k={k} exceeds the number of indexed documents ({len(self)})")
+        C, n_q, n_c = self.vectors_, Q.shape[0], len(self)
+        dt = C.dtype.type
+        r_c = None
+        if similarity == "csls":
+            if self.reference_radii_ is not None:
+                knn = self._check_knn(knn, n_c)
+                r_c = self.reference_radii_
+            else:
+                from linxling.evaluate._retrieval import _csls_radii_numpy
+                knn = self._check_knn(knn, n_q)
+                r_c = _csls_radii_numpy(C, Q, knn, self._block(None, n_q))[0]
+        qb = check_int(block_size, "block_size") if block_size is not None else min(n_q, 4096)
+        cb = int(min(n_c, max(k, knn, BLOCK_BYTES // (2 * qb * C.dtype.itemsize))))
+        scores = np.empty((n_q, k), dtype=C.dtype)
+        indices = np.empty((n_q, k), dtype=np.int64)
+        blocks = [(q0, c0) for q0 in range(0, n_q, qb) for c0 in range(0, n_c, cb)]
+        best_s = best_i = near = None
+        for q0, c0 in progress(blocks, show=show_progress, desc="search", unit="block", delay=1.0):
+            Qb = Q[q0:q0 + qb]
+            if c0 == 0:
+                best_s = np.full((Qb.shape[0], 0), -np.inf, dtype=C.dtype)
+                best_i = np.zeros((Qb.shape[0], 0), dtype=np.int64)
+                near = np.full((Qb.shape[0], 0), -np.inf, dtype=C.dtype)   # CSLS: knn largest cosines
+            S = Qb @ C[c0:c0 + cb].T
+            if r_c is not None:
+                part = np.partition(S, S.shape[1] - min(knn, S.shape[1]), axis=1)[:, S.shape[1] - min(knn, S.shape[1]):]
+                near = np.concatenate([near, part], axis=1)
+                if near.shape[1] > knn:
+                    near = np.partition(near, near.shape[1] - knn, axis=1)[:, near.shape[1] - knn:]
+                S *= dt(2)
+                S -= r_c[None, c0:c0 + cb]
+            best_s, best_i = _merge_topk(best_s, best_i, S, c0, k)
+            if c0 + cb >= n_c:                                           # the query block is done
+                if r_c is not None:
+                    best_s = best_s - np.mean(np.sort(near, axis=1)[:, ::-1], axis=1)[:, None]
+                scores[q0:q0 + qb] = best_s
+                indices[q0:q0 + qb] = best_i
+        return scores, indices
+
+    def search_ids(self, queries: Any, k: int = 10, **kwargs: Any) -> tuple[np.ndarray, list[list[Any]]]:
+        """:meth:`search` with the documents' ``ids`` (row numbers when the index has none)."""
+        scores, idx = self.search(queries, k, **kwargs)
+        ids = self.ids if self.ids is not None else None
+        return scores, [[ids[j] if ids is not None else int(j) for j in row] for row in idx]
+
+    # ------------------------------------------------------------------ store
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the index (atomically, checksummed) with :func:`linxling.io.save`."""
+        from linxling.io import save
+        save(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Index:
+        from linxling.io import load
+        obj = load(path)
+        if not isinstance(obj, cls):
+            raise TypeError(f"{os.fspath(path)} holds a {type(obj).__name__}, not a search index")
+        return obj
+
+    def _get_state(self) -> tuple[dict, dict]:
+        params: dict[str, Any] = {"language": self.language, "model_path": self.model_path,
+                                  "dtype": self.vectors_.dtype.name, "reference_knn": self.reference_knn_,
+                                  "has_ids": self.ids is not None, "has_texts": self.texts is not None}
+        arrays: dict[str, Any] = {"vectors": self.vectors_}
+        if self.ids is not None:
+            arrays["ids"] = np.array([str(i) for i in self.ids], dtype=str)
+        if self.texts is not None:
+            arrays["texts"] = np.array(self.texts, dtype=str)
+        if self.reference_radii_ is not None:
+            arrays["reference_radii"] = self.reference_radii_
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params: dict, arrays: dict) -> Index:
+        def strings(a):
+            return [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in np.asarray(a).tolist()]
+        obj = cls.__new__(cls)
+        obj.vectors_ = np.ascontiguousarray(arrays["vectors"], dtype=np.dtype(params.get("dtype", "float32")))
+        obj.ids = strings(arrays["ids"]) if params.get("has_ids") else None
+        obj.texts = strings(arrays["texts"]) if params.get("has_texts") else None
+        obj.language = params.get("language")
+        obj.model_path = params.get("model_path")
+        obj.reference_knn_ = params.get("reference_knn")
+        obj.reference_radii_ = (np.asarray(arrays["reference_radii"], dtype=obj.vectors_.dtype)
+                                if "reference_radii" in arrays else None)
+        return obj
+
+
+def search(queries: Any, candidates: Any, k: int = 10, *, similarity: str = "cosine", knn: int = 10,
+           block_size: int | None = None, dtype: Any = np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best rows of ``candidates`` for each row of ``queries``: ``(scores, indices)``,
+    best first (cosine or CSLS; see :class:`Index`, which this builds once)."""
+    return Index(candidates, dtype=dtype).search(queries, k, similarity=similarity, knn=knn,
+                                                 block_size=block_size)

@@ -1,0 +1,132 @@
+"""linxling.search: exact top-k search in blocks, cosine and CSLS, against a dense reference and
+FAISS's flat inner-product index; the index file and the CLI's index/search commands."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import linxling.search as ls
+from linxling.search import Index, search
+
+
+def _dense(Q, C, k, similarity="cosine", knn=10, ref=None):
+    Qn = Q / np.linalg.norm(Q, axis=1, keepdims=True)
+    Cn = C / np.linalg.norm(C, axis=1, keepdims=True)
+    S = Qn @ Cn.T
+    if similarity == "csls":
+        R = Qn if ref is None else ref / np.linalg.norm(ref, axis=1, keepdims=True)
+        r_q = np.sort(S, axis=1)[:, ::-1][:, :knn].mean(axis=1)
+        r_c = np.sort(Cn @ R.T, axis=1)[:, ::-1][:, :knn].mean(axis=1)
+        S = 2 * S - r_q[:, None] - r_c[None, :]
+    idx = np.argsort(-S, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(S, idx, axis=1), idx
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((120, 16)), rng.standard_normal((2000, 16)), rng.standard_normal((300, 16))
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "csls"])
+@pytest.mark.parametrize("tiny_blocks", [False, True])
+def test_search_equals_the_dense_reference(data, similarity, tiny_blocks, monkeypatch):
+    Q, C, _ = data
+    if tiny_blocks:                   # many query and candidate blocks, merged across blocks
+        monkeypatch.setattr(ls, "BLOCK_BYTES", 5000)
+    s, i = Index(C, dtype=np.float64).search(Q, k=7, similarity=similarity, knn=5,
+                                             block_size=13 if tiny_blocks else None)
+    rs, ri = _dense(Q, C, 7, similarity, knn=5)
+    np.testing.assert_array_equal(i, ri)
+    np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
+
+
+def test_csls_with_a_reference_set(data):
+    Q, C, R = data
+    index = Index(C, dtype=np.float64).set_reference(R, knn=5)
+    s, i = index.search(Q, k=4, similarity="csls", knn=5)
+    rs, ri = _dense(Q, C, 4, "csls", knn=5, ref=R)
+    np.testing.assert_array_equal(i, ri)
+    np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
+
+
+def test_equals_faiss_flat_inner_product(data):
+    faiss = pytest.importorskip("faiss", reason="faiss-cpu comes with the 'test' extra")
+    Q, C, _ = data
+    Cn = (C / np.linalg.norm(C, axis=1, keepdims=True)).astype(np.float32)
+    Qn = (Q / np.linalg.norm(Q, axis=1, keepdims=True)).astype(np.float32)
+    fi = faiss.IndexFlatIP(C.shape[1])
+    fi.add(Cn)
+    fs, fidx = fi.search(Qn, 10)
+    s, i = search(Q, C, k=10)                       # float32, as FAISS
+    np.testing.assert_allclose(s, fs, rtol=0, atol=1e-5)
+    # the same documents in the same order, except where two scores tie to float32 rounding
+    same = i == fidx
+    assert same.mean() > 0.99
+    for q, r in zip(*np.nonzero(~same), strict=True):
+        assert abs(float(s[q, r]) - float(fs[q, r])) < 1e-5
+
+
+def test_zero_rows_and_errors(data):
+    Q, C, _ = data
+    C = C.copy()
+    C[3] = 0                                            # a document without any known word
+    s, i = Index(C).search(Q[:5], k=len(C))
+    assert np.all(s[i == 3] == 0)
+    with pytest.raises(ValueError, match="k=2001 exceeds"):
+        Index(C).search(Q, k=2001)
+    with pytest.raises(ValueError, match="dimension 8, the index 16"):
+        Index(C).search(Q[:, :8])
+    with pytest.raises(ValueError, match="similarity must be"):
+        Index(C).search(Q, similarity="l2")
+    with pytest.raises(ValueError, match="NaN"):
+        Index(np.full((3, 2), np.nan))
+    with pytest.raises(ValueError, match="ids has 2 items"):
+        Index(C, ids=["a", "b"])
+
+
+def test_index_file_round_trip(data, tmp_path):
+    Q, C, R = data
+    index = Index(C, ids=[f"d{j}" for j in range(len(C))], texts=[f"text {j}" for j in range(len(C))],
+                  language="es").set_reference(R, knn=5)
+    index.save(tmp_path / "i.h5")
+    back = Index.load(tmp_path / "i.h5")
+    assert back.language == "es" and back.ids[:2] == ["d0", "d1"] and back.texts[5] == "text 5"
+    for sim in ("cosine", "csls"):
+        a, b = index.search(Q, k=3, similarity=sim, knn=5), back.search(Q, k=3, similarity=sim, knn=5)
+        np.testing.assert_array_equal(a[1], b[1])
+        np.testing.assert_array_equal(a[0], b[0])
+    _, ids = back.search_ids(Q[:2], k=2)
+    assert all(isinstance(x, str) and x.startswith("d") for row in ids for x in row)
+
+
+def test_cli_index_and_search_find_translations(tmp_path, monkeypatch, capsys):
+    """linxling index / search on a small parallel corpus: each English query's Spanish
+    translation is its top document (the same ranking as Index.search on the model's vectors)."""
+    import linxling
+    from linxling.cli import main
+    rng = np.random.default_rng(1)
+    en, es = [], []
+    for _ in range(150):
+        ids = rng.integers(0, 60, size=6)
+        en.append(" ".join(f"w{i}" for i in ids))
+        es.append(" ".join(f"p{i}" for i in ids))
+    (tmp_path / "en.txt").write_text("\n".join(en) + "\n", encoding="utf-8")
+    (tmp_path / "es.txt").write_text("\n".join(es) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--no-progress", "fit", "cr5", "--input", "en.txt", "es.txt", "--output", "m.h5",
+                 "--n-components", "20", "--min-df", "1", "--doc-filter", "none", "--random-state", "0"]) == 0
+    assert main(["--no-progress", "index", "m.h5", "es", "es.txt", "es_index.h5"]) == 0
+    capsys.readouterr()
+    assert main(["--no-progress", "search", "es_index.h5", "en", "en.txt", "--k", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "query\trank\tscore\tdocument\ttext" and len(out) == 1 + 3 * 150
+    top = {int(r[0]): int(r[3]) for r in (line.split("\t") for line in out[1:]) if r[1] == "1"}
+    assert np.mean([top[q] == q for q in top]) > 0.9
+    m = linxling.load(tmp_path / "m.h5")
+    _, idx = Index(m.transform(es, "es")).search(m.transform(en, "en"), k=1)
+    assert [top[q] for q in sorted(top)] == list(idx[:, 0] + 1)
+    assert main(["info", "es_index.h5"]) == 0
+    assert "search index of 150 es documents" in capsys.readouterr().out
+    assert main(["search", "m.h5", "en", "en.txt"]) == 2
+    assert "not a search index" in capsys.readouterr().err
