@@ -173,9 +173,9 @@ def _parse_value(text: str, default: Any, name: str) -> Any:
         if low in ("false", "0", "no"):
             return False
         raise ValueError(f"--{name.replace('_', '-')}: expected true or false, got {text!r}")
-    kinds = [int, float] if default is None or isinstance(default, int) else \
+    kinds = [int, float] if default is None or isinstance(default, (int, str)) else \
         [float] if isinstance(default, float) else []
-    for kind in kinds:
+    for kind in kinds:                # a number where a number is possible ("auto" defaults too)
         try:
             return kind(text)
         except ValueError:

@@ -253,8 +253,10 @@ def test_fit_rejects_unknown_model_and_parameter(corpus, capsys):
     assert "unknown model 'Nope'" in capsys.readouterr().err
     assert _run("linxling fit WMF --input en.txt --output m.h5 --n-compnents 3") == 2
     assert "WMF has no parameter --n-compnents" in capsys.readouterr().err
+    assert _run("linxling fit WMF --input en.txt --output m.h5 --max-iter lots") == 2
+    assert "--max-iter: expected a number" in capsys.readouterr().err
     assert _run("linxling fit WMF --input en.txt --output m.h5 --alpha lots") == 2
-    assert "--alpha: expected a number" in capsys.readouterr().err
+    assert "alpha must be a positive number or 'auto', got 'lots'" in capsys.readouterr().err
     assert not (corpus / "m.h5").exists()
 
 

@@ -97,3 +97,28 @@ def test_float16_is_refused_with_the_supported_dtypes():
     blocks["a"] = blocks["a"].toarray().astype(np.float16)
     with pytest.raises(TypeError, match=r"blocks\['a'\] has dtype float16.*float32 or float64"):
         Cr5(n_components=2).fit_matrices(blocks, concepts)
+
+
+def test_small_or_unlinked_data_is_said_not_silent():
+    """Issue #27: languages sharing no concept (an error), fewer shared concepts than components,
+    more components than a language's vocabulary (warnings that name the remedy)."""
+    import warnings
+
+    import scipy.sparse as sp
+
+    from linxling import Cr5
+    rng = np.random.default_rng(0)
+    X = {"en": sp.random(40, 30, density=0.3, random_state=rng, format="csr"),
+         "es": sp.random(40, 25, density=0.3, random_state=rng, format="csr")}
+    disjoint = {"en": np.arange(40), "es": np.arange(40, 80)}
+    with pytest.raises(ValueError, match="no concept has documents in two languages"):
+        Cr5(n_components=3, random_state=0).fit_matrices(X, disjoint)
+    few = {"en": np.arange(40), "es": np.r_[np.arange(2), np.arange(100, 138)]}
+    with pytest.warns(UserWarning, match="only 2 concepts have documents in more than one language"):
+        Cr5(n_components=3, random_state=0).fit_matrices(X, few)
+    same = {"en": np.arange(40), "es": np.arange(40)}
+    with pytest.warns(UserWarning, match=r"n_components=28 exceeds the vocabulary of 'es' \(25 features"):
+        Cr5(n_components=28, random_state=0, eig_maxiter=50).fit_matrices(X, same)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        Cr5(n_components=3, random_state=0).fit_matrices(X, same)        # nothing to say

@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from linxling.models import CLLSI, WMF, BilingualWMF, Cr5, CrossWMF, SingleBlock
 
 
-@parametrize_with_checks([WMF(n_components=2, max_iter=3, show_progress=False, random_state=0)])
+@parametrize_with_checks([WMF(n_components=2, alpha=20.0, max_iter=3, show_progress=False, random_state=0)])
 def test_wmf_passes_check_estimator(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

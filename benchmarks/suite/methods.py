@@ -54,7 +54,8 @@ def _fit_cllsi(train, cfg):
 
 
 def _wmf_params(cfg):
-    return dict(n_components=cfg.wmf_components, alpha=20.0, missing_weight=0.01,
+    # alpha at its default, "auto": 20 (the paper's) for these >= 6,000 training verses
+    return dict(n_components=cfg.wmf_components, missing_weight=0.01,
                 max_iter=cfg.wmf_iter, min_df=5, random_state=0, dtype=np.float64, solver="cg")
 
 

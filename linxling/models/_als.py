@@ -90,11 +90,11 @@ def _sqnorm(A) -> float:
 
 # ------------------------------------------------------------------------------ the loop
 def run_als(est, data, V: np.ndarray, E: np.ndarray, desc: str) -> None:
-    """``est.max_iter`` ALS iterations on ``data`` (an executor), updating V (Σ widths, k) and
-    E (n, k) in place; ``est.loss_curve_`` / ``n_iter_`` / callback / progress through
+    """``est.max_iter`` ALS iterations on ``data`` (an executor) with λ = ``est.alpha_``, updating
+    V (Σ widths, k) and E (n, k) in place; ``est.loss_curve_`` / ``n_iter_`` / callback / progress through
     ``est._run_loop``."""
     als = _als()
-    lam, w = float(est.alpha), float(est.missing_weight)
+    lam, w = float(est.alpha_), float(est.missing_weight)
     solver, steps = est._solver(), int(est.cg_steps)
     offsets = data.offsets
     dt = V.dtype.type

@@ -56,6 +56,33 @@ from linxling.solvers.eigen import resolve_method
 __all__ = ["Cr5", "encode_concepts"]
 
 
+def _check_small_data(r: int, widths: Mapping[str, int], labels: list, n_classes: int) -> None:
+    """What small or badly linked data would make a bad model in silence: no concept shared by
+    two languages (an error: nothing ties the languages together), fewer shared concepts than
+    components, or more components than a language has words (warnings naming the remedy)."""
+    seen = np.zeros(n_classes, dtype=np.int64)
+    for lab in labels:
+        present = np.zeros(n_classes, dtype=bool)
+        present[np.asarray(lab, dtype=np.int64)] = True
+        seen += present
+    shared = int(np.count_nonzero(seen >= 2))
+    if len(widths) > 1 and shared == 0:
+        raise ValueError("no concept has documents in two languages, so nothing ties the languages "
+                         "together (the embeddings would not be crosslingual); check that the concept ids "
+                         "of aligned documents are equal across languages")
+    if len(widths) > 1 and shared < r:
+        warnings.warn(f"only {shared} concepts have documents in more than one language, fewer than "
+                      f"n_components={r}: at most {shared} components can be crosslingual; lower "
+                      f"n_components or add aligned documents", UserWarning, stacklevel=5)
+    small = {lang: p for lang, p in widths.items() if p < r}
+    if small:
+        lang, p = min(small.items(), key=lambda kv: kv[1])
+        warnings.warn(f"n_components={r} exceeds the vocabulary of {lang!r} ({p} features after the "
+                      f"filters): at most {p} components can reach its documents, the others embed them as "
+                      f"zero and the eigen-solve may not converge; use n_components <= {p} (or lower min_df)",
+                      UserWarning, stacklevel=5)
+
+
 @register_model("Cr5")
 class Cr5(ConceptEmbeddingMixin):
     """Crosslingual reduced-rank ridge regression (Cr5).
@@ -405,6 +432,7 @@ class Cr5(ConceptEmbeddingMixin):
         n = sum(X.shape[0] for X in blocks.values())
         mean = np.concatenate([_column_sums(blocks[lang]) for lang in languages]) / n
         labs = [labels[lang] for lang in languages]
+        _check_small_data(r, {lang: blocks[lang].shape[1] for lang in languages}, labs, len(classes))
         one_doc = one_document_per_concept(labs, len(classes))
         return _Problem(blocks=blocks, languages=languages, classes=classes, labels=labs,
                         mean=mean.astype(dtype), n=n, r=r, dtype=dtype,

@@ -79,8 +79,13 @@ class WMF(_WMFParams):
     ----------
     n_components : int, default 100
         k, the dimension of word and sentence vectors.
-    alpha : float, default 20.0
-        λ, the L2 regularisation of both factors (eq. 1).
+    alpha : float or "auto", default "auto"
+        λ, the L2 regularisation of both factors (eq. 1). "auto" is ``min(20, n_sentences / 300)``:
+        the paper's 20 from 6,000 training sentences on, less on smaller corpora, where 20
+        outweighs the data and collapses the factors (chosen by held-out P@1 of b-WMF on Bible
+        verses at 300-28,000 sentences, benchmarks/README.md "WMF: alpha and the corpus size";
+        the value used is ``alpha_``). A fit whose sentence vectors collapse toward one
+        direction warns, naming alpha.
     missing_weight : float in (0, 1], default 0.01
         w_m, the weight of zero entries (nonzeros have weight 1).
     max_iter : int, default 20
@@ -109,6 +114,8 @@ class WMF(_WMFParams):
 
     Attributes
     ----------
+    alpha_ : float
+        The λ the fit used (``alpha``, or its "auto" value).
     components_ : ndarray (n_components, n_words)
         P, the word vectors (columns).
     embedding_ : ndarray (n_sentences, n_components)
@@ -134,7 +141,7 @@ class WMF(_WMFParams):
     (3, 10)
     """
 
-    def __init__(self, n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
+    def __init__(self, n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.01,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
@@ -242,7 +249,7 @@ class WMF(_WMFParams):
         self._check_language(language)
         X = self._input_matrix(X, fit=False)
         return as_output(_solve_rows(X, np.ascontiguousarray(self.components_.T), self.missing_weight,
-                                     self.alpha), dtype)
+                                     self.alpha_), dtype)
 
     def _check_language(self, language: str | None) -> None:
         if language is not None and self.language is not None and language != self.language:
@@ -270,7 +277,7 @@ class WMF(_WMFParams):
         X = self._input_matrix(X, fit=False)
         E = self.transform(X) if embedding is None else np.asarray(embedding, dtype=self.components_.dtype)
         return _kernels().wmf_loss(X, E, np.ascontiguousarray(self.components_.T),
-                               missing_weight=self.missing_weight, regularization=self.alpha)
+                               missing_weight=self.missing_weight, regularization=self.alpha_)
 
     # ---------------------------------------------------------------- store
     def _get_state(self):
@@ -293,6 +300,7 @@ class WMF(_WMFParams):
         n_iter = params.pop("n_iter", len(loss_curve))
         vp = params.pop("vectorizer", None)
         model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES}, language=params.get("language"))
+        model.alpha_ = float(params.get("alpha_", model.alpha))     # files before "auto": alpha itself
         dtype = _stored_dtype(model.dtype, arrays["components"])
         model.components_ = np.ascontiguousarray(np.asarray(arrays["components"], dtype=dtype).T).T
         model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
@@ -336,7 +344,7 @@ class BilingualWMF(_WMFParams):
         Only after a fit on a Dask cluster: as in :class:`WMF`.
     """
 
-    def __init__(self, n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
+    def __init__(self, n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.01,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
@@ -414,7 +422,7 @@ class BilingualWMF(_WMFParams):
             raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
         X = self._language_matrix(X, language, fit=False)
         return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
-                                     self.missing_weight, self.alpha), dtype)
+                                     self.missing_weight, self.alpha_), dtype)
 
     def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
         """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
@@ -441,6 +449,7 @@ class BilingualWMF(_WMFParams):
     def _from_state(cls, params, arrays):
         params = dict(params)
         model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES})
+        model.alpha_ = float(params.get("alpha_", model.alpha))     # files before "auto": alpha itself
         dtype = _stored_dtype(model.dtype, arrays["embedding"])
         model.languages_ = list(params["languages"])
         model.components_ = {lang: np.asarray(arrays["components"][lang], dtype=dtype)

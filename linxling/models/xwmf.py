@@ -70,7 +70,7 @@ class CrossWMF(_WMFParams):
     """
 
     def __init__(self, pivot_language: str = "en", pivot_model: WMF | None = None,
-                 n_components: int = 100, alpha: float = 20.0, missing_weight: float = 0.01,
+                 n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.01,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
@@ -134,6 +134,9 @@ class CrossWMF(_WMFParams):
             self.loss_curve_ = list(pivot.loss_curve_)
             self.n_iter_ = pivot.n_iter_
         self.pivot_model_ = pivot
+        # the λ of the A-steps and of transform: the pivot's (its "auto" value, or a given
+        # pivot_model's), so that every language's sentences are solved as the pivot's are
+        self.alpha_ = float(pivot.alpha_)
         self.vectorizers_ = {}
         self.components_ = {self.pivot_language: pivot.components_}
         for lang in langs:
@@ -144,7 +147,7 @@ class CrossWMF(_WMFParams):
                 raise ValueError(f"parallel[{lang!r}]: the pivot side has {Q.shape[0]} rows but "
                                  f"the {lang!r} side has {Xl.shape[0]}; they must be row-aligned")
             self._check_k(Xl.shape[1], f"parallel[{lang!r}][1]", pivot.components_.shape[0])
-            A = _solve_rows(Xl.T.tocsr(), Q, self.missing_weight, self.alpha)  # eq. (5) A-step
+            A = _solve_rows(Xl.T.tocsr(), Q, self.missing_weight, self.alpha_)  # eq. (5) A-step
             self.components_[lang] = A.T
         self.languages_ = [self.pivot_language, *langs]
         return self
@@ -169,7 +172,7 @@ class CrossWMF(_WMFParams):
             raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
         X = self._language_matrix(X, language, fit=False, name="X")
         return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
-                                     self.missing_weight, self.alpha), dtype)
+                                     self.missing_weight, self.alpha_), dtype)
 
     def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
         """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
@@ -202,6 +205,7 @@ class CrossWMF(_WMFParams):
                     **{k: v for k, v in params.items() if k in _PARAM_NAMES})
         dtype = _stored_dtype(model.dtype, pivot.components_)
         model.pivot_model_ = pivot
+        model.alpha_ = float(params.get("alpha_", pivot.alpha_))
         model.languages_ = list(params["languages"])
         model.components_ = {model.pivot_language: pivot.components_}
         for lang in model.languages_[1:]:
