@@ -395,7 +395,8 @@ def test_auto_alpha_follows_the_corpus_size_and_round_trips(tmp_path):
 
 def test_collapsed_factors_warn_naming_alpha():
     X = sp.random(60, 40, density=0.1, random_state=1, format="csr")
-    with pytest.warns(UserWarning, match=r"collapsed toward one direction \(mean cosine .*\): alpha=60 is large for 60 sentences"):
+    with pytest.warns(UserWarning, match=r"collapsed toward one direction \(mean cosine .*\): "
+                                         r"alpha=60 is large for 60 sentences"):
         BilingualWMF(n_components=4, alpha=60.0, max_iter=5, random_state=0, show_progress=False).fit(
             {"en": X, "es": X.copy()})
 
