@@ -114,3 +114,34 @@ def test_fitted_surface(name, fitted, tmp_path):
     for loaded in (type(model).load(path), linxling.load(path)):
         assert type(loaded) is type(model)
         np.testing.assert_allclose(loaded.transform(texts, language=lang), Z, rtol=1e-12, atol=0)
+
+
+def _same_params(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(
+        (type(a[k]) is type(b[k]) or (a[k] is None) == (b[k] is None)) and a[k] == b[k] for k in a)
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_save_load_round_trips_every_parameter(name, fitted, tmp_path):
+    """Issue #27: after save/load, get_params() is what it was, value and type (Cr5 used to come
+    back with random_state None, show_progress lost, dtype a str)."""
+    model, lang = fitted[name]
+    twin = clone(model).set_params(show_progress=False) if "show_progress" in model.get_params() else clone(model)
+    if "dtype" in twin.get_params():
+        twin.set_params(dtype=np.float32 if name not in ("BilDRL", "BilBOWA") else "float32")
+    assert twin.get_params()["random_state"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = dict(zip(IDS, (c[1] for c in CASES), strict=True))[name]
+        fit(twin)
+    twin.save(tmp_path / "m.h5")
+    back = linxling.load(tmp_path / "m.h5")
+    assert _same_params(back.get_params(deep=False), twin.get_params(deep=False)), (
+        back.get_params(deep=False), twin.get_params(deep=False))
+
+
+def test_refit_of_a_loaded_cr5_repeats_the_fit(tmp_path):
+    m = _fit_cr5(Cr5(n_components=5, min_df=1, random_state=0, show_progress=False))
+    m.save(tmp_path / "m.h5")
+    again = _fit_cr5(clone(linxling.load(tmp_path / "m.h5")))
+    np.testing.assert_array_equal(again.transform(EN[:5], "en"), m.transform(EN[:5], "en"))

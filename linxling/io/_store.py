@@ -257,6 +257,9 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
     if not isinstance(params, dict) or not isinstance(arrays, dict):
         raise TypeError(f"{type(model).__qualname__}._get_state() must return (params: dict, arrays: dict), "
                         f"got ({type(params).__name__}, {type(arrays).__name__})")
+    if callable(getattr(model, "_init_params_state", None)):
+        # the constructor's parameters exactly as get_params() gives them (restored on load)
+        params = {**params, "init_params": model._init_params_state()}
     try:
         params_json = json.dumps(params, default=_json_default, allow_nan=True)
     except (TypeError, ValueError) as exc:
@@ -524,4 +527,11 @@ def load(path: str | os.PathLike) -> Any:
     except (OSError, KeyError, RuntimeError) as exc:
         raise ModelFormatError(f"{path}: cannot read model data, the file is probably truncated or "
                                f"corrupt ({type(exc).__name__}: {exc})") from exc
-    return cls._from_state(header["params"], arrays)
+    obj = cls._from_state(header["params"], arrays)
+    saved = header["params"].get("init_params")
+    if isinstance(saved, dict) and callable(getattr(obj, "_restore_init_params", None)):
+        try:
+            obj._restore_init_params(saved)
+        except (TypeError, ValueError) as exc:
+            raise ModelFormatError(f"{path}: the saved parameters cannot be restored ({exc})") from exc
+    return obj

@@ -48,6 +48,43 @@ def as_output(Z: Any, dtype: Any = None) -> np.ndarray:
     return np.ascontiguousarray(Z, dtype=dt)
 
 
+def _encode_param(value: Any) -> Any:
+    """A parameter value as JSON that :func:`_decode_param` turns back into an equal value;
+    TypeError for what cannot be (objects, callables, random generators)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, np.bool_):
+        return value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return {"__numpy_type__": np.dtype(value).name}
+    if isinstance(value, np.dtype):
+        return {"__numpy_dtype__": value.name}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_encode_param(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode_param(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"__dict__": {k: _encode_param(v) for k, v in value.items()}}
+    raise TypeError(f"cannot store a {type(value).__name__} parameter")
+
+
+def _decode_param(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode_param(v) for v in value]
+    if isinstance(value, dict):
+        if "__numpy_type__" in value:
+            return np.dtype(value["__numpy_type__"]).type
+        if "__numpy_dtype__" in value:
+            return np.dtype(value["__numpy_dtype__"])
+        if "__tuple__" in value:
+            return tuple(_decode_param(v) for v in value["__tuple__"])
+        if "__dict__" in value:
+            return {k: _decode_param(v) for k, v in value["__dict__"].items()}
+    return value
+
+
 class LinxlingEstimator(BaseEstimator):
     """Base class of linxling's models: scikit-learn's ``BaseEstimator`` plus the model store.
 
@@ -94,9 +131,34 @@ class LinxlingEstimator(BaseEstimator):
                                       f"{info['model']}.load(path)")
         return io.load(path)
 
+    # ------------------------------------------------------------------ parameters in the store
+    def _init_params_state(self) -> dict:
+        """``get_params(deep=False)`` as JSON for the store, each value tagged so that it comes
+        back as it was given (a NumPy dtype or scalar type, a tuple). What JSON cannot hold is
+        left out and restored by the model's own ``_from_state`` (callables: None; an estimator
+        parameter: the loaded model's own; a NumPy Generator ``random_state``: None, with a
+        warning, since the loaded model could not repeat the fit)."""
+        out = {}
+        for name, value in self.get_params(deep=False).items():
+            try:
+                out[name] = _encode_param(value)
+            except TypeError:
+                if isinstance(value, (np.random.Generator, np.random.RandomState)):
+                    import warnings
+                    warnings.warn(f"{name} is a {type(value).__name__}, which a saved model cannot "
+                                  f"keep: the loaded model has {name}=None (pass an int to save a "
+                                  "reproducible model)", UserWarning, stacklevel=4)
+        return out
+
+    def _restore_init_params(self, state: dict) -> None:
+        """Set the parameters saved by :meth:`_init_params_state` (unknown names are ignored: a
+        file from another version)."""
+        known = self.get_params(deep=False)
+        self.set_params(**{k: _decode_param(v) for k, v in state.items() if k in known})
+
     # ------------------------------------------------------------------ vectors out
     def export(self, path: str | os.PathLike, language: str | None = None, format: str = "word2vec",
-               **kwargs: Any) -> None:
+               **kwargs: Any) -> list[str]:
         """Write the word vectors of ``language`` for other tools.
 
         ``format`` is one of :data:`linxling.io.EXPORT_FORMATS` (word2vec text and binary, which
@@ -105,4 +167,4 @@ class LinxlingEstimator(BaseEstimator):
         """
         from linxling.io import export_vectors
         words, vectors = self.word_vectors(language)
-        export_vectors(path, vectors, words, format=format, **kwargs)
+        return export_vectors(path, vectors, words, format=format, **kwargs)
