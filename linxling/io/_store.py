@@ -527,8 +527,9 @@ def load(path: str | os.PathLike) -> Any:
     except (OSError, KeyError, RuntimeError) as exc:
         raise ModelFormatError(f"{path}: cannot read model data, the file is probably truncated or "
                                f"corrupt ({type(exc).__name__}: {exc})") from exc
-    obj = cls._from_state(header["params"], arrays)
-    saved = header["params"].get("init_params")
+    params = dict(header["params"])
+    saved = params.pop("init_params", None)          # the store's, not the model's: see save
+    obj = cls._from_state(params, arrays)
     if isinstance(saved, dict) and callable(getattr(obj, "_restore_init_params", None)):
         try:
             obj._restore_init_params(saved)
