@@ -27,7 +27,7 @@ import os
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
 __all__ = ["LinxlingEstimator", "NotFittedError", "as_output"]
@@ -85,14 +85,58 @@ def _decode_param(value: Any) -> Any:
     return value
 
 
-class LinxlingEstimator(BaseEstimator):
-    """Base class of linxling's models: scikit-learn's ``BaseEstimator`` plus the model store.
+class LinxlingEstimator(TransformerMixin, BaseEstimator):
+    """Base class of linxling's models: scikit-learn's ``BaseEstimator`` and ``TransformerMixin``
+    plus the model store.
 
+    ``get_feature_names_out`` names the embedding's columns (``cr50``, ``cr51``, ...), so
+    ``set_output(transform="pandas")`` returns data frames, as any scikit-learn transformer.
     Subclasses name the attribute that marks a fitted model in ``_fitted_attr`` (default
     ``"components_"``).
     """
 
     _fitted_attr = "components_"
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
+        """``fit`` then ``transform`` of the same input, for models whose ``transform`` takes
+        what ``fit`` takes (one language). A multilingual model embeds one language at a time:
+        ``fit(...)``, then ``transform(texts, language)`` (or :meth:`for_language`)."""
+        if self._multilingual_fit:
+            raise TypeError(f"{type(self).__name__}.fit takes several languages and transform one: call "
+                            f"fit(...), then transform(texts, language) or for_language(language)")
+        return super().fit_transform(X, y, **fit_params)
+
+    #: True where ``fit`` takes several languages (then ``fit_transform`` makes no sense)
+    _multilingual_fit = True
+
+    # ------------------------------------------------------------------ scikit-learn output
+    @property
+    def _n_features_out(self) -> int:
+        """Columns of ``transform``'s output (for ``get_feature_names_out``)."""
+        n = getattr(self, "n_components_", None)
+        if isinstance(n, (int, np.integer)):
+            return int(n)
+        comps = getattr(self, "components_", None)
+        if isinstance(comps, dict) and comps:
+            comps = next(iter(comps.values()))
+        if isinstance(comps, np.ndarray):
+            return int(comps.shape[0])
+        return int(self.n_components)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of the embedding's columns: the class name in lower case and the column number
+        (``cr50`` ... ``cr5{r-1}``), as scikit-learn names a decomposition's outputs."""
+        self._check_fitted()
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{i}" for i in range(self._n_features_out)], dtype=object)
+
+    def for_language(self, language: str) -> Any:
+        """A view of this fitted model that embeds texts of ``language`` only: a scikit-learn
+        transformer (``fit`` does nothing, ``transform(texts)``), for a ``Pipeline`` after a
+        multilingual fit. See :class:`linxling.compose.LanguageView`."""
+        from linxling.compose import LanguageView
+        self._check_fitted()
+        return LanguageView(self, language)
 
     # ------------------------------------------------------------------ fitted state
     def __sklearn_is_fitted__(self) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.base import TransformerMixin, clone
+from sklearn.base import clone
 from sklearn.utils.validation import validate_data
 
 from linxling.io import register_model, registered_models
@@ -28,7 +28,7 @@ __all__ = ["SingleBlock"]
 
 
 @register_model("SingleBlock")
-class SingleBlock(TransformerMixin, LinxlingEstimator):
+class SingleBlock(LinxlingEstimator):
     """A concept model (Cr5, CL-LSI) on one feature matrix, with scikit-learn's ``fit(X, y)``.
 
     Parameters
@@ -59,6 +59,8 @@ class SingleBlock(TransformerMixin, LinxlingEstimator):
     >>> rrr.transform(X).shape
     (60, 4)
     """
+
+    _multilingual_fit = False    # fit and transform take the same input
 
     _fitted_attr = "estimator_"
 

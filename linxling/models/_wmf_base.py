@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import TransformerMixin
 
 from linxling._progress import progress
 from linxling._threads import blas_single_thread
@@ -87,7 +86,7 @@ def _make_vectorizer(est):
     return TfidfVectorizer(**kw)
 
 
-class _WMFParams(TransformerMixin, LinxlingEstimator):
+class _WMFParams(LinxlingEstimator):
     """Hyper-parameters and checks shared by the three estimators (scikit-learn estimators)."""
 
     def _init_params(self, n_components, alpha, missing_weight, max_iter, solver, cg_steps,
@@ -153,10 +152,12 @@ class _WMFParams(TransformerMixin, LinxlingEstimator):
         cosine = float(mean_unit @ mean_unit)
         if cosine > COLLAPSE_COSINE:
             import warnings
+            auto = min(AUTO_ALPHA_MAX, n / AUTO_ALPHA_SENTENCES)
+            remedy = (f"lower alpha (alpha='auto' would use {auto:g})" if self.alpha_ > auto else
+                      "lower alpha further, or give more (and more varied) sentences")
             warnings.warn(f"the sentence vectors collapsed toward one direction (mean cosine between two "
                           f"training sentences {cosine:.2f}): alpha={self.alpha_:g} is large for {n} "
-                          f"sentences; lower alpha (alpha='auto' would use "
-                          f"{min(AUTO_ALPHA_MAX, n / AUTO_ALPHA_SENTENCES):g})", UserWarning, stacklevel=4)
+                          f"sentences; {remedy}", UserWarning, stacklevel=4)
 
     def _fit_dtype(self, *mats) -> np.dtype:
         """The factors' dtype: ``dtype`` when given, else the data's (float32 only when every

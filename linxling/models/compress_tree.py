@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.base import TransformerMixin
 
 from linxling._progress import progress
 from linxling._validation import check_int
@@ -49,7 +48,7 @@ def _check_texts(texts: Any, name: str = "texts") -> list[str]:
 
 
 @register_model("CompressTree")
-class CompressTree(TransformerMixin, LinxlingEstimator):
+class CompressTree(LinxlingEstimator):
     """Etter's compression-tree sentence encoder trained with a ranking criterion.
 
     Parameters
@@ -80,6 +79,8 @@ class CompressTree(TransformerMixin, LinxlingEstimator):
     show_progress : bool or None
         Progress bar (None follows :func:`linxling.set_show_progress`).
     """
+
+    _multilingual_fit = False    # fit and transform take the same input
 
     _fitted_attr = "embeddings_"
 

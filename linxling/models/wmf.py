@@ -141,6 +141,8 @@ class WMF(_WMFParams):
     (3, 10)
     """
 
+    _multilingual_fit = False    # fit and transform take the same input
+
     def __init__(self, n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.01,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,

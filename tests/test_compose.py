@@ -1,0 +1,80 @@
+"""scikit-learn's machinery around multilingual models: feature names and set_output, a
+language-bound view in a Pipeline, and a grid search of alpha over (text, language) pairs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, GroupKFold
+from sklearn.pipeline import make_pipeline
+
+from linxling import WMF, BiCVM, Cr5
+from linxling.compose import LanguageView, MultilingualFit
+
+
+def _parallel(n=120, vocab=50, seed=0):
+    rng = np.random.default_rng(seed)
+    en, es, topic = [], [], []
+    for _ in range(n):
+        t = int(rng.integers(0, 3))                                   # 3 topics of 16 words
+        ids = t * 16 + rng.integers(0, 16, size=6)
+        en.append(" ".join(f"w{i}" for i in ids))
+        es.append(" ".join(f"p{i}" for i in ids))
+        topic.append(t)
+    return en, es, np.asarray(topic)
+
+
+EN, ES, TOPIC = _parallel()
+
+
+@pytest.fixture(scope="module")
+def cr5():
+    return Cr5(n_components=4, min_df=1, doc_filter=None, random_state=0, show_progress=False).fit(
+        EN + ES, ["en"] * len(EN) + ["es"] * len(ES), list(range(len(EN))) * 2)
+
+
+def test_feature_names_and_pandas_output(cr5):
+    pd = pytest.importorskip("pandas")
+    assert list(cr5.get_feature_names_out()) == ["cr50", "cr51", "cr52", "cr53"]
+    view = cr5.for_language("es").set_output(transform="pandas")
+    df = view.fit().transform(ES[:5])
+    assert isinstance(df, pd.DataFrame) and list(df.columns) == ["cr50", "cr51", "cr52", "cr53"]
+    np.testing.assert_array_equal(df.to_numpy(), cr5.transform(ES[:5], "es"))
+    w = WMF(n_components=3, max_iter=2, min_df=1, random_state=0, show_progress=False)
+    out = w.set_output(transform="pandas").fit_transform(EN)
+    assert list(out.columns) == ["wmf0", "wmf1", "wmf2"] and len(out) == len(EN)
+
+
+def test_a_language_view_in_a_pipeline_classifies_the_other_language(cr5):
+    """Topic classifier trained on English embeddings, applied to Spanish through the same
+    fitted Cr5: a Pipeline of LanguageView + LogisticRegression per language."""
+    clf = LogisticRegression(max_iter=1000).fit(cr5.transform(EN[:80], "en"), TOPIC[:80])
+    es_pipe = make_pipeline(cr5.for_language("es"), clf)
+    assert np.mean(es_pipe.predict(ES[80:]) == TOPIC[80:]) > 0.8        # chance 1/3
+    with pytest.raises(ValueError, match="language 'fr' is not one of the model's"):
+        LanguageView(cr5, "fr").fit()
+    with pytest.raises(TypeError, match="fit takes several languages and transform one"):
+        Cr5().fit_transform(EN)
+
+
+def test_grid_search_of_alpha_over_text_language_pairs():
+    pairs = [(t, "en") for t in EN] + [(t, "es") for t in ES]
+    concepts = list(range(len(EN))) * 2
+    search = GridSearchCV(MultilingualFit(Cr5(n_components=4, min_df=1, doc_filter=None, random_state=0,
+                                              show_progress=False)),
+                          {"estimator__alpha": [0.1, 10.0]}, cv=GroupKFold(3))
+    search.fit(pairs, concepts, groups=concepts)        # a fold never splits a concept
+    assert search.best_params_["estimator__alpha"] in (0.1, 10.0)
+    assert search.best_score_ > 0.2                    # P@1 over ~40 held-out concepts: chance 0.025
+    Z = search.best_estimator_.transform(pairs[:3] + pairs[-3:])
+    assert Z.shape == (6, 4)
+
+
+def test_multilingual_fit_of_an_aligned_sentence_model():
+    pairs = [(t, "en") for t in EN] + [(t, "es") for t in ES]
+    concepts = list(range(len(EN))) * 2
+    m = MultilingualFit(BiCVM(n_components=8, n_epochs=2, random_state=0, n_threads=1,
+                              show_progress=False)).fit(pairs, concepts)
+    assert 0.0 <= m.score(pairs, concepts) <= 1.0
+    with pytest.raises(TypeError, match=r"X\[0\] must be a \(text, language\) pair"):
+        m.fit(EN, concepts[:len(EN)])
