@@ -41,6 +41,8 @@ class LanguageView(TransformerMixin, BaseEstimator):
     language : str
         The language whose texts ``transform`` embeds.
 
+    Notes
+    -----
     ``fit`` only checks that the model is fitted and knows ``language`` (the model is not refitted:
     fit it on all its languages first); ``transform(texts)`` is ``model.transform(texts,
     language)``. ``set_output(transform="pandas")`` gives data frames with the model's column names.
@@ -110,6 +112,8 @@ class MultilingualFit(BaseEstimator):
     k : int, default 1
         ``score`` is P@k.
 
+    Notes
+    -----
     ``X`` is a sequence of ``(text, language)`` pairs, ``y`` the concept of each document
     (hashable). ``transform(X)`` embeds every document in its own language (rows in ``X``'s
     order). ``score(X, y)`` is the mean, over ordered language pairs (a, b), of the share of the
