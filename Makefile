@@ -25,6 +25,8 @@ $(STAMP): pyproject.toml | system-deps
 	$(PY) -m pip install -q numpy "Cython<3.1"
 	$(PY) -m pip install -q --no-build-isolation "scikit-sparse<0.5"
 	$(PY) -m pip install -q -e ".[dask,demo,test,bench,docs]"
+	# compile and cache every model's numba kernels now, not at the first fit (about a minute)
+	$(VENV)/bin/linxling warmup
 	@touch $(STAMP)
 
 venv: $(STAMP)

@@ -404,6 +404,7 @@ EXAMPLES = {
     "export": "linxling export model.h5 es es_vectors.txt --format word2vec",
     "index": "linxling index model.h5 es es.txt es_index.h5",
     "search": "linxling search es_index.h5 en en.txt --k 3",
+    "warmup": "linxling warmup wmf",
     "demo": "linxling demo --languages en es --n-components 50",
 }
 
@@ -420,6 +421,19 @@ def _fit_help() -> str:
             continue
         lines.append(f"  {name}: " + ", ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in opts.items()))
     return "\n".join(lines)
+
+
+def _cmd_warmup(args: argparse.Namespace) -> int:
+    import time
+
+    from linxling._progress import set_show_progress
+    from linxling._warmup import warmup
+    set_show_progress(False)
+    t = time.perf_counter()
+    print("compiling and caching the numba kernels of every model (once per machine):")
+    warmup(args.models)
+    print(f"done in {time.perf_counter() - t:.0f} s; later fits start without compiling")
+    return 0
 
 
 def _source_checkout() -> str | None:
@@ -532,6 +546,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("--knn", type=int, default=10, help="CSLS neighbourhood size")
     q.add_argument("--model", help="the model that embeds the queries (default: the one the index was built with)")
     q.set_defaults(func=_cmd_search)
+
+    w = add("warmup", "compile every model's numba kernels now (once per machine) instead of at the first fit")
+    w.add_argument("models", nargs="*", help="only these models (default: all)")
+    w.set_defaults(func=_cmd_warmup)
 
     b = sub.add_parser("bench", add_help=False,
                        help="run the leaderboard suite (python -m benchmarks); needs a source checkout")

@@ -110,7 +110,7 @@ def test_every_subcommand_help_shows_its_example(capsys):
 def test_help_examples_run(corpus, capsys):
     """Each --help example (but demo's, run by the slow test below) on small files written here."""
     from linxling.cli import EXAMPLES
-    for name in ("fit", "info", "embed", "evaluate", "export", "index", "search"):
+    for name in ("fit", "info", "embed", "evaluate", "export", "index", "search", "warmup"):
         assert _run(EXAMPLES[name]) == 0, name
     out = capsys.readouterr().out
     assert "Cr5 saved by linxling; languages: en, es" in out

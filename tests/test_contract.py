@@ -145,3 +145,61 @@ def test_refit_of_a_loaded_cr5_repeats_the_fit(tmp_path):
     m.save(tmp_path / "m.h5")
     again = _fit_cr5(clone(linxling.load(tmp_path / "m.h5")))
     np.testing.assert_array_equal(again.transform(EN[:5], "en"), m.transform(EN[:5], "en"))
+
+
+class _Stop(KeyboardInterrupt):
+    """Ctrl-C in the middle of a fit."""
+
+
+def _interrupt_mid_fit(model, monkeypatch):
+    """Make the next fit of ``model`` stop part-way (after it has started replacing state)."""
+    if "callback" in model.get_params():
+        def stop(*_a, **_k):
+            raise _Stop
+        model.set_params(callback=stop)
+        return
+    import linxling._progress as lp
+    real = lp.progress
+
+    def stopping(iterable=None, **kwargs):          # stops after the first epoch / step ran
+        for item in real(iterable, **kwargs):
+            yield item
+            raise _Stop
+    monkeypatch.setattr(lp, "progress", stopping)
+    import linxling.models.cllsi as cl
+
+    def svd(*_a, **_k):
+        raise _Stop
+    monkeypatch.setattr(cl, "_randomized_svd", svd)
+    monkeypatch.setattr(cl.spla, "svds", svd)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_an_interrupted_refit_leaves_the_model_as_it_was(case, monkeypatch):
+    """Issue #29: Ctrl-C (or any error) during a refit leaves the fitted model exactly as it was,
+    not a new vocabulary with old factors; a first fit that fails leaves it unfitted."""
+    model, fit, lang = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = fit(clone(model))
+    texts = _texts(lang)
+    before_keys, Z = set(m.__dict__), m.transform(texts, language=lang)
+    ids_before = {k: id(v) for k, v in m.__dict__.items()}
+    _interrupt_mid_fit(m, monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(_Stop):
+            fit(m)
+    monkeypatch.undo()
+    assert set(m.__dict__) == before_keys
+    assert all(id(m.__dict__[k]) == i for k, i in ids_before.items() if k != "callback")
+    np.testing.assert_array_equal(m.transform(texts, language=lang), Z)
+    fresh = clone(model)
+    _interrupt_mid_fit(fresh, monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(_Stop):
+            fit(fresh)
+    monkeypatch.undo()
+    with pytest.raises(NotFittedError):
+        fresh.transform(texts, language=lang)

@@ -95,3 +95,21 @@ def test_core_dependencies_are_the_light_ones():
     extras = meta["optional-dependencies"]
     assert any("scikit-sparse" in d for d in extras["cholmod"])
     assert any(d.startswith("dask") for d in extras["dask"]) and any("cupy" in d for d in extras["gpu"])
+
+
+def test_first_fit_says_it_compiles_once(tmp_path, monkeypatch, capsys):
+    """Issue #27: the first fit of a model on a machine says, once, that numba compiles its
+    kernels; after it (or `linxling warmup`) nothing is said."""
+    import linxling._progress as lp
+    import linxling.models._estimator as est
+    from linxling import WMF
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))        # where the marker goes
+    monkeypatch.setitem(lp._STATE, "show", True)
+    monkeypatch.setattr(est, "_NOTED", set())
+    X = [f"w{i % 7} w{(i * 3) % 11}" for i in range(30)]
+    WMF(n_components=2, max_iter=1, min_df=1, random_state=0, show_progress=False).fit(X)
+    assert "first WMF fit on this machine: compiling its numba kernels (once" in capsys.readouterr().err
+    assert any(p.name.startswith("linxling-compiled-WMF") for p in tmp_path.iterdir())
+    monkeypatch.setattr(est, "_NOTED", set())
+    WMF(n_components=2, max_iter=1, min_df=1, random_state=0, show_progress=False).fit(X)
+    assert "compiling" not in capsys.readouterr().err

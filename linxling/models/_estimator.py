@@ -23,7 +23,9 @@ transforms):
 """
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -85,6 +87,72 @@ def _decode_param(value: Any) -> Any:
     return value
 
 
+def _atomic_fit(fit: Any) -> Any:
+    """``fit`` made atomic: if it raises (bad input, a failed solve, Ctrl-C) the model is left
+    exactly as it was before the call, fitted or not, instead of half-refitted (new vocabulary,
+    old factors). The attributes are snapshotted (a shallow copy: a fit assigns new arrays, it
+    does not write into the old ones) and put back. It also says, once per model class and
+    machine, that the first fit compiles numba kernels (:func:`_note_compiling`)."""
+    @functools.wraps(fit)
+    def atomic(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.__dict__.get("_in_fit"):                     # a fit calling another (Cr5.fit -> fit_matrices)
+            return fit(self, *args, **kwargs)
+        before = dict(self.__dict__)
+        self._in_fit = True
+        _note_compiling(type(self))
+        try:
+            out = fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+        self.__dict__.pop("_in_fit", None)
+        _mark_compiled(type(self))
+        return out
+    atomic._linxling_atomic = True   # type: ignore[attr-defined]
+    return atomic
+
+
+def _compile_marker(cls: type) -> str | None:
+    """A file beside numba's cache of linxling's kernels that says this model's kernels were
+    compiled here (numba keeps them across processes); None when that folder is unknown."""
+    try:
+        import numba
+    except ImportError:                                    # pragma: no cover - numba is a dependency
+        return None
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels", "__pycache__")
+    return os.path.join(base, f"linxling-compiled-{cls.__name__}-numba{numba.__version__}")
+
+
+_NOTED: set = set()
+
+
+def _note_compiling(cls: type) -> None:
+    """Before the first fit of ``cls`` on this machine, say once on stderr (with the progress
+    bars: ``show_progress``/``LINXLING_NO_PROGRESS`` silence both) that numba compiles its
+    kernels now and not again; ``linxling warmup`` does it ahead for every model."""
+    from linxling._progress import _STATE
+    marker = _compile_marker(cls)
+    if cls in _NOTED or marker is None or os.path.exists(marker) or not _STATE["show"]:
+        return
+    _NOTED.add(cls)
+    print(f"linxling: first {cls.__name__} fit on this machine: compiling its numba kernels (once, "
+          "cached for later runs; `linxling warmup` compiles every model's ahead)", file=sys.stderr)
+
+
+def _mark_compiled(cls: type) -> None:
+    marker = _compile_marker(cls)
+    if marker is None or os.path.exists(marker):
+        return
+    try:
+        os.makedirs(os.path.dirname(marker), exist_ok=True)
+        with open(marker, "w", encoding="utf-8") as fh:
+            fh.write("numba kernels compiled and cached\n")
+    except OSError:
+        pass                                               # a read-only install: nothing to remember
+
+
 class LinxlingEstimator(TransformerMixin, BaseEstimator):
     """Base class of linxling's models: scikit-learn's ``BaseEstimator`` and ``TransformerMixin``
     plus the model store.
@@ -96,6 +164,12 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
     """
 
     _fitted_attr = "components_"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("fit", "fit_matrices"):
+            if name in cls.__dict__ and not getattr(cls.__dict__[name], "_linxling_atomic", False):
+                setattr(cls, name, _atomic_fit(cls.__dict__[name]))
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
         """``fit`` then ``transform`` of the same input, for models whose ``transform`` takes

@@ -1,0 +1,93 @@
+"""``linxling warmup``: compile every model's numba kernels ahead of the first real fit.
+
+numba compiles a kernel the first time it runs with a new type signature and caches the machine
+code on disk (``cache=True``: beside the kernels' sources, or in ``NUMBA_CACHE_DIR``), so only the
+first fit on a machine pays for it (measured in benchmarks/README.md, "First and second fit").
+This fits each registered model once on a tiny corpus with its default settings (and float32 for
+the WMF family, whose dtype follows the data), which compiles the signatures a default fit uses;
+``make demo`` and ``make test`` run it after installing.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+__all__ = ["warmup"]
+
+
+def _corpus(n: int = 80, vocab: int = 40, seed: int = 0) -> tuple[list[str], list[str]]:
+    rng = np.random.default_rng(seed)
+    en, es = [], []
+    for _ in range(n):
+        ids = rng.integers(0, vocab, size=rng.integers(4, 9))
+        en.append(" ".join(f"w{i}" for i in ids))
+        es.append(" ".join(f"p{i}" for i in ids))
+    return en, es
+
+
+def _fits() -> list[tuple[str, Any]]:
+    """(name, a function that fits the model once) for every model the registry lists."""
+    import scipy.sparse as sp
+
+    import linxling as lx
+    en, es = _corpus()
+    langs, concepts = ["en"] * len(en) + ["es"] * len(es), list(range(len(en))) * 2
+    small = dict(random_state=0, show_progress=False)
+
+    def bildrl():
+        space = lx.Cr5(n_components=4, min_df=1, doc_filter=None, **small).fit(en + es, langs, concepts)
+        words = space.word_vectors("en")[0]
+        rows = [(w, "en", es[i % len(es)], "es") for i, w in enumerate(words)]
+        for enc in ("bow", "cnn", "gru", "att"):
+            lx.BilDRL(encoder=enc, epochs=1, min_df=1, hidden_size=8, **small).fit(rows, space)
+
+    X32 = sp.random(60, 30, density=0.2, random_state=0, format="csr", dtype=np.float32)
+    big_en, big_es = _corpus(n=400, vocab=300, seed=1)
+
+    def cr5():
+        """The paths a default fit takes at scale too: the subspace eigen-solver (r > 20), the
+        dense and block-CG (mixed-precision) inverses, float64 and float32."""
+        lx.Cr5(n_components=4, min_df=1, doc_filter=None, **small).fit(en + es, langs, concepts)
+        docs, bl = big_en + big_es, ["en"] * 400 + ["es"] * 400
+        for method in ("dense", "cg"):
+            for dtype in (np.float64, np.float32):
+                lx.Cr5(n_components=24, min_df=1, doc_filter=None, block_method=method, dtype=dtype,
+                       **small).fit(docs, bl, list(range(400)) * 2)
+
+    return [
+        ("Cr5", cr5),
+        ("CLLSI", lambda: lx.CLLSI(n_components=4, random_state=0).fit(en + es, langs, concepts)),
+        ("WMF", lambda: (lx.WMF(n_components=4, min_df=1, max_iter=1, **small).fit(en),
+                         lx.WMF(n_components=4, max_iter=1, solver="cholesky", **small).fit(X32))),
+        ("BilingualWMF", lambda: lx.BilingualWMF(n_components=4, min_df=1, max_iter=1, **small).fit(
+            {"en": en, "es": es})),
+        ("CrossWMF", lambda: lx.CrossWMF(n_components=4, min_df=1, max_iter=1, **small).fit({"es": (en, es)})),
+        ("BiCVM", lambda: lx.BiCVM(n_components=8, n_epochs=1, **small).fit({"en": en, "es": es})),
+        ("RankingEmbedding", lambda: lx.RankingEmbedding(n_components=8, n_epochs=1, **small).fit(
+            {"en": en, "es": es})),
+        ("CompressTree", lambda: lx.CompressTree(n_components=8, n_epochs=1, language="en", **small).fit(en)),
+        ("BilBOWA", lambda: lx.BilBOWA(n_components=8, epochs=1, min_count=1, **small).fit(
+            {"en": en, "es": es}, {"en": en, "es": es})),
+        ("BilDRL", bildrl),
+    ]
+
+
+def warmup(models: list[str] | None = None, print_fn: Any = print) -> dict[str, float]:
+    """Fit every (or each named) model once on a tiny corpus; return the seconds each took."""
+    from linxling import _registry
+    fits = dict(_fits())
+    names = [_registry.entry(m).name for m in models] if models else list(fits)
+    out = {}
+    for name in names:
+        if name not in fits:
+            continue
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits[name]()
+        out[name] = time.perf_counter() - t
+        print_fn(f"  {name}: {out[name]:.1f} s")
+    return out
