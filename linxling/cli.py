@@ -573,11 +573,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.no_progress:
         from linxling._progress import set_show_progress
         set_show_progress(False)
+    # warnings as one line each, without the Python source line that would follow them
+    import warnings
+    formatwarning = warnings.formatwarning
+    warnings.formatwarning = lambda message, category, *_a, **_k: f"linxling: warning: {message}\n"
     try:
         return args.func(args, extra) if getattr(args, "takes_extra", False) else args.func(args)
     except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
         print(f"linxling: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        warnings.formatwarning = formatwarning
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -266,3 +266,24 @@ def test_info_clean_errors(corpus, capsys):
     assert _run("linxling info en.txt") == 2
     err = capsys.readouterr().err
     assert "en.txt" in err and "Traceback" not in err
+
+
+def test_cli_warnings_are_one_line_each_and_said_once(corpus):
+    """Issue #27: a non-converged eigen-solve printed two warnings, each with a Python source line."""
+    import subprocess
+    import sys
+    rng = np.random.default_rng(0)
+    docs = [rng.integers(0, 80, size=8) for _ in range(200)]
+    (corpus / "a.txt").write_text("\n".join(" ".join(f"w{i}" for i in d) for d in docs) + "\n", encoding="utf-8")
+    (corpus / "b.txt").write_text("\n".join(" ".join(f"p{i}" for i in d) for d in docs) + "\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "linxling.cli", "fit", "cr5", "--input", "a.txt", "b.txt",
+                          "--output", "m.h5", "--n-components", "30", "--min-df", "1", "--eig-maxiter", "1",
+                          "--eig-tol", "1e-14", "--eig-method", "subspace", "--start-steps", "0",
+                          "--no-progress"],
+                         capture_output=True, text=True, cwd=corpus, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert [ln for ln in lines if "did not converge" in ln] == [
+        ln for ln in lines if ln.startswith("linxling: warning: Cr5: the eigen-solve did not converge")]
+    assert len([ln for ln in lines if "did not converge" in ln]) == 1, lines
+    assert not any("warnings.warn" in ln or ln.startswith("  ") for ln in lines), lines

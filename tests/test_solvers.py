@@ -337,3 +337,28 @@ def test_gram64_blocked_matches_float64_product():
     assert G.dtype == np.float64
     np.testing.assert_allclose(G, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
     np.testing.assert_allclose(_gram64(Y.astype(np.float64)), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+
+
+def test_subspace_progress_counts_converged_pairs_not_the_iteration_cap(monkeypatch):
+    """Issue #27: the bar counted to maxiter (1/250 for a 3-iteration solve); it now counts the
+    wanted Ritz pairs that converged, out of k."""
+    import linxling.solvers.eigen as eig
+    bars = []
+
+    class Bar:
+        def __init__(self, total=None, **kw):
+            self.total, self.n = total, 0
+            bars.append(self)
+
+        def set_postfix(self, **kw):
+            pass
+
+        def close(self):
+            pass
+    monkeypatch.setattr(eig, "progress", lambda **kw: Bar(**kw))
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((200, 200))
+    A = A @ A.T
+    res = eig.eigsh(A, 6, tol=1e-8, method="subspace", maxiter=250, random_state=0)
+    assert res.converged.all() and res.n_iter < 250
+    assert bars[0].total == 6 and bars[0].n == 6

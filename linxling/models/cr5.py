@@ -379,7 +379,11 @@ class Cr5(ConceptEmbeddingMixin):
         BLAS threads on top of them oversubscribe the cores (measured on 2 cores: 4.05 s with BLAS
         threads vs 3.3 s without).
         """
-        with blas_single_thread(self.limit_blas_threads):
+        from linxling.solvers._results import ConvergenceWarning
+        with blas_single_thread(self.limit_blas_threads), warnings.catch_warnings():
+            # the inner solvers' own warnings (one per block-CG application, one from the
+            # eigen-solver) are summed up once by the fit itself (see _set_fitted)
+            warnings.simplefilter("ignore", ConvergenceWarning)
             return self._fit_matrices(blocks, concepts, client)
 
     def _fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], client: Any = None) -> "Cr5":

@@ -321,7 +321,8 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
     T: np.ndarray | None = np.zeros((0, 0)) if track_applied > 0 else None
     T_of_V: np.ndarray | None = None
     applied = 0
-    bar = progress(total=maxiter, show=show_progress, desc="eigsh(subspace)")
+    # true progress: the wanted Ritz pairs that meet the tolerance, out of k (not the maxiter cap)
+    bar = progress(total=k, show=show_progress, desc="eigsh(subspace) converged pairs", unit="pair")
     try:
         for it in range(1, maxiter + 1):
             nb = Qnew.shape[1]
@@ -366,8 +367,8 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             if callback is not None:
                 oc = np.argsort(-theta[:kk], kind="stable")
                 callback(it, theta[:kk][oc].astype(dt), res_k[oc])
-            bar.update(1)
-            bar.set_postfix(rel_res=f"{history[-1]:.2e}", basis=m)
+            bar.n = int(np.count_nonzero(done[:kk]))
+            bar.set_postfix(it=it, rel_res=f"{history[-1]:.2e}", basis=m)
             if kk == k and bool(np.all(done[:k])):
                 converged = True
                 break
