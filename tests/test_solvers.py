@@ -360,5 +360,5 @@ def test_subspace_progress_counts_converged_pairs_not_the_iteration_cap(monkeypa
     A = rng.standard_normal((200, 200))
     A = A @ A.T
     res = eig.eigsh(A, 6, tol=1e-8, method="subspace", maxiter=250, random_state=0)
-    assert res.converged.all() and res.n_iter < 250
+    assert np.all(res.converged) and res.n_iter < 250
     assert bars[0].total == 6 and bars[0].n == 6
