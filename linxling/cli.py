@@ -154,12 +154,15 @@ _OBJECT_PARAMS = frozenset({"callback", "tokenizer", "pivot_model", "show_progre
 
 def model_options(cls: type) -> dict[str, Any]:
     """Parameters of ``cls`` that take a plain value on the command line: {name: default}."""
+    import numpy as np
     out = {}
     for name, par in inspect.signature(cls).parameters.items():
         if name in _OBJECT_PARAMS or par.kind in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
             continue
         if par.default is par.empty or par.default is None or isinstance(par.default, (bool, int, float, str)):
             out[name] = par.default
+        elif name == "dtype":                     # a NumPy type or dtype: given by name (float32)
+            out[name] = np.dtype(par.default).name
     return out
 
 
@@ -310,9 +313,34 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         print(f"linxling: {args.input}: {len(empty)} empty line(s) embedded as empty documents "
               f"(line {', '.join(map(str, empty[:10]))}{', ...' if len(empty) > 10 else ''})", file=sys.stderr)
     E = embed_texts(m, lines, args.language)
-    np.save(args.output, E)
-    print(f"wrote {E.shape[0]} x {E.shape[1]} embeddings to {args.output}")
+    if args.dtype:
+        E = np.ascontiguousarray(E, dtype=args.dtype)
+    path = _save_npy(args.output, E)
+    print(f"wrote {E.shape[0]} x {E.shape[1]} embeddings to {path}")
     return 0
+
+
+def _save_npy(output: str, array: Any) -> str:
+    """Write ``array`` to ``output`` (".npy" appended when missing, as numpy.save does) through a
+    temporary file in the same folder renamed over it: an existing file is replaced whole or not
+    at all, and a symbolic link at ``output`` is replaced, never written through."""
+    import tempfile
+
+    import numpy as np
+    path = output if output.endswith(".npy") else output + ".npy"
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory")
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".linxling-", suffix=".npy", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, array)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -502,6 +530,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("language", help="language of the documents (ignored by the monolingual WMF)")
     e.add_argument("input", help="UTF-8 text file, one document per line")
     e.add_argument("output", help=".npy file to write")
+    e.add_argument("--dtype", choices=["float32", "float64"],
+                   help="of the written array (default: the model's; float32 for vector indexes)")
     e.set_defaults(func=_cmd_embed)
 
     v = add("evaluate", "score retrieval between two aligned files (line i of one translates line i of the other)")

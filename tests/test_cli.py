@@ -287,3 +287,26 @@ def test_cli_warnings_are_one_line_each_and_said_once(corpus):
         ln for ln in lines if ln.startswith("linxling: warning: Cr5: the eigen-solve did not converge")]
     assert len([ln for ln in lines if "did not converge" in ln]) == 1, lines
     assert not any("warnings.warn" in ln or ln.startswith("  ") for ln in lines), lines
+
+
+def test_cli_api_parity(corpus, capsys):
+    """Issue #27 item 8: the CLI sets Cr5's dtype, embed writes float32 on request and reports
+    the file it wrote (numpy appends .npy), and a symbolic link at the output is replaced, not
+    written through (#29); token lists given to b-WMF get a clear error."""
+    import os
+
+    from linxling import BilingualWMF
+    assert _run("linxling fit cr5 --input en.txt es.txt --output m.h5 --n-components 2 --min-df 1 "
+                "--dtype float32") == 0
+    m = linxling.load(corpus / "m.h5")
+    assert np.dtype(m.dtype) == np.float32 and m.components_["en"].dtype == np.float32
+    assert _run("linxling embed m.h5 en en.txt out --dtype float32") == 0
+    assert "to out.npy" in capsys.readouterr().out
+    assert np.load(corpus / "out.npy").dtype == np.float32
+    (corpus / "target.npy").write_bytes(b"precious")
+    os.symlink(corpus / "target.npy", corpus / "link.npy")
+    assert _run("linxling embed m.h5 en en.txt link.npy") == 0
+    assert (corpus / "target.npy").read_bytes() == b"precious"
+    assert not os.path.islink(corpus / "link.npy") and np.load(corpus / "link.npy").shape == (6, 2)
+    with pytest.raises(TypeError, match=r"X\['en'\]\[0\] is a list of tokens; give each sentence as one str"):
+        BilingualWMF(n_components=2).fit({"en": [["a", "b"], ["c"]], "es": [["x"], ["y", "z"]]})

@@ -68,6 +68,10 @@ def _texts_or_none(X: Any, name: str) -> list[str] | None:
         raise TypeError(f"{name} must be a sparse matrix or an iterable of str, got {type(X).__name__}") from None
     if not items:
         raise ValueError(f"{name} is empty: no sentences to fit or transform")
+    first = items[0]
+    if isinstance(first, (list, tuple)) and first and all(isinstance(w, str) for w in first):
+        raise TypeError(f"{name}[0] is a list of tokens; give each sentence as one str "
+                        "(' '.join(tokens)), or a tokenizer to split str sentences")
     if not any(isinstance(t, (str, bytes)) or t is None for t in items):
         return None                                         # rows of numbers: a dense matrix
     for i, t in enumerate(items):
