@@ -89,8 +89,12 @@ def test_examples_run(path, tmp_path):
         from linxling.datasets import shared_data_dir
         if not shared_data_dir().is_dir():       # as the suite's shared_data fixture
             pytest.skip(f"real data folder not found at {shared_data_dir()} (set LINXLING_SHARED_DATA)")
-    # one script, each block announced, run from an unrelated directory: no path may assume the repo root
-    script = "".join(f"print('--- {path.name}:{line}', flush=True)\n{code}\n" for line, code in blocks)
+    # one script, each block announced and run in a namespace of its own (a block must not need
+    # another block's names: a reader copies one), from an unrelated directory: no path may
+    # assume the repo root
+    script = "".join(f"print('--- {path.name}:{line}', flush=True)\n"
+                     f"exec(compile({code!r}, '{path.name}:{line}', 'exec'), {{'__name__': '__main__'}})\n"
+                     for line, code in blocks)
     work = tmp_path / "elsewhere"
     work.mkdir()
     (work / "examples.py").write_text(script, encoding="utf-8")
@@ -114,3 +118,12 @@ def test_docs_site_builds_strict(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-5000:]
     assert (tmp_path / "site" / "index.html").is_file()
+
+
+def test_examples_check_what_they_claim():
+    """Issue #27: an example may not state a result in a comment after print (docs/scale.md said
+    "True" where the code printed False); a claimed value is an assert the suite runs."""
+    claim = re.compile(r"^\s*print\(.*\)\s*#\s*\S")
+    found = [(f.name, line + i) for f in DOC_FILES for line, code, _ in python_blocks(f)
+             for i, text in enumerate(code.splitlines(), 1) if claim.match(text)]
+    assert not found, found

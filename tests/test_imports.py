@@ -113,3 +113,17 @@ def test_first_fit_says_it_compiles_once(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(est, "_NOTED", set())
     WMF(n_components=2, max_iter=1, min_df=1, random_state=0, show_progress=False).fit(X)
     assert "compiling" not in capsys.readouterr().err
+
+
+def test_warnings_point_at_the_users_line():
+    """A warning raised deep inside a fit (through the atomic wrapper and helpers) names the
+    caller's file and line, not linxling's."""
+    import warnings
+
+    from linxling import BilingualWMF
+    X = [f"w{i % 7} w{(i * 3) % 11}" for i in range(30)]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        BilingualWMF(n_components=4, alpha=60.0, max_iter=5, random_state=0, show_progress=False).fit(
+            {"en": X, "es": X})
+    assert w and all(x.filename == __file__ for x in w), [(x.filename, x.lineno) for x in w]

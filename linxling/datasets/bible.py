@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from linxling._validation import check_random_state
+from linxling._warnings import find_stack_level
 
 __all__ = ["BIBLE_VERSIONS", "BibleCorpus", "load_bible", "clean_verse", "resolve_language",
            "bible_db_path", "SonofmanNotInstalledError", "N_VERSES", "N_CHAPTERS", "N_BOOKS"]
@@ -380,7 +381,7 @@ def load_bible(languages: str | Iterable[str], unit: str = "verse", books: Any =
         detail = ", ".join(f"{iso}: {n}" for iso, n in dropped_per_language.items() if n)
         warnings.warn(f"load_bible: dropped {n_dropped} of {len(all_keys)} verses that are empty or "
                       f"placeholders in at least one of {isos} (empty per language: {detail})",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=find_stack_level())
 
     if unit == "verse":
         texts = {iso: [per_lang[iso][k] for k in keys] for iso in isos}

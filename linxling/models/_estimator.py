@@ -32,6 +32,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
+from linxling._warnings import find_stack_level
+
 __all__ = ["LinxlingEstimator", "NotFittedError", "as_output"]
 
 
@@ -265,7 +267,7 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
                     import warnings
                     warnings.warn(f"{name} is a {type(value).__name__}, which a saved model cannot "
                                   f"keep: the loaded model has {name}=None (pass an int to save a "
-                                  "reproducible model)", UserWarning, stacklevel=4)
+                                  "reproducible model)", UserWarning, stacklevel=find_stack_level())
         return out
 
     def _restore_init_params(self, state: dict) -> None:

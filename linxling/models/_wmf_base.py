@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from linxling._progress import progress
 from linxling._threads import blas_single_thread
 from linxling._validation import check_float_dtype, check_positive, check_random_state
+from linxling._warnings import find_stack_level
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
 from linxling.models._estimator import LinxlingEstimator, NotFittedError
@@ -161,7 +162,7 @@ class _WMFParams(LinxlingEstimator):
                       "lower alpha further, or give more (and more varied) sentences")
             warnings.warn(f"the sentence vectors collapsed toward one direction (mean cosine between two "
                           f"training sentences {cosine:.2f}): alpha={self.alpha_:g} is large for {n} "
-                          f"sentences; {remedy}", UserWarning, stacklevel=4)
+                          f"sentences; {remedy}", UserWarning, stacklevel=find_stack_level())
 
     def _fit_dtype(self, *mats) -> np.dtype:
         """The factors' dtype: ``dtype`` when given, else the data's (float32 only when every
@@ -219,7 +220,7 @@ class _WMFParams(LinxlingEstimator):
             params["random_state"] = None
         if not (params["tokenizer"] is None or isinstance(params["tokenizer"], str)):
             warnings.warn("a callable tokenizer cannot be saved; the loaded model uses the "
-                          "default tokenizer unless you set it again", UserWarning, stacklevel=3)
+                          "default tokenizer unless you set it again", UserWarning, stacklevel=find_stack_level())
             params["tokenizer"] = None
         return params
 

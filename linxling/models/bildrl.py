@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from linxling._validation import check_random_state
+from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import LinxlingEstimator, as_output
 
@@ -396,7 +397,7 @@ class BilDRL(LinxlingEstimator):
         if any(excluded.values()):
             warnings.warn(f"BilDRL.fit left out {excluded['target_oov']} of {len(rows)} rows whose target "
                           f"has no word vector and {excluded['no_known_word']} whose definition has "
-                          "no known word", UserWarning, stacklevel=2)
+                          "no known word", UserWarning, stacklevel=find_stack_level())
         return self
 
     def _targets(self, urows) -> np.ndarray:

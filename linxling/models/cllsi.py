@@ -16,6 +16,8 @@ the default), or by ``V_l^T x`` (``scale="none"``).
 """
 from __future__ import annotations
 
+from linxling._warnings import find_stack_level
+
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -159,7 +161,7 @@ class CLLSI(ConceptEmbeddingMixin):
         if n_null:
             warnings.warn(f"CLLSI: {n_null} of {r} singular values are (numerically) zero; the matrix "
                           f"has rank < n_components. Those components are set to zero on transform.",
-                          RuntimeWarning, stacklevel=2)
+                          RuntimeWarning, stacklevel=find_stack_level())
         self.languages_ = langs
         self.n_features_ = {lang: mats[lang].shape[1] for lang in langs}
         offsets = np.cumsum([0] + [self.n_features_[lang] for lang in langs])

@@ -19,6 +19,7 @@ import numpy as np
 
 from linxling._progress import progress
 from linxling._validation import check_int
+from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import LinxlingEstimator, as_output
 
@@ -191,7 +192,7 @@ class CompressTree(LinxlingEstimator):
         if len(keep) < len(texts):
             warnings.warn(f"CompressTree: {len(texts) - len(keep)} of {len(texts)} sentences have "
                           "a single token and cannot be compressed or corrupted; they are not "
-                          "used for training", UserWarning, stacklevel=2)
+                          "used for training", UserWarning, stacklevel=find_stack_level())
         if len(keep) == 0:
             raise ValueError("X has no sentence of at least two tokens to train on")
         rng = np.random.default_rng(self.random_state)

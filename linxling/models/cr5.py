@@ -38,6 +38,7 @@ from linxling._validation import (
     check_sparse_matrix,
     check_value_range,
 )
+from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 from linxling.operators import (
@@ -73,14 +74,14 @@ def _check_small_data(r: int, widths: Mapping[str, int], labels: list, n_classes
     if len(widths) > 1 and shared < r:
         warnings.warn(f"only {shared} concepts have documents in more than one language, fewer than "
                       f"n_components={r}: at most {shared} components can be crosslingual; lower "
-                      f"n_components or add aligned documents", UserWarning, stacklevel=5)
+                      f"n_components or add aligned documents", UserWarning, stacklevel=find_stack_level())
     small = {lang: p for lang, p in widths.items() if p < r}
     if small:
         lang, p = min(small.items(), key=lambda kv: kv[1])
         warnings.warn(f"n_components={r} exceeds the vocabulary of {lang!r} ({p} features after the "
                       f"filters): at most {p} components can reach its documents, the others embed them as "
                       f"zero and the eigen-solve may not converge; use n_components <= {p} (or lower min_df)",
-                      UserWarning, stacklevel=5)
+                      UserWarning, stacklevel=find_stack_level())
 
 
 @register_model("Cr5")
@@ -281,7 +282,7 @@ class Cr5(ConceptEmbeddingMixin):
         if total_dropped:
             warnings.warn(f"Cr5.fit: {total_dropped} of {len(texts)} training documents were dropped by "
                           f"doc_filter={self.doc_filter!r} ({lo}..{hi} unique words; per language: {dropped})",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=find_stack_level())
         self.fit_matrices(blocks, block_concepts)
         self.vectorizers_ = vectorizers
         self.fit_info_["n_dropped"] = dropped
@@ -606,11 +607,11 @@ class Cr5(ConceptEmbeddingMixin):
         if n_block_failures:
             warnings.warn(f"Cr5: {n_block_failures} block CG application(s) missed cg_rtol={self.cg_rtol} "
                           f"within cg_maxiter={self.cg_maxiter}; details per language in "
-                          "convergence_['blocks']", UserWarning, stacklevel=4)
+                          "convergence_['blocks']", UserWarning, stacklevel=find_stack_level())
         if not np.all(res.converged):
             warnings.warn("Cr5: the eigen-solve did not converge to eig_tol="
                           f"{self.eig_tol} in {self.eig_maxiter} iterations; the result is recorded in "
-                          "convergence_ (raise eig_maxiter or eig_tol)", UserWarning, stacklevel=4)
+                          "convergence_ (raise eig_maxiter or eig_tol)", UserWarning, stacklevel=find_stack_level())
         self.fit_info_ = {
             "n_documents": problem.n, "n_concepts": len(problem.classes),
             "n_features": int(problem.p), "nnz": int(problem.nnz),

@@ -5,6 +5,8 @@ Nothing here centres or densifies ``X``: the centred Gram is applied as
 """
 from __future__ import annotations
 
+from linxling._warnings import find_stack_level
+
 import warnings
 
 from typing import Any
@@ -668,7 +670,8 @@ def _note_no_cholmod() -> None:
         _NOTED_NO_CHOLMOD.append(True)
         warnings.warn("scikit-sparse (CHOLMOD) is not installed: a sparse Gram block is factored densely "
                       "or solved by block CG instead (same result to the solver tolerance; "
-                      "pip install 'linxling[cholmod]' for the sparse factor)", UserWarning, stacklevel=4)
+                      "pip install 'linxling[cholmod]' for the sparse factor)", UserWarning,
+                      stacklevel=find_stack_level())
 
 
 def _import_cholmod():

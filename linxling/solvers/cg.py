@@ -8,6 +8,7 @@ import numpy as np
 
 from linxling._backend import get_namespace
 from linxling._linop import LinearOperator, as_operator
+from linxling._warnings import find_stack_level
 from linxling.solvers._results import ConvergenceWarning, SolveResult
 
 __all__ = ["cg", "block_cg", "jacobi_block_cg", "krylov_block_cg"]
@@ -119,7 +120,7 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
     if not converged:
         why = "breakdown (p^T A p <= 0: A or M is not SPD)" if breakdown else f"maxiter={maxiter} reached"
         warnings.warn(f"cg did not converge: {why}; ||r|| = {res[-1]:.3e} > {thresh:.3e} after "
-                      f"{it} iterations", ConvergenceWarning, stacklevel=2)
+                      f"{it} iterations", ConvergenceWarning, stacklevel=find_stack_level())
     return SolveResult(x, bool(converged), it, np.asarray(res), info)
 
 
@@ -137,7 +138,7 @@ def _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, xp) -> Non
     why = ("breakdown (p^T A p <= 0) in some columns; " if bool(breakdown.any()) else "")
     warnings.warn(f"block_cg: {k} of {converged.shape[0]} column(s) did not converge ({why}maxiter={maxiter}); "
                   f"largest relative residual {float(rel.max()):.3e} (rtol={rtol})",
-                  ConvergenceWarning, stacklevel=3)
+                  ConvergenceWarning, stacklevel=find_stack_level())
 
 
 def block_cg(A: Any, B: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,

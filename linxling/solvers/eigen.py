@@ -23,6 +23,7 @@ import scipy.sparse.linalg as spla
 from linxling._linop import LinearOperator, as_operator
 from linxling._progress import progress
 from linxling._validation import check_positive, check_random_state
+from linxling._warnings import find_stack_level
 from linxling.solvers._orth import orthonormalize
 from linxling.solvers._results import ConvergenceWarning, EigResult
 
@@ -223,7 +224,7 @@ def _eig_arpack(op, k, tol, maxiter, v0, which, rng) -> EigResult:
         info["n_converged"] = len(w)
         warnings.warn(f"ARPACK did not converge: {len(w)} of {k} eigenpairs converged "
                       f"(maxiter={maxiter}, tol={tol}); returning the converged ones",
-                      ConvergenceWarning, stacklevel=3)
+                      ConvergenceWarning, stacklevel=find_stack_level())
     o = _order(np.asarray(w), which)
     theta, vecs = _finish(np.asarray(w)[o], np.asarray(V)[:, o])
     return EigResult(theta, vecs, converged, -1, 0, np.zeros(len(theta)), info)
@@ -257,7 +258,7 @@ def _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size) -> EigResult:
             warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
     if not converged:
         warnings.warn(f"LOBPCG did not reach tol={tol or 'default'} in maxiter={maxiter} iterations",
-                      ConvergenceWarning, stacklevel=3)
+                      ConvergenceWarning, stacklevel=find_stack_level())
     w = np.asarray(w)
     o = _order(w, which)[:k]
     theta, vecs = _finish(w[o], np.asarray(V)[:, o])
@@ -404,7 +405,7 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
     if not converged:
         warnings.warn(f"eigsh(subspace) did not converge in maxiter={maxiter} iterations: largest "
                       f"relative Ritz residual {history[-1] if history else float('nan'):.3e} > "
-                      f"tol={tol_eff:.3e}", ConvergenceWarning, stacklevel=3)
+                      f"tol={tol_eff:.3e}", ConvergenceWarning, stacklevel=find_stack_level())
     info = {"method": "subspace", "tol": tol_eff, "block_size": b, "max_basis": mb,
             "n_restarts": n_restarts, "rel_residual_history": np.asarray(history),
             # eigenvectors = [B_1 .. B_j] applied_coefficients, B_i the blocks given to the operator

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from linxling._progress import progress
 from linxling._validation import check_float_dtype
+from linxling._warnings import find_stack_level
 from linxling.text._tokenize import Tokenizer, check_tokenizer
 
 __all__ = ["Vocabulary", "build_vocabulary", "filter_documents", "TfidfVectorizer"]
@@ -459,7 +460,7 @@ class TfidfVectorizer:
         self.kept_mask_ = counts.kept
         self.idf_ = self._idf(df, n)
         _warn_dropped(self.n_dropped_, counts.n_input, self.min_unique_words,
-                      self.max_unique_words, stacklevel=4)
+                      self.max_unique_words, stacklevel=find_stack_level())
         X = _remap_columns(counts, old_to_new, len(words))
         del counts
         return X
