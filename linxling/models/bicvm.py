@@ -28,6 +28,9 @@ from linxling.models._estimator import LinxlingEstimator, as_output
 
 __all__ = ["BiCVM"]
 
+#: minibatches of one language pair trained before the next pair takes its turn (BiCVM+)
+INTERLEAVE = 8
+
 
 def _decode(words) -> list[str]:
     return [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in np.asarray(words).tolist()]
@@ -183,19 +186,30 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         try:
             bar = progress(range(int(self.n_epochs)), show=self.show_progress,
                            desc=type(self).__name__, unit="epoch")
+            bs = int(self.batch_size)
             for epoch in bar:
                 total, n_batches = 0.0, 0
+                plans = []
                 for p, a, b in jobs:
                     n = len(pairs[p][a])
                     order = rng.permutation(n)
-                    noiseA = sample_noise(rng, n, k, order, int(self.batch_size), pool)
-                    noiseB = sample_noise(rng, n, k, order, int(self.batch_size), pool)
-                    total += sgd.train_pair_epoch(
-                        self.vectors_[a], acc[a], encoded[p][a], self.vectors_[b], acc[b],
-                        encoded[p][b], order, noiseA, noiseB, int(self.batch_size),
-                        self._composition, self._distance, margin, float(self.learning_rate),
-                        float(self.alpha), self._optimizer, attraction=attraction)
-                    n_batches += -(-n // int(self.batch_size))
+                    noiseA = sample_noise(rng, n, k, order, bs, pool)
+                    noiseB = sample_noise(rng, n, k, order, bs, pool)
+                    plans.append((p, a, b, order, noiseA, noiseB))
+                    n_batches += -(-n // bs)
+                # several pairs (BiCVM+, or more than two languages): their minibatches take turns,
+                # INTERLEAVE batches of one pair, then of the next, so that the shared (pivot)
+                # language is not pulled to one pair for a whole pass and then to the next
+                step = INTERLEAVE * bs if len(plans) > 1 else max(len(pl[3]) for pl in plans)
+                for start in range(0, max(len(pl[3]) for pl in plans), step):
+                    for p, a, b, order, noiseA, noiseB in plans:
+                        part = order[start:start + step]
+                        if len(part):
+                            total += sgd.train_pair_epoch(
+                                self.vectors_[a], acc[a], encoded[p][a], self.vectors_[b], acc[b],
+                                encoded[p][b], part, noiseA, noiseB, bs, self._composition,
+                                self._distance, margin, float(self.learning_rate), float(self.alpha),
+                                self._optimizer, attraction=attraction)
                 self.loss_curve_.append(total / n_batches)
                 bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}")
                 if self.callback is not None:
