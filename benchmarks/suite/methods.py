@@ -120,7 +120,7 @@ def _aligned(train, lang):
 
 def _fit_bicvm(train, cfg):
     from linxling.models.bicvm import BiCVM
-    models = {lang: BiCVM(composition="add", **_sgd_params(cfg)).fit(_aligned(train, lang))
+    models = {lang: BiCVM(**_sgd_params(cfg)).fit(_aligned(train, lang))
               for lang in train.languages if lang != "en"}
 
     def embed(texts, lang, other):
@@ -133,15 +133,14 @@ def _fit_bicvm(train, cfg):
 
 def _fit_bicvm_plus(train, cfg):
     from linxling.models.bicvm import BiCVM
-    m = BiCVM(composition="add", **_sgd_params(cfg)).fit(
-        [_aligned(train, lang) for lang in train.languages if lang != "en"])
+    m = BiCVM(**_sgd_params(cfg)).fit([_aligned(train, lang) for lang in train.languages if lang != "en"])
     return Embedder(m, word_vectors=lambda lang, other: m.word_vectors(lang),
                     languages=tuple(train.languages))
 
 
 def _fit_ranking(train, cfg):
     from linxling.models.ranking import RankingEmbedding
-    m = RankingEmbedding(score="dot", **_sgd_params(cfg)).fit(
+    m = RankingEmbedding(**_sgd_params(cfg)).fit(
         {lang: list(train.texts[lang]) for lang in train.languages})
     return Embedder(m, word_vectors=lambda lang, other: m.word_vectors(lang),
                     languages=tuple(train.languages))
@@ -212,12 +211,13 @@ register(Method("CL-LSI", _fit_cllsi, "CL-LSI: truncated SVD of concept × stack
 register(Method("WMF", _fit_wmf, "WMF (k, λ = 20, w_m = 0.01) on the English training verses"))
 register(Method("b-WMF", _fit_bwmf, "BilingualWMF, one model per en–X pair of training verses"))
 register(Method("x-WMF", _fit_xwmf, "CrossWMF, English pivot, en–X verse pairs"))
-register(Method("BiCVM", _fit_bicvm, "BiCVM ADD (d, epochs from the config; noise 10, margin 1, AdaGrad "
-                "lr 0.05, batch 50, λ = 1e-4), one model per en–X pair of training verses"))
-register(Method("BiCVM+", _fit_bicvm_plus, "BiCVM+ ADD, one model on all en–X pairs (English pivot), "
-                "same parameters as BiCVM"))
-register(Method("RankingEmbedding", _fit_ranking, "Etter's network: mean of word vectors, dot score, "
-                "margin √d, SGD lr 0.01, batch 1, one model on all the verse-aligned languages"))
+register(Method("BiCVM", _fit_bicvm, "BiCVM at its defaults (ADD, margin d/2, attraction 5, noise 10 "
+                "from a pool of 250 per batch, AdaGrad lr 0.05, batch 500; d and epochs from the config), "
+                "one model per en–X pair of training verses"))
+register(Method("BiCVM+", _fit_bicvm_plus, "BiCVM+ at the same defaults, one model on all en–X pairs "
+                "(English pivot, the pairs' minibatches taking turns)"))
+register(Method("RankingEmbedding", _fit_ranking, "Etter's network at its defaults (mean of word vectors, "
+                "L1 score, margin d/32, SGD lr 1.0, batch 10), one model on all the verse-aligned languages"))
 register(Method("CompressTree", _fit_compress_tree, "CompressTree (linear, left tree, d = 50, 5,000 words, "
                 "SGD lr 0.001) on the English training verses; monolingual"))
 register(Method("BilDRL", _fit_bildrl, "BilDRL multitask encoder (ATT, 2 epochs; quick: BOW, 1) "

@@ -89,7 +89,7 @@ class CompressTree(LinxlingEstimator):
                  corrupt: str = "random", max_features: int = 1000, min_df: int = 1,
                  n_epochs: int = 5, learning_rate: float = 0.01, word_learning_rate: float | None = None,
                  init_scale: float = 0.1, language: str | None = None, random_state: Any = None,
-                 callback: Any = None, show_progress: bool | None = None):
+                 callback: Any = None, show_progress: bool | None = None, window: int | None = 5):
         self.n_components = n_components
         self.n_hidden = n_hidden
         self.tree = tree
@@ -104,6 +104,7 @@ class CompressTree(LinxlingEstimator):
         self.random_state = random_state
         self.callback = callback
         self.show_progress = show_progress
+        self.window = window
 
     # ------------------------------------------------------------------ helpers
     def _validate(self) -> None:
@@ -124,6 +125,8 @@ class CompressTree(LinxlingEstimator):
             raise TypeError(f"callback must be callable or None, got {type(self.callback).__name__}")
         if self.language is not None and not isinstance(self.language, str):
             raise TypeError(f"language must be a str or None, got {type(self.language).__name__}")
+        if self.window is not None:
+            check_int(self.window, "window", low=2)
 
     def _check_language(self, language: Any) -> None:
         # a model fitted on a plain list without ``language`` has no language to check against
@@ -158,6 +161,19 @@ class CompressTree(LinxlingEstimator):
                 out[o:o + l - 1] = np.floor(rng.random(l - 1) * (l - 1 - ks)).astype(np.int64)
                 o += l - 1
         return out
+
+    def _windows(self, indices: np.ndarray, indptr: np.ndarray, rng: np.random.Generator
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """This epoch's training sequences: one random window of ``window`` consecutive tokens
+        of each sentence (the whole sentence when shorter, or when ``window`` is None)."""
+        if self.window is None:
+            return indices, indptr
+        lengths = np.diff(indptr)
+        w = np.minimum(lengths, int(self.window))
+        start = indptr[:-1] + np.floor(rng.random(len(lengths)) * (lengths - w + 1)).astype(np.int64)
+        sub_indptr = np.concatenate([[0], np.cumsum(w)]).astype(np.int64)
+        offsets = np.arange(sub_indptr[-1]) - np.repeat(sub_indptr[:-1], w)
+        return indices[np.repeat(start, w) + offsets], sub_indptr
 
     def _params(self):
         return (self.A1_, self.b1_, self.A2_, self.b2_, self.w_, float(self.w0_), self.n_hidden_ > 0)
@@ -211,13 +227,14 @@ class CompressTree(LinxlingEstimator):
         lr_w = float(self.word_learning_rate) if self.word_learning_rate is not None else lr
         kind = _TREES[self.tree]
         # sentences with >= 2 tokens, re-packed
-        sub_indptr = np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
-        sub_indices = np.concatenate([indices[indptr[s]:indptr[s + 1]] for s in keep])
-        sub_len = np.diff(sub_indptr)
+        full_indptr = np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
+        full_indices = np.concatenate([indices[indptr[s]:indptr[s + 1]] for s in keep])
         n = len(keep)
         self.loss_curve_ = []
         for epoch in progress(range(int(self.n_epochs)), desc="CompressTree epochs",
                               show=self.show_progress):
+            sub_indices, sub_indptr = self._windows(full_indices, full_indptr, rng)
+            sub_len = np.diff(sub_indptr)
             order = rng.permutation(n).astype(np.int64)
             if self.corrupt == "last":
                 neg_pos = sub_len - 1
@@ -296,7 +313,7 @@ class CompressTree(LinxlingEstimator):
 
     # ------------------------------------------------------------------ store
     _PARAMS = ("n_components", "n_hidden", "tree", "corrupt", "max_features", "min_df", "n_epochs",
-               "learning_rate", "word_learning_rate", "init_scale", "language")
+               "learning_rate", "word_learning_rate", "init_scale", "language", "window")
 
     def _get_state(self):
         self._check_fitted()
@@ -312,7 +329,9 @@ class CompressTree(LinxlingEstimator):
 
     @classmethod
     def _from_state(cls, params, arrays):
-        model = cls(**{k: params[k] for k in cls._PARAMS}, random_state=params.get("random_state"))
+        model = cls(**{k: params[k] for k in cls._PARAMS if k in params}, random_state=params.get("random_state"))
+        if "window" not in params:         # files before windows: trained on whole sentences
+            model.window = None
         model.language_ = params["language_"]
         model.vocabulary_ = list(params["vocabulary"])
         model.vocabulary_index_ = {w: i for i, w in enumerate(model.vocabulary_)}
