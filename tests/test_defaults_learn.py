@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 import pytest
 
 pytestmark = pytest.mark.data
@@ -54,3 +56,22 @@ def test_ranking_embedding_defaults_learn(nt):
     assert _p1(m, test, "en", "fr") > 0.35
     E, F = m.transform(test.texts["en"], "en"), m.transform(test.texts["fr"], "fr")
     assert estimated_rank(E, F, score="l1", n_candidates=1, random_state=0).accuracy > 0.93
+
+
+def test_compress_tree_defaults_learn(nt):
+    """Default CompressTree on the NT English verses (trained on 5-token windows): the ranking
+    loss falls well below the margin 1 and held-out windows rank their true word far above the
+    ~500 of chance among 1,000 words (measured: loss 0.67 -> 0.29 in 5 epochs, mean rank 101)."""
+    from linxling import CompressTree
+    from linxling.text import tokenize
+    train, test = nt
+    m = CompressTree(random_state=0, show_progress=False).fit(train.texts["en"])
+    assert m.loss_curve_[-1] < 0.5 * m.loss_curve_[0] and m.loss_curve_[-1] < 0.5
+    rng = np.random.default_rng(0)
+    windows = []
+    for t in test.texts["en"][:200]:
+        toks = tokenize(t)
+        if len(toks) >= 5:
+            s = int(rng.integers(0, len(toks) - 4))
+            windows.append(" ".join(toks[s:s + 5]))
+    assert np.mean(m.corrupted_rank(windows, random_state=0)) < 250

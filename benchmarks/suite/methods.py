@@ -149,8 +149,7 @@ def _fit_ranking(train, cfg):
 def _fit_compress_tree(train, cfg):
     from linxling.models.compress_tree import CompressTree
     m = CompressTree(n_components=cfg.tree_components, max_features=cfg.tree_features,
-                     n_epochs=cfg.tree_epochs, learning_rate=0.001, language="en", random_state=0,
-                     show_progress=False)
+                     n_epochs=cfg.tree_epochs, language="en", random_state=0, show_progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         m.fit([t for t in train.texts["en"] if t.strip()])
@@ -218,8 +217,9 @@ register(Method("BiCVM+", _fit_bicvm_plus, "BiCVM+ at the same defaults, one mod
                 "(English pivot, the pairs' minibatches taking turns)"))
 register(Method("RankingEmbedding", _fit_ranking, "Etter's network at its defaults (mean of word vectors, "
                 "L1 score, margin d/32, SGD lr 1.0, batch 10), one model on all the verse-aligned languages"))
-register(Method("CompressTree", _fit_compress_tree, "CompressTree (linear, left tree, d = 50, 5,000 words, "
-                "SGD lr 0.001) on the English training verses; monolingual"))
+register(Method("CompressTree", _fit_compress_tree, "CompressTree at its defaults (linear, left tree, "
+                "trained on 5-token windows, SGD lr 0.01; d = 50, 5,000 words) on the English training "
+                "verses; monolingual"))
 register(Method("BilDRL", _fit_bildrl, "BilDRL multitask encoder (ATT, 2 epochs; quick: BOW, 1) "
                 "on all Wikt3l training rows, into Cr5 word vectors (r = 100) of the en–fr Bible "
                 "training verses + Wikt3l training pairs (r = 100; quick 50)",
