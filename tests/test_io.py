@@ -205,7 +205,7 @@ def test_truncated_file(tmp_path, rng):
 def test_random_bytes(tmp_path, rng):
     path = tmp_path / "junk.h5"
     path.write_bytes(rng.integers(0, 256, 4096, dtype=np.uint8).tobytes())
-    with pytest.raises(ModelFormatError, match="junk.h5.*not an HDF5 file"):
+    with pytest.raises(ModelFormatError, match="junk.h5.*not a linxling model file"):
         load(path)
     (tmp_path / "empty.h5").write_bytes(b"")
     with pytest.raises(ModelFormatError):
@@ -220,9 +220,39 @@ def test_foreign_hdf5(tmp_path):
         load(path)
 
 
-def _rewrite_attr(path, name, value):
+def _reseal(path):
+    """Recompute the file header's SHA-256 after an edit: a crafted file, not a corrupted one
+    (a plain edit fails the checksum before anything else is looked at)."""
+    from linxling.io._store import HEADER_SIZE, _file_header
+    data = open(path, "rb").read()
+    with open(path, "wb") as fh:
+        fh.write(_file_header(data[HEADER_SIZE:]) + data[HEADER_SIZE:])
+
+
+def _rewrite_attr(path, name, value, reseal=True):
     with h5py.File(path, "a") as f:
         f.attrs[name] = value
+    if reseal:
+        _reseal(path)
+
+
+def test_any_edit_fails_the_files_checksum(tmp_path):
+    """Issue #29: one flipped bit anywhere (an attribute, the class name) is caught before HDF5
+    parses the file (a flipped bit once made load loop forever inside HDF5's attribute reader)."""
+    path = tmp_path / "m.h5"
+    Dummy({}, {"A": np.ones(2)}).save(path)
+    _rewrite_attr(path, "model", "OtherModel", reseal=False)
+    with pytest.raises(ModelFormatError, match="fails its SHA-256 checksum|modified after it was saved"):
+        load(path)
+    Dummy({}, {"A": np.ones(2)}).save(path)
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0x10
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(ModelFormatError, match="fails its SHA-256 checksum"):
+        load(path)
+    open(path, "wb").write(bytes(data[:-100]))
+    with pytest.raises(ModelFormatError, match="truncated"):
+        load(path)
 
 
 def test_future_version(tmp_path):
@@ -249,6 +279,7 @@ def test_bad_params_json(tmp_path):
         load(path)
     with h5py.File(path, "a") as f:      # a file without checksums (older writer) is parsed
         del f.attrs["params_crc32"]
+    _reseal(path)
     with pytest.raises(ModelFormatError, match="JSON"):
         load(path)
 
@@ -269,6 +300,7 @@ def _flip_byte_in(path, dataset):
         byte = fh.read(1)
         fh.seek(offset + nbytes // 2)
         fh.write(bytes([byte[0] ^ 0x01]))
+    _reseal(path)          # past the file's SHA-256: the per-dataset CRC-32 must still catch it
 
 
 @pytest.mark.parametrize("dataset,where", [("arrays/W", "arrays/W"),
@@ -283,6 +315,7 @@ def test_uncompressed_corruption_is_detected(tmp_path, rng, dataset, where):
     if dataset == "arrays/names":          # vlen strings live in the global heap, not the dataset
         with h5py.File(path, "a") as f:
             f["arrays/names"][0] = "alphA"
+        _reseal(path)
     else:
         _flip_byte_in(path, dataset)
     with pytest.raises(ModelFormatError, match=f"{where} fails its checksum"):
@@ -315,16 +348,32 @@ def test_lone_surrogate_is_a_clear_error(tmp_path):
 
 
 def test_stale_temporaries_are_removed_by_the_next_save(tmp_path):
+    """A temporary file is stale when no process holds its lock: the one a killed save left is
+    removed; one that a live writer locks (here another process) is left alone, whatever PID
+    its name shows (a writer in another PID namespace); another model's are not touched."""
+    import subprocess
+    import sys
     path = tmp_path / "m.h5"
     dead = _dead_pid()
     stale = tmp_path / f".m.h5.{dead}.abcd1234.tmp"
     stale.write_bytes(b"x" * 1000)
-    live = tmp_path / f".m.h5.{os.getppid()}.live0000.tmp"     # a save in progress elsewhere
+    live = tmp_path / f".m.h5.{dead}.live0000.tmp"           # locked by a live writer elsewhere
     live.write_bytes(b"y")
-    other = tmp_path / f".other.h5.{dead}.abcd1234.tmp"       # another model's: not ours to touch
-    other.write_bytes(b"z")
-    Dummy({}, {}).save(path)
-    assert sorted(os.listdir(tmp_path)) == sorted(["m.h5", live.name, other.name])
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import fcntl, sys, time; f = open(sys.argv[1], 'rb'); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(60)",
+                               str(live)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        other = tmp_path / f".other.h5.{dead}.abcd1234.tmp"       # another model's: not ours to touch
+        other.write_bytes(b"z")
+        Dummy({}, {}).save(path)
+        assert sorted(os.listdir(tmp_path)) == sorted(["m.h5", live.name, other.name])
+    finally:
+        holder.kill()
+        holder.wait()
+    Dummy({}, {}).save(path)                    # the writer is gone: its temporary is now stale
+    assert sorted(os.listdir(tmp_path)) == sorted(["m.h5", other.name])
 
 
 def _dead_pid():

@@ -1,6 +1,19 @@
 """HDF5 model store: a registry of model classes plus atomic :func:`save` and checked :func:`load`.
 
-File layout (``FORMAT_VERSION = 1``)::
+A model file is a 512-byte header followed by an HDF5 file (HDF5 reads the header as its "user
+block")::
+
+    LINXLING-MODEL 1\n  sha256 <SHA-256 of every byte after the header>\n  size <those bytes>\n
+
+:func:`load` checks the SHA-256 of the whole HDF5 part before HDF5 parses a byte of it, so a
+flipped bit anywhere (the class name, a shape, an attribute's storage) is a
+:class:`ModelFormatError`, never a crash or a hang inside the HDF5 library. It then checks the
+layout against what :func:`save` writes before reading any data: no external or soft links, no
+external or virtual storage, only the store's dtypes and filters, sizes bounded by the file's own
+size. Files written before the header (format version 1 without it) load with the layout checks
+and the per-dataset CRC-32s only.
+
+HDF5 layout (``FORMAT_VERSION = 1``)::
 
     /                 attrs: format_version, linxling_version, model, dtype, created, params (JSON)
     /arrays/<key>     dataset                      attrs: kind="array"
@@ -14,6 +27,7 @@ empty string get reserved spellings) so any ``str`` works as a key, e.g. ``"zh-H
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 import tempfile
@@ -268,16 +282,13 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
     _float_sizes(arrays, sizes)
     main_dtype = max(sizes, key=sizes.get) if sizes else "none"
 
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(2, f"cannot save the model: directory {directory!r} does not exist", path)
-    if os.path.isdir(path):
-        raise IsADirectoryError(21, "cannot save the model over a directory", path)
-    _remove_stale_temporaries(path)
+    path = _check_target(path)
 
     def write_hdf5(tmp: str) -> None:
-        with h5py.File(tmp, "w") as f:
+        # the HDF5 file is built in memory and written with plain file I/O: a full disk is then a
+        # clean OSError here, never an HDF5 error while it flushes its caches (which left the
+        # library in a state that crashed the interpreter at exit)
+        with h5py.File(f"linxling-save-{id(model)}", "w", driver="core", backing_store=False) as f:
             f.attrs["format_version"] = np.int64(FORMAT_VERSION)
             f.attrs["linxling_version"] = __version__
             f.attrs["model"] = name
@@ -290,22 +301,94 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
             for key, value in arrays.items():
                 _write_node(group, key, value, compression, "")
             f.flush()
+            image = f.id.get_file_image()
+        with open(tmp, "wb") as fh:
+            fh.write(_file_header(image))
+            fh.write(image)
 
     atomic_replace(path, write_hdf5)
 
 
+HEADER_SIZE = 512
+_MAGIC = b"LINXLING-MODEL 1\n"
+
+
+def _file_header(image: bytes) -> bytes:
+    """The 512-byte header of a model file: magic, SHA-256 and size of the HDF5 image."""
+    text = _MAGIC + f"sha256 {hashlib.sha256(image).hexdigest()}\nsize {len(image)}\n".encode("ascii")
+    return text + b"\n" * (HEADER_SIZE - len(text))
+
+
+def _verify_header(path: str) -> bool:
+    """True for a file with the header (after checking its SHA-256 and size), False for a
+    header-less file of format version 1 (an HDF5 signature at byte 0); ModelFormatError
+    otherwise. Streams the file once."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        head = fh.read(HEADER_SIZE)
+        if head[:8] == b"\x89HDF\r\n\x1a\n":
+            return False
+        if not head.startswith(_MAGIC):
+            raise ModelFormatError(f"{path}: not a linxling model file (no linxling or HDF5 signature)")
+        try:
+            fields = dict(line.split(b" ", 1) for line in head[len(_MAGIC):].split(b"\n")[:2])
+            digest, n = fields[b"sha256"].decode("ascii"), int(fields[b"size"])
+        except (ValueError, KeyError, UnicodeDecodeError):
+            raise ModelFormatError(f"{path}: the model file's header is damaged") from None
+        if n != size - HEADER_SIZE:
+            what = "truncated" if n > size - HEADER_SIZE else "modified after it was saved (it grew)"
+            raise ModelFormatError(f"{path}: the model file is {what}: {size - HEADER_SIZE} bytes after "
+                                   f"the header, {n} written")
+        h = hashlib.sha256()
+        while True:
+            block = fh.read(1 << 22)
+            if not block:
+                break
+            h.update(block)
+    if h.hexdigest() != digest:
+        raise ModelFormatError(f"{path}: the model file fails its SHA-256 checksum: it is corrupt or was "
+                               "modified after it was saved")
+    return True
+
+
+def _check_target(path: str) -> str:
+    """The destination of a save or an export, checked: not empty, not a directory (nor a name
+    ending in a separator), in an existing directory, not a read-only file. A symbolic link at
+    ``path`` is replaced by the new file (its target is left alone)."""
+    path = os.fspath(path)
+    if not isinstance(path, str) or not path:
+        raise ValueError("path is empty: give the file to write, e.g. 'model.h5'")
+    if path.endswith(("/", os.sep)) or os.path.isdir(path):
+        raise IsADirectoryError(21, "the path names a directory, not a file to write", path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(2, f"directory {directory!r} does not exist", path)
+    if os.path.isfile(path) and not os.path.islink(path) and not os.stat(path).st_mode & 0o222:
+        raise PermissionError(13, "the file is read-only; it was left as it is (make it writable "
+                                  "to replace it, or write elsewhere)", path)
+    return path
+
+
 def atomic_replace(path: str, write: Callable[[str], object]) -> None:
     """Write ``path`` atomically: ``write(tmp)`` fills a temporary file beside it (named
-    ``.NAME.PID.XXXXXXXX.tmp``), which is fsync'ed, given the mode a new file would get, and
-    renamed over ``path``; on any failure (or interrupt) the temporary file is removed and an
-    existing ``path`` is untouched. Used by the model store and by :func:`export_vectors`.
+    ``.NAME.PID.XXXXXXXX.tmp`` and locked with ``flock`` while it is written), which is fsync'ed,
+    given the mode a new file would get, and renamed over ``path``; on any failure (or interrupt)
+    the temporary file is removed and an existing ``path`` is untouched. Ctrl-C during the write
+    is held until the write is done and then aborts the save before the rename. A symbolic link
+    at ``path`` is replaced, not followed; a read-only file is refused. Used by the model store,
+    :func:`export_vectors` and the command line's ``embed``.
     """
+    path = _check_target(path)
     directory = os.path.dirname(os.path.abspath(path))
+    _remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=_tmp_prefix(path) + f"{os.getpid()}.", suffix=".tmp")
     try:
-        os.close(fd)
-        write(tmp)
-        _fsync_path(tmp)
+        _lock(fd, blocking=True)
+        with _sigint_held() as interrupted:
+            write(tmp)
+            _fsync_path(tmp)
+        if interrupted():
+            raise KeyboardInterrupt("the save was interrupted; the file at the destination is unchanged")
         os.chmod(tmp, _target_mode(path))
         os.replace(tmp, path)
     except BaseException:
@@ -314,7 +397,50 @@ def atomic_replace(path: str, write: Callable[[str], object]) -> None:
         except OSError:
             pass
         raise
+    finally:
+        os.close(fd)                                   # releases the lock
     _fsync_dir(directory)
+
+
+def _lock(fd: int, blocking: bool) -> bool:
+    """flock(LOCK_EX) on ``fd``; False when not blocking and another open file holds it."""
+    try:
+        import fcntl
+    except ImportError:                              # pragma: no cover - not POSIX
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    except OSError:                                  # a file system without locks: assume free
+        return True
+    return True
+
+
+class _sigint_held:
+    """Hold SIGINT (Ctrl-C) while the block runs (main thread only); ``interrupted()`` says
+    whether one came. Raising at an arbitrary point inside the HDF5 library or a file write
+    was swallowed there ("Exception ignored ...") and the save completed."""
+
+    def __enter__(self) -> Callable[[], bool]:
+        import signal
+        import threading
+        self._got = False
+        self._old = None
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._old = signal.signal(signal.SIGINT, self._handler)
+            except ValueError:                          # pragma: no cover - no signals here
+                self._old = None
+        return lambda: self._got
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self._got = True
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._old is not None:
+            import signal
+            signal.signal(signal.SIGINT, self._old)
 
 
 def _tmp_prefix(path: str) -> str:
@@ -322,21 +448,12 @@ def _tmp_prefix(path: str) -> str:
     return f".{os.path.basename(path)}."
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def _remove_stale_temporaries(path: str) -> None:
     """Remove the temporary files that killed saves to ``path`` left behind.
 
-    A temporary file names the process that wrote it; it is stale when that process no longer
-    exists (a save in progress in a live process, this one included, is left alone).
+    A temporary file is stale when no process holds its lock (a writer holds it from creation
+    to rename): a save in progress anywhere, another PID namespace or container included, is
+    left alone; the writer's PID in the name is only informative.
     """
     directory = os.path.dirname(os.path.abspath(path))
     prefix = _tmp_prefix(path)
@@ -347,13 +464,18 @@ def _remove_stale_temporaries(path: str) -> None:
     for name in names:
         if not (name.startswith(prefix) and name.endswith(".tmp")):
             continue
-        pid = name[len(prefix):].split(".", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _pid_alive(int(pid)):
+        full = os.path.join(directory, name)
+        try:
+            fd = os.open(full, os.O_RDONLY)
+        except OSError:
             continue
         try:
-            os.unlink(os.path.join(directory, name))
+            if _lock(fd, blocking=False):
+                os.unlink(full)
         except OSError:
             pass
+        finally:
+            os.close(fd)
 
 
 def _fsync_path(path: str) -> None:
@@ -429,8 +551,11 @@ def _open(path: str | os.PathLike) -> tuple[str, h5py.File]:
         raise FileNotFoundError(2, "No such model file", path)
     if os.path.isdir(path):
         raise IsADirectoryError(21, "Is a directory, not a model file", path)
+    if not os.path.isfile(path):
+        raise ModelFormatError(f"{path}: not a regular file (a FIFO, socket or device); not a model file")
     with open(path, "rb"):  # raises PermissionError as such, before h5py blurs it
         pass
+    _verify_header(path)
     if not h5py.is_hdf5(path):
         raise ModelFormatError(f"{path}: not an HDF5 file (no HDF5 signature); not a linxling model")
     try:
@@ -438,7 +563,79 @@ def _open(path: str | os.PathLike) -> tuple[str, h5py.File]:
     except OSError as exc:
         raise ModelFormatError(f"{path}: cannot be read as HDF5, the file is probably truncated or "
                                f"corrupt ({exc})") from exc
+    try:
+        _check_layout(f, os.path.getsize(path))
+    except ModelFormatError as exc:
+        f.close()
+        raise ModelFormatError(f"{path}: {exc}") from None
+    except (OSError, KeyError, RuntimeError, ValueError, TypeError) as exc:
+        f.close()
+        raise ModelFormatError(f"{path}: the HDF5 structure is damaged ({type(exc).__name__}: {exc})") from exc
     return path, f
+
+
+#: HDF5 filters the store writes: deflate (gzip), shuffle, LZF
+_FILTERS = {1, 2, 32000}
+#: a dataset may hold at most this many times the file's size (gzip compresses at most ~1,032:1)
+_MAX_EXPANSION = 1100
+#: and never more than this many bytes, whatever the file says
+MAX_DATASET_BYTES = 64 * 2 ** 30
+
+
+def _check_layout(f: h5py.File, file_size: int) -> None:
+    """What :func:`save` writes, and nothing else, before any data is read: every link under
+    ``/arrays`` a hard link (no soft or external links that pull in other files), every dataset
+    stored in this file (no external raw storage, no virtual dataset), of a numeric or UTF-8
+    string dtype, filtered only by the store's filters, and of a size the file can hold (a few
+    kB declaring 64 GiB would otherwise be allocated); attributes of plain types."""
+    for name in ("format_version", "model", "params"):
+        if name in f.attrs and f.attrs.get_id(name).get_type().get_class() not in (
+                h5py.h5t.INTEGER, h5py.h5t.STRING):
+            raise ModelFormatError(f"attribute {name!r} has an unexpected type")
+    if "arrays" not in f:
+        return
+    link = f.get("arrays", getlink=True)
+    if not isinstance(link, h5py.HardLink):
+        raise ModelFormatError(f"'arrays' is a {type(link).__name__}, not a group of this file")
+    limit = min(MAX_DATASET_BYTES, _MAX_EXPANSION * max(file_size, 1))
+
+    def visit(group: h5py.Group, where: str) -> None:
+        for name in group:
+            link = group.get(name, getlink=True)
+            here = f"arrays{where}/{_unescape(name)}"
+            if not isinstance(link, h5py.HardLink):
+                raise ModelFormatError(f"{here} is a {type(link).__name__} (a link to other data); "
+                                       "model files hold their data themselves")
+            node = group[name]
+            if isinstance(node, h5py.Group):
+                visit(node, f"{where}/{_unescape(name)}")
+                continue
+            if not isinstance(node, h5py.Dataset):
+                raise ModelFormatError(f"{here} is neither a group nor a dataset")
+            if node.external:
+                raise ModelFormatError(f"{here} keeps its data in external file(s) {node.external}; "
+                                       "model files hold their data themselves")
+            if node.is_virtual:
+                raise ModelFormatError(f"{here} is a virtual dataset (data from other files)")
+            dt = node.dtype
+            is_str = h5py.check_string_dtype(dt) is not None
+            if not is_str and (dt.kind not in "biufc" or dt.fields is not None or dt.subdtype is not None):
+                raise ModelFormatError(f"{here} has dtype {dt}, which the store does not write")
+            filters = set(node.id.get_create_plist().get_nfilters() and
+                          [node.id.get_create_plist().get_filter(i)[0]
+                           for i in range(node.id.get_create_plist().get_nfilters())] or [])
+            if filters - _FILTERS:
+                raise ModelFormatError(f"{here} uses HDF5 filter(s) {sorted(filters - _FILTERS)}, which the "
+                                       "store does not write")
+            n = int(np.prod(node.shape, dtype=np.float64)) if node.shape is not None else 0
+            nbytes = n * (16 if is_str else dt.itemsize)
+            if nbytes > limit:
+                raise ModelFormatError(f"{here} declares shape {node.shape} ({nbytes:,} bytes), more than a "
+                                       f"{file_size:,}-byte model file can hold")
+            if not filters and not is_str and nbytes > node.id.get_storage_size() + 64:
+                raise ModelFormatError(f"{here} declares {nbytes:,} bytes but stores "
+                                       f"{node.id.get_storage_size():,}: the file is corrupt")
+    visit(f["arrays"], "")
 
 
 def _attr_str(value: Any) -> str:
@@ -524,12 +721,21 @@ def load(path: str | os.PathLike) -> Any:
         if str(exc).startswith(path):
             raise
         raise ModelFormatError(f"{path}: {exc}") from exc
-    except (OSError, KeyError, RuntimeError) as exc:
+    except (OSError, KeyError, RuntimeError, TypeError, ValueError, UnicodeError, AttributeError) as exc:
         raise ModelFormatError(f"{path}: cannot read model data, the file is probably truncated or "
                                f"corrupt ({type(exc).__name__}: {exc})") from exc
     params = dict(header["params"])
     saved = params.pop("init_params", None)          # the store's, not the model's: see save
-    obj = cls._from_state(params, arrays)
+    try:
+        obj = cls._from_state(params, arrays)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{path}: {exc}") from None
+    except KeyError as exc:
+        raise ModelFormatError(f"{path}: the {header['model']} model lacks {exc} (a parameter or dataset "
+                               "it needs): the file is incomplete or corrupt") from exc
+    except (TypeError, ValueError, IndexError, AttributeError, UnicodeError) as exc:
+        raise ModelFormatError(f"{path}: its {header['model']} state is inconsistent "
+                               f"({type(exc).__name__}: {exc})") from exc
     if isinstance(saved, dict) and callable(getattr(obj, "_restore_init_params", None)):
         try:
             obj._restore_init_params(saved)
