@@ -149,3 +149,26 @@ def test_a_full_disk_or_ctrl_c_keeps_the_old_model_and_the_interpreter_healthy(t
     first = "OSError 27" if mode == "full" else "KeyboardInterrupt"
     assert out.stdout.splitlines() == [first, "old 1"], out.stdout
     assert sorted(os.listdir(tmp_path)) == ["m.h5"]       # no temporary left
+
+
+def test_a_crafted_vector_table_smaller_than_its_vocabulary_is_refused(tmp_path):
+    """A 1 MB BiCVM file with 100,000 words and a 1 x 4096 table made transform read out of
+    bounds (a segfault); a table shorter than the word list gave garbage."""
+    from linxling import BiCVM
+
+    m = BiCVM(n_components=8, n_epochs=1, random_state=0, show_progress=False).fit(
+        {"en": ["a b c", "b c d", "c d a"], "de": ["x y z", "y z w", "z w x"]})
+    path = tmp_path / "b.h5"
+    m.save(path)
+    with h5py.File(path, "a") as f:
+        del f["arrays/vectors/en"]
+        ds = f["arrays/vectors"].create_dataset("en", data=np.zeros((1, 4096), np.float32))
+        ds.attrs["kind"] = "array"
+        del f["arrays/words/en"]
+        ws = f["arrays/words"].create_dataset("en", data=np.array([f"w{i}" for i in range(100_000)], dtype=object),
+                                             dtype=h5py.string_dtype("utf-8"))
+        ws.attrs["kind"] = "str"
+    _reseal(path)
+    with pytest.raises(ModelFormatError, match=r"arrays/vectors/en has shape \(1, 4096\) but arrays/words/en "
+                                               r"lists 100000 words"):
+        load(path)

@@ -274,6 +274,12 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         dtype = np.dtype(params.get("dtype", "float64"))
         model.vectors_ = {lang: np.asarray(arrays["vectors"][lang], dtype=dtype)
                           for lang in model.languages_}
+        for lang in model.languages_:     # the kernels index the table by word: sizes must agree
+            V = model.vectors_[lang]
+            if V.ndim != 2 or V.shape[0] != len(model.words_[lang]) or V.shape[1] != int(model.n_components):
+                raise ValueError(f"arrays/vectors/{lang} has shape {V.shape} but arrays/words/{lang} lists "
+                                 f"{len(model.words_[lang])} words of dimension n_components="
+                                 f"{model.n_components}")
         model.vocabulary_ = {lang: {w: i for i, w in enumerate(ws)} for lang, ws in model.words_.items()}
         model.n_features_in_ = {lang: len(model.words_[lang]) for lang in model.languages_}
         return model

@@ -354,4 +354,15 @@ class CompressTree(LinxlingEstimator):
         model.w_ = np.asarray(arrays["w"])
         model.w0_ = float(np.asarray(arrays["w0"])[0])
         model.n_hidden_ = int(params["n_hidden"])
+        V, d = len(model.vocabulary_), int(model.n_components)
+        m = model.n_hidden_ if model.n_hidden_ > 0 else d       # the kernels index E by word id
+        shapes = {"E": (V, d), "A1": (m, 2 * d), "b1": (m,), "w": (d,)}
+        if model.n_hidden_ > 0:
+            shapes.update(A2=(d, m), b2=(d,))
+        got = {"E": model.embeddings_, "A1": model.A1_, "b1": model.b1_, "w": model.w_, "A2": model.A2_,
+               "b2": model.b2_}
+        for name, shape in shapes.items():
+            if got[name].shape != shape:
+                raise ValueError(f"arrays/{name} has shape {got[name].shape}, expected {shape} for "
+                                 f"{V} words, n_components={d}, n_hidden={model.n_hidden_}")
         return model
