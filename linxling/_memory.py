@@ -25,6 +25,8 @@ def parse_budget(value: Any, name: str = "memory_budget") -> int | None:
         value = number
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
         raise ValueError(f"{name} must be None, a positive number of bytes or a size like '12G', got {value!r}")
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number of bytes (None for no budget), got {value!r}")
     return int(value)
 
 

@@ -321,25 +321,18 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
 
 def _save_npy(output: str, array: Any) -> str:
-    """Write ``array`` to ``output`` (".npy" appended when missing, as numpy.save does) through a
-    temporary file in the same folder renamed over it: an existing file is replaced whole or not
-    at all, and a symbolic link at ``output`` is replaced, never written through."""
-    import tempfile
-
+    """Write ``array`` to ``output`` (".npy" appended when missing, as numpy.save does) through
+    the model store's atomic write: an existing file is replaced whole or not at all, a symbolic
+    link at ``output`` is replaced, never written through, a read-only file is refused."""
     import numpy as np
+
+    from linxling.io._store import atomic_replace
     path = output if output.endswith(".npy") else output + ".npy"
-    if os.path.isdir(path):
-        raise ValueError(f"{path}: is a directory")
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".linxling-", suffix=".npy", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, array)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            np.save(fh, array, allow_pickle=False)
+    atomic_replace(path, write)
     return path
 
 
@@ -609,9 +602,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = lambda message, category, *_a, **_k: f"linxling: warning: {message}\n"
     try:
         return args.func(args, extra) if getattr(args, "takes_extra", False) else args.func(args)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
+    except (ValueError, TypeError, ImportError, OSError) as exc:
+        # OSError: a missing, read-only, full or unreadable file says so in one line too
         print(f"linxling: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("linxling: interrupted", file=sys.stderr)
+        return 130
     finally:
         warnings.formatwarning = formatwarning
 

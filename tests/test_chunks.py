@@ -139,3 +139,40 @@ def test_memory_error_states_the_budget_that_runs(tmp_path):
     _same(got.embedding_, ref.embedding_)
     with pytest.raises(MemoryError):
         BilingualWMF(**kw).fit(C, memory_budget=need - 1)
+
+
+def test_a_corpus_rewritten_during_a_fit_is_an_error_not_a_mix(tmp_path):
+    """Issue #29: a chunk file rewritten while WMF streamed it made the fit continue on the new
+    data or mix both."""
+    X = _corpus(n=120, m=45)
+    path = tmp_path / "c.h5"
+    C = write_chunks(path, X, chunk_rows=20)
+    calls = []
+
+    def rewrite(model, it, loss):
+        if it == 0:
+            write_chunks(path, _corpus(n=120, m=45, seed=5), chunk_rows=20, overwrite=True)
+        calls.append(it)
+    with pytest.raises(RuntimeError, match="was rewritten since it was opened"):
+        WMF(n_components=3, max_iter=3, random_state=0, callback=rewrite).fit(C)
+    assert calls == [0]
+
+
+def test_out_of_range_chunk_indices_are_a_clear_error(tmp_path):
+    import h5py
+    X = _corpus(n=60, m=45)
+    path = tmp_path / "c.h5"
+    write_chunks(path, X, chunk_rows=20, transpose=False)
+    with h5py.File(path, "a") as f:
+        f["X/indices"][3] = 2_000_000_000            # the crafted index that segfaulted the fit
+    C = ChunkedCSR(path)
+    with pytest.raises(ValueError, match=r"column index 2000000000 outside \[0, 45\)"):
+        C.to_csr()
+
+
+def test_more_than_2_31_columns_keep_64_bit_indices(tmp_path):
+    n_cols = 2 ** 31 + 10
+    X = sp.csr_matrix((np.ones(3), ([0, 1, 2], [5, n_cols - 1, 2 ** 31])), shape=(3, n_cols))
+    C = write_chunks(tmp_path / "wide.h5", X, transpose=False)
+    back = C.to_csr()
+    assert back.indices.dtype == np.int64 and list(back.indices) == [5, n_cols - 1, 2 ** 31]

@@ -172,3 +172,53 @@ def test_a_crafted_vector_table_smaller_than_its_vocabulary_is_refused(tmp_path)
     with pytest.raises(ModelFormatError, match=r"arrays/vectors/en has shape \(1, 4096\) but arrays/words/en "
                                                r"lists 100000 words"):
         load(path)
+
+
+def test_an_npy_export_writes_both_files_or_neither(tmp_path, monkeypatch):
+    """A failure while writing the vocabulary left a new matrix next to the old vocabulary."""
+    from linxling.io import export_vectors
+    path = str(tmp_path / "v.npy")
+    export_vectors(path, np.ones((3, 2)), ["a", "b", "c"], format="npy")
+    before = (open(path, "rb").read(), open(tmp_path / "v.vocab.txt", "rb").read())
+    with pytest.raises(UnicodeEncodeError):
+        export_vectors(path, np.zeros((3, 2)), ["x", "y", "\udcff"], format="npy")   # the vocabulary fails
+    assert (open(path, "rb").read(), open(tmp_path / "v.vocab.txt", "rb").read()) == before
+    assert sorted(os.listdir(tmp_path)) == ["v.npy", "v.vocab.txt"]
+
+
+def test_silent_and_obscure_cases_are_said():
+    """Issue #29, "silent or obscure": each an error or a result that names the problem."""
+    import scipy.sparse as sp
+
+    from linxling import WMF, CompressTree, Cr5, CrossWMF
+    from linxling._memory import parse_budget
+    X = sp.random(40, 20, density=0.3, random_state=0, format="csr")
+    with pytest.raises(ValueError, match="max_iter must be"):
+        WMF(max_iter=0).fit(X)                              # used to return random factors as fitted
+    with pytest.raises(ValueError, match=r"concepts\['en'\]\[1\] is NaN"):
+        Cr5(n_components=2, min_df=1, doc_filter=None).fit(["a b", "b c", "x y", "y z"], ["en", "en", "es", "es"],
+                                [0.0, float("nan"), 0.0, 1.0])
+    en = [f"w{i % 7} w{(i * 3) % 11} w{i % 5}" for i in range(30)]
+    es = [t.replace("w", "p") for t in en]
+    m = CrossWMF(n_components=2, max_iter=2, min_df=1, random_state=0, show_progress=False)
+    m.fit({"es": ((t for t in en), (t for t in es))})      # generators: said "X is empty"
+    assert m.transform(es[:3], "es").shape == (3, 2)
+    ct = CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(en)
+    Z = ct.transform(["w1 w2", "", "w3"])                   # the CLI's empty line: a zero row
+    assert Z.shape == (3, 4) and not Z[1].any() and Z[0].any()
+    with pytest.raises(ValueError, match="memory_budget must be a finite number"):
+        parse_budget("inf")
+
+
+def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    """A PermissionError (a read-only output) is the CLI's one-line error, not a traceback."""
+    from linxling.cli import main
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "en.txt").write_text("a b c\nb c d\nc d e\n", encoding="utf-8")
+    assert main(["--no-progress", "fit", "wmf", "--input", "en.txt", "--output", "m.h5", "--n-components", "2",
+                 "--min-df", "1", "--max-iter", "1"]) == 0
+    os.chmod(tmp_path / "m.h5", 0o444)
+    assert main(["--no-progress", "fit", "wmf", "--input", "en.txt", "--output", "m.h5", "--n-components", "2",
+                 "--min-df", "1", "--max-iter", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("linxling: error:") and "read-only" in err and "Traceback" not in err

@@ -80,8 +80,12 @@ class ChunkedCSR:
             self.bounds = np.asarray(g["bounds"][...], dtype=np.int64)
             self.indptr = np.asarray(g["indptr"][...], dtype=np.int64)
             self.dtype = np.dtype(g["data"].dtype)
+            self.generation = _generation(fh)
         self.group = group
         self.nnz = int(self.indptr[-1])
+        if len(self.indptr) != self.shape[0] + 1 or np.any(np.diff(self.indptr) < 0):
+            raise ValueError(f"{str(self.path)!r} group {group!r}: its row pointers do not fit its shape "
+                             f"{self.shape}: the file is corrupt")
 
     def __repr__(self) -> str:
         return (f"ChunkedCSR({str(self.path)!r}, group={self.group!r}, shape={self.shape}, "
@@ -106,6 +110,13 @@ class ChunkedCSR:
         rows = np.diff(self.bounds)
         return int(np.max(8 * (rows + 1) + (4 + self.dtype.itemsize) * nnz)) if len(nnz) else 0
 
+    def _check_generation(self, fh) -> None:
+        """The file must be the one this object was opened on: a corpus rewritten while a fit
+        streams it would otherwise mix old and new chunks."""
+        if _generation(fh) != self.generation:
+            raise RuntimeError(f"{str(self.path)!r} was rewritten since it was opened (its generation "
+                               "stamp changed): a streamed fit cannot mix two corpora; start the fit again")
+
     def _read(self, g, r0: int, r1: int, dtype: Any = None) -> sp.csr_matrix:
         a, b = int(self.indptr[r0]), int(self.indptr[r1])
         indptr = self.indptr[r0:r1 + 1] - a
@@ -113,12 +124,15 @@ class ChunkedCSR:
             data = g["data"][a:b]
         else:                     # converted by HDF5 while reading: no second copy in the file's dtype
             data = g["data"].astype(np.dtype(dtype))[a:b]
-        return sp.csr_matrix((data, g["indices"][a:b], indptr), shape=(r1 - r0, self.shape[1]))
+        indices = g["indices"][a:b]
+        _check_indices(indices, self.shape[1], f"{str(self.path)!r} group {self.group!r} rows {r0}:{r1}")
+        return sp.csr_matrix((data, indices, indptr), shape=(r1 - r0, self.shape[1]))
 
     def chunks(self) -> Iterator[tuple[int, sp.csr_matrix]]:
         """Yield ``(first_row, chunk)`` for every chunk in order; one chunk in memory at a time."""
         import h5py
         with h5py.File(self.path, "r") as fh:
+            self._check_generation(fh)
             g = fh[self.group]
             for r0, r1 in zip(self.bounds[:-1], self.bounds[1:], strict=True):
                 yield int(r0), self._read(g, int(r0), int(r1))
@@ -128,6 +142,7 @@ class ChunkedCSR:
         in ``dtype`` when given (converted while reading)."""
         import h5py
         with h5py.File(self.path, "r") as fh:
+            self._check_generation(fh)
             g = fh[self.group]
             for r0, r1 in ranges:
                 yield int(r0), int(r1), self._read(g, int(r0), int(r1), dtype)
@@ -139,6 +154,7 @@ class ChunkedCSR:
         """The whole matrix in memory (for tests and small corpora)."""
         import h5py
         with h5py.File(self.path, "r") as fh:
+            self._check_generation(fh)
             return self._read(fh[self.group], 0, self.shape[0])
 
 
@@ -150,8 +166,30 @@ def read_rows(path: str | os.PathLike, group: str, r0: int, r1: int) -> sp.csr_m
         g = fh[group]
         indptr = np.asarray(g["indptr"][r0:r1 + 1], dtype=np.int64)
         a, b = int(indptr[0]), int(indptr[-1])
-        return sp.csr_matrix((g["data"][a:b], g["indices"][a:b], indptr - a),
-                             shape=(r1 - r0, int(g.attrs["shape"][1])))
+        n_cols = int(g.attrs["shape"][1])
+        indices = g["indices"][a:b]
+        _check_indices(indices, n_cols, f"{os.fspath(path)!r} group {group!r} rows {r0}:{r1}")
+        return sp.csr_matrix((g["data"][a:b], indices, indptr - a), shape=(r1 - r0, n_cols))
+
+
+def _generation(fh) -> str:
+    value = fh.attrs.get("generation", "")
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _check_indices(indices: np.ndarray, n_cols: int, where: str) -> None:
+    """Column indices of a chunk inside [0, n_cols): the kernels index dense rows by them (an
+    index of 2e9 made a streamed WMF fit segfault)."""
+    if indices.size:
+        lo, hi = int(indices.min()), int(indices.max())
+        if lo < 0 or hi >= n_cols:
+            raise ValueError(f"{where}: column index {hi if hi >= n_cols else lo} outside [0, {n_cols}): "
+                             "the corpus file is corrupt")
+
+
+def _index_dtype(n: int) -> np.dtype:
+    """int32 indices while they fit, int64 beyond 2^31 - 1 columns (they wrapped to negative)."""
+    return np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
 
 
 def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = None,
@@ -205,6 +243,8 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with h5py.File(tmp, "w") as fh:
+            import uuid
+            fh.attrs["generation"] = uuid.uuid4().hex       # checked on every pass of a streamed fit
             g = fh.create_group("X")
             dtype = _write_rows(g, blocks, n_cols, rechunk)
             g.attrs["format_version"] = _FORMAT_VERSION
@@ -233,7 +273,7 @@ def _write_rows(g, blocks: Iterable, n_cols: int | None, chunk_rows: int | None)
             n_cols = B.shape[1]
         if dtype is None:
             dtype = B.dtype
-            indices = g.create_dataset("indices", shape=(0,), maxshape=(None,), dtype=np.int32,
+            indices = g.create_dataset("indices", shape=(0,), maxshape=(None,), dtype=_index_dtype(n_cols),
                                        chunks=(2 ** 18,))
             data = g.create_dataset("data", shape=(0,), maxshape=(None,), dtype=dtype, chunks=(2 ** 18,))
         elif B.dtype != dtype:
@@ -241,7 +281,7 @@ def _write_rows(g, blocks: Iterable, n_cols: int | None, chunk_rows: int | None)
         assert indices is not None and data is not None
         indices.resize((nnz + B.nnz,))
         data.resize((nnz + B.nnz,))
-        indices[nnz:] = B.indices.astype(np.int32, copy=False)
+        indices[nnz:] = B.indices.astype(indices.dtype, copy=False)
         data[nnz:] = B.data
         indptr_parts.append(B.indptr[1:].astype(np.int64) + nnz)
         nnz += B.nnz
@@ -279,7 +319,7 @@ def _write_transpose(g, src: ChunkedCSR, dtype, budget: int, chunk_rows: int | N
         bounds.append(min(stop, m))
     nnz = int(indptr[-1])
     hchunks = (min(2 ** 18, nnz),) if nnz else None
-    indices = g.create_dataset("indices", shape=(nnz,), dtype=np.int32, chunks=hchunks)
+    indices = g.create_dataset("indices", shape=(nnz,), dtype=_index_dtype(n), chunks=hchunks)
     data = g.create_dataset("data", shape=(nnz,), dtype=dtype, chunks=hchunks)
     for c0, c1 in zip(bounds[:-1], bounds[1:], strict=True):
         rows, cols, vals = [], [], []
@@ -293,7 +333,7 @@ def _write_transpose(g, src: ChunkedCSR, dtype, budget: int, chunk_rows: int | N
         T.sum_duplicates()
         T.sort_indices()
         a, b = int(indptr[c0]), int(indptr[c1])
-        indices[a:b] = T.indices.astype(np.int32, copy=False)
+        indices[a:b] = T.indices.astype(indices.dtype, copy=False)
         data[a:b] = T.data
     g.create_dataset("indptr", data=indptr)
     g.create_dataset("bounds", data=np.asarray(bounds, dtype=np.int64))

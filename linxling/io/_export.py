@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from linxling.io._store import atomic_replace
+from linxling.io._store import atomic_replace, atomic_replace_all
 
 __all__ = ["EXPORT_FORMATS", "export_vectors", "vocabulary_path"]
 
@@ -31,11 +31,15 @@ def vocabulary_path(path: str | os.PathLike) -> str:
     return stem + ".vocab.txt"
 
 
-def _atomic_write(path: str, write: Callable[[IO[bytes]], object]) -> None:
+def _filler(write: Callable[[IO[bytes]], object]) -> Callable[[str], None]:
     def fill(tmp: str) -> None:
         with open(tmp, "wb") as fh:
             write(fh)
-    atomic_replace(path, fill)
+    return fill
+
+
+def _atomic_write(path: str, write: Callable[[IO[bytes]], object]) -> None:
+    atomic_replace(path, _filler(write))
 
 
 def _check_vectors(vectors: Any) -> np.ndarray:
@@ -170,6 +174,7 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
 
     matrix = V if format == "npy" else _faiss_matrix(V)
     vocab = vocabulary_path(path)
-    _atomic_write(path, lambda fh: np.save(fh, matrix, allow_pickle=False))
-    _atomic_write(vocab, lambda fh: fh.write("".join(w + "\n" for w in words).encode("utf-8")))
+    # both files or neither: a failure while writing the vocabulary leaves the old matrix too
+    atomic_replace_all([(path, _filler(lambda fh: np.save(fh, matrix, allow_pickle=False))),
+                        (vocab, _filler(lambda fh: fh.write("".join(w + "\n" for w in words).encode("utf-8"))))])
     return [path, vocab]

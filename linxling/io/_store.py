@@ -378,28 +378,46 @@ def atomic_replace(path: str, write: Callable[[str], object]) -> None:
     at ``path`` is replaced, not followed; a read-only file is refused. Used by the model store,
     :func:`export_vectors` and the command line's ``embed``.
     """
-    path = _check_target(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    _remove_stale_temporaries(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=_tmp_prefix(path) + f"{os.getpid()}.", suffix=".tmp")
+    atomic_replace_all([(path, write)])
+
+
+def atomic_replace_all(items: list[tuple[str, Callable[[str], object]]]) -> None:
+    """:func:`atomic_replace` for several files that belong together (a matrix and its
+    vocabulary): every temporary file is written first, and only when all are complete are they
+    renamed over their destinations, so a failure while writing any of them leaves every
+    destination as it was (renames do not fail for want of space)."""
+    paths = [_check_target(p) for p, _ in items]
+    for p in paths:
+        _remove_stale_temporaries(p)
+    made: list[tuple[int, str, str]] = []           # (fd, tmp, destination)
     try:
-        _lock(fd, blocking=True)
         with _sigint_held() as interrupted:
-            write(tmp)
-            _fsync_path(tmp)
+            for p, (_, write) in zip(paths, items, strict=True):
+                directory = os.path.dirname(os.path.abspath(p))
+                fd, tmp = tempfile.mkstemp(dir=directory, prefix=_tmp_prefix(p) + f"{os.getpid()}.",
+                                           suffix=".tmp")
+                made.append((fd, tmp, p))
+                _lock(fd, blocking=True)
+                write(tmp)
+                _fsync_path(tmp)
         if interrupted():
-            raise KeyboardInterrupt("the save was interrupted; the file at the destination is unchanged")
-        os.chmod(tmp, _target_mode(path))
-        os.replace(tmp, path)
+            raise KeyboardInterrupt("the save was interrupted; the files at the destination are unchanged")
+        for _, tmp, p in made:
+            os.chmod(tmp, _target_mode(p))
+        for _, tmp, p in made:
+            os.replace(tmp, p)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        for _, tmp, _ in made:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise
     finally:
-        os.close(fd)                                   # releases the lock
-    _fsync_dir(directory)
+        for fd, _, _ in made:
+            os.close(fd)                               # releases the locks
+    for d in dict.fromkeys(os.path.dirname(os.path.abspath(p)) for p in paths):
+        _fsync_dir(d)
 
 
 def _lock(fd: int, blocking: bool) -> bool:

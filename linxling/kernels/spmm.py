@@ -39,7 +39,8 @@ def tile_bytes() -> int:
     4-64 MiB, else 16 MiB. Only speed depends on it, never the result."""
     env = os.environ.get("LINXLING_TILE_BYTES")
     if env:
-        return max(1, int(env))
+        from linxling._memory import parse_budget
+        return parse_budget(env, "the environment variable LINXLING_TILE_BYTES")
     return _cache_half()
 
 

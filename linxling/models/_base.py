@@ -108,6 +108,9 @@ def encode_concepts(concepts: Mapping[str, Any], languages: Sequence[str]):
         for i, c in enumerate(ids):
             if c is None:
                 raise TypeError(f"concepts[{lang!r}][{i}] is None: every document needs a concept id")
+            if isinstance(c, (float, np.floating)) and c != c:
+                raise ValueError(f"concepts[{lang!r}][{i}] is NaN: NaN is not equal to itself, so every NaN "
+                                 "would be a concept of its own; give a real id (or drop the document)")
             kind = _id_kind(c)
             if first is None:
                 first = (kind, c, f"concepts[{lang!r}][{i}]")

@@ -128,7 +128,7 @@ class _WMFParams(LinxlingEstimator):
         if self.missing_weight > 1:
             raise ValueError(f"missing_weight must be in (0, 1] (the weight of the zeros "
                              f"relative to the nonzeros), got {self.missing_weight!r}")
-        check_positive(self.max_iter, "max_iter", integer=True, strict=False)
+        check_positive(self.max_iter, "max_iter", integer=True)     # 0 would return random factors
         check_positive(self.cg_steps, "cg_steps", integer=True)
         if self.solver not in ("cg", "cholesky", "auto"):
             raise ValueError(f"solver must be 'cg', 'cholesky' or 'auto', got {self.solver!r}")

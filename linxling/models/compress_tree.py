@@ -146,14 +146,15 @@ class CompressTree(LinxlingEstimator):
             raise ValueError(f"this CompressTree is monolingual ({self.language_!r}); got "
                              f"language={language!r}")
 
-    def _encode_ids(self, texts: list[str], name: str) -> tuple[np.ndarray, np.ndarray]:
+    def _encode_ids(self, texts: list[str], name: str, allow_empty: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray]:
         from linxling.text import tokenize
         unk = self.vocabulary_index_[UNK]
         idx: list[int] = []
         indptr = [0]
         for i, t in enumerate(texts):
             toks = tokenize(t)
-            if not toks:
+            if not toks and not allow_empty:
                 raise ValueError(f"{name}[{i}] has no tokens (empty sentence): {t!r}")
             idx.extend(self.vocabulary_index_.get(w, unk) for w in toks)
             indptr.append(len(idx))
@@ -278,17 +279,25 @@ class CompressTree(LinxlingEstimator):
     # ------------------------------------------------------------------ use
     def transform(self, X: Sequence[str], language: str | None = None, dtype: Any = None) -> np.ndarray:
         """Sentence vectors (root of the tree), (n, n_components), C-contiguous, in ``dtype`` when
-        given. Random trees are drawn with ``random_state`` (the same texts give the same vectors)."""
+        given; a text without tokens gives a zero row (as in every other model). Random trees are
+        drawn with ``random_state`` (the same texts give the same vectors)."""
         from linxling.kernels import compress_tree as K
         self._check_fitted()
         self._check_language(language)
         texts = _check_texts(X, "X")
-        indices, indptr = self._encode_ids(texts, "X")
-        tree_pos = self._tree_positions(indptr, np.random.default_rng(self.random_state))
-        out = np.empty((len(texts), self.embeddings_.shape[1]))
-        A1, b1, A2, b2, w, _, nl = self._params()
-        K.encode(self.embeddings_, indices, indptr, _TREES[self.tree], tree_pos, A1, b1, A2, b2,
-                 w, nl, out)
+        indices, indptr = self._encode_ids(texts, "X", allow_empty=True)
+        lengths = np.diff(indptr)
+        out = np.zeros((len(texts), self.embeddings_.shape[1]))      # an empty text: a zero vector
+        full = np.flatnonzero(lengths > 0)
+        if len(full):
+            sub_indptr = np.concatenate([[0], np.cumsum(lengths[full])]).astype(np.int64)
+            sub_indices = np.concatenate([indices[indptr[s]:indptr[s + 1]] for s in full])
+            tree_pos = self._tree_positions(sub_indptr, np.random.default_rng(self.random_state))
+            A1, b1, A2, b2, w, _, nl = self._params()
+            enc = np.empty((len(full), self.embeddings_.shape[1]))
+            K.encode(self.embeddings_, sub_indices, sub_indptr, _TREES[self.tree], tree_pos, A1, b1, A2, b2,
+                     w, nl, enc)
+            out[full] = enc
         return as_output(out, dtype)
 
     def score(self, X: Sequence[str], y: Any = None, language: str | None = None) -> np.ndarray:

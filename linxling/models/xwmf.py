@@ -109,6 +109,11 @@ class CrossWMF(_WMFParams):
             pair = parallel[lang]
             if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
                 raise TypeError(f"parallel[{lang!r}] must be a pair (X_pivot_side, X_{lang})")
+        # generators of texts are read twice (the pivot's fit, then each language's solve): keep them
+        parallel = {lang: tuple(x if hasattr(x, "shape") or isinstance(x, (list, tuple)) else list(x)
+                                for x in parallel[lang]) for lang in langs}
+        if X_pivot is not None and not (hasattr(X_pivot, "shape") or isinstance(X_pivot, (list, tuple, str))):
+            X_pivot = list(X_pivot)
         if self.pivot_model is not None:
             if not isinstance(self.pivot_model, WMF):
                 raise TypeError(f"pivot_model must be a fitted WMF, got {type(self.pivot_model).__name__}")
