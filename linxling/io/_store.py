@@ -333,8 +333,11 @@ def _verify_header(path: str) -> bool:
         try:
             fields = dict(line.split(b" ", 1) for line in head[len(_MAGIC):].split(b"\n")[:2])
             digest, n = fields[b"sha256"].decode("ascii"), int(fields[b"size"])
+            expected = (_MAGIC + f"sha256 {digest}\nsize {n}\n".encode("ascii")).ljust(HEADER_SIZE, b"\n")
         except (ValueError, KeyError, UnicodeDecodeError):
             raise ModelFormatError(f"{path}: the model file's header is damaged") from None
+        if head != expected:               # every byte of the header counts, its padding too
+            raise ModelFormatError(f"{path}: the model file's header is damaged")
         if n != size - HEADER_SIZE:
             what = "truncated" if n > size - HEADER_SIZE else "modified after it was saved (it grew)"
             raise ModelFormatError(f"{path}: the model file is {what}: {size - HEADER_SIZE} bytes after "
