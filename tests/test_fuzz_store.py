@@ -92,9 +92,7 @@ def _edit_attribute(path, rng):
         elif choice == 2:
             params = json.loads(f.attrs["params"])
             key = str(rng.choice(sorted(params) or ["x"]))
-            params[key] = rng.choice([None, -1, 1e300, "x", [1, 2], {"a": 1}]).tolist() \
-                if isinstance(rng.choice([None, -1]), np.ndarray) else [None, -1, 1e300, "x", [1, 2], {"a": 1}][
-                    int(rng.integers(0, 6))]
+            params[key] = [None, -1, 1e300, "x", [1, 2], {"a": 1}][int(rng.integers(0, 6))]
             f.attrs["params"] = json.dumps(params)
             if "params_crc32" in f.attrs:
                 del f.attrs["params_crc32"]
@@ -124,7 +122,8 @@ def _edit_shape(path, rng):
         del f[name]
         kind = int(rng.integers(0, 4))
         if kind == 0:
-            ds = f.create_dataset(name, data=np.zeros(tuple(int(x) for x in rng.integers(1, 50, int(rng.integers(1, 3))))))
+            shape = tuple(int(x) for x in rng.integers(1, 50, int(rng.integers(1, 3))))
+            ds = f.create_dataset(name, data=np.zeros(shape))
         elif kind == 1:
             ds = f.create_dataset(name, shape=(int(rng.integers(2 ** 30, 2 ** 40)),), dtype="f8")
         elif kind == 2:
