@@ -83,33 +83,33 @@ def init_factors(rng, widths: Sequence[int], n: int, k: int, dtype, init_compone
     return V, E
 
 
-def _sqnorm(A) -> float:
-    flat = A.reshape(-1)
-    return float(np.dot(flat, flat))
-
-
 # ------------------------------------------------------------------------------ the loop
 def run_als(est, data, V: np.ndarray, E: np.ndarray, desc: str) -> None:
     """``est.max_iter`` ALS iterations on ``data`` (an executor) with λ = ``est.alpha_``, updating
-    V (Σ widths, k) and E (n, k) in place; ``est.loss_curve_`` / ``n_iter_`` / callback / progress through
-    ``est._run_loop``."""
-    als = _als()
+    V (Σ widths, k) and E (n, k) in place; ``est.loss_curve_`` / ``n_iter_`` / callback / progress
+    through ``est._run_loop``. An executor on a device (:class:`linxling.xp.als.DeviceALS`) gets
+    device arrays V and E and forms the Grams there (its ``gram``); nothing crosses to the host
+    inside an iteration but the loss (a scalar)."""
     lam, w = float(est.alpha_), float(est.missing_weight)
     solver, steps = est._solver(), int(est.cg_steps)
     offsets = data.offsets
     dt = V.dtype.type
+    gram = getattr(data, "gram", None) or _als().gram
+    xp = getattr(data, "xp", np)
 
     def step():
         if len(offsets) == 2:
-            Gv = als.gram(V, w, lam)
+            Gv = gram(V, w, lam)
         else:
-            Gv = sum(als.gram(V[o0:o1], w) for o0, o1 in zip(offsets[:-1], offsets[1:], strict=True))
-            Gv[np.diag_indices_from(Gv)] += dt(lam)
-            Gv = np.ascontiguousarray(Gv)
+            Gv = sum(gram(V[o0:o1], w) for o0, o1 in zip(offsets[:-1], offsets[1:], strict=True))
+            idx = xp.arange(Gv.shape[0])
+            Gv[idx, idx] += dt(lam)
+            Gv = xp.ascontiguousarray(Gv)
         data.half_step("rows", V, Gv, E, w, lam, solver, steps)                   # eq. (2) / (5)
-        obj = data.half_step("cols", E, als.gram(E, w, lam), V, w, lam, solver, steps)  # eq. (3) / (5)
+        obj = data.half_step("cols", E, gram(E, w, lam), V, w, lam, solver, steps)  # eq. (3) / (5)
         # eq. (1) / (4) from the solvers' own residuals: Σ_words f_i (with λ‖V‖²) + λ‖E‖²
-        return obj + lam * _sqnorm(E)
+        flat = E.reshape(-1)
+        return obj + lam * float(xp.dot(flat, flat))
 
     try:
         est._run_loop(int(est.max_iter), step, desc)    # progress, callback, BLAS one thread

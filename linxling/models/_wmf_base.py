@@ -32,7 +32,7 @@ AUTO_ALPHA_SENTENCES = 300.0
 COLLAPSE_COSINE = 0.75
 
 _PARAM_NAMES = ("n_components", "alpha", "missing_weight", "max_iter", "solver", "cg_steps",
-                "dtype", "random_state", "tokenizer", "min_df", "max_features", "show_progress")
+                "dtype", "random_state", "tokenizer", "min_df", "max_features", "show_progress", "device")
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ class _WMFParams(LinxlingEstimator):
 
     def _init_params(self, n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                      dtype, random_state, tokenizer, min_df, max_features, show_progress,
-                     callback):
+                     callback, device="cpu"):
         self.n_components = n_components
         self.alpha = alpha
         self.missing_weight = missing_weight
@@ -110,6 +110,7 @@ class _WMFParams(LinxlingEstimator):
         self.max_features = max_features
         self.show_progress = show_progress
         self.callback = callback
+        self.device = device
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -134,6 +135,9 @@ class _WMFParams(LinxlingEstimator):
             raise ValueError(f"solver must be 'cg', 'cholesky' or 'auto', got {self.solver!r}")
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable(model, iteration, loss) or None")
+        from linxling.xp import DEVICES, Device
+        if not (self.device in DEVICES or isinstance(self.device, Device)):
+            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
         return None if self.dtype is None else check_float_dtype(self.dtype)
 
     def _effective_alpha(self, n_sentences: int) -> float:
@@ -215,6 +219,8 @@ class _WMFParams(LinxlingEstimator):
     def _base_params_state(self) -> dict:
         params = {name: getattr(self, name) for name in _PARAM_NAMES}
         params["alpha_"] = float(self.alpha_)
+        if not isinstance(params["device"], str):
+            params["device"] = "cpu"
         params["dtype"] = None if self.dtype is None else np.dtype(self.dtype).name
         if not (params["random_state"] is None or isinstance(params["random_state"], int)):
             params["random_state"] = None
@@ -253,18 +259,39 @@ class _WMFParams(LinxlingEstimator):
         iteration (views: a callback sees them updated); ``embedding_`` is E."""
         dtype = self._fit_dtype(*X.values())
         k = int(self.n_components)
-        data = _als.executor(kind, X, names, dtype, k, memory_budget, client, self._check_k)
+        on_device = self.device != "cpu"
+        if on_device and kind != "memory":
+            raise ValueError(f"device={self.device!r} fits data in memory; {kind} data runs on the CPU "
+                             "(device='cpu')")
+        if on_device:
+            from linxling.xp import device as make_device
+            from linxling.xp.als import DeviceALS
+            for name, M in zip(names.values(), X.values(), strict=True):
+                self._check_k(M.shape[1], name)
+            dev = make_device(self.device)
+            data = DeviceALS(dev, list(X.values()), dtype)
+        else:
+            data = _als.executor(kind, X, names, dtype, k, memory_budget, client, self._check_k)
         rng = check_random_state(self.random_state)
         V, E = _als.init_factors(rng, data.widths, data.shape[0], k, dtype, init_components,
                                  init_embedding, init_names)
-        self.embedding_ = E
         self.alpha_ = self._effective_alpha(data.shape[0])
-        publish(V, data.offsets)
-        if kind == "chunked":
-            self.memory_plan_ = data.memory_plan
-        if kind == "dask":
-            self.dask_info_ = data.info
-        _als.run_als(self, data, V, E, desc)
+        if on_device:
+            # the factors live on the device for the whole fit; the model's arrays are set from
+            # them at the end (a callback sees the loss, not the factors, during a device fit)
+            Vd, Ed = dev.put(V), dev.put(E)
+            _als.run_als(self, data, Vd, Ed, desc)
+            V[...], E[...] = dev.get(Vd), dev.get(Ed)
+            self.embedding_ = E
+            publish(V, data.offsets)
+        else:
+            self.embedding_ = E
+            publish(V, data.offsets)
+            if kind == "chunked":
+                self.memory_plan_ = data.memory_plan
+            if kind == "dask":
+                self.dask_info_ = data.info
+            _als.run_als(self, data, V, E, desc)
         if self.max_iter > 0:
             self._check_collapse(E, data.shape[0])
 

@@ -111,6 +111,10 @@ class WMF(_WMFParams):
         tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
         Called after every iteration with the model, the 0-based iteration and eq. (1).
+    device : {"cpu", "cuda"}, default "cpu"
+        "cuda" runs the ALS on a GPU with CuPy (:mod:`linxling.xp.als`: every row's CG at once,
+        GEMMs and SpMMs; in-memory data only); the fitted arrays come back as NumPy, so save,
+        load and export are unchanged. "cpu" runs the numba kernels.
 
     Attributes
     ----------
@@ -148,10 +152,11 @@ class WMF(_WMFParams):
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
-                 callback: Callable[[Any, int, float], Any] | None = None, language: str | None = None):
+                 callback: Callable[[Any, int, float], Any] | None = None, language: str | None = None,
+                 device: Any = "cpu"):
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
-                          callback)
+                          callback, device)
         self.language = language
 
     # ---------------------------------------------------------------- input
@@ -351,10 +356,10 @@ class BilingualWMF(_WMFParams):
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
-                 callback: Callable[[Any, int, float], Any] | None = None):
+                 callback: Callable[[Any, int, float], Any] | None = None, device: Any = "cpu"):
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
-                          callback)
+                          callback, device)
 
     def fit(self, X: Mapping, y=None, *, init_components: Mapping | None = None,
             init_embedding=None, memory_budget=None, client=None) -> BilingualWMF:

@@ -75,12 +75,12 @@ class CrossWMF(_WMFParams):
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
-                 callback: Callable[[Any, int, float], Any] | None = None):
+                 callback: Callable[[Any, int, float], Any] | None = None, device: Any = "cpu"):
         self.pivot_language = pivot_language
         self.pivot_model = pivot_model
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
-                          callback)
+                          callback, device)
 
     def fit(self, parallel: Mapping, X_pivot=None) -> CrossWMF:
         """Fit the pivot model (unless given) and every other language's word factor.
