@@ -100,3 +100,49 @@ def test_retrieval_on_the_array_path_gives_the_numba_ranks_exactly(similarity, m
     got = retrieval(Q, C, gold=gold, similarity=similarity, knn=10, block_size=64, return_ranks=True,
                     show_progress=False)
     np.testing.assert_array_equal(got["ranks"], ref["ranks"])
+
+
+@pytest.mark.parametrize("dense_max", [8192, 0])           # dense inverses, or CG on every block
+def test_cr5_on_the_array_path_equals_the_numba_fit_and_the_oracle(dense_max, monkeypatch):
+    import linxling.xp.cr5 as xc
+    from linxling import Cr5
+    from tests.test_cr5 import TIGHT, dense_cr5_oracle, embedded_cosines, random_problem
+    monkeypatch.setattr(xc, "DENSE_MAX", dense_max)
+    rng = np.random.default_rng(3)
+    blocks, concepts = random_problem(rng, n_langs=3, n_concepts=60)
+    test = {lang: sp.random(15, X.shape[1], density=0.3, random_state=rng, format="csr") for lang, X in blocks.items()}
+    r, alpha = 6, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    ref = Cr5(n_components=r, alpha=alpha, random_state=0, **TIGHT).fit_matrices(blocks, concepts)
+    got = Cr5(n_components=r, alpha=alpha, random_state=0, device=Device("numpy"), **TIGHT).fit_matrices(
+        blocks, concepts)
+    np.testing.assert_allclose(got.singular_values_, ref.singular_values_, rtol=1e-8)
+    np.testing.assert_allclose(got.singular_values_, sv, rtol=1e-8)
+    np.testing.assert_allclose(embedded_cosines(got.transform_matrix, test),
+                               embedded_cosines(ref.transform_matrix, test), atol=1e-8)
+    assert got.convergence_["eig"]["converged"] and got.fit_info_["block_methods"]["a"] == (
+        "dense" if dense_max else "cg")
+
+
+@pytest.mark.filterwarnings("ignore:Cr5. the eigen-solve did not converge")   # maxiter=1 on purpose
+def test_cr5_on_the_array_path_moves_data_only_at_set_up_and_end():
+    from linxling import Cr5
+    from tests.test_cr5 import random_problem
+    blocks, concepts = random_problem(np.random.default_rng(4), n_langs=2, n_concepts=50)
+    counts = []
+    for maxiter in (1, 30):
+        dev = CountingDevice()
+        Cr5(n_components=5, random_state=0, eig_tol=1e-12, eig_maxiter=maxiter, device=dev).fit_matrices(
+            blocks, concepts)
+        counts.append((dev.puts, dev.gets))
+    assert counts[0] == counts[1]
+
+
+@gpu
+def test_cr5_on_the_gpu_equals_the_cpu():
+    from linxling import Cr5
+    from tests.test_cr5 import TIGHT, random_problem
+    blocks, concepts = random_problem(np.random.default_rng(3), n_langs=3, n_concepts=60)
+    kw = dict(n_components=6, alpha=0.5, random_state=0, **TIGHT)
+    np.testing.assert_allclose(Cr5(**kw, device="cuda").fit_matrices(blocks, concepts).singular_values_,
+                               Cr5(**kw).fit_matrices(blocks, concepts).singular_values_, rtol=1e-8)

@@ -158,6 +158,10 @@ class Cr5(ConceptEmbeddingMixin):
     random_state : None, int or numpy Generator
     show_progress : bool or None
         Progress bars during the eigen-solve and the Φ solve (``None``: global setting).
+    device : {"cpu", "cuda"}, default "cpu"
+        "cuda" fits on a GPU with CuPy (:mod:`linxling.xp.cr5`: dense Cholesky or CG per block, the
+        Woodbury correction, a block subspace eigen-solver, all on the device; blocks in memory);
+        the fitted arrays come back as NumPy. "cpu" runs the numba kernels.
     callback : callable or None
         ``callback(stage, info)`` with ``stage`` in {"eig", "phi"} and ``info`` a dict (iteration,
         residuals, ...), called during the eigen-solve iterations and the Φ solves.
@@ -190,7 +194,7 @@ class Cr5(ConceptEmbeddingMixin):
                  start_steps: int = 4, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
                  limit_blas_threads: bool = True, memory_budget: Any = None,
                  random_state: Any = None, show_progress: bool | None = None,
-                 callback: Callable[[str, dict], Any] | None = None):
+                 callback: Callable[[str, dict], Any] | None = None, device: Any = "cpu"):
         self.n_components = n_components
         self.alpha = alpha
         self.cg_rtol = cg_rtol
@@ -214,9 +218,13 @@ class Cr5(ConceptEmbeddingMixin):
         self.random_state = random_state
         self.show_progress = show_progress
         self.callback = callback
+        self.device = device
 
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> None:
+        from linxling.xp import DEVICES, Device
+        if not (self.device in DEVICES or isinstance(self.device, Device)):
+            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
         check_positive(self.n_components, "n_components", integer=True)
         check_positive(self.alpha, "alpha")
         check_positive(self.cg_rtol, "cg_rtol", strict=False)
@@ -394,6 +402,8 @@ class Cr5(ConceptEmbeddingMixin):
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
         problem = self._set_up_problem(blocks, concepts, client)
+        if self.device != "cpu":
+            return self._fit_on_device(problem, t_start)
         plan = self._plan_memory(problem)
         for X in problem.blocks.values():
             if isinstance(X, RowSource) and X.kind == "hdf5":
@@ -443,6 +453,46 @@ class Cr5(ConceptEmbeddingMixin):
                         mean=mean.astype(dtype), n=n, r=r, dtype=dtype,
                         nnz=sum(int(X.nnz) for X in blocks.values()), p=p_total, one_doc=one_doc,
                         eig_method=resolve_method(self.eig_method, len(classes), r))
+
+    # ---- the array-namespace path (a GPU with device="cuda")
+    def _fit_on_device(self, problem: "_Problem", t_start: float) -> "Cr5":
+        """The fit of :mod:`linxling.xp.cr5` on the device; the fitted arrays come back as NumPy."""
+        from linxling.xp import device as make_device
+        from linxling.xp.cr5 import fit_cr5
+        if any(not sp.issparse(problem.blocks[lang]) for lang in problem.languages):
+            raise ValueError(f"device={self.device!r} fits blocks held in memory; ChunkedCSR and dask "
+                             "blocks run on the CPU (device='cpu')")
+        out = fit_cr5(make_device(self.device), [problem.blocks[lang] for lang in problem.languages],
+                      problem.labels, len(problem.classes), problem.r, float(self.alpha), problem.dtype,
+                      cg_rtol=float(self.cg_rtol), cg_maxiter=int(self.cg_maxiter), eig_tol=float(self.eig_tol),
+                      eig_maxiter=int(self.eig_maxiter), random_state=self.random_state)
+        info = out["info"]
+        sv = np.asarray(out["singular_values"])
+        comps = out["components"]
+        if self.scale == "singular":
+            comps = [C * sv[:, None] for C in comps]
+        self.languages_ = problem.languages
+        self.classes_ = problem.classes
+        self.n_features_ = {lang: problem.blocks[lang].shape[1] for lang in problem.languages}
+        self.components_ = {lang: np.ascontiguousarray(C, dtype=problem.dtype)
+                            for lang, C in zip(problem.languages, comps, strict=True)}
+        self.singular_values_ = sv.astype(problem.dtype)
+        self.eigenvalues_ = np.asarray(out["eigenvalues"])
+        self.convergence_ = {
+            "eig": {"converged": bool(info["eig_converged"]), "n_iter": int(info["eig_n_iter"]),
+                    "n_matvec": int(info["eig_n_applied"]), "method": "subspace"},
+            "blocks": {lang: {"method": m, "cg_iterations": its, "nonconverged": nc}
+                       for lang, m, its, nc in zip(problem.languages, info["methods"], info["cg_iterations"],
+                                                   info["cg_nonconverged"], strict=True)}}
+        if not info["eig_converged"]:
+            warnings.warn("Cr5: the eigen-solve did not converge to eig_tol="
+                          f"{self.eig_tol} in {self.eig_maxiter} iterations; the result is recorded in "
+                          "convergence_ (raise eig_maxiter or eig_tol)", UserWarning, stacklevel=find_stack_level())
+        self.fit_info_ = {"n_documents": problem.n, "n_concepts": len(problem.classes),
+                          "n_features": int(problem.p), "nnz": int(problem.nnz),
+                          "block_methods": dict(zip(problem.languages, info["methods"], strict=True)),
+                          "device": str(self.device), "time_total": time.perf_counter() - t_start}
+        return self
 
     # ---- memory: what to keep and what to recompute
     def _plan_memory(self, problem: "_Problem") -> "_MemoryPlan":

@@ -1,0 +1,135 @@
+"""Cr5's fit on a device (:mod:`linxling.xp`): the paper's Secs. 3.2 and 5 written against ``xp``.
+
+With X = diag(X_1, ..., X_L) (n x p), the concept indicators Y (n x K), the column means μ, ȳ and
+λ = ``alpha``:
+
+- ``A = X̂ᵀX̂ + λI = B − n μμᵀ`` with ``B = diag(X_lᵀX_l + λI)``: each block inverted by a dense
+  Cholesky-based inverse when ``p_l <= dense_max`` (one GEMM per application), else by
+  Jacobi-preconditioned CG on ``v -> X_lᵀ(X_l v) + λv`` (two SpMMs per iteration); the rank-one
+  term by Woodbury, ``A⁻¹ = B⁻¹ + c g gᵀ``, ``g = B⁻¹μ``, ``c = n / (1 − n μᵀg)``;
+- ``Ĉ = X̂ᵀŶ`` applied matrix-free: ``Ĉ v = Xᵀ(v[labels]) − n μ (ȳᵀv)``, ``Ĉᵀ z = S(X z) − n ȳ
+  (μᵀz)`` with S the concept selector (a sparse K x n matrix);
+- the top-r eigenvectors P of ``M = ĈᵀA⁻¹Ĉ`` by the block subspace solver of
+  :mod:`linxling.xp.linalg`;
+- ``Φ*ᵀ = A⁻¹ĈP``; ``Φ*Φ*ᵀ = QΛQᵀ``; ``Φ = Λ^{-1/2}QᵀΦ*`` (orthonormal rows), singular values
+  ``Λ^{1/2}`` (eq. 15).
+
+Tested against the CPU fit (:class:`linxling.Cr5`, numba path) in ``tests/test_xp.py``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from linxling.xp import Device
+from linxling.xp.linalg import cg_columns, eig_subspace
+
+__all__ = ["fit_cr5"]
+
+#: blocks with at most this many features get a dense inverse (p_l^2 values on the device)
+DENSE_MAX = 8192
+
+
+class _Block:
+    def __init__(self, dev: Device, X: sp.csr_matrix, labels: np.ndarray, K: int, n: int, alpha: float,
+                 dtype: Any, dense_max: int, cg_rtol: float, cg_maxiter: int) -> None:
+        xp = dev.xp
+        self.dev, self.xp = dev, xp
+        X = sp.csr_matrix(X, dtype=dtype)
+        self.X = dev.put(X)
+        self.XT = dev.put(X.T.tocsr())
+        self.labels = dev.put(np.asarray(labels, dtype=np.int64))
+        self.S = dev.put(sp.csr_matrix((np.ones(X.shape[0], dtype=dtype), (labels, np.arange(X.shape[0]))),
+                                       shape=(K, X.shape[0])))
+        self.p = X.shape[1]
+        self.alpha = float(alpha)
+        self.mu = dev.put(np.asarray(X.sum(axis=0)).ravel() / n, dtype=dtype)
+        self.cg_rtol, self.cg_maxiter = cg_rtol, cg_maxiter
+        self.cg_iterations: list[int] = []
+        self.nonconverged = 0
+        if self.p <= dense_max:
+            G = self.XT @ self.X
+            G = G.toarray() if hasattr(G, "toarray") else G
+            G = xp.asarray(G, dtype=dtype)
+            idx = xp.arange(self.p)
+            G[idx, idx] += dtype.type(alpha)
+            L = xp.linalg.cholesky(G)
+            Linv = xp.linalg.inv(L)
+            self.inv = Linv.T @ Linv
+            self.method = "dense"
+        else:
+            self.inv = None
+            self.diag = xp.asarray((self.XT.multiply(self.XT)).sum(axis=1)).ravel() + dtype.type(alpha)
+            self.method = "cg"
+
+    def solve(self, V: Any) -> Any:
+        """(X_lᵀX_l + λI)⁻¹ V."""
+        if self.inv is not None:
+            return self.inv @ V
+        X, XT, lam = self.X, self.XT, self.alpha
+
+        def apply(P):
+            return XT @ (X @ P) + lam * P
+        Z, it, ok = cg_columns(self.dev, apply, V, self.diag, self.cg_rtol, self.cg_maxiter)
+        self.cg_iterations.append(int(it))
+        self.nonconverged += int(self.xp.sum(~ok))
+        return Z
+
+
+def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: float, dtype: Any, *,
+            cg_rtol: float = 1e-2, cg_maxiter: int = 500, eig_tol: float = 1e-1, eig_maxiter: int = 250,
+            random_state: Any = None, dense_max: int | None = None) -> dict:
+    """Fit Cr5 on ``dev``; ``blocks`` are the languages' host CSR matrices, ``labels`` each
+    row's concept (0..K-1). Returns host arrays: ``components`` (list of (r, p_l)),
+    ``singular_values``, ``eigenvalues`` and an ``info`` dict (methods, CG iterations,
+    eigen-solver iterations and convergence)."""
+    xp = dev.xp
+    dtype = np.dtype(dtype)
+    dense_max = DENSE_MAX if dense_max is None else dense_max   # read at call time (tests lower it)
+    n = sum(X.shape[0] for X in blocks)
+    parts = [_Block(dev, X, lab, K, n, alpha, dtype, dense_max, cg_rtol, cg_maxiter)
+             for X, lab in zip(blocks, labels, strict=True)]
+    counts = np.bincount(np.concatenate([np.asarray(lab, dtype=np.int64) for lab in labels]), minlength=K)
+    ybar = dev.put(counts / n, dtype=dtype)
+    # Woodbury: A⁻¹ = B⁻¹ + c g gᵀ, g = B⁻¹ μ (per block), c = n / (1 − n μᵀ g)
+    g = [b.solve(b.mu[:, None])[:, 0] for b in parts]
+    mug = sum(float(xp.dot(b.mu, gi)) for b, gi in zip(parts, g, strict=True))
+    c = n / (1.0 - n * mug)
+
+    def a_inv(Zs):
+        out = [b.solve(Z) for b, Z in zip(parts, Zs, strict=True)]
+        gz = sum(gi @ Z for gi, Z in zip(g, Zs, strict=True))                   # gᵀ Z (1 x b)
+        return [o + c * gi[:, None] * gz[None, :] for o, gi in zip(out, g, strict=True)]
+
+    def c_apply(V):                  # Ĉ V: per block (p_l x b)
+        yv = ybar @ V
+        return [b.XT @ V[b.labels] - n * b.mu[:, None] * yv[None, :] for b in parts]
+
+    def ct_apply(Zs):                # Ĉᵀ Z (K x b)
+        out = sum(b.S @ (b.X @ Z) for b, Z in zip(parts, Zs, strict=True))
+        muz = sum(b.mu @ Z for b, Z in zip(parts, Zs, strict=True))
+        return out - n * ybar[:, None] * muz[None, :]
+
+    def m_apply(V):
+        return ct_apply(a_inv(c_apply(V)))
+
+    rng = np.random.default_rng(random_state)
+    eig = eig_subspace(dev, m_apply, K, r, eig_tol, eig_maxiter, dtype, rng)
+    P = eig["eigenvectors"]
+    phi_star = a_inv(c_apply(P))                                   # Φ*ᵀ per block (p_l x r)
+    G = sum(Z.T @ Z for Z in phi_star)
+    lam, Q = xp.linalg.eigh((G + G.T) / 2)
+    order = xp.argsort(-lam)
+    lam, Q = lam[order], Q[:, order]
+    if float(lam[-1]) <= 0:
+        raise np.linalg.LinAlgError("Φ*Φ*ᵀ is singular: the data support fewer than n_components "
+                                    "directions; lower n_components")
+    sv = xp.sqrt(lam)
+    T = Q / sv[None, :]
+    components = [dev.get(xp.ascontiguousarray((Z @ T).T)) for Z in phi_star]
+    return {"components": components, "singular_values": dev.get(sv), "eigenvalues": dev.get(eig["eigenvalues"]),
+            "info": {"methods": [b.method for b in parts], "cg_iterations": [b.cg_iterations for b in parts],
+                     "cg_nonconverged": [b.nonconverged for b in parts], "eig_n_iter": eig["n_iter"],
+                     "eig_converged": eig["converged"], "eig_n_applied": eig["n_applied"]}}
