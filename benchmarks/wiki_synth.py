@@ -67,16 +67,42 @@ def _chunk_counts(rng, n_docs, topics, vocab_size, cdf, topic_table, topic_fract
     return r[keep], c[keep], counts[keep]
 
 
+def _language_block(s_lang, n_concepts, vocab_size, topics, topic_table, cdf, topic_fraction, median_unique,
+                    sigma, min_unique, max_unique, oversample, min_df, dtype, chunk_docs):
+    """One language's tf-idf block (CSR, L2 rows), drawn from its own seed sequence."""
+    rng = np.random.default_rng(s_lang)
+    parts = []
+    for start in range(0, n_concepts, chunk_docs):
+        stop = min(start + chunk_docs, n_concepts)
+        r, c, cnt = _chunk_counts(rng, stop - start, topics[start:stop], vocab_size, cdf, topic_table,
+                                  topic_fraction, median_unique, sigma, min_unique, max_unique, oversample)
+        parts.append(sp.csr_matrix((cnt.astype(dtype), (r, c)), shape=(stop - start, vocab_size)))
+    X = sp.vstack(parts, format="csr")
+    del parts
+    df = np.bincount(X.indices, minlength=vocab_size)
+    kept = np.flatnonzero(df >= min_df)
+    X = X[:, kept].tocsr()
+    idf = (np.log((1.0 + n_concepts) / (1.0 + df[kept])) + 1.0).astype(dtype)
+    X.data *= idf[X.indices]
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
+    scale = np.repeat(1.0 / np.where(norms > 0, norms, 1.0), np.diff(X.indptr)).astype(dtype)
+    X.data *= scale
+    X.sort_indices()
+    return X
+
+
 def wiki_corpus(n_concepts: int = 60_000, *, n_languages: int = 2, vocab_size: int = 200_000,
                 median_unique: float = 150.0, sigma: float = 0.5, min_unique: int = 50,
                 max_unique: int = 1000, zipf_s: float = 1.05, n_topics: int | None = None,
                 topic_words: int = 300, topic_fraction: float = 0.3, min_df: int = 3,
-                dtype=np.float64, chunk_docs: int = 20_000, seed: int = 0, oversample: float = 1.6):
+                dtype=np.float64, chunk_docs: int = 20_000, seed: int = 0, oversample: float = 1.6,
+                n_jobs: int = 1):
     """Return ``(blocks, concepts)`` for :meth:`linxling.models.Cr5.fit_matrices`.
 
     ``blocks[lang]`` is a CSR ``(n_concepts, n_words_kept)`` tf-idf matrix (L2 rows, ``dtype``);
     ``concepts[lang]`` is ``arange(n_concepts)`` (document i of every language is concept i).
-    Languages are named ``"l0"``, ``"l1"``, ...  Parameters: see the module docstring.
+    Languages are named ``"l0"``, ``"l1"``, ...  Parameters: see the module docstring;
+    ``n_jobs`` processes build the languages' blocks in parallel (the same matrices).
     """
     if n_concepts < 1 or n_languages < 1 or vocab_size < max(min_unique, 1):
         raise ValueError("n_concepts and n_languages must be >= 1 and vocab_size >= min_unique")
@@ -91,29 +117,18 @@ def wiki_corpus(n_concepts: int = 60_000, *, n_languages: int = 2, vocab_size: i
     topics = np.random.default_rng(s_topics).integers(0, n_topics, n_concepts)
     topic_table = np.random.default_rng(s_table).integers(0, vocab_size, (n_topics, topic_words))
     cdf = _zipf_cdf(vocab_size, zipf_s)
-    blocks, concepts = {}, {}
-    for li, s_lang in enumerate(s_langs):
-        rng = np.random.default_rng(s_lang)
-        parts = []
-        for start in range(0, n_concepts, chunk_docs):
-            stop = min(start + chunk_docs, n_concepts)
-            r, c, cnt = _chunk_counts(rng, stop - start, topics[start:stop], vocab_size, cdf, topic_table,
-                                      topic_fraction, median_unique, sigma, min_unique, max_unique, oversample)
-            parts.append(sp.csr_matrix((cnt.astype(dtype), (r, c)), shape=(stop - start, vocab_size)))
-        X = sp.vstack(parts, format="csr")
-        del parts
-        df = np.bincount(X.indices, minlength=vocab_size)
-        kept = np.flatnonzero(df >= min_df)
-        X = X[:, kept].tocsr()
-        idf = (np.log((1.0 + n_concepts) / (1.0 + df[kept])) + 1.0).astype(dtype)
-        X.data *= idf[X.indices]
-        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
-        scale = np.repeat(1.0 / np.where(norms > 0, norms, 1.0), np.diff(X.indptr)).astype(dtype)
-        X.data *= scale
-        X.sort_indices()
-        lang = f"l{li}"
-        blocks[lang] = X
-        concepts[lang] = np.arange(n_concepts)
+    args = (n_concepts, vocab_size, topics, topic_table, cdf, topic_fraction, median_unique, sigma,
+            min_unique, max_unique, oversample, min_df, dtype, chunk_docs)
+    if n_jobs == 1 or n_languages == 1:
+        mats = [_language_block(s_lang, *args) for s_lang in s_langs]
+    else:   # one process per language: the same matrices, in 1 / n_jobs of the time
+        import concurrent.futures as cf
+        import multiprocessing as mp
+        with cf.ProcessPoolExecutor(max_workers=min(n_jobs, n_languages),
+                                    mp_context=mp.get_context("spawn")) as pool:
+            mats = list(pool.map(_language_block, s_langs, *[[a] * n_languages for a in args]))
+    blocks = {f"l{li}": X for li, X in enumerate(mats)}
+    concepts = {lang: np.arange(n_concepts) for lang in blocks}
     return blocks, concepts
 
 

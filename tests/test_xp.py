@@ -60,7 +60,7 @@ def test_bilingual_wmf_on_the_array_path_and_no_transfer_inside_an_iteration():
 def test_device_is_validated_and_saved_by_name(tmp_path):
     import linxling
     X = sentence_matrix(40, 20, seed=3, density=0.2)
-    with pytest.raises(ValueError, match="device must be one of"):
+    with pytest.raises(ValueError, match="device must be None, .cpu., .cuda."):
         WMF(device="tpu").fit(X)
     m = WMF(n_components=2, max_iter=1, random_state=0, device=Device("numpy"), show_progress=False).fit(X)
     m.save(tmp_path / "m.h5")
@@ -146,3 +146,59 @@ def test_cr5_on_the_gpu_equals_the_cpu():
     kw = dict(n_components=6, alpha=0.5, random_state=0, **TIGHT)
     np.testing.assert_allclose(Cr5(**kw, device="cuda").fit_matrices(blocks, concepts).singular_values_,
                                Cr5(**kw).fit_matrices(blocks, concepts).singular_values_, rtol=1e-8)
+
+
+class _FakeCupyCSR:
+    """Looks like a ``cupyx.scipy.sparse`` matrix to the dispatch (its module), ``get()`` gives
+    the SciPy matrix back."""
+    __module__ = "cupyx.scipy.sparse._csr"
+
+    def __init__(self, X):
+        self._X, self.shape = X, X.shape
+
+    def get(self):
+        return self._X
+
+
+def test_cupy_inputs_imply_the_gpu_and_an_explicit_cpu_fits_them_on_the_cpu():
+    from linxling import Cr5
+    from linxling.xp import choose_device, is_device_array
+    from tests.test_cr5 import random_problem
+    X = sentence_matrix(60, 30, seed=1, density=0.15)
+    fake = _FakeCupyCSR(X)
+    assert is_device_array(fake) and not is_device_array(X)
+    assert choose_device(None, [X, fake]) == "cuda" and choose_device(None, [X]) == "cpu"
+    assert choose_device("cpu", [fake]) == "cpu"
+    kw = dict(n_components=3, max_iter=2, random_state=0, show_progress=False)
+    if not GPU:       # device=None with CuPy data asks for the GPU: here that is CuPy's error
+        with pytest.raises(RuntimeError, match="device='cuda' needs CuPy"):
+            WMF(**kw).fit(fake)
+    m = WMF(**kw, device="cpu").fit(fake)
+    assert m.device_ == "cpu"
+    np.testing.assert_array_equal(m.embedding_, WMF(**kw).fit(X).embedding_)
+    assert BilingualWMF(**kw, device="cpu").fit({"a": fake, "b": X}).device_ == "cpu"
+    blocks, concepts = random_problem(np.random.default_rng(5), n_langs=2, n_concepts=20)
+    got = Cr5(n_components=3, random_state=0, device="cpu").fit_matrices(
+        {lang: _FakeCupyCSR(B) for lang, B in blocks.items()}, concepts)
+    ref = Cr5(n_components=3, random_state=0).fit_matrices(blocks, concepts)
+    assert got.device_ == "cpu" and ref.device_ == "cpu"
+    np.testing.assert_array_equal(got.singular_values_, ref.singular_values_)
+
+
+@gpu
+def test_cupy_inputs_fit_on_the_gpu_by_default():
+    import cupyx.scipy.sparse as csp
+
+    from linxling import Cr5
+    from tests.test_cr5 import TIGHT, random_problem
+    X = sentence_matrix(300, 80, seed=0, density=0.08)
+    kw = dict(n_components=8, alpha=0.5, max_iter=3, random_state=0, show_progress=False)
+    m = WMF(**kw).fit(csp.csr_matrix(X))
+    assert m.device_ == "cuda" and isinstance(m.embedding_, np.ndarray)
+    _close(m.embedding_, WMF(**kw).fit(X).embedding_, 1e-8)
+    blocks, concepts = random_problem(np.random.default_rng(3), n_langs=3, n_concepts=60)
+    c = Cr5(n_components=6, alpha=0.5, random_state=0, **TIGHT).fit_matrices(
+        {lang: csp.csr_matrix(B) for lang, B in blocks.items()}, concepts)
+    assert c.device_ == "cuda"
+    np.testing.assert_allclose(c.singular_values_, Cr5(n_components=6, alpha=0.5, random_state=0, **TIGHT)
+                               .fit_matrices(blocks, concepts).singular_values_, rtol=1e-8)

@@ -96,7 +96,7 @@ class _WMFParams(LinxlingEstimator):
 
     def _init_params(self, n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                      dtype, random_state, tokenizer, min_df, max_features, show_progress,
-                     callback, device="cpu"):
+                     callback, device=None):
         self.n_components = n_components
         self.alpha = alpha
         self.missing_weight = missing_weight
@@ -135,9 +135,8 @@ class _WMFParams(LinxlingEstimator):
             raise ValueError(f"solver must be 'cg', 'cholesky' or 'auto', got {self.solver!r}")
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable(model, iteration, loss) or None")
-        from linxling.xp import DEVICES, Device
-        if not (self.device in DEVICES or isinstance(self.device, Device)):
-            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
+        from linxling.xp import check_device_param
+        check_device_param(self.device)
         return None if self.dtype is None else check_float_dtype(self.dtype)
 
     def _effective_alpha(self, n_sentences: int) -> float:
@@ -219,8 +218,8 @@ class _WMFParams(LinxlingEstimator):
     def _base_params_state(self) -> dict:
         params = {name: getattr(self, name) for name in _PARAM_NAMES}
         params["alpha_"] = float(self.alpha_)
-        if not isinstance(params["device"], str):
-            params["device"] = "cpu"
+        if not (params["device"] is None or isinstance(params["device"], str)):
+            params["device"] = None
         params["dtype"] = None if self.dtype is None else np.dtype(self.dtype).name
         if not (params["random_state"] is None or isinstance(params["random_state"], int)):
             params["random_state"] = None
@@ -259,16 +258,16 @@ class _WMFParams(LinxlingEstimator):
         iteration (views: a callback sees them updated); ``embedding_`` is E."""
         dtype = self._fit_dtype(*X.values())
         k = int(self.n_components)
-        on_device = self.device != "cpu"
+        on_device = self.device_ != "cpu"
         if on_device and kind != "memory":
-            raise ValueError(f"device={self.device!r} fits data in memory; {kind} data runs on the CPU "
+            raise ValueError(f"device={self.device_!r} fits data in memory; {kind} data runs on the CPU "
                              "(device='cpu')")
         if on_device:
             from linxling.xp import device as make_device
             from linxling.xp.als import DeviceALS
             for name, M in zip(names.values(), X.values(), strict=True):
                 self._check_k(M.shape[1], name)
-            dev = make_device(self.device)
+            dev = make_device(self.device_)
             data = DeviceALS(dev, list(X.values()), dtype)
         else:
             data = _als.executor(kind, X, names, dtype, k, memory_budget, client, self._check_k)

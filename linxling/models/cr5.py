@@ -158,10 +158,11 @@ class Cr5(ConceptEmbeddingMixin):
     random_state : None, int or numpy Generator
     show_progress : bool or None
         Progress bars during the eigen-solve and the Φ solve (``None``: global setting).
-    device : {"cpu", "cuda"}, default "cpu"
+    device : {None, "cpu", "cuda"}, default None
         "cuda" fits on a GPU with CuPy (:mod:`linxling.xp.cr5`: dense Cholesky or CG per block, the
         Woodbury correction, a block subspace eigen-solver, all on the device; blocks in memory);
-        the fitted arrays come back as NumPy. "cpu" runs the numba kernels.
+        the fitted arrays come back as NumPy. "cpu" runs the numba kernels. None: "cuda" when
+        the blocks are CuPy (``cupyx.scipy.sparse``) matrices, else "cpu"; ``device_`` is the one used.
     callback : callable or None
         ``callback(stage, info)`` with ``stage`` in {"eig", "phi"} and ``info`` a dict (iteration,
         residuals, ...), called during the eigen-solve iterations and the Φ solves.
@@ -194,7 +195,7 @@ class Cr5(ConceptEmbeddingMixin):
                  start_steps: int = 4, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
                  limit_blas_threads: bool = True, memory_budget: Any = None,
                  random_state: Any = None, show_progress: bool | None = None,
-                 callback: Callable[[str, dict], Any] | None = None, device: Any = "cpu"):
+                 callback: Callable[[str, dict], Any] | None = None, device: Any = None):
         self.n_components = n_components
         self.alpha = alpha
         self.cg_rtol = cg_rtol
@@ -222,9 +223,8 @@ class Cr5(ConceptEmbeddingMixin):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> None:
-        from linxling.xp import DEVICES, Device
-        if not (self.device in DEVICES or isinstance(self.device, Device)):
-            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
+        from linxling.xp import check_device_param
+        check_device_param(self.device)
         check_positive(self.n_components, "n_components", integer=True)
         check_positive(self.alpha, "alpha")
         check_positive(self.cg_rtol, "cg_rtol", strict=False)
@@ -399,10 +399,18 @@ class Cr5(ConceptEmbeddingMixin):
         """Body of :meth:`fit_matrices` (BLAS threads already limited): the paper's Sec. 3.2 and 5,
         one stage per method below."""
         self._check_params()
+        from linxling.xp import choose_device, to_host
+        if isinstance(blocks, Mapping):
+            self.device_ = choose_device(self.device, blocks.values())
+            blocks = {lang: to_host(X) for lang, X in blocks.items()}     # validated on the host
+        else:
+            self.device_ = choose_device(self.device, ())
+        if isinstance(concepts, Mapping):
+            concepts = {lang: to_host(c) for lang, c in concepts.items()}
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
         problem = self._set_up_problem(blocks, concepts, client)
-        if self.device != "cpu":
+        if self.device_ != "cpu":
             return self._fit_on_device(problem, t_start)
         plan = self._plan_memory(problem)
         for X in problem.blocks.values():
@@ -460,9 +468,9 @@ class Cr5(ConceptEmbeddingMixin):
         from linxling.xp import device as make_device
         from linxling.xp.cr5 import fit_cr5
         if any(not sp.issparse(problem.blocks[lang]) for lang in problem.languages):
-            raise ValueError(f"device={self.device!r} fits blocks held in memory; ChunkedCSR and dask "
+            raise ValueError(f"device={self.device_!r} fits blocks held in memory; ChunkedCSR and dask "
                              "blocks run on the CPU (device='cpu')")
-        out = fit_cr5(make_device(self.device), [problem.blocks[lang] for lang in problem.languages],
+        out = fit_cr5(make_device(self.device_), [problem.blocks[lang] for lang in problem.languages],
                       problem.labels, len(problem.classes), problem.r, float(self.alpha), problem.dtype,
                       cg_rtol=float(self.cg_rtol), cg_maxiter=int(self.cg_maxiter), eig_tol=float(self.eig_tol),
                       eig_maxiter=int(self.eig_maxiter), random_state=self.random_state)
@@ -491,7 +499,7 @@ class Cr5(ConceptEmbeddingMixin):
         self.fit_info_ = {"n_documents": problem.n, "n_concepts": len(problem.classes),
                           "n_features": int(problem.p), "nnz": int(problem.nnz),
                           "block_methods": dict(zip(problem.languages, info["methods"], strict=True)),
-                          "device": str(self.device), "time_total": time.perf_counter() - t_start}
+                          "device": str(self.device_), "time_total": time.perf_counter() - t_start}
         return self
 
     # ---- memory: what to keep and what to recompute

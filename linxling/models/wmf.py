@@ -111,10 +111,11 @@ class WMF(_WMFParams):
         tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
         Called after every iteration with the model, the 0-based iteration and eq. (1).
-    device : {"cpu", "cuda"}, default "cpu"
+    device : {None, "cpu", "cuda"}, default None
         "cuda" runs the ALS on a GPU with CuPy (:mod:`linxling.xp.als`: every row's CG at once,
         GEMMs and SpMMs; in-memory data only); the fitted arrays come back as NumPy, so save,
-        load and export are unchanged. "cpu" runs the numba kernels.
+        load and export are unchanged. "cpu" runs the numba kernels. None: "cuda" when the
+        data are CuPy arrays (``cupyx.scipy.sparse``), else "cpu"; ``device_`` is the one used.
 
     Attributes
     ----------
@@ -153,7 +154,7 @@ class WMF(_WMFParams):
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
                  callback: Callable[[Any, int, float], Any] | None = None, language: str | None = None,
-                 device: Any = "cpu"):
+                 device: Any = None):
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
                           callback, device)
@@ -217,6 +218,9 @@ class WMF(_WMFParams):
         self
         """
         self._validate_params()
+        from linxling.xp import choose_device, to_host
+        self.device_ = choose_device(self.device, [X])
+        X = to_host(X)
         kind = _als.data_kind({"X": X}, {"X": "X"}, client, memory_budget)
         if kind == "memory":
             X = self._input_matrix(X, fit=True)
@@ -356,7 +360,7 @@ class BilingualWMF(_WMFParams):
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
-                 callback: Callable[[Any, int, float], Any] | None = None, device: Any = "cpu"):
+                 callback: Callable[[Any, int, float], Any] | None = None, device: Any = None):
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
                           callback, device)
@@ -389,6 +393,9 @@ class BilingualWMF(_WMFParams):
         if len(langs) < 2:
             raise ValueError(f"BilingualWMF needs at least two languages, got {langs}")
         names = {lang: f"X[{lang!r}]" for lang in langs}
+        from linxling.xp import choose_device, to_host
+        self.device_ = choose_device(self.device, [X[lang] for lang in langs])
+        X = {lang: to_host(X[lang]) for lang in langs}
         kind = _als.data_kind(X, names, client, memory_budget)
         self.vectorizers_ = {}
         if kind == "memory":

@@ -50,8 +50,9 @@ class CrossWMF(_WMFParams):
         A fitted monolingual WMF to use as the pivot. If None, one is fitted in ``fit`` with
         the hyper-parameters below.
     n_components, alpha, missing_weight, max_iter, solver, cg_steps, dtype, random_state,
-    tokenizer, min_df, max_features, show_progress, callback :
-        As in :class:`WMF`. ``alpha`` and ``missing_weight`` are also the λ and w_m of the
+    tokenizer, min_df, max_features, show_progress, callback, device :
+        As in :class:`WMF` (``device`` runs the pivot's ALS; each language's single A-step runs
+        on the CPU). ``alpha`` and ``missing_weight`` are also the λ and w_m of the
         per-language A-steps (eq. 7, C_2). When ``pivot_model`` is given, the fitted word
         factors have its dimension and dtype (``n_components`` and ``dtype`` are left as set:
         ``fit`` never changes a parameter).
@@ -75,7 +76,7 @@ class CrossWMF(_WMFParams):
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
-                 callback: Callable[[Any, int, float], Any] | None = None, device: Any = "cpu"):
+                 callback: Callable[[Any, int, float], Any] | None = None, device: Any = None):
         self.pivot_language = pivot_language
         self.pivot_model = pivot_model
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
@@ -109,9 +110,12 @@ class CrossWMF(_WMFParams):
             pair = parallel[lang]
             if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
                 raise TypeError(f"parallel[{lang!r}] must be a pair (X_pivot_side, X_{lang})")
+        from linxling.xp import choose_device, to_host
+        self.device_ = choose_device(self.device, [x for lang in langs for x in parallel[lang]] + [X_pivot])
         # generators of texts are read twice (the pivot's fit, then each language's solve): keep them
-        parallel = {lang: tuple(x if hasattr(x, "shape") or isinstance(x, (list, tuple)) else list(x)
+        parallel = {lang: tuple(to_host(x) if hasattr(x, "shape") or isinstance(x, (list, tuple)) else list(x)
                                 for x in parallel[lang]) for lang in langs}
+        X_pivot = to_host(X_pivot)
         if X_pivot is not None and not (hasattr(X_pivot, "shape") or isinstance(X_pivot, (list, tuple, str))):
             X_pivot = list(X_pivot)
         if self.pivot_model is not None:
@@ -124,7 +128,8 @@ class CrossWMF(_WMFParams):
             self.n_iter_ = 0
         else:
             self._validate_params()
-            pivot = WMF(**{name: getattr(self, name) for name in _PARAM_NAMES},
+            pivot = WMF(**{name: getattr(self, name) for name in _PARAM_NAMES if name != "device"},
+                        device=self.device_,
                         callback=(None if self.callback is None else
                                   lambda _m, it, loss: self.callback(self, it, loss)))
             if X_pivot is None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Device", "CountingDevice", "device", "DEVICES"]
+__all__ = ["Device", "CountingDevice", "device", "DEVICES", "is_device_array", "to_host", "choose_device"]
 
 DEVICES = ("cpu", "cuda")
 
@@ -102,3 +102,29 @@ def device(name: str | Device) -> Device:
     if name == "cuda":
         return Device("cupy")
     raise ValueError(f"device must be one of {DEVICES}, got {name!r}")
+
+
+def is_device_array(a: Any) -> bool:
+    """Whether ``a`` is a CuPy array or a ``cupyx.scipy.sparse`` matrix (checked by type, without
+    importing CuPy)."""
+    mod = type(a).__module__ or ""
+    return mod == "cupy" or mod.startswith(("cupy.", "cupyx."))
+
+
+def to_host(a: Any) -> Any:
+    """A CuPy array or cupyx sparse matrix as NumPy/SciPy (one copy); anything else unchanged."""
+    return a.get() if is_device_array(a) else a
+
+
+def choose_device(param: Any, arrays: Any) -> str | Device:
+    """The device a fit runs on: ``param`` itself, or for ``param=None`` ``"cuda"`` when any of
+    ``arrays`` is a CuPy array (:func:`is_device_array`), else ``"cpu"``."""
+    if param is not None:
+        return param
+    return "cuda" if any(is_device_array(a) for a in arrays) else "cpu"
+
+
+def check_device_param(value: Any) -> None:
+    """ValueError unless ``value`` is None, one of :data:`DEVICES` or a :class:`Device`."""
+    if not (value is None or value in DEVICES or isinstance(value, Device)):
+        raise ValueError(f"device must be None, 'cpu', 'cuda' or a linxling.xp.Device, got {value!r}")
