@@ -473,7 +473,8 @@ class Cr5(ConceptEmbeddingMixin):
         out = fit_cr5(make_device(self.device_), [problem.blocks[lang] for lang in problem.languages],
                       problem.labels, len(problem.classes), problem.r, float(self.alpha), problem.dtype,
                       cg_rtol=float(self.cg_rtol), cg_maxiter=int(self.cg_maxiter), eig_tol=float(self.eig_tol),
-                      eig_maxiter=int(self.eig_maxiter), random_state=self.random_state)
+                      eig_maxiter=int(self.eig_maxiter), random_state=self.random_state,
+                      start_steps=int(self.start_steps))
         info = out["info"]
         sv = np.asarray(out["singular_values"])
         comps = out["components"]

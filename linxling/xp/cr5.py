@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from linxling.xp import Device
-from linxling.xp.linalg import cg_columns, eig_subspace
+from linxling.xp.linalg import cg_columns, eig_subspace, orthonormalize
 
 __all__ = ["fit_cr5"]
 
@@ -80,11 +80,13 @@ class _Block:
 
 def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: float, dtype: Any, *,
             cg_rtol: float = 1e-2, cg_maxiter: int = 500, eig_tol: float = 1e-1, eig_maxiter: int = 250,
-            random_state: Any = None, dense_max: int | None = None) -> dict:
+            random_state: Any = None, dense_max: int | None = None, start_steps: int = 4) -> dict:
     """Fit Cr5 on ``dev``; ``blocks`` are the languages' host CSR matrices, ``labels`` each
     row's concept (0..K-1). Returns host arrays: ``components`` (list of (r, p_l)),
     ``singular_values``, ``eigenvalues`` and an ``info`` dict (methods, CG iterations,
-    eigen-solver iterations and convergence)."""
+    eigen-solver iterations and convergence). ``start_steps`` power steps of the cheap surrogate
+    ĈᵀD⁻¹Ĉ (D the diagonal of X̂ᵀX̂ + λI, no inner solves) build the eigen-solver's starting
+    block, as the CPU fit does (:class:`linxling.Cr5`'s ``start_steps``)."""
     xp = dev.xp
     dtype = np.dtype(dtype)
     dense_max = DENSE_MAX if dense_max is None else dense_max   # read at call time (tests lower it)
@@ -115,8 +117,18 @@ def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: floa
     def m_apply(V):
         return ct_apply(a_inv(c_apply(V)))
 
+    # the diagonal of the centred X̂ᵀX̂ + λI per block: column sums of squares − n μ²
+    d_inv = [1.0 / (xp.asarray(b.XT.multiply(b.XT).sum(axis=1)).ravel() - n * b.mu * b.mu + b.alpha)
+             for b in parts]
+
+    def start(bsize):
+        Y = dev.put(rng.standard_normal((K, bsize)), dtype=dtype)
+        for _ in range(int(start_steps)):
+            Y = orthonormalize(dev, ct_apply([d[:, None] * U for d, U in zip(d_inv, c_apply(Y), strict=True)]))
+        return Y
+
     rng = np.random.default_rng(random_state)
-    eig = eig_subspace(dev, m_apply, K, r, eig_tol, eig_maxiter, dtype, rng)
+    eig = eig_subspace(dev, m_apply, K, r, eig_tol, eig_maxiter, dtype, rng, start=start)
     P = eig["eigenvectors"]
     phi_star = a_inv(c_apply(P))                                   # Φ*ᵀ per block (p_l x r)
     G = sum(Z.T @ Z for Z in phi_star)

@@ -82,11 +82,14 @@ def cg_columns(dev: Device, apply: Callable[[Any], Any], B: Any, diag: Any, rtol
 
 def eig_subspace(dev: Device, apply: Callable[[Any], Any], n: int, k: int, tol: float, maxiter: int,
                  dtype: Any, rng: np.random.Generator, block_size: int | None = None,
-                 max_basis: int | None = None) -> dict:
+                 max_basis: int | None = None, start: Callable[[int], Any] | None = None) -> dict:
     """The ``k`` largest eigenpairs of a symmetric positive semi-definite operator of order ``n``
     given by ``apply`` (an ``n x b`` block in, ``n x b`` out): block Rayleigh-Ritz on a basis
     grown by the residuals of the unconverged Ritz vectors, thickly restarted from the best
     Ritz vectors; a pair has converged when ``||A v - θ v|| <= tol · |θ|`` (ARPACK's rule).
+
+    ``start(b)``, when given, returns the starting block (n x b, on the device; default a random
+    one): only the start changes, convergence is judged on ``apply`` itself.
 
     Returns ``{"eigenvalues", "eigenvectors" (n x k, device), "converged", "n_iter",
     "n_applied"}`` with eigenvalues in decreasing order.
@@ -98,7 +101,8 @@ def eig_subspace(dev: Device, apply: Callable[[Any], Any], n: int, k: int, tol: 
     b = int(min(max(block_size or k + max(10, math.ceil(0.2 * k)), k), n))
     mb = int(min(n, max_basis or 3 * b))
     keep_size = math.ceil(1.5 * b)
-    Q = orthonormalize(dev, dev.put(rng.standard_normal((n, b)), dtype=dt))
+    Q0 = dev.put(rng.standard_normal((n, b)), dtype=dt) if start is None else start(b)
+    Q = orthonormalize(dev, Q0)
     W = apply(Q)
     n_applied = Q.shape[1]
     theta = V = None

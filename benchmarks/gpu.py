@@ -1,0 +1,578 @@
+"""The GPU suite (issue #28): the ``gpu`` tests and every GPU measurement in one command.
+
+On a machine with the corpora (any CPU machine with ``make venv`` done), once::
+
+    python -m benchmarks.gpu prepare            # verse inputs -> benchmarks/results/gpu_inputs/
+
+On the GPU machine (Python with CuPy, numba(-cuda), SciPy, scikit-learn, h5py; no dask, no
+scikit-sparse, no linxling install needed: run from the repository root)::
+
+    PYTHONPATH=. python3 -m benchmarks.gpu run OUT [--inputs benchmarks/results/gpu_inputs]
+
+``run`` prints one table and writes ``OUT/gpu.json`` and ``OUT/gpu.md``; each measurement stands
+against the CPU run of the same data in the same run, or against a peer on the same GPU:
+
+* ``tests``: ``pytest -m gpu`` (tests/test_xp.py, tests/test_backend.py): CuPy against the CPU.
+* ``bandwidth``: device-to-device copy (bytes read + written per second), the reference for
+* ``spmm``: the sparse products inside Cr5's centred Gram (X V and Xᵀ W on a Wikipedia-shaped
+  block), as compulsory bytes per second and as a fraction of the copy bandwidth (goal >= 50 %).
+* ``cr5_verse``: Cr5 on the verse benchmark (5 languages, 20,000 verses, r = 100; the inputs of
+  ``prepare``): the GPU fit against the 2-core CPU fit of the same data (numba and BLAS held to
+  two threads in this run; the reference fit measured by ``prepare`` on the CI machine is shown
+  too), and the held-out CSLS P@1 of both (goal: >= 10x, equal quality).
+* ``cr5_wiki``: Cr5 on the Wikipedia-shaped problem (K = 485,000, r = 300, float32; goal < 60 s).
+* ``wmf``: WMF ALS on the 200,000 x 50,000 benchmark matrix (k = 100, CG with 3 steps, float32):
+  time per iteration against implicit's GPU ALS (when its CUDA 13 wheel and rmm-cu13 are carried)
+  and against :mod:`benchmarks._gpu_peer` (implicit's kernel layout in numba-cuda), at equal
+  loss (goal: no slower than implicit).
+* ``csls``: CSLS retrieval, 200,000 x 200,000 at d = 300 (goal < 10 s).
+
+Every measurement runs in a ``try``: one that fails is recorded with its error and the suite goes
+on. ``--only a,b`` runs a subset; ``--budget`` (default 530 s) skips what would start after it.
+``--rehearse`` runs the same code with NumPy for CuPy and the numba CUDA simulator for the peer,
+at toy sizes, on any CPU (``tests/test_gpu_suite.py``); its numbers mean nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+INPUTS = HERE / "results" / "gpu_inputs"
+ALL = ("tests", "bandwidth", "spmm", "cr5_verse", "cr5_wiki", "wmf", "csls")
+GOALS = {"cr5_verse": "GPU >= 10x the 2-core CPU fit, equal P@1", "cr5_wiki": "< 60 s",
+         "wmf": "s/iteration <= implicit GPU's, equal loss", "csls": "< 10 s", "spmm": ">= 50 % of copy bandwidth"}
+
+#: sizes of the real run and of the rehearsal (toy sizes: the numbers mean nothing)
+SIZES = {
+    "real": {"copy_bytes": 2 ** 30, "spmm_docs": 485_000, "spmm_cols": 64, "wiki_concepts": 485_000,
+             "wiki_r": 300, "wmf": (200_000, 50_000, 20, 100, 5), "csls": (200_000, 300)},
+    "rehearse": {"copy_bytes": 2 ** 22, "spmm_docs": 2_000, "spmm_cols": 16, "wiki_concepts": 1_500,
+                 "wiki_r": 20, "wmf": (12, 10, 2, 4, 2), "csls": (2_000, 32)},
+}
+
+
+# ----------------------------------------------------------------------------- the machine
+def describe(dev) -> dict:
+    """Host and device: CPU, cores, memory, versions, the GPU's name and memory, what is absent."""
+    import numba
+    import scipy
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem = None
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        mem = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
+    out = {"cpu": cpu, "cores": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version(),
+           "numpy": np.__version__, "scipy": scipy.__version__, "numba": numba.__version__,
+           "load_average": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+           "absent": [m for m in ("dask", "sksparse", "implicit", "torch") if importlib.util.find_spec(m) is None]}
+    if dev.name == "cupy":
+        import cupy
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        out.update(gpu=name.decode() if isinstance(name, bytes) else str(name),
+                   gpu_memory_bytes=int(props["totalGlobalMem"]), cupy=cupy.__version__,
+                   cuda_runtime=cupy.cuda.runtime.runtimeGetVersion(), cuda_driver=cupy.cuda.runtime.driverGetVersion())
+    else:
+        out["gpu"] = "none (rehearsal: NumPy for CuPy)"
+    return out
+
+
+def sync(dev) -> None:
+    if dev.name == "cupy":
+        import cupy
+        cupy.cuda.get_current_stream().synchronize()
+
+
+def timed(dev, f, repeats: int = 1):
+    """(best wall seconds over ``repeats``, last result), the device synchronised around each."""
+    best, res = float("inf"), None
+    for _ in range(repeats):
+        sync(dev)
+        t = time.perf_counter()
+        res = f()
+        sync(dev)
+        best = min(best, time.perf_counter() - t)
+    return best, res
+
+
+@contextlib.contextmanager
+def cpu_threads(n: int):
+    """numba and BLAS held to ``n`` threads (the 2-core CPU reference)."""
+    import numba
+    import threadpoolctl
+    old = numba.get_num_threads()
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    try:
+        with threadpoolctl.threadpool_limits(n):
+            yield
+    finally:
+        numba.set_num_threads(old)
+
+
+# ----------------------------------------------------------------------------- measurements
+def m_tests(dev, size, args) -> dict:
+    """``pytest -m gpu`` on the files with gpu tests; counts from pytest's summary line."""
+    if args.rehearse:
+        return {"skipped": "rehearsal (no device: every gpu test would skip)"}
+    if importlib.util.find_spec("pytest") is None:
+        return {"error": "pytest is not installed: carry its wheels (benchmarks/README.md, 'The GPU suite')"}
+    files = ["tests/test_xp.py", "tests/test_backend.py"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", *files],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    tail = (proc.stdout + proc.stderr).strip().splitlines()
+    counts = {}
+    for n, word in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", tail[-1] if tail else ""):
+        counts[word] = int(n)
+    return {"returncode": proc.returncode, "counts": counts, "seconds": time.perf_counter() - t,
+            "summary": tail[-1] if tail else "", "log_tail": "\n".join(tail[-40:]),
+            "ok": proc.returncode == 0 and counts.get("passed", 0) > 0}
+
+
+def m_bandwidth(dev, size, args) -> dict:
+    xp = dev.xp
+    n = size["copy_bytes"] // 4
+    a = xp.ones(n, dtype=np.float32)
+    b = xp.empty_like(a)
+    t, _ = timed(dev, lambda: b.__setitem__(Ellipsis, a), repeats=10)
+    return {"bytes": 2 * a.nbytes, "seconds": t, "GB_per_s": 2 * a.nbytes / t / 1e9}
+
+
+def _wiki_block(n_docs: int, seed: int = 0):
+    from benchmarks.wiki_synth import wiki_corpus
+    blocks, _ = wiki_corpus(n_docs, n_languages=1, dtype=np.float32, seed=seed)
+    return blocks["l0"]
+
+
+def m_spmm(dev, size, args, copy_gbs: float | None) -> dict:
+    """X V and Xᵀ W as Cr5's products run them (CSR of X and of Xᵀ on the device)."""
+    import scipy.sparse as sp
+    X = _wiki_block(size["spmm_docs"])
+    b = size["spmm_cols"]
+    rng = np.random.default_rng(0)
+    Xd, XTd = dev.put(X), dev.put(sp.csr_matrix(X.T))
+    V = dev.put(rng.standard_normal((X.shape[1], b)), dtype=np.float32)
+    W = dev.put(rng.standard_normal((X.shape[0], b)), dtype=np.float32)
+    out = {"shape": list(X.shape), "nnz": int(X.nnz), "columns": b}
+    for name, A, B in (("X @ V", Xd, V), ("X.T @ W", XTd, W)):
+        A @ B                                            # first call: kernel set-up
+        t, _ = timed(dev, lambda A=A, B=B: A @ B, repeats=5)
+        n_out, n_in = A.shape[0], A.shape[1]
+        # compulsory traffic: the matrix once (values, column indices, row pointers), the dense
+        # input once, the output written once
+        nbytes = A.nnz * (4 + 4) + (n_out + 1) * 4 + n_in * b * 4 + n_out * b * 4
+        gbs = nbytes / t / 1e9
+        out[name] = {"seconds": t, "compulsory_bytes": nbytes, "GB_per_s": gbs,
+                     "fraction_of_copy": None if not copy_gbs else gbs / copy_gbs}
+    fr = [out[k]["fraction_of_copy"] for k in ("X @ V", "X.T @ W")]
+    out["fraction_of_copy"] = None if None in fr else min(fr)
+    return out
+
+
+def save_verse_inputs(path: Path, blocks: dict, concepts: dict, test: dict, qpos) -> None:
+    """Write what :func:`_verse_inputs` reads (``path/verse.npz``, replaced atomically)."""
+    langs = list(blocks)
+    arrays = {"languages": np.array(langs), "concepts": np.asarray(concepts[langs[0]]), "qpos": np.asarray(qpos)}
+    for lang in langs:
+        if not np.array_equal(concepts[lang], concepts[langs[0]]):
+            raise ValueError("the verse inputs are verse-aligned: every language has the same concepts")
+    for part, mats in (("train", blocks), ("test", test)):
+        for lang, X in mats.items():
+            X = X.tocsr()
+            for k in ("data", "indices", "indptr"):
+                arrays[f"{part}_{lang}_{k}"] = getattr(X, k)
+            arrays[f"{part}_{lang}_shape"] = np.array(X.shape)
+    tmp = path / "verse.tmp.npz"
+    np.savez_compressed(tmp, **arrays)
+    tmp.replace(path / "verse.npz")
+
+
+def _verse_inputs(path: Path):
+    import scipy.sparse as sp
+    f = np.load(path / "verse.npz", allow_pickle=False)
+    langs = [str(s) for s in f["languages"]]
+
+    def csr(prefix):
+        return sp.csr_matrix((f[prefix + "data"], f[prefix + "indices"], f[prefix + "indptr"]),
+                             shape=tuple(f[prefix + "shape"]))
+    blocks = {lang: csr(f"train_{lang}_") for lang in langs}
+    test = {lang: csr(f"test_{lang}_") for lang in langs}
+    concepts = {lang: f["concepts"] for lang in langs}
+    ref = None
+    if (path / "cpu_reference.json").exists():
+        ref = json.loads((path / "cpu_reference.json").read_text())
+    return blocks, concepts, test, f["qpos"], ref
+
+
+def _verse_quality(components, test, qpos) -> float:
+    import itertools
+
+    from linxling.evaluate import retrieval
+    emb = {lang: np.asarray(test[lang] @ components[lang].T) for lang in test}
+    return float(np.mean([retrieval(emb[a][qpos], emb[b], gold=qpos, ks=(1,), similarity="csls",
+                                    show_progress=False)["P@1"]
+                          for a, b in itertools.permutations(test, 2)]))
+
+
+def m_cr5_verse(dev, size, args) -> dict:
+    from linxling import Cr5
+    path = Path(args.inputs)
+    if args.rehearse:
+        blocks, concepts, test, qpos, ref = _toy_verse()
+        r = 10
+    else:
+        if not (path / "verse.npz").exists():
+            return {"skipped": f"no {path / 'verse.npz'}: run `python -m benchmarks.gpu prepare` where the "
+                               "corpora are and carry benchmarks/results/gpu_inputs"}
+        blocks, concepts, test, qpos, ref = _verse_inputs(path)
+        r = 100
+    kw = dict(n_components=r, alpha=1.0, random_state=0, show_progress=False)
+    small = {lang: X[:300] for lang, X in blocks.items()}
+    small_c = {lang: c[:300] for lang, c in concepts.items()}
+    out = {"documents": int(sum(X.shape[0] for X in blocks.values())), "r": r,
+           "nnz": int(sum(X.nnz for X in blocks.values()))}
+    with cpu_threads(2):                                # the 2-core CPU fit of the same data
+        Cr5(**{**kw, "n_components": min(r, 20)}).fit_matrices(small, small_c)   # compile outside the clock
+        t_cpu, cpu = timed(dev, lambda: Cr5(**kw, device="cpu").fit_matrices(blocks, concepts))
+    out["cpu_2_threads_s"] = t_cpu
+    out["cpu_p1"] = _verse_quality(cpu.components_, test, qpos)
+    target = "cuda" if dev.name == "cupy" else dev
+    for dtype in (np.float32, np.float64):
+        bl = {lang: X.astype(dtype) for lang, X in blocks.items()}
+        t_first, _ = timed(dev, lambda bl=bl: Cr5(**{**kw, "n_components": min(r, 20)}, device=target)
+                           .fit_matrices({k: v[:300] for k, v in bl.items()}, small_c))
+        t_gpu, m = timed(dev, lambda bl=bl: Cr5(**kw, device=target).fit_matrices(bl, concepts), repeats=2)
+        name = np.dtype(dtype).name
+        out[f"gpu_{name}_s"] = t_gpu
+        out[f"gpu_{name}_first_small_fit_s"] = t_first
+        out[f"gpu_{name}_p1"] = _verse_quality(m.components_, test, qpos)
+        out[f"gpu_{name}_speedup"] = t_cpu / t_gpu
+        out[f"gpu_{name}_converged"] = bool(m.convergence_["eig"]["converged"])
+    out["speedup"] = max(out["gpu_float32_speedup"], out["gpu_float64_speedup"])
+    out["p1_difference"] = max(abs(out[f"gpu_{d}_p1"] - out["cpu_p1"]) for d in ("float32", "float64"))
+    if ref:
+        out["ci_machine_reference"] = ref
+        out["speedup_vs_ci_machine"] = ref["fit_s"] / min(out["gpu_float32_s"], out["gpu_float64_s"])
+    return out
+
+
+def _toy_verse():
+    """Rehearsal stand-in for the verse inputs: a random 3-language problem."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    K, langs = 400, ["a", "b", "c"]
+    topics = rng.standard_normal((K, 40))
+    blocks, test = {}, {}
+    for lang in langs:
+        M = rng.standard_normal((40, 120))
+        D = np.maximum(topics @ M + rng.standard_normal((K, 120)), 1.5)
+        D[D <= 1.5] = 0
+        blocks[lang] = sp.csr_matrix(D[:300])
+        test[lang] = sp.csr_matrix(D[300:])
+    concepts = {lang: np.arange(300) for lang in langs}
+    return blocks, concepts, test, np.arange(50), None
+
+
+def m_cr5_wiki(dev, size, args) -> dict:
+    from benchmarks.wiki_synth import wiki_corpus
+    from linxling import Cr5
+    t = time.perf_counter()
+    kw = {} if args.rehearse else {"n_jobs": 2}
+    blocks, concepts = wiki_corpus(size["wiki_concepts"], dtype=np.float32, **kw)
+    t_gen = time.perf_counter() - t
+    target = "cuda" if dev.name == "cupy" else dev
+    # warm the device path's kernels on a slice (the set-up of CuPy's kernels is not the fit)
+    Cr5(n_components=10, random_state=0, device=target, show_progress=False).fit_matrices(
+        {lang: X[:2000] for lang, X in blocks.items()}, {lang: c[:2000] for lang, c in concepts.items()})
+    t_fit, m = timed(dev, lambda: Cr5(n_components=size["wiki_r"], random_state=0, device=target,
+                                      show_progress=False).fit_matrices(blocks, concepts))
+    return {"K": size["wiki_concepts"], "r": size["wiki_r"], "nnz": int(sum(X.nnz for X in blocks.values())),
+            "widths": [X.shape[1] for X in blocks.values()], "generate_s": t_gen, "fit_s": t_fit,
+            "converged": bool(m.convergence_["eig"]["converged"]), "eig_iterations": m.convergence_["eig"]["n_iter"],
+            "block_methods": m.fit_info_["block_methods"],
+            "cg_iterations": {k: int(np.sum(v["cg_iterations"])) for k, v in m.convergence_["blocks"].items()}}
+
+
+def _load_implicit_gpu():
+    """implicit's GPU module, its CUDA libraries loaded first through cuda-pathfinder (the
+    extension has no RUNPATH); (module, None) or (None, reason)."""
+    try:
+        with contextlib.suppress(Exception):
+            from cuda.pathfinder import load_nvidia_dynamic_lib
+            for lib in ("cudart", "cublas", "cublasLt", "curand"):
+                with contextlib.suppress(Exception):
+                    load_nvidia_dynamic_lib(lib)
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import implicit.gpu
+        if not implicit.gpu.HAS_CUDA:
+            return None, "implicit.gpu: " + "; ".join(str(w.message) for w in caught) or "no CUDA"
+        import implicit.gpu.als
+        return implicit.gpu, None
+    except Exception as e:   # noqa: BLE001 (any failure to load the peer is recorded)
+        return None, f"{type(e).__name__}: {e}"
+
+
+def m_wmf(dev, size, args) -> dict:
+    from benchmarks._gpu_peer import PeerALS
+    from benchmarks.bench_wmf import zipf_binary
+    from linxling import WMF
+    from linxling.kernels import als
+    n, m, nnz, k, n_iter = size["wmf"]
+    w_m, lam = 0.01, 20.0
+    X = zipf_binary(n, m, nnz, seed=0)
+    rng = np.random.default_rng(1)
+    E0 = (rng.random((n, k)) * 0.01).astype(np.float32)
+    V0 = (rng.random((m, k)) * 0.01).astype(np.float32)
+    target = "cuda" if dev.name == "cupy" else dev
+    out = {"shape": [n, m], "nnz": int(X.nnz), "k": k, "iterations": n_iter, "missing_weight": w_m,
+           "lambda": lam, "dtype": "float32", "method": "per-iteration time = (T(n_iter) - T(1)) / (n_iter - 1)"}
+
+    def ours(it):
+        model = WMF(n_components=k, alpha=lam, missing_weight=w_m, max_iter=it, solver="cg", cg_steps=3,
+                    dtype=np.float32, show_progress=False, device=target)
+        model.fit(X, init_components=V0.T.copy(), init_embedding=E0.copy())
+        return model.embedding_, model.components_.T
+
+    def per_iter(run):
+        t1, _ = timed(dev, lambda: run(1))
+        tn, res = timed(dev, lambda: run(n_iter))
+        return (tn - t1) / (n_iter - 1), tn, res
+
+    def loss(E, V):
+        return als.wmf_loss(X, np.asarray(E, dtype=np.float64), np.asarray(V, dtype=np.float64),
+                            missing_weight=w_m, regularization=lam)
+
+    ours(1)                                                  # kernels set up outside the clock
+    s, tot, (E, V) = per_iter(ours)
+    out["linxling"] = {"s_per_iteration": s, "total_s": tot, "loss": loss(E, V)}
+
+    def peer(it):
+        p = PeerALS(dev.xp, X, E0, V0, w_m, lam, cg_steps=3, min_threads=1 if args.rehearse else 32)
+        p.fit(it)
+        return p.factors()
+    peer(1)
+    s, tot, (E, V) = per_iter(peer)
+    out["peer_numba_cuda"] = {"s_per_iteration": s, "total_s": tot, "loss": loss(E, V)}
+
+    if dev.name == "cupy":
+        ig, why = _load_implicit_gpu()
+        if ig is None:
+            out["implicit_gpu"] = {"skipped": why}
+        else:
+            def imp(it):
+                model = ig.als.AlternatingLeastSquares(factors=k, regularization=lam / w_m, alpha=1.0,
+                                                       iterations=it, random_state=0)
+                model.user_factors = ig.Matrix(E0)
+                model.item_factors = ig.Matrix(V0)
+                model.fit((X * (1.0 / w_m)).astype(np.float32).tocsr(), show_progress=False)
+                return model.user_factors.to_numpy(), model.item_factors.to_numpy()
+            imp(1)
+            s, tot, (E, V) = per_iter(imp)
+            out["implicit_gpu"] = {"s_per_iteration": s, "total_s": tot, "loss": loss(E, V)}
+    else:
+        out["implicit_gpu"] = {"skipped": "rehearsal"}
+    for peer_name in ("implicit_gpu", "peer_numba_cuda"):
+        p = out[peer_name]
+        if "s_per_iteration" in p:
+            p["time_ratio_linxling_over_peer"] = out["linxling"]["s_per_iteration"] / p["s_per_iteration"]
+            p["loss_ratio_linxling_over_peer"] = out["linxling"]["loss"] / p["loss"]
+    return out
+
+
+def m_csls(dev, size, args) -> dict:
+    from linxling.evaluate import retrieval
+    n, d = size["csls"]
+    xp = dev.xp
+    rng = np.random.default_rng(0)
+    C = rng.standard_normal((n, d), dtype=np.float32)
+    Q = C + 0.5 * rng.standard_normal((n, d), dtype=np.float32)   # query i's gold is candidate i
+    Qd, Cd = dev.put(Q), dev.put(C)
+    retrieval(Qd[:1000], Cd[:1000], similarity="csls", show_progress=False)     # set-up outside the clock
+    t, res = timed(dev, lambda: retrieval(Qd, Cd, similarity="csls", knn=10, show_progress=False))
+    out = {"n": n, "d": d, "seconds": t, "P@1": res["P@1"], "array_module": xp.__name__}
+    if not args.rehearse:    # cosine too, for the CSLS overhead
+        out["cosine_seconds"], _ = timed(dev, lambda: retrieval(Qd, Cd, similarity="cosine", show_progress=False))
+    return out
+
+
+# ----------------------------------------------------------------------------- the table
+def _fmt(x, spec=".3g"):
+    return "—" if x is None else format(x, spec)
+
+
+def table(res: dict) -> str:
+    r = res["results"]
+    rows = []
+
+    def row(name, value, goal, met):
+        rows.append(f"| {name} | {value} | {goal} | {'—' if met is None else ('met' if met else '**missed**')} |")
+    for key in ALL:
+        v = r.get(key)
+        if v is None:
+            continue
+        if "error" in v or "skipped" in v:
+            row(key, ("error: " + v["error"].splitlines()[-1]) if "error" in v else "skipped: " + v["skipped"],
+                GOALS.get(key, ""), None)
+            continue
+        if key == "tests":
+            row("gpu tests", v["summary"], "all pass", v["ok"])
+        elif key == "bandwidth":
+            row("copy bandwidth", f"{v['GB_per_s']:.0f} GB/s", "", None)
+        elif key == "spmm":
+            f = v["fraction_of_copy"]
+            row("SpMM (Cr5 products)", f"X V {v['X @ V']['GB_per_s']:.0f} GB/s, Xᵀ W {v['X.T @ W']['GB_per_s']:.0f}"
+                f" GB/s ({_fmt(None if f is None else 100 * f, '.0f')} % of copy)", GOALS[key],
+                None if f is None else f >= 0.5)
+        elif key == "cr5_verse":
+            row(f"Cr5 verse (r = {v['r']})",
+                f"CPU 2 threads {v['cpu_2_threads_s']:.1f} s, GPU f32 {v['gpu_float32_s']:.2f} s, "
+                f"f64 {v['gpu_float64_s']:.2f} s: {v['speedup']:.1f}x; P@1 CPU {v['cpu_p1']:.3f}, "
+                f"GPU {v['gpu_float32_p1']:.3f}/{v['gpu_float64_p1']:.3f}", GOALS[key],
+                v["speedup"] >= 10 and v["p1_difference"] <= 0.01)
+        elif key == "cr5_wiki":
+            row(f"Cr5 K = {v['K']:,}, r = {v['r']}", f"{v['fit_s']:.1f} s (data made in {v['generate_s']:.0f} s)",
+                GOALS[key], v["fit_s"] < 60 and v["converged"])
+        elif key == "wmf":
+            lx = v["linxling"]
+            parts = [f"linxling {lx['s_per_iteration']:.3f} s/it"]
+            met = None
+            for p in ("implicit_gpu", "peer_numba_cuda"):
+                if "s_per_iteration" in v[p]:
+                    parts.append(f"{p} {v[p]['s_per_iteration']:.3f} s/it (loss ratio "
+                                 f"{v[p]['loss_ratio_linxling_over_peer']:.4f})")
+                    if p == "implicit_gpu":
+                        met = (v[p]["time_ratio_linxling_over_peer"] <= 1.0
+                               and v[p]["loss_ratio_linxling_over_peer"] <= 1.001)
+                else:
+                    parts.append(f"{p}: {v[p].get('skipped')}")
+            row(f"WMF {v['shape'][0]:,} x {v['shape'][1]:,}, k = {v['k']}", "; ".join(parts), GOALS[key], met)
+        elif key == "csls":
+            row(f"CSLS {v['n']:,}², d = {v['d']}", f"{v['seconds']:.2f} s (P@1 {v['P@1']:.3f})", GOALS[key],
+                v["seconds"] < 10)
+    m = res["machine"]
+    head = (f"GPU suite, {m.get('gpu')} ({m['cpu']}, {m['cores']} cores), {m['date']}, "
+            f"{'REHEARSAL (toy sizes, NumPy): numbers mean nothing' if res['rehearse'] else 'real sizes'}\n\n"
+            "| measurement | result | goal | |\n|---|---|---|---|\n")
+    return head + "\n".join(rows) + "\n"
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_run(args) -> int:
+    if args.rehearse:
+        os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")     # before numba.cuda is imported
+    sys.path.insert(0, str(ROOT))
+    from linxling.xp import Device
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.rehearse:
+        dev = Device("numpy")
+    else:
+        from linxling._backend import cupy_status
+        ok, why = cupy_status()
+        if not ok:
+            print(f"no usable CuPy/CUDA device ({why}); `--rehearse` runs the suite's code on the CPU",
+                  file=sys.stderr)
+            return 2
+        dev = Device("cupy")
+    size = SIZES["rehearse" if args.rehearse else "real"]
+    only = ALL if not args.only else tuple(s.strip() for s in args.only.split(","))
+    unknown = set(only) - set(ALL)
+    if unknown:
+        print(f"--only: unknown measurements {sorted(unknown)}; choose from {', '.join(ALL)}", file=sys.stderr)
+        return 2
+    res = {"machine": describe(dev), "rehearse": bool(args.rehearse), "results": {}}
+    t0 = time.perf_counter()
+    print(f"GPU suite on {res['machine']['gpu']}; measurements: {', '.join(only)}", flush=True)
+    for key in only:
+        if time.perf_counter() - t0 > args.budget:
+            res["results"][key] = {"skipped": f"over the {args.budget:.0f} s budget"}
+            continue
+        t = time.perf_counter()
+        try:
+            if key == "spmm":
+                copy = res["results"].get("bandwidth", {}).get("GB_per_s")
+                v = m_spmm(dev, size, args, copy)
+            else:
+                v = globals()[f"m_{key}"](dev, size, args)
+        except Exception:   # noqa: BLE001 (recorded; the suite goes on)
+            v = {"error": traceback.format_exc()}
+        v["wall_s"] = time.perf_counter() - t
+        res["results"][key] = v
+        print(f"[{time.perf_counter() - t0:6.1f} s] {key}: "
+              f"{'error' if 'error' in v else 'skipped' if 'skipped' in v else 'done'} in {v['wall_s']:.1f} s",
+              flush=True)
+        if "error" in v:
+            print(v["error"], file=sys.stderr, flush=True)
+        (out_dir / "gpu.json").write_text(json.dumps(res, indent=1, default=str))   # partial results survive
+    res["total_s"] = time.perf_counter() - t0
+    (out_dir / "gpu.json").write_text(json.dumps(res, indent=1, default=str))
+    text = table(res)
+    (out_dir / "gpu.md").write_text(text)
+    print(text)
+    return 0 if not any("error" in v for v in res["results"].values()) else 1
+
+
+def cmd_prepare(args) -> int:
+    """The verse inputs (the corpora are not on the GPU machine) and the 2-core CPU reference."""
+    from benchmarks.bench_cr5 import LANGS5, evaluate, prepare
+    out = Path(args.inputs)
+    out.mkdir(parents=True, exist_ok=True)
+    blocks, concepts, test, qpos = prepare(LANGS5, 20_000)
+    save_verse_inputs(out, blocks, concepts, test, qpos)
+    print(f"wrote {out / 'verse.npz'} ({(out / 'verse.npz').stat().st_size / 2**20:.1f} MiB)")
+    if not args.no_cpu_fit:
+        from linxling import Cr5
+        Cr5(n_components=20, random_state=0, show_progress=False).fit_matrices(
+            {k: v[:300] for k, v in blocks.items()}, {k: v[:300] for k, v in concepts.items()})
+        load = os.getloadavg()
+        t = time.perf_counter()
+        m = Cr5(n_components=100, alpha=1.0, random_state=0, show_progress=False).fit_matrices(blocks, concepts)
+        fit_s = time.perf_counter() - t
+        p1, _ = evaluate(m.components_, test, qpos)
+        from benchmarks._machine import machine
+        ref = {"fit_s": fit_s, "csls_p1_mean": p1, "load_average_before": load, "load_average_after": os.getloadavg(),
+               "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+        (out / "cpu_reference.json").write_text(json.dumps(ref, indent=1, default=str))
+        print(f"CPU reference: {fit_s:.2f} s, CSLS P@1 {p1:.3f}, load {load}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="the gpu tests and the GPU measurements")
+    r.add_argument("out", help="directory for gpu.json and gpu.md")
+    r.add_argument("--inputs", default=str(INPUTS), help="the folder `prepare` wrote (default %(default)s)")
+    r.add_argument("--only", default="", help=f"comma-separated subset of: {', '.join(ALL)}")
+    r.add_argument("--budget", type=float, default=530.0, help="seconds after which no measurement starts")
+    r.add_argument("--rehearse", action="store_true", help="NumPy and the CUDA simulator at toy sizes (any CPU)")
+    q = sub.add_parser("prepare", help="write the verse inputs and the 2-core CPU reference")
+    q.add_argument("--inputs", default=str(INPUTS))
+    q.add_argument("--no-cpu-fit", action="store_true", help="only the inputs, no CPU reference fit")
+    args = p.parse_args(argv)
+    return cmd_run(args) if args.cmd == "run" else cmd_prepare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
