@@ -102,6 +102,37 @@ def test_retrieval_on_the_array_path_gives_the_numba_ranks_exactly(similarity, m
     np.testing.assert_array_equal(got["ranks"], ref["ranks"])
 
 
+@gpu
+@pytest.mark.parametrize("similarity", ["cosine", "csls"])
+def test_retrieval_on_the_gpu_gives_the_cpu_ranks_exactly(similarity):
+    import cupy
+
+    from linxling.evaluate import retrieval
+    rng = np.random.default_rng(0)
+    Q, C = rng.standard_normal((3000, 48)), rng.standard_normal((5000, 48))
+    gold = rng.permutation(5000)[:3000]
+    kw = dict(gold=gold, similarity=similarity, knn=10, block_size=512, return_ranks=True, show_progress=False)
+    ref = retrieval(Q, C, **kw)
+    got = retrieval(cupy.asarray(Q), cupy.asarray(C), **kw)
+    np.testing.assert_array_equal(got["ranks"], ref["ranks"])
+
+
+@gpu
+@pytest.mark.parametrize("solver", ["cg", "cholesky"])
+def test_bilingual_wmf_on_the_gpu_equals_the_cpu(solver):
+    X = sentence_matrix(300, 80, seed=0, density=0.08)
+    Y = sentence_matrix(300, 60, seed=1, density=0.1)
+    kw = dict(n_components=8, alpha=0.5, max_iter=3, random_state=0, show_progress=False, solver=solver)
+    got = BilingualWMF(**kw, device="cuda").fit({"a": X, "b": Y})
+    ref = BilingualWMF(**kw).fit({"a": X, "b": Y})
+    _close(got.embedding_, ref.embedding_, 1e-8)
+    for lang in "ab":
+        _close(got.components_[lang], ref.components_[lang], 1e-8)
+    np.testing.assert_allclose(got.loss_curve_, ref.loss_curve_, rtol=1e-10)
+    f32 = WMF(n_components=8, alpha=0.5, max_iter=3, random_state=0, show_progress=False, dtype=np.float32)
+    _close(f32.set_params(device="cuda").fit(X).embedding_, f32.set_params(device="cpu").fit(X).embedding_, 2e-4)
+
+
 @pytest.mark.parametrize("dense_max", [8192, 0])           # dense inverses, or CG on every block
 def test_cr5_on_the_array_path_equals_the_numba_fit_and_the_oracle(dense_max, monkeypatch):
     import linxling.xp.cr5 as xc
