@@ -154,20 +154,26 @@ def _windows(texts, length, rng):
     return out
 
 
-def run_rank(n_train, n_test, epochs, d, n_hidden, vocab, out, seeds=(0,), lr=0.01):
-    """Fig. 5.13: mean / median rank of held-out true windows among their corruptions after every
-    epoch, for the three trees; ``seeds`` are CompressTree random_states (initialisation,
-    order, corruptions, random trees); data and test windows stay the same."""
+def run_rank(n_train, n_test, epochs, overrides, out, seeds=(0,), n_whole=0):
+    """Fig. 5.13: mean / median rank of held-out true windows (5 tokens, every word in the
+    dictionary) among their corruptions after every epoch, for the three trees, CompressTree at
+    its defaults but for ``overrides``; ``seeds`` are CompressTree random_states (initialisation,
+    order, corruptions, windows, random trees); data and test windows stay the same. Training
+    data: the first ``n_train`` (None: all) of the shuffled verses of the chapters not held out by
+    ``load_bible_genres(test_fraction=0.2, random_state=0)``; ``n_whole`` > 0 also ranks that
+    many whole held-out verses."""
     from linxling import CompressTree
     from linxling.datasets import load_bible_genres
     from linxling.text import tokenize
     split = load_bible_genres(["en"], test_fraction=0.2, random_state=0)
     rng = np.random.default_rng(0)
-    train = _windows(split.embedding_corpus.texts["en"], 5, rng)
+    train = [t for t in split.embedding_corpus.texts["en"] if len(tokenize(t)) >= 2]
     rng.shuffle(train)
     train = train[:n_train]
     held = [v for ch in split.test.sentences["en"] for v in ch]
     test_all = _windows(held, 5, rng)
+    whole_all = [v for v in held if len(tokenize(v)) >= 2]
+    whole_all = [whole_all[i] for i in np.random.default_rng(3).permutation(len(whole_all))[:n_whole]]
     rows = []
     for seed in seeds:
         for tree in ("greedy", "left", "random"):
@@ -176,22 +182,89 @@ def run_rank(n_train, n_test, epochs, d, n_hidden, vocab, out, seeds=(0,), lr=0.
             test: list[str] = []
 
             def cb(m, epoch, loss, tree=tree, seed=seed, t0=t0, c0=c0, test=test):
-                if not test:    # test n-grams fully inside the dictionary (the thesis' 1000 words)
+                if not test:    # test n-grams fully inside the dictionary (as the thesis' n-grams)
                     test.extend([t for t in test_all
                                  if all(w in m.vocabulary_index_ for w in tokenize(t))][:n_test])
+                fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
                 r = m.corrupted_rank(test, position="random", random_state=0)
-                rows.append({"tree": tree, "seed": seed, "epoch": epoch + 1,
-                             "mean_rank": float(r.mean()), "median_rank": float(np.median(r)),
-                             "n_test": len(test), "vocabulary": len(m.vocabulary_), "loss": loss,
-                             "seconds": time.perf_counter() - t0,
-                             "cpu_seconds": time.process_time() - c0, "loadavg": os.getloadavg()})
+                row = {"tree": tree, "seed": seed, "epoch": epoch + 1,
+                       "mean_rank": float(r.mean()), "median_rank": float(np.median(r)),
+                       "n_test": len(test), "vocabulary": len(m.vocabulary_), "loss": loss,
+                       "seconds": fit_s, "cpu_seconds": fit_cpu, "loadavg": os.getloadavg()}
+                if whole_all:
+                    rw = m.corrupted_rank(whole_all, position="random", random_state=0)
+                    row.update(mean_rank_whole=float(rw.mean()), median_rank_whole=float(np.median(rw)),
+                               n_whole=len(whole_all))
+                rows.append(row)
                 print(json.dumps(rows[-1]), flush=True)
 
-            CompressTree(n_components=d, n_hidden=n_hidden, tree=tree, corrupt="random",
-                         max_features=vocab, n_epochs=epochs, learning_rate=lr, random_state=seed,
-                         callback=cb, show_progress=False).fit(train)
-    out.write_text(json.dumps({"rows": rows, "d": d, "n_hidden": n_hidden, "n_train": len(train),
-                               "learning_rate": lr, "machine": _machine()}, indent=1))
+            params = dict(tree=tree, random_state=seed, callback=cb, show_progress=False)
+            params.update(overrides)
+            if epochs is not None:
+                params["n_epochs"] = epochs
+            CompressTree(**params).fit(train)
+    out.write_text(json.dumps({"rows": rows, "overrides": overrides, "n_train": len(train),
+                               "machine": _machine()}, indent=1))
+
+
+def ct_validation_split(n_val=500):
+    """English training verses of the leaderboard's split (``BibleCorpus.split(n_test=150,
+    by="chapter", random_state=0)``; its 150 test chapters are never used here); ``n_val`` of them
+    (seed 1) are the validation verses, the rest train."""
+    from linxling.datasets import load_bible
+    from linxling.text import tokenize
+    c = load_bible(["en"], unit="verse")
+    train, _ = c.split(n_test=150, by="chapter", random_state=0)
+    texts = [t for t in train.texts["en"] if len(tokenize(t)) >= 2]
+    perm = np.random.default_rng(1).permutation(len(texts))
+    return [texts[i] for i in perm[n_val:]], [texts[i] for i in perm[:n_val]]
+
+
+def run_ct_defaults(specs, epochs, n_whole, n_windows, out):
+    """CompressTree validation runs: after every epoch, the mean training loss (margin 1) and the
+    mean corrupted rank (a random position, every other vocabulary word) of ``n_windows`` random
+    5-token windows and of ``n_whole`` whole validation verses."""
+    from linxling import CompressTree
+    from linxling.text import tokenize
+    fit, val = ct_validation_split()
+    rng = np.random.default_rng(2)
+    win = _windows(val, 5, rng)[:n_windows]
+    whole = val[:n_whole]
+    for spec in specs:
+        kw = json.loads(spec)
+        rows: list = []
+        clock = [time.perf_counter(), 0.0]      # start, seconds spent evaluating
+
+        def cb(m, epoch, loss, rows=rows, kw=kw, clock=clock):
+            t = time.perf_counter()
+            rw = m.corrupted_rank(win, random_state=0)
+            rf = m.corrupted_rank(whole, random_state=0)
+            rows.append({"epoch": epoch + 1, "loss": round(loss, 4),
+                         "rank_windows": round(float(rw.mean()), 1),
+                         "rank_whole": round(float(rf.mean()), 1),
+                         "median_whole": float(np.median(rf)),
+                         "fit_seconds": round(t - clock[0] - clock[1], 1)})
+            if m.n_hidden_ == 0:    # linear h: spectral radii of its left / right halves
+                d = m.A1_.shape[0]
+                rows[-1]["rho"] = [round(float(np.max(np.abs(np.linalg.eigvals(m.A1_[:, h:h + d])))), 3)
+                                   for h in (0, d)]
+            clock[1] += time.perf_counter() - t
+            print(json.dumps({"params": kw, **rows[-1]}), flush=True)
+
+        params = dict(n_components=50, max_features=5000, n_epochs=epochs, random_state=0,
+                      show_progress=False, callback=cb)
+        params.update(kw)
+        err = None
+        try:
+            CompressTree(**params).fit(fit)
+        except FloatingPointError as e:
+            err = str(e)
+        res = {"params": kw, "epochs": rows, "error": err, "n_fit": len(fit),
+               "mean_len_fit": float(np.mean([len(tokenize(t)) for t in fit[:2000]])),
+               "n_whole": len(whole), "n_windows": len(win), "loadavg": os.getloadavg()}
+        print(json.dumps(res), flush=True)
+        with open(out, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(res) + "\n")
 
 
 def _machine():
@@ -201,19 +274,44 @@ def _machine():
 
 
 # --------------------------------------------------------------------------- Etter Figs. 4.3-4.10
-#: (label, figure, RankingEmbedding params); d=50, dot, margin sqrt(d), words only is the base.
-CURVES = [
-    ("dot, margin sqrt(d), d=50", ("score", "margin", "dim", "pairs"), {}),
-    ("L1", ("score",), {"score": "l1"}),
-    ("margin 1", ("margin",), {"margin": 1.0}),
-    ("d=25", ("dim",), {"n_components": 25}),
-    ("d=150", ("dim",), {"n_components": 150}),
-    ("words + pairs", ("pairs",), {"word_pairs": True}),
-]
+#: (label, figure, RankingEmbedding params) against a base; base "defaults": the class defaults
+#: (d = 50, L1, margin d/32, SGD lr 1.0, batch 10); base "paper" (the thesis' Chapter 4 start and
+#: the earlier runs of this benchmark): dot score, margin sqrt(d), batch 10, lr from --lr.
+CURVES = {
+    "defaults": [
+        ("defaults: L1, margin d/32, d=50", ("score", "margin", "dim", "pairs"), {}),
+        ("dot", ("score",), {"score": "dot"}),
+        ("margin sqrt(d)", ("margin",), {"margin": float(np.sqrt(50))}),
+        ("margin 1", ("margin",), {"margin": 1.0}),
+        ("d=25", ("dim",), {"n_components": 25}),
+        ("d=150", ("dim",), {"n_components": 150}),
+        ("words + pairs", ("pairs",), {"word_pairs": True}),
+    ],
+    "paper": [
+        ("dot, margin sqrt(d), d=50", ("score", "margin", "dim", "pairs"), {}),
+        ("L1", ("score",), {"score": "l1"}),
+        ("margin 1", ("margin",), {"margin": 1.0}),
+        ("d=25", ("dim",), {"n_components": 25}),
+        ("d=150", ("dim",), {"n_components": 150}),
+        ("words + pairs", ("pairs",), {"word_pairs": True}),
+    ],
+}
 
 
-def run_curves(n_train, n_test, epochs, lr, out):
-    """Estimated rank (Algorithm 2, M = 10) of held-out Bible en-fr verse pairs after every epoch."""
+def _curve_base(base, lr, epochs):
+    params = {"n_components": 50, "n_epochs": epochs, "random_state": 0, "n_threads": 2,
+              "show_progress": False}
+    if base == "paper":
+        params.update(score="dot", margin=None, learning_rate=0.05 if lr is None else lr, batch_size=10)
+    elif lr is not None:
+        params["learning_rate"] = lr
+    return params
+
+
+def run_curves(n_train, n_test, epochs, lr, base, results, publish=False):
+    """Estimated rank (Algorithm 2, M = 10) of held-out Bible en-fr verse pairs after every epoch;
+    one JSON per (base, learning rate) under ``results``; the plot of every such JSON goes to
+    ``results`` too, and to benchmarks/etter_rank_curves.png (tracked) only when ``publish``."""
     from linxling import RankingEmbedding
     from linxling.datasets import load_bible
     from linxling.evaluate import estimated_rank
@@ -223,9 +321,12 @@ def run_curves(n_train, n_test, epochs, lr, out):
     tr = {lang: [c.texts[lang][i] for i in train] for lang in ("en", "fr")}
     te = {lang: [c.texts[lang][i] for i in test] for lang in ("en", "fr")}
     curves = {}
-    for label, _, kw in CURVES:
-        params = {"n_components": 50, "score": "dot", "learning_rate": lr, "batch_size": 10,
-                  "n_epochs": epochs, "random_state": 0, "n_threads": 2, "show_progress": False}
+    base_params = _curve_base(base, lr, epochs)
+    for label, _, kw in CURVES[base]:
+        params = dict(base_params)
+        if "margin" not in kw and base == "paper":
+            # the paper's margin sqrt(d) follows d (margin=None was sqrt(d) before the new defaults)
+            params["margin"] = float(np.sqrt(kw.get("n_components", 50)))
         params.update(kw)
         ranks: list[float] = []
 
@@ -239,60 +340,84 @@ def run_curves(n_train, n_test, epochs, lr, out):
         RankingEmbedding(callback=cb, **params).fit(tr)
         curves[label] = {"mean_rank": ranks, "seconds": time.perf_counter() - t0, "params": kw}
         print(json.dumps({label: curves[label]}), flush=True)
-    out = out.with_name(f"{out.stem}_lr{lr:g}.json")
-    out.write_text(json.dumps({"n_train": n_train, "n_test": n_test, "epochs": epochs, "lr": lr,
-                               "curves": curves}, indent=1))
-    plot_curves(sorted(out.parent.glob("etter_curves_lr*.json")), out.parent.parent)
+    lr_used = base_params.get("learning_rate", 1.0)
+    out = results / f"etter_curves_{base}_lr{lr_used:g}.json"
+    out.write_text(json.dumps({"n_train": n_train, "n_test": n_test, "epochs": epochs, "lr": lr_used,
+                               "base": base, "params": base_params, "curves": curves,
+                               "loadavg": os.getloadavg()}, indent=1))
+    files = sorted(results.glob("etter_curves_*_lr*.json"))
+    plot_curves(files, results / "etter_rank_curves.png")
+    if publish:
+        plot_curves(files, Path(__file__).resolve().parent / "etter_rank_curves.png")
 
 
-def plot_curves(files, where):
-    """One row of four panels per learning rate run (results/etter_curves_lr*.json)."""
+def plot_curves(files, target):
+    """One row of four panels per (base, learning rate) run (results/etter_curves_*_lr*.json)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     runs = [json.loads(f.read_text()) for f in files]
-    figs = {"score": "dot vs L1 (Fig. 4.3)", "margin": "margin sqrt(d) vs 1 (Figs. 4.4-4.5)",
+    runs.sort(key=lambda r: (r.get("base") != "defaults", r["lr"]))
+    figs = {"score": "dot vs L1 (Fig. 4.3)", "margin": "margin (Figs. 4.4-4.5)",
             "dim": "d in {25, 50, 150} (Fig. 4.6)", "pairs": "words vs words + pairs (Fig. 4.10)"}
     fig, axes = plt.subplots(len(runs), 4, figsize=(16, 3.6 * len(runs)), squeeze=False)
     for row, run in zip(axes, runs, strict=True):
+        base = run.get("base", "paper")
         for ax, (key, title) in zip(row, figs.items(), strict=True):
-            for label, keys, _ in CURVES:
+            for label, keys, _ in CURVES[base]:
                 if key in keys and label in run["curves"]:
                     r = run["curves"][label]["mean_rank"]
                     ax.plot(range(1, len(r) + 1), r, marker="o", label=label)
-            ax.set_title(f"{title}, lr {run['lr']:g}", fontsize=10)
+            ax.set_title(f"{title}\nbase: {base}, lr {run['lr']:g}", fontsize=9)
             ax.set_xlabel("epoch")
-            ax.legend(fontsize=8)
+            ax.set_yscale("log")
+            ax.legend(fontsize=7)
         row[0].set_ylabel(f"mean rank, {runs[0]['n_test']} held-out (M=10)")
     fig.tight_layout()
-    fig.savefig(where / "etter_rank_curves.png", dpi=80)
+    fig.savefig(target, dpi=80)
+    plt.close(fig)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["rank", "cldc", "curves"])
+    ap.add_argument("what", choices=["rank", "cldc", "curves", "ct-defaults"])
+    ap.add_argument("--spec", nargs="+", default=["{}"],
+                    help="ct-defaults: CompressTree parameters as JSON, one run each")
+    ap.add_argument("--n-whole", type=int, default=None,
+                    help="whole held-out verses to rank (ct-defaults: default 60; rank: 0)")
+    ap.add_argument("--n-windows", type=int, default=300)
     ap.add_argument("--methods", default="majority,cr5,cllsi")
     ap.add_argument("--d", type=int, default=None)
-    ap.add_argument("--n-train", type=int, default=20000)
+    ap.add_argument("--n-train", type=int, default=None,
+                    help="training verses (rank: all; curves: 20000)")
     ap.add_argument("--n-test", type=int, default=300)
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--n-hidden", type=int, default=50)
-    ap.add_argument("--vocab", type=int, default=1000)
+    ap.add_argument("--epochs", type=int, default=None,
+                    help="rank: CompressTree's default; curves: 5; ct-defaults: 3")
+    ap.add_argument("--n-hidden", type=int, default=None, help="rank: CompressTree's default")
+    ap.add_argument("--vocab", type=int, default=None, help="rank: CompressTree's max_features")
     ap.add_argument("--lr", type=float, default=None,
-                    help="SGD learning rate (curves: default 0.05; rank: default 0.01)")
+                    help="SGD learning rate (curves: the base's; rank: CompressTree's default)")
+    ap.add_argument("--base", choices=sorted(CURVES), default="defaults",
+                    help="curves: RankingEmbedding's defaults or the thesis' dot/margin sqrt(d) start")
+    ap.add_argument("--publish", action="store_true",
+                    help="curves: also write benchmarks/etter_rank_curves.png (tracked)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="rank: CompressTree seeds")
     a = ap.parse_args(argv)
-    a.lr_given = a.lr is not None
-    if a.lr is None:
-        a.lr = 0.05
     RESULTS.mkdir(exist_ok=True)
     if a.what == "curves":
-        run_curves(a.n_train, a.n_test, a.epochs, a.lr, RESULTS / "etter_curves.json")
+        run_curves(a.n_train or 20000, a.n_test, a.epochs or 5, a.lr, a.base, RESULTS,
+                   publish=a.publish)
+    elif a.what == "ct-defaults":
+        run_ct_defaults(a.spec, a.epochs or 3, 60 if a.n_whole is None else a.n_whole, a.n_windows,
+                        RESULTS / "ct_defaults.jsonl")
     elif a.what == "cldc":
         run_cldc(a.methods.split(","), a.d or 128, RESULTS / "etter_cldc.json")
     else:
-        run_rank(a.n_train, a.n_test, a.epochs, a.d or 50, a.n_hidden, a.vocab,
-                 RESULTS / "etter_rank.json", seeds=a.seeds, lr=a.lr if a.lr_given else 0.01)
+        over = {k: v for k, v in (("n_components", a.d), ("n_hidden", a.n_hidden),
+                                  ("max_features", a.vocab), ("learning_rate", a.lr)) if v is not None}
+        over.update(json.loads(a.spec[0]))
+        run_rank(a.n_train, a.n_test, a.epochs, over, RESULTS / "etter_rank.json", seeds=a.seeds,
+                 n_whole=a.n_whole or 0)
 
 
 if __name__ == "__main__":

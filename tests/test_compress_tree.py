@@ -98,8 +98,10 @@ def test_bad_input():
         m.transform(texts, language="de")
     plain = CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(texts)
     assert plain.transform(texts[:2], language="en").shape == (2, 4)   # no language to check
+    Z = m.transform(["the dog", "  "])           # a text without tokens: a zero row
+    assert np.all(Z[1] == 0) and np.any(Z[0] != 0)
     with pytest.raises(ValueError, match="empty sentence"):
-        m.transform(["the dog", "  "])
+        CompressTree(n_components=4, n_epochs=1, show_progress=False).fit(texts + ["  "])
     with pytest.warns(UserWarning, match="single token"):
         CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(texts + ["dog"])
 

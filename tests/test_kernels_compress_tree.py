@@ -183,3 +183,20 @@ def test_very_long_sentences_encode_in_about_linear_time():
         z = m.transform([long_text])
         assert z.shape == (1, 8) and np.all(np.isfinite(z))
         assert time.perf_counter() - t < 30, tree
+
+
+def test_very_long_sentences_train_in_about_linear_time():
+    """Issue #29, the fit side: an epoch over one 100,000-token sentence (whole, window=None)
+    builds both trees of the pair and back-propagates through them in O(l log l), every tree;
+    a quadratic build took ~10 s at 40,000 tokens and would need minutes here."""
+    import time
+
+    from linxling import CompressTree
+    long_text = " ".join(f"w{i % 50}" for i in range(100_000))
+    short = [" ".join(f"w{(i + j) % 50}" for j in range(6)) for i in range(20)]
+    for tree in ("left", "random", "greedy"):
+        t = time.perf_counter()
+        m = CompressTree(n_components=8, n_epochs=1, window=None, tree=tree, random_state=0,
+                         show_progress=False).fit(short + [long_text])
+        assert time.perf_counter() - t < 30, tree
+        assert np.all(np.isfinite(m.embeddings_)) and len(m.loss_curve_) == 1
