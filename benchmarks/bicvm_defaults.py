@@ -56,6 +56,7 @@ GRIDS = {
                dict(margin_rel=0.5, attraction=5.0, noise_pool=25, batch_size=50, learning_rate=0.1),
                dict(margin_rel=0.5, attraction=5.0, noise_pool=25, batch_size=50, learning_rate=0.05)],
     "shipped": [dict(model="defaults")],
+    "from_paper": [dict(model="from_paper")],
     # the paper's lambda = 1 is on the loss summed over the corpus; here alpha is added to a
     # minibatch mean, so the paper's value is about 1 / n_pairs (3.4e-5 on 29,102 pairs)
     "paper_alpha": [dict(model="from_paper", overrides=dict(alpha=a)) for a in (3.4e-5, 1e-4)],
