@@ -373,8 +373,9 @@ class BiCVM(_SentencePairSGD):
     d = 64, 1 epoch, three seeds; +0.006 and +0.010 at d = 128, 3 epochs, two seeds). BiCVM+
     then nearly matches one model per pair: d = 128, mean validation P@1 0.874 against 0.880
     at 3 epochs, 0.916 against 0.919 at 10 (en-es and en-ru level with their pair models or
-    above, en-ar and en-zh 0.003-0.02 below), and gives one space for all its languages (de->fr through the English pivot, never paired in training). The paper's
-    gain of BiCVM+ over BiCVM came from pivot-language text the pair alone did not have
+    above, en-ar and en-zh 0.003-0.02 below), and gives one space for all its languages
+    (de->fr through the English pivot, never paired in training). The paper's gain of BiCVM+
+    over BiCVM came from pivot-language text the pair alone did not have
     (different English sentences in Europarl en-de and en-fr); on the Bible every pair has the
     same English verses, and even when each pair gets its own half of the verses (the paper's
     setting) the en-de model gains nothing on verse retrieval from the en-fr half
