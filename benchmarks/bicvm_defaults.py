@@ -7,6 +7,9 @@ training on the others. No test verse is used. ``--grid`` picks the settings to 
 
     python -m benchmarks.bicvm_defaults --pairs de --dims 128 64 --epochs 1 3 10 --grid defaults
     python -m benchmarks.bicvm_defaults --pairs de ru ar zh --dims 128 --epochs 10 --grid check
+    python -m benchmarks.bicvm_defaults --pairs de --dims 64 --epochs 1 --grid final   # defaults, paper, old
+    python -m benchmarks.bicvm_defaults --plus es ru ar zh --dims 64 --epochs 1 --interleave 1 8 seq --seed 0
+    python -m benchmarks.bicvm_defaults --plus de fr --dims 128 --epochs 3 --interleave 1 --disjoint
 
 Raw rows: benchmarks/results/bicvm_defaults.jsonl (git-ignored), one JSON object per fit.
 """
