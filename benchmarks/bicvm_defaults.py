@@ -7,6 +7,9 @@ training on the others. No test verse is used. ``--grid`` picks the settings to 
 
     python -m benchmarks.bicvm_defaults --pairs de --dims 128 64 --epochs 1 3 10 --grid defaults
     python -m benchmarks.bicvm_defaults --pairs de ru ar zh --dims 128 --epochs 10 --grid check
+    python -m benchmarks.bicvm_defaults --pairs de --dims 64 --epochs 1 --grid final   # defaults, paper, old
+    python -m benchmarks.bicvm_defaults --plus es ru ar zh --dims 64 --epochs 1 --interleave 1 8 seq --seed 0
+    python -m benchmarks.bicvm_defaults --plus de fr --dims 128 --epochs 3 --interleave 1 --disjoint
 
 Raw rows: benchmarks/results/bicvm_defaults.jsonl (git-ignored), one JSON object per fit.
 """
@@ -34,6 +37,41 @@ GRIDS = {
     "paper": [dict(margin_abs=1.0, attraction=0.0, noise_pool=None, batch_size=50, learning_rate=0.05)],
     "check": [dict(margin_rel=0.5, attraction=5.0, noise_pool=250, batch_size=1000, learning_rate=0.05),
               dict(margin_abs=1.0, attraction=0.0, noise_pool=None, batch_size=50, learning_rate=0.05)],
+    # the shipped defaults, the paper's settings (from_paper) at the same d and epochs, and the
+    # defaults before issue #25 (margin 1, the paper's loss and noise, batch 50)
+    "final": [dict(model="defaults"), dict(model="from_paper"),
+              dict(margin_abs=1.0, attraction=0.0, noise_pool=None, batch_size=50, learning_rate=0.05)],
+    # batch size and pool together (a smaller batch takes more steps per epoch)
+    "batch": [dict(margin_rel=0.5, attraction=5.0, noise_pool=p, batch_size=b, learning_rate=lr)
+              for b in (200, 300) for p in (100, 250) for lr in (0.05, 0.1)]
+             + [dict(margin_rel=0.5, attraction=5.0, noise_pool=250, batch_size=500, learning_rate=0.05)],
+    # around batch 200, pool 100, lr 0.1: margin, attraction, smaller batch, larger step
+    "batch2": [dict(margin_rel=m, attraction=5.0, noise_pool=100, batch_size=200, learning_rate=0.1)
+               for m in (0.25, 1.0)]
+              + [dict(margin_rel=0.5, attraction=a, noise_pool=100, batch_size=200, learning_rate=0.1)
+                 for a in (2.0, 10.0)]
+              + [dict(margin_rel=0.5, attraction=5.0, noise_pool=50, batch_size=100, learning_rate=lr)
+                 for lr in (0.05, 0.1)]
+              + [dict(margin_rel=0.5, attraction=5.0, noise_pool=100, batch_size=200, learning_rate=0.2)],
+    # smaller batches still (the pool half the batch)
+    "batch3": [dict(margin_rel=0.5, attraction=5.0, noise_pool=50, batch_size=100, learning_rate=0.1),
+               dict(margin_rel=0.5, attraction=5.0, noise_pool=100, batch_size=100, learning_rate=0.1),
+               dict(margin_rel=0.5, attraction=5.0, noise_pool=25, batch_size=50, learning_rate=0.1),
+               dict(margin_rel=0.5, attraction=5.0, noise_pool=25, batch_size=50, learning_rate=0.05)],
+    "shipped": [dict(model="defaults")],
+    "from_paper": [dict(model="from_paper")],
+    # the paper's lambda = 1 is on the loss summed over the corpus; here alpha is added to a
+    # minibatch mean, so the paper's value is about 1 / n_pairs (3.4e-5 on 29,102 pairs)
+    "paper_alpha": [dict(model="from_paper", overrides=dict(alpha=a)) for a in (3.4e-5, 1e-4)],
+    "vs_old": [dict(model="defaults"),
+               dict(margin_abs=1.0, attraction=0.0, noise_pool=None, batch_size=50, learning_rate=0.05)],
+    # around the defaults: smaller batches (more steps in few epochs), margin, noise count
+    "near": [dict(margin_rel=0.5, attraction=5.0, noise_pool=250, batch_size=b, learning_rate=lr)
+             for b in (200, 500) for lr in (0.05, 0.1)]
+            + [dict(margin_rel=0.5, attraction=5.0, noise_pool=p, batch_size=500, learning_rate=0.05)
+               for p in (100, 500)]
+            + [dict(margin_rel=0.5, attraction=5.0, noise_pool=250, batch_size=500, learning_rate=0.05,
+                    noise=k) for k in (5, 20)],
 }
 
 
@@ -56,10 +94,15 @@ def score(m, val, lang):
     return a, b
 
 
-def plus(langs, d, epochs, params, threads, out):
+def plus(langs, d, epochs, params, threads, out, interleaves=(8, None), disjoint=False, seed=0):
     """BiCVM+ (one model, English pivot, en-X pairs) against one model per pair, on the same
-    training verses (the verses aligned in every language), validation P@1 per pair."""
-    import linxling.models.bicvm as bm
+    training verses (the verses aligned in every language), validation P@1 per pair.
+
+    ``interleaves``: BiCVM+ is fitted once per value, with that many minibatches of one pair
+    before the next pair's turn (None: one pair's whole pass after the other). ``disjoint``: the
+    paper's setting, where each pair brings its own English sentences (Europarl en-de and en-fr):
+    the training verses are cut into one random part per pair and en-X trains on its part only, so
+    the pivot model sees len(langs) times the English text of each pairwise model."""
     from linxling import BiCVM
     from linxling.datasets import load_bible
     c = load_bible(["en", *langs])
@@ -68,23 +111,34 @@ def plus(langs, d, epochs, params, threads, out):
     train = perm[1000:]
     inner = np.random.default_rng(1).permutation(len(train))
     val, fit = train[inner[:1000]], train[inner[1000:]]
-    tr = {g: [c.texts[g][i] for i in fit] for g in ["en", *langs]}
+    if disjoint:
+        cut = np.array_split(np.random.default_rng(2).permutation(fit), len(langs))
+        parts = {x: np.sort(cut[i]) for i, x in enumerate(langs)}
+    else:
+        parts = {x: fit for x in langs}
+    tr = {x: ([c.texts["en"][i] for i in parts[x]], [c.texts[x][i] for i in parts[x]]) for x in langs}
     va = {g: [c.texts[g][i] for i in val] for g in ["en", *langs]}
-    kw = dict(n_components=d, n_epochs=epochs, random_state=0, n_threads=threads, show_progress=False, **params)
-    rows = {}
+    kw = dict(n_components=d, n_epochs=epochs, random_state=seed, n_threads=threads, show_progress=False,
+              **params)
+    rows, secs = {}, {}
     for x in langs:
-        m = BiCVM(**kw).fit({"en": tr["en"], x: tr[x]})
+        t = time.perf_counter()
+        m = BiCVM(**kw).fit({"en": tr[x][0], x: tr[x][1]})
+        secs[f"pairwise en-{x}"] = round(time.perf_counter() - t, 2)
         rows[f"pairwise en-{x}"] = score(m, (va["en"], va[x]), x)
-    for label, inter in (("BiCVM+ interleaved", bm.INTERLEAVE), ("BiCVM+ sequential", 10 ** 9)):
-        old, bm.INTERLEAVE = bm.INTERLEAVE, inter
-        try:
-            m = BiCVM(**kw).fit([{"en": tr["en"], x: tr[x]} for x in langs])
-        finally:
-            bm.INTERLEAVE = old
+    for inter in interleaves:
+        label = "BiCVM+ sequential" if inter is None else f"BiCVM+ interleave {inter}"
+        m = BiCVM(**kw)
+        m._interleave = 10 ** 9 if inter is None else inter
+        t = time.perf_counter()
+        m.fit([{"en": tr[x][0], x: tr[x][1]} for x in langs])
+        secs[label] = round(time.perf_counter() - t, 2)
         for x in langs:
             rows[f"{label} en-{x}"] = score(m, (va["en"], va[x]), x)
-    row = dict(plus=langs, n_components=d, n_epochs=epochs, params=params,
-               val_p1={k: [round(v, 4) for v in p] for k, p in rows.items()}, load=os.getloadavg()[0])
+    row = dict(plus=langs, disjoint=disjoint, seed=seed, n_components=d, n_epochs=epochs, params=params,
+               train_pairs={x: len(parts[x]) for x in langs},
+               val_p1={k: [round(v, 4) for v in p] for k, p in rows.items()}, seconds=secs,
+               load=os.getloadavg()[0])
     print(json.dumps(row), flush=True)
     with open(out, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")
@@ -97,8 +151,13 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, nargs="+", default=[10])
     ap.add_argument("--grid", default="defaults", choices=sorted(GRIDS))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0, help="random_state of the models")
     ap.add_argument("--plus", nargs="+", help="BiCVM+ over en-X for these X against pairwise models")
     ap.add_argument("--params", default="{}", help="BiCVM parameters for --plus, as JSON")
+    ap.add_argument("--interleave", nargs="+", default=["8", "seq"],
+                    help="--plus: minibatches per turn to try ('seq': one pair's pass after another)")
+    ap.add_argument("--disjoint", action="store_true",
+                    help="--plus: each pair trains on its own part of the verses (the paper's setting)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "bicvm_defaults.jsonl"))
     a = ap.parse_args(argv)
     from linxling import BiCVM
@@ -106,24 +165,34 @@ def main(argv=None):
     if a.plus:
         for d in a.dims:
             for ep in a.epochs:
-                plus(a.plus, d, ep, json.loads(a.params), a.threads, a.out)
+                plus(a.plus, d, ep, json.loads(a.params), a.threads, a.out,
+                     [None if v == "seq" else int(v) for v in a.interleave], a.disjoint, a.seed)
         return
     for lang in a.pairs:
         fit, val = split(lang)
         for d in a.dims:
             for ep in a.epochs:
                 for g in GRIDS[a.grid]:
-                    margin = g.get("margin_abs", g.get("margin_rel", 0) * d)
-                    kw = dict(n_components=d, n_epochs=ep, margin=margin, attraction=g["attraction"],
-                              noise_pool=g["noise_pool"], batch_size=g["batch_size"],
-                              learning_rate=g["learning_rate"], random_state=0, n_threads=a.threads,
-                              show_progress=False)
+                    run = dict(n_components=d, n_epochs=ep, random_state=a.seed, n_threads=a.threads,
+                               show_progress=False)
+                    if g.get("model") == "defaults":          # BiCVM() as shipped
+                        m = BiCVM(**run)
+                    elif g.get("model") == "from_paper":      # the paper's settings at this d, epochs
+                        m = BiCVM.from_paper(**run, **g.get("overrides", {}))
+                    else:
+                        margin = g.get("margin_abs", g.get("margin_rel", 0) * d)
+                        m = BiCVM(**run, margin=margin, attraction=g["attraction"],
+                                  noise_pool=g["noise_pool"], batch_size=g["batch_size"],
+                                  learning_rate=g["learning_rate"],
+                                  **{k: g[k] for k in ("noise", "alpha") if k in g})
+                    kw = m.get_params()
+                    kw["margin"] = m._margin()
                     t = time.perf_counter()
-                    m = BiCVM(**kw).fit({"en": fit[0], lang: fit[1]})
+                    m.fit({"en": fit[0], lang: fit[1]})
                     dt = time.perf_counter() - t
                     p1 = score(m, val, lang)
                     row = dict(pair=f"en-{lang}", **{k: v for k, v in kw.items() if k not in
-                               ("random_state", "n_threads", "show_progress")}, grid=g,
+                               ("random_state", "n_threads", "show_progress", "callback")}, grid=g,
                                val_p1=[round(x, 4) for x in p1], val_p1_mean=round(float(np.mean(p1)), 4),
                                seconds=round(dt, 2), load=os.getloadavg()[0])
                     print(json.dumps(row), flush=True)

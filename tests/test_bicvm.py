@@ -139,3 +139,18 @@ def test_bicvm_noise_pool_and_attraction(tmp_path):
                        ({"attraction": -1.0}, "attraction"), ({"attraction": "x"}, "attraction")):
         with pytest.raises(ValueError, match=match):
             BiCVM(**{**FAST, **bad}).fit({"en": en, "de": de})
+
+
+def test_bicvm_from_paper_and_margin_rule():
+    """from_paper() gives the paper's settings (any of them overridable); margin=None is d / 2."""
+    p = BiCVM.from_paper().get_params()
+    assert (p["n_components"], p["noise"], p["margin"], p["learning_rate"], p["n_epochs"]) == (40, 50, 50.0, 0.1, 50)
+    assert p["noise_pool"] is None and p["attraction"] == 0.0 and p["alpha"] == 2e-6
+    q = BiCVM.from_paper(n_components=64, n_epochs=2).get_params()
+    assert q["n_components"] == 64 and q["n_epochs"] == 2 and q["margin"] == 50.0
+    assert BiCVM()._margin() == 64.0 and BiCVM(n_components=40)._margin() == 20.0
+    assert BiCVM(margin=3.0)._margin() == 3.0
+    en, de = _toy(40)
+    m = BiCVM.from_paper(n_components=16, n_epochs=3, noise=3, random_state=0,
+                         show_progress=False).fit({"en": en, "de": de})
+    assert m.loss_curve_[-1] < m.loss_curve_[0]

@@ -29,20 +29,26 @@ def _p1(model, test, a="en", b="de"):
 
 
 def test_bicvm_defaults_learn(nt):
-    """Default BiCVM (d = 128, 10 epochs): held-out en->de P@1 0.93 measured (chance 0.0015)."""
+    """Default BiCVM (d = 128, 10 epochs): held-out en->de P@1 0.933 measured (chance 0.0015).
+    One thread: the model does not depend on the thread count, and on a loaded machine numba's
+    OpenMP layer spins at its barriers (2 threads: 13 s, 1 thread: 1.5 s here)."""
     from linxling import BiCVM
     train, test = nt
-    m = BiCVM(random_state=0, show_progress=False).fit({"en": train.texts["en"], "de": train.texts["de"]})
+    m = BiCVM(random_state=0, n_threads=1, show_progress=False).fit(
+        {"en": train.texts["en"], "de": train.texts["de"]})
     assert _p1(m, test) > 0.8
 
 
 def test_bicvm_plus_defaults_learn(nt):
-    """BiCVM+ over en-de and en-fr (English pivot) at the defaults: en->de as good as a pair model."""
+    """BiCVM+ over en-de and en-fr (English pivot, 5 epochs) at the defaults: held-out en->de and
+    en->fr as good as a pair model's (measured 0.909 and 0.863; pair models 0.904 and 0.868), and
+    de->fr, never paired in training, through the pivot (measured 0.812)."""
     from linxling import BiCVM
     train, test = nt
-    m = BiCVM(random_state=0, n_epochs=5, show_progress=False).fit(
+    m = BiCVM(random_state=0, n_epochs=5, n_threads=1, show_progress=False).fit(
         [{"en": train.texts["en"], "de": train.texts["de"]}, {"en": train.texts["en"], "fr": train.texts["fr"]}])
-    assert _p1(m, test) > 0.75 and _p1(m, test, "en", "fr") > 0.75
+    assert _p1(m, test) > 0.8 and _p1(m, test, "en", "fr") > 0.75
+    assert _p1(m, test, "de", "fr") > 0.65
 
 
 def test_ranking_embedding_defaults_learn(nt):

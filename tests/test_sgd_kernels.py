@@ -237,3 +237,14 @@ def test_sample_noise_pool():
     # without a pool: independent uniform draws, same stream as rng.integers
     r1, r2 = np.random.default_rng(6), np.random.default_rng(6)
     np.testing.assert_array_equal(ref.sample_noise(r1, n, k, order, bs), r2.integers(0, n, (n, k)))
+
+
+def test_max_tokens_is_the_sum_of_the_longest_sentences():
+    """The workspace bound (histogram of lengths, no sort) equals the sum of the r longest."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 80))
+        ptr = np.concatenate([[0], np.cumsum(rng.integers(0, 25, n))]).astype(np.int64)
+        lengths = np.sort(np.diff(ptr))
+        for r in (0, 1, n // 2, n, n + 3):
+            assert sgd._max_tokens(ptr, r) == int(lengths[max(0, n - r):].sum())

@@ -454,12 +454,25 @@ def _apply_serial(W, G, R, touched, nt, lr, alpha, opt, eps):
 
 @njit(cache=True)
 def _max_tokens(ptr, r):
-    """Most tokens r distinct sentences of the CSR row pointer ``ptr`` can hold."""
-    lengths = np.sort(ptr[1:] - ptr[:-1])
-    n = lengths.shape[0]
+    """Most tokens r distinct sentences of the CSR row pointer ``ptr`` can hold: the sum of the r
+    largest sentence lengths, from a histogram of the lengths (O(n + longest), no sort: an epoch
+    over a part of the pairs, as BiCVM+ runs for each turn of a pair, calls this four times and
+    sorting 30,000 lengths took ~1.8 ms each)."""
+    n = ptr.shape[0] - 1
+    longest = 0
+    for i in range(n):
+        longest = max(longest, ptr[i + 1] - ptr[i])
+    hist = np.zeros(longest + 1, dtype=np.int64)
+    for i in range(n):
+        hist[ptr[i + 1] - ptr[i]] += 1
     total = 0
-    for i in range(max(0, n - r), n):
-        total += lengths[i]
+    left = min(r, n)
+    for length in range(longest, -1, -1):
+        if left <= 0:
+            break
+        take = min(left, hist[length])
+        total += take * length
+        left -= take
     return total
 
 
