@@ -19,7 +19,7 @@ from linxling._version import __version__
 
 _MODELS = ("Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "CompressTree", "BiCVM",
            "RankingEmbedding", "BilDRL",
-           "BilBOWA")   # resolved by linxling.models
+           "BilBOWA", "GlossSpace")   # resolved by linxling.models
 _LAZY = {
     **{name: "linxling.models" for name in _MODELS},
     "load": "linxling.models",          # registers the built-in models, then linxling.io.load

@@ -22,12 +22,13 @@ _LAZY = {
     "RankingEmbedding": "linxling.models.ranking",
     "BilDRL": "linxling.models.bildrl",
     "BilBOWA": "linxling.models.bilbowa",
+    "GlossSpace": "linxling.models.gloss_space",
     "SingleBlock": "linxling.models._single_block",
 }
 _MODULES = ("linxling.models.cr5", "linxling.models.cllsi", "linxling.models.wmf",
             "linxling.models.compress_tree", "linxling.models.bicvm", "linxling.models.ranking",
             "linxling.models.bildrl",
-            "linxling.models.bilbowa",
+            "linxling.models.bilbowa", "linxling.models.gloss_space",
             "linxling.models._single_block")
 
 __all__ = sorted(_LAZY)

@@ -228,6 +228,20 @@ class BilDRL(LinxlingEstimator):
         self.random_state = random_state
         self.show_progress = show_progress
 
+    @classmethod
+    def from_paper(cls, **overrides) -> BilDRL:
+        """The settings of Chen et al. (2019), Sec. 4.1: attentive GRU, multi-task, 5 stacked
+        layers of hidden size 200, AMSGrad with learning rate 5e-4, batch 64, definitions of 15
+        words, up to 1,000 epochs, joint-learning coefficients 0.1 and 0.1, word vectors used as
+        they are (``normalize=False``). Differences that remain: one affine output layer (the
+        paper: two), and ``epochs=1000`` is the paper's cap, not a budget that runs on a CPU in
+        reasonable time (pass ``epochs=``). ``overrides`` replace any of these."""
+        params = dict(encoder="att", multitask=True, hidden_size=200, n_layers=5, max_length=15,
+                      kernel_size=2, pool_size=2, epochs=1000, batch_size=64, learning_rate=5e-4,
+                      normalize=False, skipgram_weight=0.1, alignment_weight=0.1)
+        params.update(overrides)
+        return cls(**params)
+
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
         if self.encoder not in ENCODER_CHOICES:
