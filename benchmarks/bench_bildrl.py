@@ -1,14 +1,29 @@
-"""BilDRL benchmarks: Table 2 on Wikt3l (both directions), paraphrase identification (Table 3),
-training throughput, GRU kernel speed.
+"""BilDRL benchmarks: the word space and Table 2 on Wikt3l (both directions), the validation runs
+behind the defaults, paraphrase identification (Table 3), GRU kernel speed.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_bildrl [--epochs 5]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_bildrl --split test
 
-Word space (``--space``): ``mapped`` (monolingual skip-gram per language on glosses + Bible +
-Wikt3l training definitions, then an orthogonal Procrustes map en -> fr learnt from the MUSE en-fr
-*training* dictionary), ``bilbowa`` (skip-gram + Bible alignment), or Cr5 on Bible verses.
-Dictionary: wikt3l ``fr-en`` + ``en-fr`` training rows; test: the 500 held-out targets per
-direction, ranked among that direction's candidates that have a vector (a gold target without a
-vector is a miss: it counts in the denominators). Raw JSON goes to benchmarks/results/.
+``--split test`` trains on every Wikt3l training row and scores the 500 held-out test targets per
+direction; ``--split val`` carves 500 *training* targets per direction with all their rows
+(:func:`linxling.datasets.wikt3l_validation_split`, ``random_state=0``), trains on the rest and
+scores one definition of each: the split the defaults were chosen on (the test split is not read,
+except by ``--split test``). A held-out target is ranked among its direction's candidates that
+have a vector; **a gold target without a vector is a miss** (it counts in the denominators).
+
+Word space (``--space``): ``gloss`` (default; :func:`linxling.models.gloss_space.wikt3l_gloss_space`:
+each word's vector is the Cr5 embedding of its own glosses, Cr5 fitted on the Wikt3l training
+translation pairs + MUSE en-fr training pairs), ``mapped`` (monolingual skip-gram per language
+on Bible + glosses + training definitions, rotated en -> fr by Procrustes on the MUSE en-fr
+training pairs), ``bilbowa`` (skip-gram + Bible alignment), or a Cr5 word space (``bible``,
+``bible+wikt3l``, ``bible+wikt3l+glosses``). In every space the glosses that copy a held-out
+definition (token-set Jaccard >= 0.5, :func:`linxling.models.gloss_space.overlap_mask`) are
+dropped first. Per space the bench reports the coverage of the held-out golds, the *headword
+oracle* (the held-out row's headword vector as the query: how well the space aligns
+translations) and, for the gloss space, the *direct* query (the definition's own Cr5 document
+embedding, no encoder), then every model of ``--models``. Raw JSON goes to benchmarks/results/.
+
+The leaderboard's BilDRL entry calls :func:`fit_wikt3l` (the gloss space, then default BilDRL on
+every training row; ``quick=True`` for the quick suite).
 """
 from __future__ import annotations
 
@@ -25,6 +40,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 from benchmarks._machine import machine
+
+DIRECTIONS = ("en-fr", "fr-en")
 
 PAPER = {  # Table 2 of Chen et al. (2019): P@1 (%), P@10 (%), MRR
     "BOW": {"en-fr": (0.8, 3.4, 0.011), "fr-en": (0.4, 2.2, 0.006)},
@@ -114,8 +131,47 @@ def torch_gru_peer(repeats: int = 5, batch: int = 64, length: int = 15, hidden: 
             "loadavg": os.getloadavg()}
 
 
-def word_space_corpus(space: str, train: dict, fr_gloss_words: int):
-    """Documents for Cr5's word space: ``(texts, languages, concepts)``.
+# ----------------------------------------------------------------------------- data
+def load_split(split: str, n_val: int = 500, seed: int = 0):
+    """``(train, heldout)``: dicts direction -> :class:`linxling.datasets.Wikt3l`."""
+    from linxling.datasets import load_wikt3l, wikt3l_validation_split
+    train = {d: load_wikt3l(d, "train") for d in DIRECTIONS}
+    if split == "test":
+        return train, {d: load_wikt3l(d, "test") for d in DIRECTIONS}
+    if split != "val":
+        raise ValueError(f"split must be 'val' or 'test', got {split!r}")
+    parts = {d: wikt3l_validation_split(train[d], n_val, random_state=seed) for d in DIRECTIONS}
+    return {d: p[0] for d, p in parts.items()}, {d: p[1] for d, p in parts.items()}
+
+
+def excluded_definitions(split: str, heldout: dict):
+    """What no gloss may copy: the held-out definitions by language (``"test"`` for the test split)."""
+    if split == "test":
+        return "test"
+    out: dict = {}
+    for h in heldout.values():
+        out.setdefault(h.definition_language, []).extend(h.definitions)
+    return out
+
+
+def _excluded_texts(exclude) -> dict:
+    from linxling.models.gloss_space import _excluded_definitions
+    return _excluded_definitions(exclude, None)
+
+
+def clean_glosses(lang: str, exclude, max_words: int | None = None, threshold: float = 0.5):
+    """denckring glosses of ``lang`` minus those overlapping an excluded definition: ``(words, glosses)``."""
+    from linxling.datasets import load_glosses
+    from linxling.models.gloss_space import overlap_mask
+    words, glosses = load_glosses(lang, max_words=max_words)
+    refs = _excluded_texts(exclude).get(lang, [])
+    bad = overlap_mask(glosses, refs, threshold) if refs else np.zeros(len(glosses), dtype=bool)
+    return ([w for w, b in zip(words, bad, strict=True) if not b],
+            [g for g, b in zip(glosses, bad, strict=True) if not b])
+
+
+def word_space_corpus(space: str, train: dict, exclude, fr_gloss_words: int):
+    """Documents for a Cr5 *word* space: ``(texts, languages, concepts)``.
 
     ``"bible"``: the aligned en-fr Bible verses (a concept per verse).
     ``"bible+wikt3l"``: plus one concept per *training* translation pair of Wikt3l
@@ -123,11 +179,12 @@ def word_space_corpus(space: str, train: dict, fr_gloss_words: int):
     definitions of English word e with French headword f, each prefixed by the defined word).
     ``"bible+wikt3l+glosses"``: plus one monolingual concept per denckring headword
     (``"word gloss | gloss ..."``: English WordNet, French Wiktionary limited to
-    ``fr_gloss_words`` headwords). No Wikt3l test row is used.
+    ``fr_gloss_words`` headwords), decontaminated. No held-out row is used.
     """
-    from linxling.datasets import load_bible, load_glosses
+    from linxling.datasets import load_bible
     corpus = load_bible(["en", "fr"], unit="verse")
     texts, langs, concepts = (list(x) for x in corpus.concept_documents())
+    concepts = [f"verse {c}" for c in concepts]
     if space == "bible":
         return texts, langs, concepts
     pairs: dict = {}
@@ -140,48 +197,54 @@ def word_space_corpus(space: str, train: dict, fr_gloss_words: int):
             if len(docs[lang]) > 1:
                 texts.append(" ".join(docs[lang]))
                 langs.append(lang)
-                concepts.append(("pair",) + key)
+                concepts.append(f"pair {key[0]}|{key[1]}")
     if space == "bible+wikt3l":
         return texts, langs, concepts
     for lang, limit in (("en", None), ("fr", fr_gloss_words)):
-        words, glosses = load_glosses(lang, max_words=limit)
+        words, glosses = clean_glosses(lang, exclude, max_words=limit)
         by_word: dict = {}
         for w, g in zip(words, glosses, strict=False):
             by_word.setdefault(w, [w]).append(g)
         for w, gs in by_word.items():
             texts.append(" ".join(gs))
             langs.append(lang)
-            concepts.append(("gloss", lang, w))
+            concepts.append(f"gloss {lang} {w}")
     return texts, langs, concepts
 
 
-def bilbowa_corpus(train: dict, fr_gloss_words: int | None, lexicon: bool = False, lexicon_repeats: int = 3):
+def bilbowa_corpus(train: dict, exclude, fr_gloss_words: int | None, lexicon: bool = False,
+                   lexicon_repeats: int = 3):
     """BilBOWA's text: ``(monolingual, parallel)``.
 
-    Monolingual per language: the Bible verses, the denckring glosses (each prefixed by its
-    headword, so a word co-occurs with its definition; French limited to ``fr_gloss_words``
-    headwords) and the Wikt3l *training* definitions written in that language, prefixed by their
-    headword (no test row is used). Parallel: the aligned en-fr Bible verses; with ``lexicon``
-    also one single-word pair per distinct Wikt3l *training* translation pair (target, headword),
+    Monolingual per language: the Bible verses, the denckring glosses (decontaminated; each
+    prefixed by its headword, so a word co-occurs with its definition; French limited to
+    ``fr_gloss_words`` headwords) and the Wikt3l *training* definitions written in that language,
+    prefixed by their headword. Parallel: the aligned en-fr Bible verses; with ``lexicon`` also
+    one single-word pair per distinct Wikt3l *training* translation pair (target, headword),
     repeated ``lexicon_repeats`` times (a seed lexicon; not part of BilBOWA as published).
     """
-    from linxling.datasets import load_bible, load_glosses
+    from linxling.datasets import load_bible
     corpus = load_bible(["en", "fr"], unit="verse")
     parallel = {lang: list(corpus.texts[lang]) for lang in ("en", "fr")}
     mono = {lang: list(parallel[lang]) for lang in ("en", "fr")}
     for lang, limit in (("en", None), ("fr", fr_gloss_words)):
-        words, glosses = load_glosses(lang, max_words=limit)
+        words, glosses = clean_glosses(lang, exclude, max_words=limit)
         mono[lang].extend(f"{w} {g}" for w, g in zip(words, glosses, strict=False))
     for tr in train.values():
         q = tr.definition_language
         mono[q].extend(f"{h} {x}" for _, x, h in tr.rows)
     if lexicon:
-        pairs = sorted({(h, t) if tr.definition_language == "en" else (t, h)
-                        for tr in train.values() for t, _, h in tr.rows})
         for _ in range(lexicon_repeats):
-            parallel["en"].extend(e for e, _ in pairs)
-            parallel["fr"].extend(f for _, f in pairs)
+            for e, f in wikt3l_pairs(train):
+                parallel["en"].append(e)
+                parallel["fr"].append(f)
     return mono, parallel
+
+
+def wikt3l_pairs(train: dict) -> list:
+    """The distinct (English, French) training translation pairs (target, headword) of Wikt3l."""
+    return sorted({(h, t) if tr.definition_language == "en" else (t, h)
+                   for tr in train.values() for t, _, h in tr.rows})
 
 
 def muse_check(model) -> dict:
@@ -191,31 +254,8 @@ def muse_check(model) -> dict:
     _, test = muse_split(read_muse_dictionary(shared_data_dir() / "muse" / "en-fr.txt"))
     ew, ev = model.word_vectors("en")
     fw, fv = model.word_vectors("fr")
-    out = {}
-    for sim in ("cosine",):
-        r = word_translation(ew, ev, fw, fv, test, ks=(1, 10), similarity=sim, show_progress=False)
-        out[sim] = {k: r[k] for k in ("P@1", "P@10", "n_queries", "n_missing")}
-    return out
-
-
-def fit_bilbowa(train: dict, args, cache: Path):
-    import linxling
-    from linxling.models.bilbowa import BilBOWA
-    if cache.exists():
-        return linxling.load(cache), None
-    t = time.perf_counter()
-    mono, par = bilbowa_corpus(train, args.fr_gloss_words, lexicon=args.lexicon)
-    t_read = time.perf_counter() - t
-    model = BilBOWA(n_components=args.bilbowa_components, epochs=args.bilbowa_epochs, min_count=2,
-                    alignment_weight=args.alignment_weight, random_state=0, show_progress=False)
-    t = time.perf_counter()
-    model.fit(mono, par)
-    info = {"read_s": t_read, "fit_s": time.perf_counter() - t,
-            "tokens": {lang: sum(len(x.split()) for x in v) for lang, v in mono.items()},
-            "vocab": {lang: len(model.words_[lang]) for lang in model.languages_},
-            "parallel_pairs": len(par["en"]), "loadavg": os.getloadavg()}
-    model.save(cache)
-    return model, info
+    r = word_translation(ew, ev, fw, fv, test, ks=(1, 10), similarity="cosine", show_progress=False)
+    return {"cosine": {k: r[k] for k in ("P@1", "P@10", "n_queries", "n_missing")}}
 
 
 def muse_train_lexicon() -> list:
@@ -225,25 +265,90 @@ def muse_train_lexicon() -> list:
     return list(train)
 
 
-def fit_mapped(train: dict, args, cache: Path):
-    """Monolingual skip-gram per language (BilBOWA, no alignment) + Procrustes en -> fr on the
-    MUSE en-fr training pairs (the MUSE test split stays untouched)."""
-    import linxling
+# ----------------------------------------------------------------------------- word spaces
+def build_space(name: str, train: dict, exclude, args):
+    """``(space, info)`` for ``--space name``; every space is built from training rows only."""
     from linxling.models.bilbowa import BilBOWA
-    if cache.exists():
-        return linxling.load(cache), None
+    from linxling.models.cr5 import Cr5
+    from linxling.models.gloss_space import wikt3l_gloss_space
     t = time.perf_counter()
-    mono, _ = bilbowa_corpus(train, args.fr_gloss_words)
-    t_read = time.perf_counter() - t
-    model = BilBOWA(n_components=args.bilbowa_components, epochs=args.bilbowa_epochs, min_count=2,
-                    alignment_weight=0.0, mapping="procrustes", random_state=0, show_progress=False)
-    t = time.perf_counter()
-    model.fit(mono, None, seed_lexicon={("en", "fr"): muse_train_lexicon()})
-    info = {"read_s": t_read, "fit_s": time.perf_counter() - t, "n_seed_pairs": model.n_seed_pairs_,
-            "vocab": {lang: len(model.words_[lang]) for lang in model.languages_},
-            "loadavg": os.getloadavg()}
-    model.save(cache)
-    return model, info
+    info: dict = {}
+    if name == "gloss":
+        space = wikt3l_gloss_space(train, exclude, n_components=args.space_components or 200,
+                                   bible=args.space_bible, muse=not args.no_muse, random_state=0)
+        info = dict(space.info_)
+    elif name in ("mapped", "bilbowa"):
+        mono, par = bilbowa_corpus(train, exclude, args.fr_gloss_words,
+                                   lexicon=args.lexicon and name == "bilbowa")
+        d = args.space_components or 100
+        if name == "mapped":
+            model = BilBOWA(n_components=d, epochs=args.bilbowa_epochs, min_count=2, alignment_weight=0.0,
+                            mapping="procrustes", random_state=0, show_progress=False)
+            seed = muse_train_lexicon() + (wikt3l_pairs(train) if args.lexicon else [])
+            model.fit(mono, None, seed_lexicon={("en", "fr"): seed})
+            info["n_seed_pairs"] = model.n_seed_pairs_
+        else:
+            model = BilBOWA(n_components=d, epochs=args.bilbowa_epochs, min_count=2,
+                            alignment_weight=args.alignment_weight, random_state=0, show_progress=False)
+            model.fit(mono, par)
+        info["tokens"] = {lang: sum(len(x.split()) for x in v) for lang, v in mono.items()}
+        space = model
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            texts, langs, concepts = word_space_corpus(name, train, exclude, args.fr_gloss_words)
+            space = Cr5(n_components=args.space_components or 100, min_df=2, random_state=0,
+                        show_progress=False).fit(texts, langs, concepts)
+    info["fit_s"] = time.perf_counter() - t
+    info["loadavg"] = os.getloadavg()
+    if name != "gloss":
+        info["muse_en_fr_test"] = muse_check(space)
+    return space, info
+
+
+def _unit(V):
+    V = np.asarray(V, dtype=np.float64)
+    n = np.linalg.norm(V, axis=1, keepdims=True)
+    return V / np.where(n > 0, n, 1.0)
+
+
+def space_report(space, heldout: dict) -> dict:
+    """Per direction: held-out golds with a vector, the headword oracle and (gloss space) the
+    direct document query, each ranked among the direction's candidates with a vector."""
+    from linxling.evaluate import reverse_dictionary
+    out = {}
+    for d, h in heldout.items():
+        q, t = h.definition_language, h.target_language
+        tw, tv = space.word_vectors(t)
+        index = {w: i for i, w in enumerate(tw)}
+        cands = [c for c in h.candidates if c in index]
+        C = _unit(tv[[index[c] for c in cands]])
+        qw, qv = space.word_vectors(q)
+        qi = {w: i for i, w in enumerate(qw)}
+        Qh = np.stack([qv[qi[x]] if x in qi else np.zeros(tv.shape[1]) for x in h.headwords])
+        r = reverse_dictionary(Qh, h.targets, cands, C)
+        entry = {"gold_with_vector": sum(x in index for x in h.targets), "n": len(h),
+                 "headword_with_vector": sum(x in qi for x in h.headwords),
+                 "candidates_with_vector": len(cands), "candidates": len(h.candidates),
+                 "oracle": {k: r[k] for k in ("p@1", "p@10", "mrr")}}
+        if hasattr(space, "document_model_"):
+            r = reverse_dictionary(space.transform(h.definitions, q), h.targets, cands, C)
+            entry["direct"] = {k: r[k] for k in ("p@1", "p@10", "mrr")}
+        out[d] = entry
+    return out
+
+
+def evaluate(model, heldout: dict) -> dict:
+    from linxling.evaluate import reverse_dictionary
+    out = {}
+    for d, h in heldout.items():
+        q, t = h.definition_language, h.target_language
+        vocab = set(model.word_vectors(t)[0])
+        cw, cv = model.candidate_space(t, [c for c in h.candidates if c in vocab])
+        Q = model.transform(h.definitions, language=q, target_language=t)
+        r = reverse_dictionary(Q, h.targets, cw, cv, metric="cosine")
+        out[d] = {"p@1": r["p@1"], "p@10": r["p@10"], "mrr": r["mrr"], "n_gold_missing": r["n_gold_missing"]}
+    return out
 
 
 def paraphrase_data(train: dict, space, n_pairs: int):
@@ -257,145 +362,141 @@ def paraphrase_data(train: dict, space, n_pairs: int):
     return pairs, held
 
 
+#: model name -> BilDRL keyword arguments on top of the defaults
+SPECS = {"ridge": {"encoder": "ridge", "multitask": False}, "ridge-MTL": {"encoder": "ridge"},
+         "BOW": {"encoder": "bow", "multitask": False}, "CNN": {"encoder": "cnn", "multitask": False},
+         "GRU": {"encoder": "gru", "multitask": False}, "ATT": {"encoder": "att", "multitask": False},
+         "BOW-MTL": {"encoder": "bow"}, "CNN-MTL": {"encoder": "cnn"}, "GRU-MTL": {"encoder": "gru"},
+         "ATT-MTL": {"encoder": "att"}, "joint": {"encoder": "att", "joint": True}}
+
+
+# ----------------------------------------------------------------------------- leaderboard entry
+#: the quick suite's variant: a 100-dimensional gloss space and one epoch
+QUICK = {"n_components": 100, "epochs": 1}
+
+
+def fit_wikt3l(quick: bool = False, encoder: str | None = None, epochs: int | None = None,
+               n_components: int | None = None, random_state: int = 0, show_progress: bool = False):
+    """The leaderboard's BilDRL: the Wikt3l gloss space (glosses decontaminated against the test
+    definitions) and BilDRL with its defaults (multi-task ATT) on every Wikt3l training row of
+    both directions. Returns ``(model, info)``; ``model.transform`` / ``model.word_vectors``
+    are what the reverse-dictionary task needs. ``quick``: ``QUICK`` (r = 100, one epoch).
+    ``encoder`` / ``epochs`` / ``n_components`` override the defaults."""
+    from linxling.datasets import load_wikt3l
+    from linxling.models.bildrl import BilDRL
+    from linxling.models.gloss_space import wikt3l_gloss_space
+    train = {d: load_wikt3l(d, "train") for d in DIRECTIONS}
+    r = n_components or (QUICK["n_components"] if quick else 200)
+    t = time.perf_counter()
+    space = wikt3l_gloss_space(train, "test", n_components=r, random_state=random_state,
+                               show_progress=show_progress)
+    space_s = time.perf_counter() - t
+    kw = {}
+    if encoder is not None:
+        kw["encoder"] = encoder
+    if epochs is not None or quick:
+        kw["epochs"] = epochs or QUICK["epochs"]
+    model = BilDRL(random_state=random_state, show_progress=show_progress, **kw)
+    t = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model.fit(train["fr-en"].dictionary() + train["en-fr"].dictionary(), space)
+    info = {"space_s": space_s, "fit_s": time.perf_counter() - t, "space": space.info_,
+            "n_components": r, "n_excluded": model.n_excluded_,
+            "params": {k: v for k, v in model.get_params().items() if k != "show_progress"}}
+    return model, info
+
+
+# ----------------------------------------------------------------------------- main
+def _fmt(m: dict) -> str:
+    return f"P@1 {100 * m['p@1']:.1f} P@10 {100 * m['p@10']:.1f} MRR {m['mrr']:.3f}"
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--hidden", type=int, default=200)
-    ap.add_argument("--layers", type=int, default=1)
-    ap.add_argument("--cr5-components", type=int, default=100)
-    ap.add_argument("--models", default="ridge,BOW,CNN,GRU,ATT,GRU-MTL,ATT-MTL,joint")
+    ap.add_argument("--split", choices=("val", "test"), default="test")
+    ap.add_argument("--space", choices=("gloss", "mapped", "bilbowa", "bible", "bible+wikt3l",
+                                        "bible+wikt3l+glosses"), default="gloss")
+    ap.add_argument("--space-components", type=int, default=None,
+                    help="dimension of the word space (gloss: 200, others: 100)")
+    ap.add_argument("--space-bible", action="store_true", help="gloss space: add the Bible verses as concepts")
+    ap.add_argument("--no-muse", action="store_true", help="gloss space: no MUSE training pairs")
+    ap.add_argument("--models", default="ridge,BOW,CNN,GRU,ATT,BOW-MTL,CNN-MTL,GRU-MTL,ATT-MTL")
+    ap.add_argument("--epochs", type=int, default=None, help="BilDRL epochs (default: the model's)")
+    ap.add_argument("--hidden", type=int, default=None)
+    ap.add_argument("--layers", type=int, default=None)
+    ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--speed-only", action="store_true", help="only the GRU kernel speed (vs torch if installed)")
-    ap.add_argument("--space", choices=("bible", "bible+wikt3l", "bible+wikt3l+glosses", "bilbowa", "mapped"),
-                    default="mapped")
-    ap.add_argument("--paraphrase-pairs", type=int, default=3000,
+    ap.add_argument("--paraphrase-pairs", type=int, default=0,
                     help="translation pairs for paraphrase identification (0: skip); their "
                          "definitions are left out of the training dictionary")
     ap.add_argument("--joint-epochs", type=int, default=None, help="epochs of the joint model (default --epochs)")
     ap.add_argument("--joint-word-lr", type=float, default=0.025, help="word_learning_rate of the joint model")
-    ap.add_argument("--out-name", default="bildrl.json", help="raw JSON file name in benchmarks/results/")
-    ap.add_argument("--bilbowa-components", type=int, default=50)
-    ap.add_argument("--bilbowa-epochs", type=int, default=3)
+    ap.add_argument("--out-name", default=None, help="raw JSON file name in benchmarks/results/")
+    ap.add_argument("--bilbowa-epochs", type=int, default=5)
     ap.add_argument("--alignment-weight", type=float, default=10.0)
     ap.add_argument("--lexicon", action="store_true",
-                    help="BilBOWA: also align the Wikt3l training translation pairs (seed lexicon)")
-    ap.add_argument("--fr-gloss-words", type=int, default=50_000)
+                    help="bilbowa: also align the Wikt3l training translation pairs; mapped: add them to the seed")
+    ap.add_argument("--fr-gloss-words", type=int, default=100_000)
     args = ap.parse_args(argv)
 
-    import linxling
-    from linxling.datasets import load_wikt3l
-    from linxling.evaluate import reverse_dictionary
     from linxling.models.bildrl import BilDRL
-    from linxling.models.cr5 import Cr5
 
     res: dict = {"machine": machine(), "args": vars(args)}
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    out_file = out / (args.out_name or f"bildrl_{args.split}_{args.space.replace('+', '_')}.json")
     if args.speed_only:
         res["gru_speed"] = gru_speed()
         print(json.dumps(res, indent=1, default=str))
         return res
-    train = {d: load_wikt3l(d, "train") for d in ("fr-en", "en-fr")}
-    t0 = time.perf_counter()
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    if args.space == "mapped":
-        cache = out / (f"bildrl_mapped_{args.bilbowa_components}_{args.bilbowa_epochs}_{args.fr_gloss_words}.h5")
-        space, info = fit_mapped(train, args, cache)
-        res["mapped"] = {"fit": info, "muse_en_fr_test": muse_check(space)}
-        print(f"mapped space ({args.bilbowa_components} dims): {time.perf_counter() - t0:.1f}s (cached in "
-              f"{cache.name}); MUSE en-fr test: {json.dumps(res['mapped']['muse_en_fr_test'])}", flush=True)
-    elif args.space == "bilbowa":
-        cache = out / (f"bildrl_bilbowa_{args.bilbowa_components}_{args.bilbowa_epochs}_"
-                       f"{args.alignment_weight}_{args.fr_gloss_words}{'_lex' if args.lexicon else ''}.h5")
-        space, info = fit_bilbowa(train, args, cache)
-        res["bilbowa"] = {"fit": info, "muse_en_fr_test": muse_check(space)}
-        print(f"BilBOWA ({args.bilbowa_components} dims): {time.perf_counter() - t0:.1f}s (cached in "
-              f"{cache.name}); MUSE en-fr test: {json.dumps(res['bilbowa']['muse_en_fr_test'])}", flush=True)
-    else:
-        cache = out / f"bildrl_cr5_{args.space.replace('+', '_')}_{args.cr5_components}_{args.fr_gloss_words}.h5"
-        if cache.exists():
-            cr5 = linxling.load(cache)
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                texts, langs, concepts = word_space_corpus(args.space, train, args.fr_gloss_words)
-                cr5 = Cr5(n_components=args.cr5_components,
-                          min_df=2, random_state=0, show_progress=False).fit(texts, langs, concepts)
-                del texts, langs, concepts
-            cr5.save(cache)
-        res["cr5_fit_s"] = time.perf_counter() - t0
-        print(f"Cr5 ({args.cr5_components} dims, {args.space}): {res['cr5_fit_s']:.1f}s (cached in {cache.name})",
-              flush=True)
-        space = cr5
-    test = {d: load_wikt3l(d, "test") for d in ("fr-en", "en-fr")}
-    vocab = {l: set(space.word_vectors(l)[0]) for l in ("en", "fr")}
-    cover = {}
-    for d, te in test.items():
-        tl = te.target_language
-        cover[d] = {"test_gold_with_vector": sum(t in vocab[tl] for t in te.targets),
-                    "candidates_with_vector": sum(c in vocab[tl] for c in te.candidates),
-                    "candidates": len(te.candidates),
-                    "train_rows_target_with_vector": sum(t in vocab[tl] for t in train[d].targets),
-                    "train_rows": len(train[d])}
-    res["coverage"] = cover
-    print("coverage:", json.dumps(cover))
+    train, heldout = load_split(args.split)
+    exclude = excluded_definitions(args.split, heldout)
+    space, info = build_space(args.space, train, exclude, args)
+    res["space"] = {"info": info, "report": space_report(space, heldout)}
+    print(f"space {args.space}: {info['fit_s']:.1f} s (load {info['loadavg'][0]:.1f})", flush=True)
+    for d, e in res["space"]["report"].items():
+        print(f"  {d}: gold with vector {e['gold_with_vector']}/{e['n']}, headword with vector "
+              f"{e['headword_with_vector']}; oracle {_fmt(e['oracle'])}"
+              + (f"; direct {_fmt(e['direct'])}" if "direct" in e else ""), flush=True)
+    out_file.write_text(json.dumps(res, indent=1, default=str))
 
-    def evaluate(model, multitask):
-        out = {}
-        for d, te in test.items():
-            q, tl = te.definition_language, te.target_language
-            words = [c for c in te.candidates if c in vocab[tl]]
-            cw, cv = model.candidate_space(tl, words)
-            Q = model.transform(te.definitions, language=q, target_language=tl)
-            for metric in ("cosine", "euclidean"):
-                r = reverse_dictionary(Q, te.targets, cw, cv, metric=metric)
-                out[f"{d}/{metric}"] = {"p@1": r["p@1"], "p@10": r["p@10"], "mrr": r["mrr"],
-                                        "n_gold_missing": r["n_gold_missing"]}
-        return out
-
-    from linxling.evaluate import paraphrase_identification
-    para = None
     rows = train["fr-en"].dictionary() + train["en-fr"].dictionary()
+    para = None
     if args.paraphrase_pairs:
+        from linxling.evaluate import paraphrase_identification
         para, held = paraphrase_data(train, space, args.paraphrase_pairs)
         n0 = len(rows)
         rows = [r for r in rows if r[2] not in held]
         res["paraphrase_data"] = {"pairs": len(para["label"]), "positives": int(para["label"].sum()),
                                   "train_rows_removed": n0 - len(rows)}
-        print("paraphrase data:", json.dumps(res["paraphrase_data"]), flush=True)
 
         def run_paraphrase(A, B):
             """The paper's MLP on a - b, and on |a - b| of unit vectors (symmetric)."""
-            out = {}
+            r_out = {}
             for feat, norm in (("difference", False), ("abs_difference", True)):
                 r = paraphrase_identification(A, B, para["label"], random_state=0, hidden=64, epochs=300,
                                               patience=30, features=feat, normalize=norm)
-                out[feat] = {k: r[k] for k in ("accuracy", "validation_accuracy", "majority", "n_test",
-                                               "best_epoch")}
-            out["accuracy"] = out["difference"]["accuracy"]
-            out["accuracy_abs"] = out["abs_difference"]["accuracy"]
-            return out
-        if hasattr(space, "transform"):     # BilBOWA's sentence vector: the mean of the word vectors
-            res["paraphrase_mean_of_word_vectors"] = run_paraphrase(space.transform(para["en"], language="en"),
-                                                                    space.transform(para["fr"], language="fr"))
-            print("paraphrase, mean of word vectors:", json.dumps(res["paraphrase_mean_of_word_vectors"]), flush=True)
+                r_out[feat] = {k: r[k] for k in ("accuracy", "validation_accuracy", "majority", "n_test")}
+            return r_out
     joint_text = None
-    specs = {"ridge": ("ridge", False), "ridge-MTL": ("ridge", True), "BOW": ("bow", False),
-             "CNN": ("cnn", False), "GRU": ("gru", False), "ATT": ("att", False),
-             "GRU-MTL": ("gru", True), "ATT-MTL": ("att", True), "BOW-MTL": ("bow", True),
-             "joint": ("att", True)}
     res["models"] = {}
+    overrides = {k: v for k, v in (("epochs", args.epochs), ("hidden_size", args.hidden),
+                                   ("n_layers", args.layers), ("learning_rate", args.lr)) if v is not None}
     for name in args.models.split(","):
-        enc, mtl = specs[name]
-        joint = name == "joint"
-        epochs = args.joint_epochs if joint and args.joint_epochs else args.epochs
-        model = BilDRL(encoder=enc, multitask=mtl, hidden_size=args.hidden, n_layers=args.layers,
-                       epochs=epochs, learning_rate=1e-3, alpha=1.0, joint=joint,
-                       word_learning_rate=args.joint_word_lr, random_state=0, show_progress=False)
+        kw = {**overrides, **SPECS[name]}
+        if name == "joint" and args.joint_epochs:
+            kw["epochs"] = args.joint_epochs
+        if name == "joint":
+            kw["word_learning_rate"] = args.joint_word_lr
+        model = BilDRL(random_state=0, show_progress=False, **kw)
         fit_kw = {}
-        if joint:
+        if name == "joint":
             if joint_text is None:
-                joint_text = bilbowa_corpus(train, args.fr_gloss_words)
+                joint_text = bilbowa_corpus(train, exclude, args.fr_gloss_words)
             fit_kw = {"monolingual": joint_text[0], "parallel": joint_text[1]}
+        load0 = os.getloadavg()
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -403,32 +504,24 @@ def main(argv=None) -> dict:
         fit_s = time.perf_counter() - t
         n_used = len(rows) - sum(model.n_excluded_.values())
         entry = {"fit_s": fit_s, "rows_used": n_used, "n_excluded": model.n_excluded_,
-                 "metrics": evaluate(model, mtl)}
-        entry["loadavg_after"] = os.getloadavg()
-        if enc != "ridge":
-            entry["definitions_per_s"] = n_used * epochs / fit_s
+                 "params": {k: v for k, v in model.get_params().items() if k != "show_progress"},
+                 "metrics": evaluate(model, heldout), "loadavg_before": load0, "loadavg_after": os.getloadavg()}
+        if model.encoder != "ridge":
+            entry["definitions_per_s"] = n_used * model.epochs / fit_s
             entry["loss_history"] = model.loss_history_
-        if joint:
-            entry["joint_history"] = model.joint_history_
-            entry["muse_en_fr_test_after_joint"] = muse_check(model)
         if para is not None:
-            entry["paraphrase"] = run_paraphrase(model.transform(para["en"], language="en", target_language="fr"),
-                                                 model.transform(para["fr"], language="fr", target_language="en"))
+            entry["paraphrase"] = run_paraphrase(
+                model.transform(para["en"], language="en", target_language="fr"),
+                model.transform(para["fr"], language="fr", target_language="en"))
         res["models"][name] = entry
-        (out / args.out_name).write_text(json.dumps(res, indent=1, default=str))
+        out_file.write_text(json.dumps(res, indent=1, default=str))
         m = entry["metrics"]
-        print(f"{name:<10} fit {fit_s:7.1f}s  " + "  ".join(
-            f"{d}: P@1 {100 * m[d + '/cosine']['p@1']:.1f} P@10 {100 * m[d + '/cosine']['p@10']:.1f} "
-            f"MRR {m[d + '/cosine']['mrr']:.3f}" for d in ("en-fr", "fr-en"))
-            + (f"  {entry['definitions_per_s']:.0f} defs/s" if "definitions_per_s" in entry else "")
-            + (f"  paraphrase {100 * entry['paraphrase']['accuracy']:.1f}% / |a-b| "
-               f"{100 * entry['paraphrase']['accuracy_abs']:.1f}%" if "paraphrase" in entry else ""),
-            flush=True)
-
+        print(f"{name:<10} fit {fit_s:7.1f}s (load {load0[0]:.1f}) " + "  ".join(
+            f"{d}: {_fmt(m[d])}" for d in DIRECTIONS), flush=True)
     if not args.skip_speed:
         res["gru_speed"] = gru_speed()
         print("GRU fwd+bwd (batch 64, len 15, hidden 200, 5 layers):", json.dumps(res["gru_speed"]))
-    (out / args.out_name).write_text(json.dumps(res, indent=1, default=str))
+    out_file.write_text(json.dumps(res, indent=1, default=str))
     return res
 
 

@@ -28,6 +28,9 @@ INPUT_KINDS = {
     "dictionary": "one TSV target_word<TAB>target_language<TAB>definition<TAB>definition_language "
                   "and a fitted word-space model (--embeddings); fit(rows, word_space)",
     "matrix": "a feature matrix and labels (scikit-learn's fit(X, y)); not fitted from text files",
+    "glosses": "documents with concept ids and each word's descriptions, fit(texts, languages, concepts, "
+               "descriptions); built from the shipped data by linxling.models.gloss_space.wikt3l_gloss_space; "
+               "not fitted from text files",
 }
 
 
@@ -46,7 +49,7 @@ class ModelEntry:
     @property
     def cli(self) -> bool:
         """Whether ``linxling fit`` can fit it from text files."""
-        return self.input != "matrix"
+        return self.input not in ("matrix", "glosses")
 
 
 MODELS: tuple[ModelEntry, ...] = (
@@ -71,6 +74,8 @@ MODELS: tuple[ModelEntry, ...] = (
                "bilingual skip-gram word vectors with a sentence alignment term (Gouws et al. 2015)"),
     ModelEntry("BilDRL", "linxling.models.bildrl", "dictionary",
                "bilingual dictionary encoders into a word space (Chen et al. 2019)"),
+    ModelEntry("GlossSpace", "linxling.models.gloss_space", "glosses",
+               "word vectors from each word's own glosses in a Cr5 document space (BilDRL's word space)"),
     ModelEntry("SingleBlock", "linxling.models._single_block", "matrix",
                "Cr5 or CL-LSI on one feature matrix with scikit-learn's fit(X, y)"),
 )

@@ -176,7 +176,8 @@ def test_alignment_pulls_translations_together():
     from linxling import BilBOWA
     mono, par = _corpus()
     kw = dict(n_components=8, epochs=5, min_count=1, n_blocks=2, dtype="float64", random_state=0,
-              learning_rate=1e-6, alignment_learning_rate=0.5, sample=0.0, show_progress=False)
+              learning_rate=1e-6, alignment_learning_rate=0.5, alignment_weight=1.0, sample=0.0,
+              show_progress=False)
     m = BilBOWA(**kw).fit(mono, par)
     hist = [r["alignment"] for r in m.loss_history_]
     assert hist[-1] < 0.1 * hist[0]
@@ -291,3 +292,11 @@ def test_procrustes_mapping_option(tmp_path):
         BilBOWA(**kw, mapping="procrustes").fit(mono, seed_lexicon={("en", "de"): lex})
     with pytest.raises(ValueError, match="no pair has both"):
         BilBOWA(**kw, mapping="procrustes").fit(mono, seed_lexicon={("en", "fr"): [("x", "y")]})
+
+
+def test_from_paper_keeps_the_paper_dimension_reachable():
+    from linxling import BilBOWA
+    m = BilBOWA.from_paper()
+    assert m.n_components == 50 and m.alignment_weight == 1.0
+    assert BilBOWA().n_components == 100 and BilBOWA().alignment_weight == 10.0   # measured defaults
+    assert BilBOWA.from_paper(epochs=2).epochs == 2

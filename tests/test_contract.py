@@ -17,6 +17,7 @@ from sklearn.exceptions import NotFittedError
 import linxling
 from linxling.models import CLLSI, WMF, BiCVM, BilDRL, BilingualWMF, CompressTree, Cr5, CrossWMF, RankingEmbedding
 from linxling.models.bilbowa import BilBOWA
+from linxling.models.gloss_space import GlossSpace
 
 
 def _corpus(n=60, vocab=40, seed=0):
@@ -45,6 +46,11 @@ def _fit_bildrl(m):
     return m.fit(dictionary, space)
 
 
+def _fit_gloss_space(m):
+    desc = {"en": {"w1": ["w2 w3"], "gloss": ["w4 w5 w6"]}, "de": {"v1": ["v2 v3"]}}
+    return m.fit(EN + DE, ["en"] * 60 + ["de"] * 60, list(range(60)) * 2, desc)
+
+
 CASES = [
     (Cr5(n_components=5, min_df=1, random_state=0), _fit_cr5, "en"),
     (CLLSI(n_components=5, random_state=0), lambda m: m.fit(EN + DE, ["en"] * 60 + ["de"] * 60,
@@ -65,6 +71,7 @@ CASES = [
             multitask=False), _fit_bildrl, "de"),
     (BilBOWA(n_components=4, epochs=1, min_count=1, random_state=0, show_progress=False),
      lambda m: m.fit({"en": EN, "de": DE}, {"en": EN, "de": DE}), "en"),
+    (GlossSpace(n_components=4, min_df=1, random_state=0, show_progress=False), _fit_gloss_space, "en"),
 ]
 IDS = [type(c[0]).__name__ for c in CASES]
 
@@ -172,6 +179,8 @@ def _interrupt_mid_fit(model, monkeypatch):
         raise _Stop
     monkeypatch.setattr(cl, "_randomized_svd", svd)
     monkeypatch.setattr(cl.spla, "svds", svd)
+    import linxling.models.cr5 as cr5     # GlossSpace: stops embedding the words, its Cr5 fitted
+    monkeypatch.setattr(cr5.Cr5, "transform", svd)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

@@ -16,7 +16,7 @@ from linxling.datasets.genres import (BIBLE_BOOK_NAMES, BIBLE_GENRES, GENRE_NAME
 from linxling.datasets.shared import (SIB200_LANGUAGES, STS17_TRACKS, TATOEBA_LANGUAGES,
                                       load_sib200, load_sts17, load_tatoeba, shared_data_dir)
 from linxling.datasets.wikt3l import (WIKT3L_DIRECTIONS, DenckringNotInstalledError, Wikt3l,
-                                      load_glosses, load_wikt3l)
+                                      load_glosses, load_wikt3l, wikt3l_validation_split)
 
 __all__ = ["BIBLE_VERSIONS", "BibleCorpus", "load_bible", "clean_verse", "resolve_language",
            "bible_db_path", "SonofmanNotInstalledError", "N_VERSES", "N_CHAPTERS", "N_BOOKS",
@@ -24,4 +24,5 @@ __all__ = ["BIBLE_VERSIONS", "BibleCorpus", "load_bible", "clean_verse", "resolv
            "SIB200_LANGUAGES", "TATOEBA_LANGUAGES", "STS17_TRACKS",
            "BIBLE_GENRES", "GENRE_NAMES", "BIBLE_BOOK_NAMES", "book_genre", "LabelledChapters",
            "BibleGenreSplit", "load_bible_genres",
-           "load_wikt3l", "Wikt3l", "WIKT3L_DIRECTIONS", "load_glosses", "DenckringNotInstalledError"]
+           "load_wikt3l", "Wikt3l", "WIKT3L_DIRECTIONS", "load_glosses", "DenckringNotInstalledError",
+           "wikt3l_validation_split"]

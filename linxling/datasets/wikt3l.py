@@ -26,6 +26,7 @@ __all__ = [
     "Wikt3l",
     "load_glosses",
     "load_wikt3l",
+    "wikt3l_validation_split",
 ]
 
 #: Directions of the public Wikt3l part: ``"<definition language>-<target language>"``.
@@ -120,6 +121,35 @@ def load_wikt3l(direction: str, split: str = "train", path: str | os.PathLike | 
         raise ValueError(f"{cand_file}: duplicate candidate words")
     q, t = direction.split("-")
     return Wikt3l(direction, q, t, targets, defs, heads, candidates)
+
+
+def wikt3l_validation_split(train: Wikt3l, n_targets: int = 500, random_state: int = 0) -> tuple[Wikt3l, Wikt3l]:
+    """Carve a validation split from a *training* split, as the test split was made.
+
+    ``n_targets`` training targets drawn at random are held out with **all** their rows; the
+    validation split has one of their definitions each (drawn at random), like the test file.
+    Returns ``(train_rest, validation)``, both with the original ``candidates`` (the held-out
+    targets stay candidates, as the test targets are). Used to choose BilDRL's defaults without
+    reading the test split.
+    """
+    import numpy as np
+    targets = sorted(set(train.targets))
+    if not isinstance(n_targets, int) or not 0 < n_targets < len(targets):
+        raise ValueError(f"n_targets must be an int in [1, {len(targets) - 1}], got {n_targets!r}")
+    rng = np.random.default_rng(random_state)
+    held = set(rng.choice(np.array(targets, dtype=object), n_targets, replace=False).tolist())
+    keep = [r for r in train.rows if r[0] not in held]
+    by: dict[str, list] = {}
+    for r in train.rows:
+        if r[0] in held:
+            by.setdefault(r[0], []).append(r)
+    val = [by[t][int(rng.integers(len(by[t])))] for t in sorted(by)]
+
+    def make(rows):
+        return Wikt3l(train.direction, train.definition_language, train.target_language,
+                      [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                      list(train.candidates))
+    return make(keep), make(val)
 
 
 def _gloss_file(language: str) -> Path:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:   # what editors and type checkers see; at run time the names 
     from linxling.models.cllsi import CLLSI as CLLSI
     from linxling.models.compress_tree import CompressTree as CompressTree
     from linxling.models.cr5 import Cr5 as Cr5
+    from linxling.models.gloss_space import GlossSpace as GlossSpace
     from linxling.models.ranking import RankingEmbedding as RankingEmbedding
     from linxling.models.wmf import WMF as WMF
     from linxling.models.wmf import BilingualWMF as BilingualWMF
