@@ -236,3 +236,26 @@ def test_from_paper_settings():
     small = BilDRL.from_paper(epochs=1, hidden_size=8, n_layers=2, random_state=0, show_progress=False)
     small.fit(_dictionary(), FakeSpace())
     assert len(small.loss_history_) == 1 and small.n_layers == 2
+
+
+def test_targets_in_another_unicode_form_or_case_find_their_vectors():
+    """Issue #29: a target written in NFD, or capitalised, is the space's word (the tokenizer's
+    NFC, case-folded form), not a row left out as out of vocabulary."""
+    import unicodedata
+
+    class Accents(FakeSpace):
+        def __init__(self):
+            super().__init__()
+            self.words["fr"] = [f"é{i}" for i in range(40)]
+
+    rows = [(t.replace("f", "é") if tl == "fr" else t, tl, d.replace("f", "é"), dl)
+            for t, tl, d, dl in _dictionary()]
+    ref = BilDRL(encoder="ridge", random_state=0).fit(rows, Accents())
+    odd = [(unicodedata.normalize("NFD", t).upper() if tl == "fr" else t, tl, d, dl) for t, tl, d, dl in rows]
+    assert any(t != unicodedata.normalize("NFC", t) for t, *_ in odd)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")               # no row left out
+        got = BilDRL(encoder="ridge", random_state=0).fit(odd, Accents())
+    assert got.n_excluded_ == ref.n_excluded_ == {"target_oov": 0, "no_known_word": 0}
+    Z = got.transform(["é3 é5"], language="fr", target_language="en")
+    np.testing.assert_allclose(Z, ref.transform(["é3 é5"], language="fr", target_language="en"))

@@ -179,7 +179,7 @@ def _interrupt_mid_fit(model, monkeypatch):
         raise _Stop
     monkeypatch.setattr(cl, "_randomized_svd", svd)
     monkeypatch.setattr(cl.spla, "svds", svd)
-    import linxling.models.cr5 as cr5     # GlossSpace: stops embedding the words, its Cr5 fitted
+    import linxling.models.cr5 as cr5  # GlossSpace: stops embedding the words, its Cr5 fitted
     monkeypatch.setattr(cr5.Cr5, "transform", svd)
 
 

@@ -25,11 +25,12 @@ class Config:
     tree_components: int = 50
     tree_features: int = 5000
     tree_epochs: int = 5
-    #: BilDRL: encoder ("att", "gru", ...; multitask), epochs; its word space is Cr5 with r =
-    #: bildrl_space_components on the en-fr Bible (training chapters) + Wikt3l training pairs
-    bildrl_encoder: str = "att"
-    bildrl_epochs: int = 2
-    bildrl_space_components: int = 100
+    #: BilDRL: encoder ("att", "gru", ...; multitask) and epochs (None: BilDRL's defaults, ATT
+    #: and 6); its word space is the Wikt3l gloss space (linxling.models.gloss_space) with r =
+    #: bildrl_space_components (200: its default)
+    bildrl_encoder: str | None = None
+    bildrl_epochs: int | None = None
+    bildrl_space_components: int = 200
     #: CLDC (SIB-200 and Bible genres): averaged-perceptron epochs
     cldc_epochs: int = 10
 
@@ -40,7 +41,7 @@ class Config:
         return cls(quick=True, languages=("en", "es", "ru", "ar", "zh"), test_chapters=60,
                    n_candidates=1000, n_queries=300, n_components=100, wmf_components=50,
                    wmf_iter=5, tatoeba_pairs=500, sgd_components=64, sgd_epochs=1,
-                   tree_epochs=1, bildrl_encoder="bow", bildrl_epochs=1, bildrl_space_components=50)
+                   tree_epochs=1, bildrl_encoder="bow", bildrl_epochs=1, bildrl_space_components=100)
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -122,8 +122,9 @@ def section(results: dict) -> str:
         f"Cr5 / CL-LSI r = {cfg['n_components']}; WMF family k = {cfg['wmf_components']}, "
         f"{cfg['wmf_iter']} ALS iterations; BiCVM / BiCVM+ / RankingEmbedding d = "
         f"{cfg.get('sgd_components')}, {cfg.get('sgd_epochs')} epochs; CompressTree "
-        f"{cfg.get('tree_epochs')} epochs; BilDRL {cfg.get('bildrl_encoder')} (multitask), "
-        f"{cfg.get('bildrl_epochs')} epoch(s). Each method is fitted in its own fresh process; "
+        f"{cfg.get('tree_epochs')} epochs; BilDRL {cfg.get('bildrl_encoder') or 'att'} (multitask), "
+        f"{cfg.get('bildrl_epochs') or 6} epoch(s), gloss space r = {cfg.get('bildrl_space_components')}. "
+        "Each method is fitted in its own fresh process; "
         "'peak memory added by fit' is that process's peak RSS during the fit minus its RSS before it.",
         "",
         table(results),

@@ -409,7 +409,7 @@ class BilDRL(LinxlingEstimator):
         excluded = {"target_oov": 0, "no_known_word": 0}
         kept = []
         for t, tl, d, dl in rows:
-            ti = self._index[tl].get(t)
+            ti = self._target_id(t, tl)
             if ti is None:
                 excluded["target_oov"] += 1
                 continue
@@ -438,6 +438,18 @@ class BilDRL(LinxlingEstimator):
                           f"has no word vector and {excluded['no_known_word']} whose definition has "
                           "no known word", UserWarning, stacklevel=find_stack_level())
         return self
+
+    def _target_id(self, word: str, lang: str) -> int | None:
+        """Row of ``word`` in ``lang``'s space: as given, else NFC-normalised, else as the tokenizer
+        writes it (NFC and case-folded), so "Café" in decomposed form finds the space's "café"."""
+        import unicodedata
+
+        from linxling.text import Tokenizer
+        idx = self._index[lang]
+        for form in (word, unicodedata.normalize("NFC", word), Tokenizer().normalize(word)):
+            if form in idx:
+                return idx[form]
+        return None
 
     def _targets(self, urows) -> np.ndarray:
         return np.stack([self.word_vectors_[tl][ti] for ti, tl, _, _ in urows]) / self.scale_
