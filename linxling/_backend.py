@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-__all__ = ["Namespace", "get_namespace", "is_cupy_array", "to_numpy", "cupy_status",
+__all__ = ["Namespace", "get_namespace", "namespace", "is_cupy_array", "to_numpy", "cupy_status",
            "HAS_CUPY", "CUPY_REASON"]  # noqa: F822 (lazy module attributes, see __getattr__)
 
 
@@ -108,10 +108,20 @@ def get_namespace(*arrays: Any) -> Namespace:
         ok, reason = cupy_status()
         if not ok:  # pragma: no cover - only with a broken cupy install
             raise RuntimeError(f"CuPy arrays were given but CuPy is unusable: {reason}")
-        import cupy  # noqa: PLC0415  (imported only when CuPy data is present)
+        return namespace("cupy")
+    return _numpy_namespace()
+
+
+def namespace(name: str) -> Namespace:
+    """The :class:`Namespace` called ``name`` ("numpy" or "cupy"; CuPy is imported here, and the
+    caller has checked :func:`cupy_status`)."""
+    if name == "numpy":
+        return _numpy_namespace()
+    if name == "cupy":
+        import cupy  # noqa: PLC0415  (imported only when asked for)
         import cupyx.scipy.sparse
         return Namespace("cupy", cupy, cupyx.scipy.sparse, cupy.linalg)
-    return _numpy_namespace()
+    raise ValueError(f"unknown array namespace {name!r}")
 
 
 def to_numpy(x: Any) -> Any:

@@ -17,7 +17,7 @@ from linxling._validation import check_float_dtype, check_positive, check_random
 from linxling._warnings import find_stack_level
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
-from linxling.models._estimator import LinxlingEstimator, NotFittedError
+from linxling.models._estimator import LinxlingEstimator, NotFittedError, as_output
 
 #: ``alpha="auto"``: λ = min(AUTO_ALPHA_MAX, n_sentences / AUTO_ALPHA_SENTENCES), the paper's 20
 #: from 6,000 sentences on. Chosen on b-WMF, Bible en-es, held-out verse P@1 on 1,000 validation
@@ -198,6 +198,22 @@ class _WMFParams(LinxlingEstimator):
     def _check_fitted(self, attr: str = "components_"):
         if not hasattr(self, attr):
             raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet: call fit first")
+
+    def _transform_language(self, X, language, dtype: Any = None) -> np.ndarray:
+        """One non-pivot language's sentence vectors: eq. (2)/(6) with its word factor fixed."""
+        self._check_fitted()
+        if language not in self.components_:
+            raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
+        X = self._language_matrix(X, language, fit=False, name="X")
+        return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
+                                     self.missing_weight, self.alpha_), dtype)
+
+    def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
+        """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
+
+        ``words`` is the language's vectoriser vocabulary when it was given as texts, else ``None``.
+        """
+        return self._word_vectors(language)
 
     def _word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
         """(words, vectors) of one language: columns of its word factor, words from its vectoriser."""

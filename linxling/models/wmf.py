@@ -431,19 +431,7 @@ class BilingualWMF(_WMFParams):
         -------
         ndarray (n_sentences, n_components); empty rows give zeros.
         """
-        self._check_fitted()
-        if language not in self.components_:
-            raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
-        X = self._language_matrix(X, language, fit=False)
-        return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
-                                     self.missing_weight, self.alpha_), dtype)
-
-    def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
-        """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
-
-        ``words`` is the language's vectoriser vocabulary when it was given as texts, else ``None``.
-        """
-        return self._word_vectors(language)
+        return self._transform_language(X, language, dtype)
 
     def _get_state(self):
         self._check_fitted()

@@ -13,7 +13,6 @@ import scipy.sparse as sp
 from linxling._validation import check_sparse_matrix
 from linxling.io import register_model
 from linxling.models._base import vectorizers_from_state, vectorizers_state
-from linxling.models._estimator import as_output
 from linxling.models._wmf_base import (
     _PARAM_NAMES,
     _check_languages,
@@ -178,18 +177,7 @@ class CrossWMF(_WMFParams):
         self._check_fitted()
         if language == self.pivot_language:
             return self.pivot_model_.transform(X, dtype=dtype)
-        if language not in self.components_:
-            raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
-        X = self._language_matrix(X, language, fit=False, name="X")
-        return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
-                                     self.missing_weight, self.alpha_), dtype)
-
-    def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
-        """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
-
-        ``words`` is the language's vectoriser vocabulary when it was given as texts, else ``None``.
-        """
-        return self._word_vectors(language)
+        return self._transform_language(X, language, dtype)
 
     def _get_state(self):
         self._check_fitted()

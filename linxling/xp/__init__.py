@@ -19,40 +19,23 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 __all__ = ["Device", "CountingDevice", "device", "DEVICES", "is_device_array", "to_host", "choose_device"]
 
 DEVICES = ("cpu", "cuda")
 
 
 class Device:
-    """The array modules of one device.
-
-    Attributes
-    ----------
-    name : {"numpy", "cupy"}
-    xp : module
-        ``numpy`` or ``cupy``.
-    sparse : module
-        ``scipy.sparse`` or ``cupyx.scipy.sparse``.
-    """
+    """One device's array modules (``xp``: NumPy or CuPy; ``sparse``: SciPy's or cupyx's, as in
+    :class:`linxling._backend.Namespace`) and the only two transfers."""
 
     def __init__(self, name: str) -> None:
-        if name == "numpy":
-            import scipy.sparse
-            self.xp, self.sparse = np, scipy.sparse
-        elif name == "cupy":
-            from linxling._backend import cupy_status
+        from linxling._backend import cupy_status, namespace
+        if name == "cupy":
             ok, reason = cupy_status()
             if not ok:
                 raise RuntimeError(f"device='cuda' needs CuPy and a CUDA device: {reason}")
-            import cupy
-            import cupyx.scipy.sparse
-            self.xp, self.sparse = cupy, cupyx.scipy.sparse
-        else:
-            raise ValueError(f"unknown array namespace {name!r}")
-        self.name = name
+        ns = namespace(name)
+        self.xp, self.sparse, self.name = ns.xp, ns.sparse, name
 
     def put(self, a: Any, dtype: Any = None) -> Any:
         """Host data to the device (dense arrays and SciPy sparse matrices, as CSR)."""
@@ -107,13 +90,14 @@ def device(name: str | Device) -> Device:
 def is_device_array(a: Any) -> bool:
     """Whether ``a`` is a CuPy array or a ``cupyx.scipy.sparse`` matrix (checked by type, without
     importing CuPy)."""
-    mod = type(a).__module__ or ""
-    return mod == "cupy" or mod.startswith(("cupy.", "cupyx."))
+    from linxling._backend import is_cupy_array
+    return is_cupy_array(a)
 
 
 def to_host(a: Any) -> Any:
     """A CuPy array or cupyx sparse matrix as NumPy/SciPy (one copy); anything else unchanged."""
-    return a.get() if is_device_array(a) else a
+    from linxling._backend import to_numpy
+    return to_numpy(a)
 
 
 def choose_device(param: Any, arrays: Any) -> str | Device:
