@@ -193,6 +193,25 @@ def test_sts_known_example():
     assert res32["pearson"] == pytest.approx(res["pearson"], rel=1e-6)
 
 
+def test_sts_centre_is_the_plain_protocol_on_mean_free_rows():
+    rng = np.random.default_rng(0)
+    e1, e2 = rng.normal(size=(30, 4)), rng.normal(size=(30, 4))
+    gold = rng.normal(size=30)
+    e1[3] = 0.0                                         # no vector: stays out of the mean, cosine 0
+    keep = np.linalg.norm(e1, axis=1) > 0
+    c1 = e1.copy()
+    c1[keep] -= e1[keep].mean(0)
+    c2 = e2 - e2.mean(0)
+    # the reference: the plain protocol on rows centred by hand
+    assert sts(e1, e2, gold, centre=True)["pearson"] == pytest.approx(sts(c1, c2, gold)["pearson"], rel=1e-12)
+    # a language offset added to one side changes the plain cosines, not the centred ones
+    shifted = np.where(keep[:, None], e1 + 5.0, 0.0)
+    assert sts(shifted, e2, gold, centre=True)["pearson"] == pytest.approx(
+        sts(e1, e2, gold, centre=True)["pearson"], rel=1e-9)
+    assert sts(shifted, e2, gold)["pearson"] != pytest.approx(sts(e1, e2, gold)["pearson"], rel=1e-3)
+    assert sts(e1, e2, gold, centre=True)["n_zero"] == 1
+
+
 def test_sts_validation():
     with pytest.raises(ValueError, match="emb2"):
         sts(np.ones((3, 2)), np.ones((4, 2)), [1, 2, 3])

@@ -92,6 +92,12 @@ class Method:
     languages : ``languages(config) -> list`` of the training languages it needs
         (default: all of ``config.languages``).
     not_applicable : task name -> reason, for tasks the method cannot do at all.
+    expected_below_floor : task name -> reason, for tasks the method does but is known, from
+        measurements stated in the reason, not to beat the baseline's floor. The cell is still
+        marked in the table (with the reason under it) and printed by the run, which then does
+        not exit 3 for it; a declared cell that beats its floor is reported so that the
+        declaration can go. Keep it rare: it is for what the data cannot give a method, never
+        for a model that could learn and does not.
     description : one line for the README (model, parameters, training data).
     """
 
@@ -99,6 +105,7 @@ class Method:
     fit: Callable[..., Embedder]
     description: str
     not_applicable: dict[str, str] = field(default_factory=dict)
+    expected_below_floor: dict[str, str] = field(default_factory=dict)
 
 
 METHODS: dict[str, Method] = {}
@@ -113,6 +120,14 @@ def register(method: Method) -> Method:
         raise ValueError(f"method {method.name!r} is already registered")
     if not callable(method.fit):
         raise TypeError(f"method.fit of {method.name!r} must be callable")
+    for kind in ("not_applicable", "expected_below_floor"):
+        for task, reason in getattr(method, kind).items():
+            if not isinstance(reason, str) or not reason.strip():
+                raise ValueError(f"method {method.name!r}: {kind}[{task!r}] needs a reason, got {reason!r}")
+    both = set(method.not_applicable) & set(method.expected_below_floor)
+    if both:
+        raise ValueError(f"method {method.name!r}: task(s) {sorted(both)} are both not applicable and "
+                         "expected below the floor")
     METHODS[method.name] = method
     return method
 

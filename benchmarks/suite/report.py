@@ -9,6 +9,9 @@ END = "<!-- leaderboard:end -->"
 DASH = "—"
 #: marks a number that is not clearly above the task's baseline (benchmarks/suite/tasks.py)
 WEAK = "✗"
+#: follows WEAK on a cell whose method declared the task expected below the floor, with a reason
+#: (benchmarks.suite.registry.Method.expected_below_floor) listed under the table
+DECLARED = "(declared)"
 
 
 def cell(task_result: dict, headline: str) -> str:
@@ -17,12 +20,19 @@ def cell(task_result: dict, headline: str) -> str:
     if "metrics" in task_result:
         m = task_result["metrics"]
         weak = "baseline" in m and not m[headline] > m["baseline"]["floor"]
-        return f"{m[headline]:.3f}" + (f" {WEAK}" if weak else "")
+        mark = f" {WEAK}" + (f" {DECLARED}" if task_result.get("expected_below_floor") else "")
+        return f"{m[headline]:.3f}" + (mark if weak else "")
     if "na" in task_result:
         return f"{DASH} ({task_result['na']})"
     if "error" in task_result:
         return f"{DASH} (error: {task_result['error'].splitlines()[0][:80]})"
     raise ValueError(f"task result has neither metrics, na nor error: {sorted(task_result)}")
+
+
+def declared_below_floor(results: dict) -> dict:
+    """(method, task) -> reason, for the cells run with an ``expected_below_floor`` declaration."""
+    return {(name, t): tr["expected_below_floor"] for name, r in results["methods"].items()
+            for t, tr in r["tasks"].items() if tr.get("expected_below_floor")}
 
 
 def verdicts(results: dict) -> dict:
@@ -154,8 +164,18 @@ def section(results: dict) -> str:
         f"share of queries whose gold has a vector; floor: twice chance and 3 binomial standard errors "
         f"above it), majority = the majority class of the test labels (floor + 0.02), no correlation = "
         f"Pearson 0 (floor: 3 standard errors of r under no correlation). {WEAK} marks a number that "
-        f"does not beat its floor; such a cell makes the run exit with status 3.",
+        f"does not beat its floor; such a cell makes the run exit with status 3, unless the method "
+        f"declared, with the measurements that show why, that this data does not let it beat that "
+        f"floor ({WEAK} {DECLARED}; listed below).",
         "",
+    ]
+    declared = declared_below_floor(results)
+    if declared:
+        parts += ["Declared below the floor (the reason each method gives; the cell is shown, "
+                  "marked, and printed by the run):", ""]
+        parts += [f"- **{m} / {t}**: {reason}" for (m, t), reason in declared.items()]
+        parts.append("")
+    parts += [
         "Methods:",
         "",
     ]

@@ -199,9 +199,29 @@ def word_translation(embedder, cfg, data):
 STS_TRACKS = {"2": ("en", "ar"), "4a": ("es", "en"), "4b": ("en", "es")}
 
 
+def _sts_scores(E1, E2, gold) -> dict:
+    """Pearson/Spearman of one track, headline with each side centred (``sts(centre=True)``:
+    every method alike; the language's mean direction otherwise adds the same amount to every
+    cosine), the plain protocol's Pearson kept as ``pearson uncentred``."""
+    from linxling.evaluate import sts
+    out = {}
+    for centre, suffix in ((True, ""), (False, " uncentred")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # scipy's ConstantInputWarning: handled below
+            r = sts(E1, E2, gold, centre=centre)
+        # every cosine equal (e.g. all sentences of a track out of the vocabulary, zero vectors):
+        # Pearson is undefined; a constant prediction carries no correlation, so it counts as 0
+        constant = bool(np.isnan(r["pearson"]))
+        out[f"pearson{suffix}"] = 0.0 if constant else float(r["pearson"])
+        out[f"spearman{suffix}"] = 0.0 if constant else float(r["spearman"])
+        if centre:
+            out.update(n=int(r["n"]), n_zero_embeddings=int(r.get("n_zero", 0)),
+                       constant_prediction=constant)
+    return out
+
+
 def sts2017(embedder, cfg, data):
     from linxling.datasets import load_sts17
-    from linxling.evaluate import sts
     per, skipped = {}, {}
     for track, (l1, l2) in STS_TRACKS.items():
         x = l1 if l2 == "en" else l2
@@ -210,21 +230,13 @@ def sts2017(embedder, cfg, data):
             continue
         gold, s1, s2 = load_sts17(track)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")   # scipy's ConstantInputWarning: handled below
-                r = sts(embedder.embed(s1, l1, l2), embedder.embed(s2, l2, l1), gold)
+            per[track] = _sts_scores(embedder.embed(s1, l1, l2), embedder.embed(s2, l2, l1), gold)
         except NotApplicable as exc:
             skipped[track] = str(exc)
-            continue
-        # every cosine equal (e.g. all sentences of a track out of the vocabulary, zero vectors):
-        # Pearson is undefined; a constant prediction carries no correlation, so it counts as 0
-        constant = bool(np.isnan(r["pearson"]))
-        per[track] = {"pearson": 0.0 if constant else float(r["pearson"]),
-                      "spearman": 0.0 if constant else float(r["spearman"]), "n": int(r["n"]),
-                      "n_zero_embeddings": int(r.get("n_zero", 0)), "constant_prediction": constant}
     if not per:
         raise NotApplicable(next(iter(skipped.values()), "no track"))
     return {"pearson": float(np.mean([p["pearson"] for p in per.values()])),
+            "pearson uncentred": float(np.mean([p["pearson uncentred"] for p in per.values()])),
             **{f"pearson {t}": p["pearson"] for t, p in per.items()}, "per_track": per,
             "skipped": skipped, "baseline": correlation_baseline([p["n"] for p in per.values()])}
 
@@ -334,16 +346,9 @@ def reverse_dictionary(embedder, cfg, data):
 def sts2017_en(embedder, cfg, data):
     """STS 2017 track 5 (en-en, 250 pairs): monolingual, so monolingual models take part."""
     from linxling.datasets import load_sts17
-    from linxling.evaluate import sts
     gold, s1, s2 = load_sts17("5")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = sts(embedder.embed_monolingual(s1, "en"), embedder.embed_monolingual(s2, "en"), gold)
-    constant = bool(np.isnan(r["pearson"]))
-    return {"pearson": 0.0 if constant else float(r["pearson"]),
-            "spearman": 0.0 if constant else float(r["spearman"]), "n": int(r["n"]),
-            "n_zero_embeddings": int(r.get("n_zero", 0)), "constant_prediction": constant,
-            "baseline": correlation_baseline([int(r["n"])])}
+    r = _sts_scores(embedder.embed_monolingual(s1, "en"), embedder.embed_monolingual(s2, "en"), gold)
+    return {**r, "baseline": correlation_baseline([r["n"]])}
 
 
 TATOEBA_LANGS = ("es", "ru", "ar", "zh", "vi")

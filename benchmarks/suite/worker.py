@@ -65,6 +65,8 @@ def run_method(name: str, cfg) -> dict:
             try:
                 res = task.run(embedder, cfg, data)
                 out["tasks"][tname] = {"metrics": res, "eval_s": time.perf_counter() - t1}
+                if tname in method.expected_below_floor:
+                    out["tasks"][tname]["expected_below_floor"] = method.expected_below_floor[tname]
             except NotApplicable as exc:
                 out["tasks"][tname] = {"na": str(exc)}
             except Exception as exc:  # noqa: BLE001  recorded and shown in the table, never silently dropped
