@@ -24,7 +24,9 @@ $(STAMP): pyproject.toml | system-deps
 	# numpy+Cython at build time (so it is installed here, not through pip's isolated build)
 	$(PY) -m pip install -q numpy "Cython<3.1"
 	$(PY) -m pip install -q --no-build-isolation "scikit-sparse<0.5"
-	$(PY) -m pip install -q -e ".[dask,demo,test,bench,docs]"
+	# editable_mode=compat: a path entry in a .pth file, not an import hook, so that type checkers
+	# (mypy) and editors resolve linxling to this checkout (tests/test_typing.py)
+	$(PY) -m pip install -q -e ".[dask,demo,test,bench,docs]" --config-settings editable_mode=compat
 	# compile and cache every model's numba kernels now, not at the first fit (about a minute)
 	$(VENV)/bin/linxling warmup
 	@touch $(STAMP)

@@ -26,7 +26,7 @@ from linxling._validation import check_random_state
 __all__ = ["ParaphraseMLP", "paraphrase_identification", "paraphrase_pairs"]
 
 
-def paraphrase_pairs(fr_en, en_fr, words, vectors, neighbour_ranks: tuple[int, int] = (6, 15),
+def paraphrase_pairs(fr_en: Any, en_fr: Any, words: Any, vectors: Any, neighbour_ranks: tuple[int, int] = (6, 15),
                      max_pairs: int | None = None, random_state: Any = None) -> dict:
     """English-French definition pairs with paraphrase labels, from Wikt3l.
 
@@ -258,8 +258,9 @@ def _labels(y, n, name) -> np.ndarray:
     return y.astype(np.int64)
 
 
-def paraphrase_identification(A: np.ndarray, B: np.ndarray, labels, fractions=(0.75, 0.05, 0.20),
-                              random_state: Any = None, **mlp_params) -> dict:
+def paraphrase_identification(A: np.ndarray, B: np.ndarray, labels: Any,
+                              fractions: tuple[float, float, float] = (0.75, 0.05, 0.20),
+                              random_state: Any = None, **mlp_params: Any) -> dict:
     """Paraphrase accuracy of sentence vectors: the paper's protocol (Sec. 4.2).
 
     Parameters

@@ -23,7 +23,7 @@ def _normalise(A: np.ndarray) -> np.ndarray:
     return A / np.where(n > 0, n, 1.0)
 
 
-def reverse_dictionary(queries, gold: Sequence[str], candidate_words: Sequence[str], candidate_vectors,
+def reverse_dictionary(queries: Any, gold: Sequence[str], candidate_words: Sequence[str], candidate_vectors: Any,
                        *, metric: str = "cosine", ks: Sequence[int] = (1, 10),
                        block_size: int = 1024) -> dict:
     """Rank the gold target of each definition among the candidate words.

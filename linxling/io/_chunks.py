@@ -137,7 +137,8 @@ class ChunkedCSR:
             for r0, r1 in zip(self.bounds[:-1], self.bounds[1:], strict=True):
                 yield int(r0), self._read(g, int(r0), int(r1))
 
-    def read_ranges(self, ranges, dtype: Any = None) -> Iterator[tuple[int, int, sp.csr_matrix]]:
+    def read_ranges(self, ranges: Iterable[tuple[int, int]],
+                    dtype: Any = None) -> Iterator[tuple[int, int, sp.csr_matrix]]:
         """Yield ``(r0, r1, rows r0:r1)`` for the given row ranges, one file handle for all; values
         in ``dtype`` when given (converted while reading)."""
         import h5py

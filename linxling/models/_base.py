@@ -244,7 +244,7 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
             raise ValueError(f"X has {Xl.shape[1]} columns but language {language!r} has {p} features")
         return as_output(self._embed_matrix(Xl, language), dtype)
 
-    def word_vectors(self, language: str):
+    def word_vectors(self, language: str) -> tuple[list[str], np.ndarray]:
         """Word vectors of ``language``: the embedding of each one-word document, i.e. the columns
         of the language's map (Φ_l for Cr5; S⁻¹V_lᵀ or V_lᵀ for CL-LSI, by ``scale``).
 

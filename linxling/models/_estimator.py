@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -234,7 +234,7 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
         io.save(self, path, **kwargs)
 
     @classmethod
-    def load(cls, path: str | os.PathLike):
+    def load(cls, path: str | os.PathLike) -> Self:
         """Load a model saved with :meth:`save`; the file must hold a ``cls`` (or a subclass).
 
         Raises

@@ -107,7 +107,7 @@ class SingleBlock(LinxlingEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
         return self.estimator_.transform_matrix(X, self.language, dtype=dtype)
 
-    def word_vectors(self, language: str | None = None):
+    def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:
         """``(None, vectors)``: one row per feature (column of ``X``), ``n_components`` columns."""
         return self.estimator_.word_vectors(self.language if language is None else language)
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import itertools
 import numbers
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
 
 import numpy as np
 from sklearn.base import TransformerMixin
@@ -144,7 +145,8 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                                            or self.n_threads < 1):
             raise ValueError(f"n_threads must be a positive int or None, got {self.n_threads!r}")
 
-    def fit(self, X, y=None):
+    def fit(self, X: Mapping[str, Sequence[str]] | Sequence[Mapping[str, Sequence[str]]],
+            y: Any = None) -> Self:
         """Fit on row-aligned texts: ``{"en": [...], "de": [...]}`` or a list of such dicts."""
         import numba
 
@@ -229,7 +231,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
             raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
         return language
 
-    def transform(self, X, language=None, dtype=None):
+    def transform(self, X: Sequence[str], language: str | None = None, dtype: Any = None) -> np.ndarray:
         """Sentence vectors (n_texts, n_components) of texts in ``language``, C-contiguous, in
         ``dtype`` when given (e.g. ``np.float32`` for a vector index).
 
@@ -247,7 +249,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         return as_output(sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(X), dtype=np.int64),
                                      sgd.COMPOSITIONS[self._composition]), dtype)
 
-    def word_vectors(self, language=None):
+    def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:
         lang = self._check_language(language)
         keep = [i for i, w in enumerate(self.words_[lang]) if " " not in w]
         return [self.words_[lang][i] for i in keep], self.vectors_[lang][keep].copy()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numbers
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -147,7 +148,7 @@ class BilBOWA(LinxlingEstimator):
         self.show_progress = show_progress
 
     @classmethod
-    def from_paper(cls, **overrides) -> BilBOWA:
+    def from_paper(cls, **overrides: Any) -> BilBOWA:
         """BilBOWA as BilDRL's paper used it: Chen et al. (2019) pre-trained "50-dimensional"
         BilBOWA "based on the original configuration in (Gouws et al., 2015)". Gouws et al.'s
         paper is not in this workspace, so only the dimension is the paper's; the other values
@@ -219,7 +220,8 @@ class BilBOWA(LinxlingEstimator):
         return mono, par
 
     # ------------------------------------------------------------------ fit
-    def fit(self, monolingual, parallel=None, seed_lexicon=None) -> BilBOWA:
+    def fit(self, monolingual: Mapping[str, Sequence[str]], parallel: Any = None,
+            seed_lexicon: Any = None) -> BilBOWA:
         """Learn the word vectors.
 
         Parameters
@@ -411,7 +413,7 @@ class BilBOWA(LinxlingEstimator):
         self.vectors_ = {lang: np.ascontiguousarray(v, dtype=dt) for lang, v in self.vectors_.items()}
 
     # ------------------------------------------------------------------ vectors out
-    def transform(self, X, language=None, dtype=None):
+    def transform(self, X: Sequence[str], language: str | None = None, dtype: Any = None) -> np.ndarray:
         """Sentence vectors: the mean of the known words' vectors (BilBOWA's sentence
         representation), shape (n_texts, n_components), C-contiguous, in ``dtype`` when given.
         A text with no known word gives the zero vector."""
@@ -429,7 +431,7 @@ class BilBOWA(LinxlingEstimator):
                 out[i] = V[ids].mean(axis=0)
         return as_output(out, dtype)
 
-    def word_vectors(self, language=None):
+    def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:
         """``(words, vectors)`` of ``language`` (vectors a copy, float64)."""
         self._check_fitted()
         if language not in self.vectors_:

@@ -255,7 +255,7 @@ class BilDRL(LinxlingEstimator):
         self.show_progress = show_progress
 
     @classmethod
-    def from_paper(cls, **overrides) -> BilDRL:
+    def from_paper(cls, **overrides: Any) -> BilDRL:
         """The settings of Chen et al. (2019), Sec. 4.1: attentive GRU, multi-task, 5 stacked
         layers of hidden size 200, AMSGrad with learning rate 5e-4, batch 64, definitions of 15
         words, up to 1,000 epochs, joint-learning coefficients 0.1 and 0.1, word vectors used as
@@ -365,7 +365,7 @@ class BilDRL(LinxlingEstimator):
         return "shared" if self.multitask else f"{q}-{t}"
 
     # ------------------------------------------------------------------ fit
-    def fit(self, dictionary, embeddings, monolingual=None, parallel=None) -> BilDRL:
+    def fit(self, dictionary: Any, embeddings: Any, monolingual: Any = None, parallel: Any = None) -> BilDRL:
         """Learn the encoder(s) from dictionary rows.
 
         Parameters
@@ -716,7 +716,7 @@ class BilDRL(LinxlingEstimator):
                              f"{target_language!r} words (trained: {sorted(self.units_)})")
         return self.units_[key]
 
-    def transform(self, X, language: str | None = None, target_language: str | None = None,
+    def transform(self, X: Sequence[str], language: str | None = None, target_language: str | None = None,
                   dtype: Any = None) -> np.ndarray:
         """Definition vectors in the word space, shape (n_definitions, n_components), C-contiguous,
         in ``dtype`` when given.
@@ -754,13 +754,13 @@ class BilDRL(LinxlingEstimator):
                     out[np.flatnonzero(known)[s:s + 1024]] = Yb
         return as_output(out * self.scale_, dtype)
 
-    def word_vectors(self, language: str):
+    def word_vectors(self, language: str) -> tuple[list[str], np.ndarray]:
         """The word space of ``language`` the encoder maps into: ``(words, vectors)``."""
         self._check_fitted()
         self._check_language(language)
         return list(self.word_lists_[language]), self.word_vectors_[language].copy()
 
-    def predict(self, definitions, definition_language: str, target_language: str, k: int = 10,
+    def predict(self, definitions: Sequence[str], definition_language: str, target_language: str, k: int = 10,
                 candidates: Sequence[str] | None = None, metric: str = "cosine") -> list[list[str]]:
         """The ``k`` nearest ``target_language`` words of each definition.
 

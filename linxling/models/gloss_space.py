@@ -179,7 +179,7 @@ class GlossSpace(LinxlingEstimator):
         if language not in self.vectors_:
             raise ValueError(f"language {language!r} is not one of {self.languages_}")
 
-    def word_vectors(self, language: str):
+    def word_vectors(self, language: str) -> tuple[list[str], np.ndarray]:
         """``(words, vectors)`` of ``language``: unit vectors, one per word."""
         self._check_language(language)
         return list(self.words_[language]), self.vectors_[language].copy()

@@ -180,8 +180,8 @@ class WMF(_WMFParams):
         return _check_matrix(X, name, dtype, n_cols, type(self).__name__)
 
     # ---------------------------------------------------------------- fit
-    def fit(self, X, y=None, *, init_components=None, init_embedding=None,
-            memory_budget=None, client=None) -> WMF:
+    def fit(self, X: Any, y: Any = None, *, init_components: Any = None, init_embedding: Any = None,
+            memory_budget: int | str | None = None, client: Any = None) -> WMF:
         """Factorise X by ALS.
 
         Parameters
@@ -235,12 +235,12 @@ class WMF(_WMFParams):
                       init_embedding, memory_budget, client, publish, "WMF")
         return self
 
-    def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
         """Fit and return ``embedding_`` (n_sentences, n_components)."""
         return self.fit(X, **fit_params).embedding_
 
     # ---------------------------------------------------------------- transform
-    def transform(self, X, language: str | None = None, dtype: Any = None) -> np.ndarray:
+    def transform(self, X: Any, language: str | None = None, dtype: Any = None) -> np.ndarray:
         """Sentence vectors by eq. (2), solved exactly (Cholesky) with P fixed.
 
         Parameters
@@ -275,7 +275,7 @@ class WMF(_WMFParams):
         self._check_language(language)
         return self._word_vectors(language)
 
-    def score(self, X, y=None) -> float:
+    def score(self, X: Any, y: Any = None) -> float:
         """Minus eq. (1) of X (its sentences' exact vectors, eq. 2): higher is better, as in scikit-learn.
 
         ``y`` is ignored. :meth:`loss` gives eq. (1) itself, for any sentence vectors.
@@ -365,8 +365,9 @@ class BilingualWMF(_WMFParams):
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
                           callback, device)
 
-    def fit(self, X: Mapping, y=None, *, init_components: Mapping | None = None,
-            init_embedding=None, memory_budget=None, client=None) -> BilingualWMF:
+    def fit(self, X: Mapping, y: Any = None, *, init_components: Mapping | None = None,
+            init_embedding: Any = None, memory_budget: int | str | None = None,
+            client: Any = None) -> BilingualWMF:
         """Fit on row-aligned matrices (or texts) of two or more languages.
 
         Parameters
@@ -418,7 +419,7 @@ class BilingualWMF(_WMFParams):
                       init_embedding, memory_budget, client, publish, "b-WMF")
         return self
 
-    def transform(self, X, language, dtype: Any = None) -> np.ndarray:
+    def transform(self, X: Any, language: str, dtype: Any = None) -> np.ndarray:
         """Sentence vectors of one language by eq. (2)/(6) with its word factor fixed (C-contiguous,
         in ``dtype`` when given).
 

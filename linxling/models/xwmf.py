@@ -82,7 +82,7 @@ class CrossWMF(_WMFParams):
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
                           callback, device)
 
-    def fit(self, parallel: Mapping, X_pivot=None) -> CrossWMF:
+    def fit(self, parallel: Mapping, X_pivot: Any = None) -> CrossWMF:
         """Fit the pivot model (unless given) and every other language's word factor.
 
         Parameters
@@ -161,7 +161,7 @@ class CrossWMF(_WMFParams):
         self.languages_ = [self.pivot_language, *langs]
         return self
 
-    def transform(self, X, language, dtype: Any = None) -> np.ndarray:
+    def transform(self, X: Any, language: str, dtype: Any = None) -> np.ndarray:
         """Sentence vectors of ``language`` by eq. (2) with its word factor fixed (exact;
         C-contiguous, in ``dtype`` when given).
 
