@@ -282,13 +282,13 @@ def build_space(name: str, train: dict, exclude, args):
                                    lexicon=args.lexicon and name == "bilbowa")
         d = args.space_components or 100
         if name == "mapped":
-            model = BilBOWA(n_components=d, epochs=args.bilbowa_epochs, min_count=2, alignment_weight=0.0,
+            model = BilBOWA(n_components=d, n_epochs=args.bilbowa_epochs, min_count=2, alignment_weight=0.0,
                             mapping="procrustes", random_state=0, show_progress=False)
             seed = muse_train_lexicon() + (wikt3l_pairs(train) if args.lexicon else [])
             model.fit(mono, None, seed_lexicon={("en", "fr"): seed})
             info["n_seed_pairs"] = model.n_seed_pairs_
         else:
-            model = BilBOWA(n_components=d, epochs=args.bilbowa_epochs, min_count=2,
+            model = BilBOWA(n_components=d, n_epochs=args.bilbowa_epochs, min_count=2,
                             alignment_weight=args.alignment_weight, random_state=0, show_progress=False)
             model.fit(mono, par)
         info["tokens"] = {lang: sum(len(x.split()) for x in v) for lang, v in mono.items()}
@@ -395,7 +395,7 @@ def fit_wikt3l(quick: bool = False, encoder: str | None = None, epochs: int | No
     if encoder is not None:
         kw["encoder"] = encoder
     if epochs is not None or quick:
-        kw["epochs"] = epochs or QUICK["epochs"]
+        kw["n_epochs"] = epochs or QUICK["epochs"]
     model = BilDRL(random_state=random_state, show_progress=show_progress, **kw)
     t = time.perf_counter()
     with warnings.catch_warnings():
@@ -482,12 +482,12 @@ def main(argv=None) -> dict:
             return r_out
     joint_text = None
     res["models"] = {}
-    overrides = {k: v for k, v in (("epochs", args.epochs), ("hidden_size", args.hidden),
+    overrides = {k: v for k, v in (("n_epochs", args.epochs), ("hidden_size", args.hidden),
                                    ("n_layers", args.layers), ("learning_rate", args.lr)) if v is not None}
     for name in args.models.split(","):
         kw = {**overrides, **SPECS[name]}
         if name == "joint" and args.joint_epochs:
-            kw["epochs"] = args.joint_epochs
+            kw["n_epochs"] = args.joint_epochs
         if name == "joint":
             kw["word_learning_rate"] = args.joint_word_lr
         model = BilDRL(random_state=0, show_progress=False, **kw)
@@ -507,8 +507,8 @@ def main(argv=None) -> dict:
                  "params": {k: v for k, v in model.get_params().items() if k != "show_progress"},
                  "metrics": evaluate(model, heldout), "loadavg_before": load0, "loadavg_after": os.getloadavg()}
         if model.encoder != "ridge":
-            entry["definitions_per_s"] = n_used * model.epochs / fit_s
-            entry["loss_history"] = model.loss_history_
+            entry["definitions_per_s"] = n_used * model.n_epochs / fit_s
+            entry["loss_history"] = model.loss_curve_
         if para is not None:
             entry["paraphrase"] = run_paraphrase(
                 model.transform(para["en"], language="en", target_language="fr"),

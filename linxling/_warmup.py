@@ -42,7 +42,7 @@ def _fits() -> list[tuple[str, Any]]:
         words = space.word_vectors("en")[0]
         rows = [(w, "en", es[i % len(es)], "es") for i, w in enumerate(words)]
         for enc in ("bow", "cnn", "gru", "att"):
-            lx.BilDRL(encoder=enc, epochs=1, min_df=1, hidden_size=8, **small).fit(rows, space)
+            lx.BilDRL(encoder=enc, n_epochs=1, min_df=1, hidden_size=8, **small).fit(rows, space)
 
     X32 = sp.random(60, 30, density=0.2, random_state=0, format="csr", dtype=np.float32)
     big_en, big_es = _corpus(n=400, vocab=300, seed=1)
@@ -69,7 +69,7 @@ def _fits() -> list[tuple[str, Any]]:
         ("RankingEmbedding", lambda: lx.RankingEmbedding(n_components=8, n_epochs=1, **small).fit(
             {"en": en, "es": es})),
         ("CompressTree", lambda: lx.CompressTree(n_components=8, n_epochs=1, language="en", **small).fit(en)),
-        ("BilBOWA", lambda: lx.BilBOWA(n_components=8, epochs=1, min_count=1, **small).fit(
+        ("BilBOWA", lambda: lx.BilBOWA(n_components=8, n_epochs=1, min_count=1, **small).fit(
             {"en": en, "es": es}, {"en": en, "es": es})),
         ("BilDRL", bildrl),
     ]

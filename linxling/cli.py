@@ -156,8 +156,9 @@ def model_options(cls: type) -> dict[str, Any]:
     """Parameters of ``cls`` that take a plain value on the command line: {name: default}."""
     import numpy as np
     out = {}
+    renamed = getattr(cls, "_renamed_params", {})        # old names, kept one release in Python only
     for name, par in inspect.signature(cls).parameters.items():
-        if name in _OBJECT_PARAMS or par.kind in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
+        if name in _OBJECT_PARAMS or name in renamed or par.kind in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
             continue
         if par.default is par.empty or par.default is None or isinstance(par.default, (bool, int, float, str)):
             out[name] = par.default

@@ -145,7 +145,7 @@ def test_fit_reproducible_any_thread_count_and_round_trip(tmp_path):
 
     from linxling import BilBOWA, load
     mono, par = _corpus()
-    kw = dict(n_components=8, epochs=3, min_count=1, n_blocks=3, dtype="float64", random_state=0,
+    kw = dict(n_components=8, n_epochs=3, min_count=1, n_blocks=3, dtype="float64", random_state=0,
               show_progress=False)
     m1 = BilBOWA(**kw).fit(mono, par)
     old = numba.get_num_threads()
@@ -159,8 +159,8 @@ def test_fit_reproducible_any_thread_count_and_round_trip(tmp_path):
         w2, v2 = m2.word_vectors(lang)
         assert w1 == w2
         np.testing.assert_array_equal(v1, v2)
-    assert set(m1.loss_history_[0]["skipgram"]) == {"en", "fr"}
-    assert m1.loss_history_[0]["alignment"] is not None
+    assert set(m1.loss_curve_[0]["skipgram"]) == {"en", "fr"}
+    assert m1.loss_curve_[0]["alignment"] is not None
     path = tmp_path / "b.h5"
     m1.save(path)
     m3 = load(path)
@@ -175,11 +175,11 @@ def test_alignment_pulls_translations_together():
     means of the parallel pairs get closer than at the start."""
     from linxling import BilBOWA
     mono, par = _corpus()
-    kw = dict(n_components=8, epochs=5, min_count=1, n_blocks=2, dtype="float64", random_state=0,
+    kw = dict(n_components=8, n_epochs=5, min_count=1, n_blocks=2, dtype="float64", random_state=0,
               learning_rate=1e-6, alignment_learning_rate=0.5, alignment_weight=1.0, sample=0.0,
               show_progress=False)
     m = BilBOWA(**kw).fit(mono, par)
-    hist = [r["alignment"] for r in m.loss_history_]
+    hist = [r["alignment"] for r in m.loss_curve_]
     assert hist[-1] < 0.1 * hist[0]
 
 
@@ -202,7 +202,7 @@ def test_bad_input(kwargs, mono, par, err, match):
 
 def test_word_vectors_unknown_language():
     from linxling import BilBOWA
-    m = BilBOWA(n_components=4, epochs=1, min_count=1, show_progress=False).fit({"en": ["a b a b"]})
+    m = BilBOWA(n_components=4, n_epochs=1, min_count=1, show_progress=False).fit({"en": ["a b a b"]})
     with pytest.raises(ValueError, match="language must be one of"):
         m.word_vectors("xx")
 
@@ -212,7 +212,7 @@ def test_transform_is_mean_of_word_vectors_and_unfitted_errors():
     from sklearn.exceptions import NotFittedError
 
     from linxling import BilBOWA
-    m = BilBOWA(n_components=4, epochs=1, min_count=1, random_state=0, show_progress=False)
+    m = BilBOWA(n_components=4, n_epochs=1, min_count=1, random_state=0, show_progress=False)
     with pytest.raises(NotFittedError):
         m.word_vectors("en")
     with pytest.raises(NotFittedError):
@@ -231,7 +231,7 @@ def test_transform_is_mean_of_word_vectors_and_unfitted_errors():
 def test_bildrl_accepts_a_bilbowa_space():
     from linxling import BilBOWA, BilDRL
     mono, par = _corpus()
-    space = BilBOWA(n_components=6, epochs=2, min_count=1, sample=0.0, random_state=0,
+    space = BilBOWA(n_components=6, n_epochs=2, min_count=1, sample=0.0, random_state=0,
                     show_progress=False).fit(mono, par)
     rows = [("cat", "en", "le chat", "fr"), ("dog", "en", "le chien", "fr"), ("fish", "en", "le poisson", "fr")]
     m = BilDRL(encoder="ridge", min_df=1, random_state=0, show_progress=False).fit(rows, space)
@@ -263,7 +263,7 @@ def test_procrustes_mapping_option(tmp_path):
     from linxling import BilBOWA, load
     from linxling.models.bilbowa import procrustes
     mono, _ = _corpus()
-    kw = dict(n_components=8, epochs=2, min_count=1, n_blocks=2, dtype="float64", random_state=0,
+    kw = dict(n_components=8, n_epochs=2, min_count=1, n_blocks=2, dtype="float64", random_state=0,
               show_progress=False)
     plain = BilBOWA(**kw).fit(mono)
     ew, fw = plain.word_vectors("en")[0], plain.word_vectors("fr")[0]
@@ -299,4 +299,4 @@ def test_from_paper_keeps_the_paper_dimension_reachable():
     m = BilBOWA.from_paper()
     assert m.n_components == 50 and m.alignment_weight == 1.0
     assert BilBOWA().n_components == 100 and BilBOWA().alignment_weight == 10.0   # measured defaults
-    assert BilBOWA.from_paper(epochs=2).epochs == 2
+    assert BilBOWA.from_paper(n_epochs=2).n_epochs == 2

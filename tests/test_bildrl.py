@@ -65,11 +65,11 @@ def test_ridge_fit_matches_dense_oracle():
 def test_fit_learns_the_dictionary(encoder):
     space = FakeSpace()
     rows = _dictionary()
-    m = BilDRL(encoder=encoder, hidden_size=16, n_layers=1, epochs=40, batch_size=32,
+    m = BilDRL(encoder=encoder, hidden_size=16, n_layers=1, n_epochs=40, batch_size=32,
                learning_rate=0.01, alpha=0.1, min_df=1, random_state=0, show_progress=False)
     m.fit(rows, space)
     if encoder != "ridge":
-        assert m.loss_history_[-1] < 0.75 * m.loss_history_[0]
+        assert m.loss_curve_[-1] < 0.75 * m.loss_curve_[0]
     test_defs = [f"f{i}" for i in range(40)]
     res = reverse_dictionary(m.transform(test_defs, language="fr"), [f"e{i}" for i in range(40)],
                              *m.word_vectors("en"))
@@ -78,17 +78,17 @@ def test_fit_learns_the_dictionary(encoder):
 
 
 def test_multitask_false_has_one_encoder_per_direction():
-    m = BilDRL(encoder="bow", multitask=False, epochs=2, random_state=0, show_progress=False)
+    m = BilDRL(encoder="bow", multitask=False, n_epochs=2, random_state=0, show_progress=False)
     m.fit(_dictionary(), FakeSpace())
     assert sorted(m.units_) == ["en-fr", "fr-en"]
     assert m.transform(["f1 f2"], language="fr").shape == (1, 8)
-    m2 = BilDRL(encoder="bow", multitask=True, epochs=2, random_state=0, show_progress=False)
+    m2 = BilDRL(encoder="bow", multitask=True, n_epochs=2, random_state=0, show_progress=False)
     m2.fit(_dictionary(), FakeSpace())
     assert list(m2.units_) == ["shared"]
 
 
 def test_random_state_reproducible():
-    kw = dict(encoder="gru", hidden_size=8, epochs=2, random_state=3, show_progress=False)
+    kw = dict(encoder="gru", hidden_size=8, n_epochs=2, random_state=3, show_progress=False)
     a = BilDRL(**kw).fit(_dictionary(), FakeSpace())
     b = BilDRL(**kw).fit(_dictionary(), FakeSpace())
     np.testing.assert_array_equal(a.transform(["e1 e2"], language="en"), b.transform(["e1 e2"], language="en"))
@@ -110,7 +110,7 @@ def test_bad_input():
         BilDRL(encoder="cnn", n_layers=8).fit(_dictionary(), space)
     rows = _dictionary() + [("notaword", "en", "f1 f2", "fr"), ("e3", "en", "zzz qqq", "fr")]
     with pytest.warns(UserWarning, match="left out 1 .* and 1 "):
-        m = BilDRL(encoder="bow", epochs=1, random_state=0, show_progress=False).fit(rows, space)
+        m = BilDRL(encoder="bow", n_epochs=1, random_state=0, show_progress=False).fit(rows, space)
     assert m.n_excluded_ == {"target_oov": 1, "no_known_word": 1}
     Z = m.transform(["zzz qqq", "f1"], language="fr")      # unknown words only -> zero vector
     assert np.all(Z[0] == 0) and np.any(Z[1] != 0)
@@ -132,7 +132,7 @@ def test_predict_and_candidates():
 
 @pytest.mark.parametrize("encoder", ["att", "ridge"])
 def test_save_load_round_trip(tmp_path, encoder):
-    m = BilDRL(encoder=encoder, hidden_size=8, epochs=2, min_df=1, random_state=0,
+    m = BilDRL(encoder=encoder, hidden_size=8, n_epochs=2, min_df=1, random_state=0,
                show_progress=False).fit(_dictionary(), FakeSpace())
     path = tmp_path / "m.h5"
     m.save(path)
@@ -218,7 +218,7 @@ def test_default_bildrl_learns_held_out_wikt3l_targets(shared_data):
     rows = [r for s in train.values() for r in s.dictionary()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        m = BilDRL(epochs=2, random_state=0, show_progress=False).fit(rows, space)
+        m = BilDRL(n_epochs=2, random_state=0, show_progress=False).fit(rows, space)
     for d, h in held.items():
         q, t = h.definition_language, h.target_language
         vocab = set(m.word_vectors(t)[0])
@@ -231,11 +231,11 @@ def test_default_bildrl_learns_held_out_wikt3l_targets(shared_data):
 def test_from_paper_settings():
     m = BilDRL.from_paper()
     assert (m.encoder, m.multitask, m.n_layers, m.hidden_size, m.learning_rate, m.batch_size, m.max_length,
-            m.epochs, m.normalize, m.skipgram_weight, m.alignment_weight) == (
+            m.n_epochs, m.normalize, m.skipgram_weight, m.alignment_weight) == (
         "att", True, 5, 200, 5e-4, 64, 15, 1000, False, 0.1, 0.1)
-    small = BilDRL.from_paper(epochs=1, hidden_size=8, n_layers=2, random_state=0, show_progress=False)
+    small = BilDRL.from_paper(n_epochs=1, hidden_size=8, n_layers=2, random_state=0, show_progress=False)
     small.fit(_dictionary(), FakeSpace())
-    assert len(small.loss_history_) == 1 and small.n_layers == 2
+    assert len(small.loss_curve_) == 1 and small.n_layers == 2
 
 
 def test_targets_in_another_unicode_form_or_case_find_their_vectors():

@@ -78,10 +78,10 @@ def test_fit_word_step_is_the_gradient_step():
     mono, par = _corpora()
     rows = _dictionary(n=40)
     lr = 0.05
-    m = BilDRL(encoder="gru", hidden_size=6, epochs=1, batch_size=64, n_blocks=1, joint=True,
+    m = BilDRL(encoder="gru", hidden_size=6, n_epochs=1, batch_size=64, n_blocks=1, joint=True,
                skipgram_weight=0.0, alignment_weight=0.0, word_learning_rate=lr, dtype="float64",
                random_state=5, show_progress=False).fit(rows, FakeSpace(), mono, par)
-    ref = BilDRL(encoder="gru", hidden_size=6, epochs=1, dtype="float64", random_state=5,
+    ref = BilDRL(encoder="gru", hidden_size=6, n_epochs=1, dtype="float64", random_state=5,
                  show_progress=False).fit(rows, FakeSpace())         # the fixed space V0
     V0, off, _ = ref._stacked_space(np.float64)
     params = K.init_params("gru", 8, 8, hidden=6, n_layers=1, rng=np.random.default_rng(5), dtype=np.float64)
@@ -101,20 +101,20 @@ def test_no_word_step_equals_the_fixed_space_model():
     """word_learning_rate=0 (and zero skip-gram / alignment weights): the word vectors never
     move and the dictionary side draws the same batches, so the model equals joint=False."""
     mono, par = _corpora()
-    kw = dict(encoder="att", hidden_size=8, epochs=2, batch_size=16, random_state=3, show_progress=False)
+    kw = dict(encoder="att", hidden_size=8, n_epochs=2, batch_size=16, random_state=3, show_progress=False)
     a = BilDRL(joint=True, skipgram_weight=0.0, alignment_weight=0.0, word_learning_rate=0.0, **kw)
     a.fit(_dictionary(), FakeSpace(), monolingual=mono, parallel=par)
     b = BilDRL(**kw).fit(_dictionary(), FakeSpace())
     defs = ["f1 f3 f9", "f2"]
     np.testing.assert_array_equal(a.transform(defs, language="fr"), b.transform(defs, language="fr"))
-    assert a.loss_history_ == b.loss_history_
+    assert a.loss_curve_ == b.loss_curve_
     for lang in ("en", "fr"):
         np.testing.assert_array_equal(a.word_vectors(lang)[1], b.word_vectors(lang)[1])
 
 
 def test_zero_text_weights_ignore_the_text():
     """skipgram_weight = alignment_weight = 0: the monolingual / parallel text has no effect."""
-    kw = dict(encoder="bow", epochs=2, joint=True, skipgram_weight=0.0, alignment_weight=0.0,
+    kw = dict(encoder="bow", n_epochs=2, joint=True, skipgram_weight=0.0, alignment_weight=0.0,
               random_state=0, show_progress=False)
     a = BilDRL(**kw).fit(_dictionary(), FakeSpace(), *_corpora(0))
     b = BilDRL(**kw).fit(_dictionary(), FakeSpace(), *_corpora(1))
@@ -123,7 +123,7 @@ def test_zero_text_weights_ignore_the_text():
 
 def test_joint_reproducible_learns_and_round_trips(tmp_path):
     mono, par = _corpora()
-    kw = dict(encoder="gru", hidden_size=8, epochs=6, batch_size=16, joint=True, learning_rate=0.01,
+    kw = dict(encoder="gru", hidden_size=8, n_epochs=6, batch_size=16, joint=True, learning_rate=0.01,
               random_state=7, show_progress=False)
     a = BilDRL(**kw).fit(_dictionary(), FakeSpace(), mono, par)
     b = BilDRL(**kw).fit(_dictionary(), FakeSpace(), mono, par)
@@ -131,7 +131,7 @@ def test_joint_reproducible_learns_and_round_trips(tmp_path):
         np.testing.assert_array_equal(a.word_vectors(lang)[1], b.word_vectors(lang)[1])
     fixed = BilDRL(**{**kw, "joint": False}).fit(_dictionary(), FakeSpace())
     assert not np.allclose(a.word_vectors("en")[1], fixed.word_vectors("en")[1])
-    assert a.loss_history_[-1] < 0.75 * a.loss_history_[0]
+    assert a.loss_curve_[-1] < 0.75 * a.loss_curve_[0]
     h = a.joint_history_
     assert len(h) == 6 and set(h[0]["skipgram"]) == {"en", "fr"} and h[0]["alignment"] is not None
     path = tmp_path / "joint.h5"

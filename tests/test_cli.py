@@ -158,7 +158,7 @@ _CLI_CASES = {
     "BiCVM": ("en.txt es.txt", "--n-epochs 1 --n-threads 1"),
     "RankingEmbedding": ("en.txt es.txt", "--n-epochs 1 --n-threads 1"),
     "CompressTree": ("en.txt", "--n-epochs 1 --language en"),
-    "BilBOWA": ("en.txt es.txt", "--epochs 1 --min-count 1"),
+    "BilBOWA": ("en.txt es.txt", "--n-epochs 1 --min-count 1"),
 }
 
 
@@ -218,7 +218,7 @@ def test_fit_bildrl_from_a_dictionary_file(corpus, capsys):
     rows = [f"{w}\ten\t{ES[i % len(ES)]}\tes" for i, w in enumerate(words)]
     (corpus / "dict.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     assert _run("linxling fit BilDRL --input dict.tsv --embeddings space.h5 --output d.h5 --encoder bow "
-                "--epochs 1 --min-df 1 --hidden-size 4 --multitask false") == 0
+                "--n-epochs 1 --min-df 1 --hidden-size 4 --multitask false") == 0
     m = linxling.load(corpus / "d.h5")
     assert type(m).__name__ == "BilDRL"
     assert m.transform(ES[:3], language="es").shape[0] == 3

@@ -67,9 +67,9 @@ CASES = [
      lambda m: m.fit({"en": EN, "de": DE}), "en"),
     (CompressTree(n_components=6, n_epochs=1, random_state=0, language="en", show_progress=False),
      lambda m: m.fit(EN), "en"),
-    (BilDRL(encoder="bow", hidden_size=8, epochs=1, min_df=1, random_state=0, show_progress=False,
+    (BilDRL(encoder="bow", hidden_size=8, n_epochs=1, min_df=1, random_state=0, show_progress=False,
             multitask=False), _fit_bildrl, "de"),
-    (BilBOWA(n_components=4, epochs=1, min_count=1, random_state=0, show_progress=False),
+    (BilBOWA(n_components=4, n_epochs=1, min_count=1, random_state=0, show_progress=False),
      lambda m: m.fit({"en": EN, "de": DE}, {"en": EN, "de": DE}), "en"),
     (GlossSpace(n_components=4, min_df=1, random_state=0, show_progress=False), _fit_gloss_space, "en"),
 ]
@@ -212,3 +212,61 @@ def test_an_interrupted_refit_leaves_the_model_as_it_was(case, monkeypatch):
     monkeypatch.undo()
     with pytest.raises(NotFittedError):
         fresh.transform(texts, language=lang)
+
+
+# --------------------------------------------------------------------------- one vocabulary (#26)
+RENAMED = [  # (model factory, old name, new name, value, fit)
+    (lambda **kw: BiCVM(n_components=8, n_epochs=1, random_state=0, n_threads=1, show_progress=False, **kw),
+     "min_count", "min_df", 2, lambda m: m.fit({"en": EN, "de": DE})),
+    (lambda **kw: RankingEmbedding(n_components=8, n_epochs=1, random_state=0, n_threads=1, show_progress=False,
+                                   **kw), "min_count", "min_df", 2, lambda m: m.fit({"en": EN, "de": DE})),
+    (lambda **kw: BilDRL(encoder="bow", hidden_size=8, min_df=1, random_state=0, show_progress=False,
+                         multitask=False, **kw), "epochs", "n_epochs", 2, _fit_bildrl),
+    (lambda **kw: BilBOWA(n_components=4, min_count=1, random_state=0, show_progress=False, **kw),
+     "epochs", "n_epochs", 2, lambda m: m.fit({"en": EN, "de": DE}, {"en": EN, "de": DE})),
+]
+
+
+@pytest.mark.parametrize("make, old, new, value, fit", RENAMED, ids=[f"{r[1]}->{r[2]}" for r in RENAMED])
+def test_an_old_parameter_name_works_for_one_release(make, old, new, value, fit, tmp_path):
+    import warnings
+    ref = fit(make(**{new: value}))
+    legacy = make(**{old: value})
+    with pytest.warns(FutureWarning, match=f"renamed {new}"):
+        fit(legacy)
+    # fit changed no parameter
+    assert getattr(legacy, old) == value and getattr(legacy, new) == legacy._new_param_default(new)
+    np.testing.assert_array_equal(legacy.word_vectors(legacy.languages_[0] if hasattr(legacy, "languages_")
+                                                      else "en")[1],
+                                  ref.word_vectors(ref.languages_[0] if hasattr(ref, "languages_") else "en")[1])
+    # saved under the new name: loads and refits without a warning
+    legacy.save(tmp_path / "m.h5")
+    loaded = type(legacy).load(tmp_path / "m.h5")
+    assert getattr(loaded, new) == value and getattr(loaded, old) == "deprecated"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        fit(loaded)
+    # both names: an error that names both
+    with pytest.raises(ValueError, match=f"give {new} only"):
+        fit(make(**{old: value, new: value + 1}))
+    # the CLI offers the new name only
+    from linxling.cli import model_options
+    assert new in model_options(type(legacy)) and old not in model_options(type(legacy))
+
+
+def test_a_model_file_with_the_old_names_loads_under_the_new_ones():
+    kw = BilDRL._init_kwargs({"epochs": 3, "min_df": 1, "no_such_parameter": 1})
+    assert kw == {"n_epochs": 3, "min_df": 1}
+    assert BiCVM._init_kwargs({"min_count": 4, "n_epochs": 2}) == {"min_df": 4, "n_epochs": 2}
+    assert BiCVM._init_kwargs({"min_count": "deprecated", "min_df": 5}) == {"min_df": 5}
+
+
+def test_loss_history_reads_as_loss_curve_with_a_warning():
+    m = BilDRL(encoder="bow", hidden_size=8, n_epochs=2, min_df=1, random_state=0, show_progress=False,
+               multitask=False)
+    _fit_bildrl(m)
+    assert len(m.loss_curve_) == 2
+    with pytest.warns(FutureWarning, match="loss_curve_"):
+        assert m.loss_history_ == m.loss_curve_
+    with pytest.raises(AttributeError, match="no attribute 'no_such_'"):
+        _ = m.no_such_

@@ -24,8 +24,11 @@ transforms):
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
+import warnings
+from collections.abc import Mapping
 from typing import Any, Self
 
 import numpy as np
@@ -34,7 +37,11 @@ from sklearn.exceptions import NotFittedError
 
 from linxling._warnings import find_stack_level
 
-__all__ = ["LinxlingEstimator", "NotFittedError", "as_output"]
+__all__ = ["DEPRECATED", "LinxlingEstimator", "NotFittedError", "as_output"]
+
+#: the default of a renamed parameter's old name in ``__init__``: "not given" (scikit-learn's
+#: convention for a parameter kept one release under its old name)
+DEPRECATED = "deprecated"
 
 
 def as_output(Z: Any, dtype: Any = None) -> np.ndarray:
@@ -99,6 +106,7 @@ def _atomic_fit(fit: Any) -> Any:
     def atomic(self: Any, *args: Any, **kwargs: Any) -> Any:
         if self.__dict__.get("_in_fit"):                     # a fit calling another (Cr5.fit -> fit_matrices)
             return fit(self, *args, **kwargs)
+        self._check_renamed_params()
         before = dict(self.__dict__)
         self._in_fit = True
         _note_compiling(type(self))
@@ -166,6 +174,75 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
     """
 
     _fitted_attr = "components_"
+
+    #: renamed parameters, old name -> new name (one vocabulary across the models: ``n_epochs``,
+    #: ``min_df``). The old name stays in ``__init__`` with the default :data:`DEPRECATED` for one
+    #: release: ``fit`` warns (FutureWarning) and uses its value, giving both is an error, and a
+    #: model saved under the old name loads under the new one.
+    _renamed_params: dict[str, str] = {}
+    #: renamed fitted attributes, old name -> new name (e.g. ``loss_history_`` -> ``loss_curve_``):
+    #: the old name still reads, with a FutureWarning
+    _renamed_attrs: dict[str, str] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        new = type(self)._renamed_attrs.get(name)
+        if new is not None and new in self.__dict__:
+            warnings.warn(f"{type(self).__name__}.{name} is renamed {new}; the old name goes in the next "
+                          "release", FutureWarning, stacklevel=find_stack_level())
+            return self.__dict__[new]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @classmethod
+    def _new_param_default(cls, new: str) -> Any:
+        return inspect.signature(cls.__init__).parameters[new].default
+
+    def _check_renamed_params(self) -> None:
+        """Warn for each renamed parameter given under its old name; an error when both names
+        are given (the new one differs from its default)."""
+        for old, new in type(self)._renamed_params.items():
+            value = getattr(self, old, DEPRECATED)
+            if isinstance(value, str) and value == DEPRECATED:
+                continue
+            if getattr(self, new) != self._new_param_default(new):
+                raise ValueError(f"{type(self).__name__}: give {new} only ({old} is its old name), got "
+                                 f"{old}={value!r} and {new}={getattr(self, new)!r}")
+            warnings.warn(f"{type(self).__name__}({old}=...) is renamed {new}; {old} goes in the next "
+                          f"release: pass {new}={value!r}", FutureWarning, stacklevel=find_stack_level())
+
+    def _param(self, name: str) -> Any:
+        """The value ``fit`` uses for parameter ``name``: its old name's, when that was given
+        (:meth:`_check_renamed_params` has warned), else its own. The parameters themselves are
+        never changed by ``fit``."""
+        for old, new in type(self)._renamed_params.items():
+            if new == name:
+                value = getattr(self, old, DEPRECATED)
+                if not (isinstance(value, str) and value == DEPRECATED):
+                    return value
+        return getattr(self, name)
+
+    def _saved_params(self, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The parameters a model file keeps: ``get_params(deep=False)`` under the current names
+        (a value given under an old name is saved under the new one), minus ``exclude``."""
+        params = self.get_params(deep=False)
+        out = {k: v for k, v in params.items() if k not in type(self)._renamed_params and k not in exclude}
+        for new in type(self)._renamed_params.values():
+            if new in out:
+                out[new] = self._param(new)
+        return out
+
+    @classmethod
+    def _init_kwargs(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Constructor keyword arguments from saved parameters: the names ``__init__`` takes, a
+        parameter saved under its old name (before the rename) passed under its new one."""
+        names = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        out: dict[str, Any] = {}
+        for k, v in params.items():
+            if k in cls._renamed_params:
+                if not (isinstance(v, str) and v == DEPRECATED) and cls._renamed_params[k] not in params:
+                    out[cls._renamed_params[k]] = v
+            elif k in names:
+                out[k] = v
+        return out
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -259,7 +336,7 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
         parameter: the loaded model's own; a NumPy Generator ``random_state``: None, with a
         warning, since the loaded model could not repeat the fit)."""
         out = {}
-        for name, value in self.get_params(deep=False).items():
+        for name, value in self._saved_params().items():
             try:
                 out[name] = _encode_param(value)
             except TypeError:
@@ -273,8 +350,8 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
     def _restore_init_params(self, state: dict) -> None:
         """Set the parameters saved by :meth:`_init_params_state` (unknown names are ignored: a
         file from another version)."""
-        known = self.get_params(deep=False)
-        self.set_params(**{k: _decode_param(v) for k, v in state.items() if k in known})
+        decoded = {k: _decode_param(v) for k, v in state.items()}
+        self.set_params(**type(self)._init_kwargs(decoded))
 
     # ------------------------------------------------------------------ vectors out
     def export(self, path: str | os.PathLike, language: str | None = None, format: str = "word2vec",

@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 
 from linxling.io import register_model
-from linxling.models._estimator import LinxlingEstimator, as_output
+from linxling.models._estimator import DEPRECATED, LinxlingEstimator, as_output
 
 __all__ = ["BiCVM"]
 
@@ -42,7 +42,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
     """Shared fit/transform/store of the sentence-pair SGD models (BiCVM, RankingEmbedding)."""
 
     _fitted_attr = "vectors_"
-    _PARAMS: tuple[str, ...] = ()
+    _renamed_params = {"min_count": "min_df"}
 
     # ---- hooks the subclasses define
     _composition = "add"
@@ -118,7 +118,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
             if fitting and not ids:
                 what = "is empty (no tokens)" if not toks else "has no word in the vocabulary"
                 raise ValueError(f"{where}[{lang!r}][{i}] {what}: every training sentence needs "
-                                 "at least one word (remove the pair or lower min_count)")
+                                 "at least one word (remove the pair or lower min_df)")
             idx.extend(ids)
             ptr.append(len(idx))
         idx = np.asarray(idx, dtype=np.int64)
@@ -129,8 +129,8 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         d = self.n_components
         if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1:
             raise ValueError(f"n_components must be a positive int, got {d!r}")
-        for name in ("n_epochs", "batch_size", "min_count"):
-            v = getattr(self, name)
+        for name in ("n_epochs", "batch_size", "min_df"):
+            v = self._param(name)
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         for name in ("learning_rate", "init_scale"):
@@ -162,7 +162,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         words = {}
         for lang in languages:
             texts = [t for p in pairs if lang in p for t in p[lang]]
-            vocab = build_vocabulary(texts, tokenizer=self._tokens, min_df=self.min_count,
+            vocab = build_vocabulary(texts, tokenizer=self._tokens, min_df=self._param("min_df"),
                                      max_features=None, show_progress=False)
             words[lang] = list(vocab.words)
             self.vocabulary_[lang] = {w: i for i, w in enumerate(words[lang])}
@@ -257,8 +257,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params: dict[str, Any] = {k: getattr(self, k) for k in self._PARAMS
-                                  if k not in ("callback", "random_state")}
+        params: dict[str, Any] = self._saved_params(exclude=("callback", "random_state"))
         rs = self.random_state
         params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
         if "dtype" in params:
@@ -271,7 +270,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
 
     @classmethod
     def _from_state(cls, params, arrays):
-        model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
+        model = cls(**cls._init_kwargs(params))
         model.languages_ = list(params["languages"])
         model.loss_curve_ = list(params.get("loss_curve", []))
         model.words_ = {lang: _decode(arrays["words"][lang]) for lang in model.languages_}
@@ -345,8 +344,9 @@ class BiCVM(_SentencePairSGD):
         0.866 / 0.940 / 0.951 at the three budgets of the table above, at about half the pairs
         per second (2.1x the C++'s instead of 4x), so it is the setting for a few epochs and
         not the default.
-    min_count : int, default 1
-        Words in fewer sentences are dropped from the vocabulary.
+    min_df : int, default 1
+        Words in fewer sentences are dropped from the vocabulary. (``min_count``, its name
+        before 0.2, is accepted with a FutureWarning.)
     init_scale : float, default 0.1
         Standard deviation of the Gaussian initialisation.
     dtype : {"float32", "float64"}, default "float32"
@@ -390,9 +390,6 @@ class BiCVM(_SentencePairSGD):
     (benchmarks/README.md, "BiCVM+ against BiCVM").
     """
 
-    _PARAMS = ("n_components", "composition", "noise", "margin", "noise_pool", "attraction",
-               "alpha", "learning_rate", "n_epochs", "batch_size", "min_count", "init_scale", "dtype", "random_state",
-               "n_threads", "callback", "show_progress")
     _max_languages = 2
     _distance = "sqeuclidean"
     _optimizer = "adagrad"
@@ -401,9 +398,10 @@ class BiCVM(_SentencePairSGD):
     def __init__(self, n_components: int = 128, composition: str = "add", noise: int = 10,
                  margin: float | None = None, noise_pool: int | None = 250, attraction: float = 5.0,
                  alpha: float = 1e-4, learning_rate: float = 0.05, n_epochs: int = 10,
-                 batch_size: int = 500, min_count: int = 1, init_scale: float = 0.1,
+                 batch_size: int = 500, min_df: int = 1, init_scale: float = 0.1,
                  dtype: str = "float32", random_state: Any = None, n_threads: int | None = None,
-                 callback: Any = None, show_progress: bool | None = None) -> None:
+                 callback: Any = None, show_progress: bool | None = None,
+                 min_count: int | str = DEPRECATED) -> None:
         self.n_components = n_components
         self.composition = composition
         self.noise = noise
@@ -414,13 +412,14 @@ class BiCVM(_SentencePairSGD):
         self.learning_rate = learning_rate
         self.n_epochs = n_epochs
         self.batch_size = batch_size
-        self.min_count = min_count
+        self.min_df = min_df
         self.init_scale = init_scale
         self.dtype = dtype
         self.random_state = random_state
         self.n_threads = n_threads
         self.callback = callback
         self.show_progress = show_progress
+        self.min_count = min_count
 
     @classmethod
     def from_paper(cls, **overrides: Any) -> BiCVM:

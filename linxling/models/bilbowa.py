@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from linxling.io import register_model
-from linxling.models._estimator import LinxlingEstimator, as_output
+from linxling.models._estimator import DEPRECATED, LinxlingEstimator, as_output
 
 __all__ = ["BilBOWA", "procrustes"]
 
@@ -92,10 +92,12 @@ class BilBOWA(LinxlingEstimator):
     alignment_weight : float, default 10.0
         Weight of the alignment loss (see ``n_components`` for how it was chosen).
     min_count : int, default 3
+        (a token count, as word2vec's ``min_count``, not the number of documents that the other
+        models' ``min_df`` counts)
         Words seen fewer times in a language's monolingual text are dropped.
     max_vocab : int or None, default 200_000
         Keep the most frequent words per language.
-    epochs : int, default 5
+    n_epochs : int, default 5
     learning_rate : float, default 0.025
         Initial SGD step, decayed linearly to ``learning_rate * 1e-4``.
     alignment_learning_rate : float or None
@@ -114,7 +116,8 @@ class BilBOWA(LinxlingEstimator):
     languages_ : list of str
     words_ : dict language -> list of str, by decreasing frequency
     vectors_ : dict language -> array (n_words, n_components), the input ("W") vectors
-    loss_history_ : list of dict, per epoch ``{"skipgram": {lang: mean loss}, "alignment": mean}``
+    loss_curve_ : list of dict, per epoch ``{"skipgram": {lang: mean loss}, "alignment": mean}``
+        (``loss_history_``, its name before 0.2, still reads with a FutureWarning)
     mapping_ : dict "src-tgt" -> array (d, d)
         ``mapping="procrustes"``: the rotations applied (``vectors_`` are already mapped).
     n_seed_pairs_ : dict "src-tgt" -> int
@@ -122,15 +125,14 @@ class BilBOWA(LinxlingEstimator):
     """
 
     _fitted_attr = "vectors_"
-    _PARAMS = ("n_components", "window", "negative", "sample", "alignment_weight", "min_count",
-               "max_vocab", "epochs", "learning_rate", "alignment_learning_rate", "n_blocks", "mapping",
-               "dtype", "random_state", "show_progress")
+    _renamed_params = {"epochs": "n_epochs"}
+    _renamed_attrs = {"loss_history_": "loss_curve_"}
 
     def __init__(self, n_components: int = 100, window: int = 5, negative: int = 5, sample: float = 1e-4,
                  alignment_weight: float = 10.0, min_count: int = 3, max_vocab: int | None = 200_000,
-                 epochs: int = 5, learning_rate: float = 0.025, alignment_learning_rate: float | None = None,
+                 n_epochs: int = 5, learning_rate: float = 0.025, alignment_learning_rate: float | None = None,
                  n_blocks: int = 20, mapping: str | None = None, dtype: str = "float32", random_state: Any = None,
-                 show_progress: bool | None = None) -> None:
+                 show_progress: bool | None = None, epochs: int | str = DEPRECATED) -> None:
         self.n_components = n_components
         self.window = window
         self.negative = negative
@@ -138,7 +140,7 @@ class BilBOWA(LinxlingEstimator):
         self.alignment_weight = alignment_weight
         self.min_count = min_count
         self.max_vocab = max_vocab
-        self.epochs = epochs
+        self.n_epochs = n_epochs
         self.learning_rate = learning_rate
         self.alignment_learning_rate = alignment_learning_rate
         self.n_blocks = n_blocks
@@ -146,6 +148,7 @@ class BilBOWA(LinxlingEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.show_progress = show_progress
+        self.epochs = epochs
 
     @classmethod
     def from_paper(cls, **overrides: Any) -> BilBOWA:
@@ -162,8 +165,8 @@ class BilBOWA(LinxlingEstimator):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> None:
-        for name in ("n_components", "window", "negative", "min_count", "epochs", "n_blocks"):
-            v = getattr(self, name)
+        for name in ("n_components", "window", "negative", "min_count", "n_epochs", "n_blocks"):
+            v = self._param(name)
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         mv = self.max_vocab
@@ -321,13 +324,13 @@ class BilBOWA(LinxlingEstimator):
 
         states = K.seed_states(rng, len(languages))
         n_blocks = int(self.n_blocks)
-        total_steps = int(self.epochs) * n_blocks
+        total_steps = int(self._param("n_epochs")) * n_blocks
         lr0 = float(self.learning_rate)
         alr0 = float(self.alignment_learning_rate) if self.alignment_learning_rate is not None else lr0
         li = {lang: k for k, lang in enumerate(languages)}
-        self.loss_history_ = []
+        self.loss_curve_ = []
         step = 0
-        bar = progress(range(int(self.epochs)), show=self.show_progress, desc="BilBOWA", unit="epoch")
+        bar = progress(range(int(self._param("n_epochs"))), show=self.show_progress, desc="BilBOWA", unit="epoch")
         for _epoch in bar:
             sg_loss = np.zeros(len(languages))
             sg_n = np.zeros(len(languages), dtype=np.int64)
@@ -357,7 +360,7 @@ class BilBOWA(LinxlingEstimator):
                 step += 1
             rec = {"skipgram": {lang: float(sg_loss[k] / max(sg_n[k], 1)) for k, lang in enumerate(languages)},
                    "alignment": float(al_loss / al_n) if al_n else None}
-            self.loss_history_.append(rec)
+            self.loss_curve_.append(rec)
             if not np.all(np.isfinite(W)):
                 raise FloatingPointError("BilBOWA diverged (non-finite vectors): lower learning_rate "
                                          "or alignment_learning_rate")
@@ -441,10 +444,10 @@ class BilBOWA(LinxlingEstimator):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params: dict[str, Any] = {k: getattr(self, k) for k in self._PARAMS}
+        params: dict[str, Any] = self._saved_params()
         params["languages"] = list(self.languages_)
-        params["loss_history"] = [{"skipgram": dict(r["skipgram"]), "alignment": r["alignment"]}
-                                  for r in self.loss_history_]
+        params["loss_curve"] = [{"skipgram": dict(r["skipgram"]), "alignment": r["alignment"]}
+                                  for r in self.loss_curve_]
         params["n_seed_pairs"] = dict(getattr(self, "n_seed_pairs_", {}))
         arrays: dict[str, Any] = {"vectors": {lang: self.vectors_[lang] for lang in self.languages_},
                   "words": {lang: np.array(self.words_[lang], dtype=str) for lang in self.languages_}}
@@ -454,9 +457,9 @@ class BilBOWA(LinxlingEstimator):
 
     @classmethod
     def _from_state(cls, params, arrays):
-        model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
+        model = cls(**cls._init_kwargs(params))
         model.languages_ = list(params["languages"])
-        model.loss_history_ = list(params.get("loss_history", []))
+        model.loss_curve_ = list(params.get("loss_curve", params.get("loss_history", [])))
         model.words_ = {lang: _decode(arrays["words"][lang]) for lang in model.languages_}
         model.vectors_ = {lang: np.asarray(arrays["vectors"][lang]) for lang in model.languages_}
         model.n_features_in_ = {lang: len(model.words_[lang]) for lang in model.languages_}

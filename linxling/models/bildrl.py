@@ -63,7 +63,7 @@ import numpy as np
 from linxling._validation import check_random_state
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
-from linxling.models._estimator import LinxlingEstimator, as_output
+from linxling.models._estimator import DEPRECATED, LinxlingEstimator, as_output
 
 __all__ = ["ENCODER_CHOICES", "BilDRL", "dictionary_word_grad", "ridge_fit"]
 
@@ -161,7 +161,7 @@ class BilDRL(LinxlingEstimator):
         Definitions are truncated to this many known words (paper: 15).
     kernel_size, pool_size : int, default 2
         CNN convolution and max-pooling windows (paper: 2, 2).
-    epochs : int, default 6
+    n_epochs : int, default 6
         Validation MRR (ATT-MTL, mean of the two directions) per epoch: 0.121, 0.127, 0.136,
         0.138, 0.135, 0.139, 0.143, 0.143 (epochs 1-8; an earlier draw of the en-fr
         validation targets): most of the gain by epoch 4-6; 6 keeps the full Wikt3l fit (85,800
@@ -206,28 +206,27 @@ class BilDRL(LinxlingEstimator):
         Encoder parameters per unit (``"shared"`` or ``"<q>-<t>"``).
     n_excluded_ : dict
         Training rows left out per reason (``"target_oov"``, ``"no_known_word"``).
-    loss_history_ : list of float
-        Mean training loss per epoch (neural encoders).
+    loss_curve_ : list of float
+        Mean training loss per epoch (neural encoders; ``loss_history_``, its name before 0.2,
+        still reads with a FutureWarning).
     joint_history_ : list of dict
         ``joint=True``: per epoch the mean dictionary, skip-gram (per language) and alignment
         losses.
     """
 
     _fitted_attr = "units_"
-    _PARAMS = ("encoder", "multitask", "hidden_size", "n_layers", "max_length", "kernel_size",
-               "pool_size", "epochs", "batch_size", "learning_rate", "alpha", "min_df", "cg_rtol",
-               "dtype", "normalize", "joint", "skipgram_weight", "alignment_weight",
-               "word_learning_rate", "window", "negative", "sample", "n_blocks", "random_state",
-               "show_progress")
+    _renamed_params = {"epochs": "n_epochs"}
+    _renamed_attrs = {"loss_history_": "loss_curve_"}
 
     def __init__(self, encoder: str = "att", multitask: bool = True, hidden_size: int = 200,
                  n_layers: int = 1, max_length: int = 15, kernel_size: int = 2, pool_size: int = 2,
-                 epochs: int = 6, batch_size: int = 64, learning_rate: float = 1e-3,
+                 n_epochs: int = 6, batch_size: int = 64, learning_rate: float = 1e-3,
                  alpha: float = 1.0, min_df: int = 2, cg_rtol: float = 1e-8, dtype: str = "float32",
                  normalize: bool = True, joint: bool = False, skipgram_weight: float = 1.0,
                  alignment_weight: float = 1.0, word_learning_rate: float = 0.025, window: int = 5,
                  negative: int = 5, sample: float = 1e-4, n_blocks: int = 20,
-                 random_state: Any = None, show_progress: bool | None = None) -> None:
+                 random_state: Any = None, show_progress: bool | None = None,
+                 epochs: int | str = DEPRECATED) -> None:
         self.encoder = encoder
         self.multitask = multitask
         self.hidden_size = hidden_size
@@ -235,7 +234,7 @@ class BilDRL(LinxlingEstimator):
         self.max_length = max_length
         self.kernel_size = kernel_size
         self.pool_size = pool_size
-        self.epochs = epochs
+        self.n_epochs = n_epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.alpha = alpha
@@ -253,6 +252,7 @@ class BilDRL(LinxlingEstimator):
         self.n_blocks = n_blocks
         self.random_state = random_state
         self.show_progress = show_progress
+        self.epochs = epochs
 
     @classmethod
     def from_paper(cls, **overrides: Any) -> BilDRL:
@@ -260,10 +260,10 @@ class BilDRL(LinxlingEstimator):
         layers of hidden size 200, AMSGrad with learning rate 5e-4, batch 64, definitions of 15
         words, up to 1,000 epochs, joint-learning coefficients 0.1 and 0.1, word vectors used as
         they are (``normalize=False``). Differences that remain: one affine output layer (the
-        paper: two), and ``epochs=1000`` is the paper's cap, not a budget that runs on a CPU in
-        reasonable time (pass ``epochs=``). ``overrides`` replace any of these."""
+        paper: two), and ``n_epochs=1000`` is the paper's cap, not a budget that runs on a CPU in
+        reasonable time (pass ``n_epochs=``). ``overrides`` replace any of these."""
         params = dict(encoder="att", multitask=True, hidden_size=200, n_layers=5, max_length=15,
-                      kernel_size=2, pool_size=2, epochs=1000, batch_size=64, learning_rate=5e-4,
+                      kernel_size=2, pool_size=2, n_epochs=1000, batch_size=64, learning_rate=5e-4,
                       normalize=False, skipgram_weight=0.1, alignment_weight=0.1)
         params.update(overrides)
         return cls(**params)
@@ -275,9 +275,9 @@ class BilDRL(LinxlingEstimator):
         for name in ("multitask", "normalize", "joint"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
-        for name in ("hidden_size", "n_layers", "max_length", "kernel_size", "pool_size", "epochs",
+        for name in ("hidden_size", "n_layers", "max_length", "kernel_size", "pool_size", "n_epochs",
                      "batch_size", "min_df", "window", "negative", "n_blocks"):
-            v = getattr(self, name)
+            v = self._param(name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         for name in ("learning_rate", "alpha", "cg_rtol"):
@@ -419,7 +419,7 @@ class BilDRL(LinxlingEstimator):
             units.setdefault(self._unit_of(r[3], r[1]), []).append(r)
         rng = check_random_state(self.random_state)
         self.units_ = {}
-        self.loss_history_ = []
+        self.loss_curve_ = []
         self.joint_history_ = []
         for name, urows in units.items():
             if self.encoder == "ridge":
@@ -533,7 +533,7 @@ class BilDRL(LinxlingEstimator):
         n = len(urows)
         bs = self.batch_size
         losses = []
-        for _ in progress(range(self.epochs), show=self.show_progress, desc="BilDRL epochs"):
+        for _ in progress(range(self._param("n_epochs")), show=self.show_progress, desc="BilDRL epochs"):
             perm = rng.permutation(n)
             tot = 0.0
             for s in range(0, n, bs):
@@ -545,7 +545,7 @@ class BilDRL(LinxlingEstimator):
                 grads, _ = K.backward(self.encoder, params, cache, (2.0 / len(bi)) * diff)
                 opt.step(grads)
             losses.append(tot / n)
-        self.loss_history_.extend(losses)
+        self.loss_curve_.extend(losses)
         return {"kind": "neural", "params": params}, n_bad
 
 
@@ -641,11 +641,11 @@ class BilDRL(LinxlingEstimator):
         n, bs = len(urows), self.batch_size
         starts = list(range(0, n, bs))
         nblk = int(self.n_blocks)
-        total = int(self.epochs) * nblk
+        total = int(self._param("n_epochs")) * nblk
         lr0 = float(self.word_learning_rate)
         n_par = data["n_par"]
         losses, step = [], 0
-        for _ in progress(range(self.epochs), show=self.show_progress, desc="BilDRL joint epochs"):
+        for _ in progress(range(self._param("n_epochs")), show=self.show_progress, desc="BilDRL joint epochs"):
             perm = rng.permutation(n)
             order = wrng.permutation(n_par)
             enc_ep = {lang: _subsample(*data["parallel"][lang], data["keep"][off[lang]:], wrng)
@@ -689,7 +689,7 @@ class BilDRL(LinxlingEstimator):
                 "dictionary": tot / n,
                 "skipgram": {lang: float(sg_loss[k] / max(sg_n[k], 1)) for k, lang in enumerate(data["mlangs"])},
                 "alignment": float(al_loss / al_n) if al_n else None})
-        self.loss_history_.extend(losses)
+        self.loss_curve_.extend(losses)
         for lang in (self.word_vectors_ if lr0 > 0 else ()):       # lr 0: the space is unchanged
             n_l = len(self.word_lists_[lang])
             self.word_vectors_[lang] = V[off[lang]:off[lang] + n_l].astype(np.float64) * self.scale_
@@ -801,13 +801,13 @@ class BilDRL(LinxlingEstimator):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params = {k: getattr(self, k) for k in self._PARAMS if k != "random_state"}
+        params = self._saved_params(exclude=("random_state",))
         rs = self.random_state
         params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
         params["directions"] = [list(d) for d in self.directions_]
         params["scale"] = self.scale_
         params["n_excluded"] = dict(self.n_excluded_)
-        params["loss_history"] = [float(x) for x in self.loss_history_]
+        params["loss_curve"] = [float(x) for x in self.loss_curve_]
         params["joint_history"] = list(getattr(self, "joint_history_", []))
         arrays: dict = {"words": {l: np.array(w, dtype=str) for l, w in self.word_lists_.items()},
                         "vectors": dict(self.word_vectors_), "units": {}}
@@ -828,11 +828,11 @@ class BilDRL(LinxlingEstimator):
     @classmethod
     def _from_state(cls, params, arrays):
         from linxling.text import TfidfVectorizer
-        model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
+        model = cls(**cls._init_kwargs(params))
         model.directions_ = [tuple(d) for d in params["directions"]]
         model.scale_ = float(params["scale"])
         model.n_excluded_ = dict(params["n_excluded"])
-        model.loss_history_ = list(params["loss_history"])
+        model.loss_curve_ = list(params.get("loss_curve", params.get("loss_history", [])))
         model.joint_history_ = list(params.get("joint_history", []))
         model.word_lists_ = {l: [str(w) for w in np.asarray(a).tolist()] for l, a in arrays["words"].items()}
         model.word_vectors_ = {l: np.asarray(a, dtype=np.float64) for l, a in arrays["vectors"].items()}

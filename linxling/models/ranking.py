@@ -18,6 +18,7 @@ import numbers
 from typing import Any
 
 from linxling.io import register_model
+from linxling.models._estimator import DEPRECATED
 from linxling.models.bicvm import _SentencePairSGD
 
 __all__ = ["RankingEmbedding"]
@@ -56,7 +57,7 @@ class RankingEmbedding(_SentencePairSGD):
     n_epochs, batch_size : int, default 10, 10
         Validation P@1 at d = 50: 0.48 after one epoch, 0.60 after three, 0.66 after five, 0.72
         after ten (P(w) 0.98-0.99 throughout); each epoch costs about as much as the first.
-    min_count, init_scale, random_state, n_threads, callback, show_progress
+    min_df, init_scale, random_state, n_threads, callback, show_progress
         As in :class:`linxling.BiCVM`.
 
     ``fit({"en": [...], "de": [...], "fr": [...]})``: any number (>= 2) of languages whose
@@ -64,18 +65,15 @@ class RankingEmbedding(_SentencePairSGD):
     taking turns.
     """
 
-    _PARAMS = ("n_components", "score", "margin", "word_pairs", "learning_rate", "alpha",
-               "n_epochs", "batch_size", "min_count", "init_scale", "random_state", "n_threads",
-               "callback", "show_progress")
     _max_languages = 0
     _composition = "mean"
     _optimizer = "sgd"
 
     def __init__(self, n_components: int = 50, score: str = "l1", margin: float | None = None,
                  word_pairs: bool = False, learning_rate: float = 1.0, alpha: float = 0.0,
-                 n_epochs: int = 10, batch_size: int = 10, min_count: int = 1, init_scale: float = 0.1,
+                 n_epochs: int = 10, batch_size: int = 10, min_df: int = 1, init_scale: float = 0.1,
                  random_state: Any = None, n_threads: int | None = None, callback: Any = None,
-                 show_progress: bool | None = None) -> None:
+                 show_progress: bool | None = None, min_count: int | str = DEPRECATED) -> None:
         self.n_components = n_components
         self.score = score
         self.margin = margin
@@ -84,12 +82,13 @@ class RankingEmbedding(_SentencePairSGD):
         self.alpha = alpha
         self.n_epochs = n_epochs
         self.batch_size = batch_size
-        self.min_count = min_count
+        self.min_df = min_df
         self.init_scale = init_scale
         self.random_state = random_state
         self.n_threads = n_threads
         self.callback = callback
         self.show_progress = show_progress
+        self.min_count = min_count
 
     @classmethod
     def from_paper(cls, n_components: int = 50, **overrides: Any) -> RankingEmbedding:
