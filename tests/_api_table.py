@@ -29,8 +29,8 @@ MEANING = {
     "margin": "hinge-loss margin (None: the model's rule, e.g. d/2 for BiCVM, d/32 for RankingEmbedding)",
     "random_state": "seed (int), None, or a NumPy Generator: initialisation, sampling, order",
     "show_progress": "progress bar (None follows `linxling.set_show_progress`)",
-    "callback": "called as `callback(model, iteration, loss)` after each iteration or epoch "
-                "(Cr5: `callback(stage, info)`, see its docstring)",
+    "callback": "called as `callback(model, iteration, loss)` after each iteration or epoch (Cr5: "
+                "each eigen-solver iteration, loss = the largest relative Ritz residual)",
     "dtype": "floating type of the fitted arrays (float32 or float64)",
     "device": "\"cpu\", \"cuda\" or None (CuPy inputs imply \"cuda\")",
     "n_threads": "numba threads during fit (None: numba's setting)",

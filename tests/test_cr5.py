@@ -222,9 +222,23 @@ def test_save_load_round_trip(tmp_path):
 def test_progress_callback_called():
     rng = np.random.default_rng(4)
     blocks, concepts = random_problem(rng)
+    calls = []
+    model = Cr5(n_components=3, random_state=0, eig_method="subspace",
+                callback=lambda m, iteration, loss: calls.append((m, iteration, loss, dict(m.fit_progress_))))
+    model.fit_matrices(blocks, concepts)
+    assert calls and all(m is model for m, *_ in calls)
+    assert [c[1] for c in calls] == sorted(c[1] for c in calls)          # iterations in order
+    for _, _, loss, progress in calls:                                  # loss: the largest relative residual
+        assert progress["stage"] == "eig" and progress["loss"] == loss
+        theta = np.abs(np.asarray(progress["eigenvalues"]))[:3]
+        assert loss == pytest.approx(float(np.max(np.asarray(progress["residuals"])[:3] / theta)))
+    assert calls[-1][2] <= model.eig_tol                                # the last one converged
+    assert model.fit_progress_["stage"] == "phi" and model.fit_progress_["phi"] == "done"
+    # the earlier two-parameter form still works for one release, with a FutureWarning
     stages = []
-    Cr5(n_components=3, random_state=0, callback=lambda stage, info: stages.append(stage),
-        eig_method="subspace").fit_matrices(blocks, concepts)
+    with pytest.warns(FutureWarning, match="callback"):
+        Cr5(n_components=3, random_state=0, callback=lambda stage, info: stages.append(stage),
+            eig_method="subspace").fit_matrices(blocks, concepts)
     assert "eig" in stages and "phi" in stages
 
 

@@ -83,8 +83,8 @@ def test_dask_fit_survives_a_killed_worker(client):
     pids = client.run(os.getpid)
     killed = []
 
-    def kill_one(stage, info):
-        if stage == "eig" and not killed:          # during the eigen-solve: the worker dies hard
+    def kill_one(model, iteration, loss):
+        if not killed:                             # during the eigen-solve: the worker dies hard
             addr, pid = sorted(pids.items())[0]
             os.kill(pid, signal.SIGKILL)
             killed.append(addr)

@@ -19,6 +19,7 @@ exactly (up to solver tolerances) with a matrix-free engine:
 """
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
@@ -82,6 +83,18 @@ def _check_small_data(r: int, widths: Mapping[str, int], labels: list, n_classes
                       f"filters): at most {p} components can reach its documents, the others embed them as "
                       f"zero and the eigen-solve may not converge; use n_components <= {p} (or lower min_df)",
                       UserWarning, stacklevel=find_stack_level())
+
+
+def _old_style_callback(callback: Any) -> bool:
+    """True for Cr5's earlier ``callback(stage, info)``: exactly two positional parameters."""
+    try:
+        params = list(inspect.signature(callback).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 2
 
 
 @register_model("Cr5")
@@ -164,8 +177,13 @@ class Cr5(ConceptEmbeddingMixin):
         the fitted arrays come back as NumPy. "cpu" runs the numba kernels. None: "cuda" when
         the blocks are CuPy (``cupyx.scipy.sparse``) matrices, else "cpu"; ``device_`` is the one used.
     callback : callable or None
-        ``callback(stage, info)`` with ``stage`` in {"eig", "phi"} and ``info`` a dict (iteration,
-        residuals, ...), called during the eigen-solve iterations and the Φ solves.
+        ``callback(model, iteration, loss)``, as every linxling model's: called after each
+        iteration of the eigen-solver with ``loss`` = the largest relative residual
+        ``||A v - θ v|| / |θ|`` of the wanted Ritz pairs (what the fit drives below
+        ``eig_tol``). The details are in ``model.fit_progress_`` (updated before each call and
+        at the Φ stage): ``{"stage": "eig" | "phi", "iteration", "eigenvalues", "residuals",
+        ...}``. A callback of the earlier two-parameter form ``callback(stage, info)`` still
+        works, with a FutureWarning, until the next release.
 
     Attributes
     ----------
@@ -195,7 +213,7 @@ class Cr5(ConceptEmbeddingMixin):
                  start_steps: int = 4, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
                  limit_blas_threads: bool = True, memory_budget: Any = None,
                  random_state: Any = None, show_progress: bool | None = None,
-                 callback: Callable[[str, dict], Any] | None = None, device: Any = None):
+                 callback: Callable[..., Any] | None = None, device: Any = None):
         self.n_components = n_components
         self.alpha = alpha
         self.cg_rtol = cg_rtol
@@ -578,8 +596,8 @@ class Cr5(ConceptEmbeddingMixin):
         cb = None
         if self.callback is not None:
             def cb(iteration, eigenvalues, residuals):
-                self.callback("eig", {"iteration": iteration, "eigenvalues": eigenvalues,
-                                      "residuals": residuals})
+                self._progress("eig", {"iteration": int(iteration), "eigenvalues": eigenvalues,
+                                       "residuals": residuals}, problem.r)
         counters0 = _dask_counters(problem)
         with _timed(timings, "time_eig"):
             res = eigsh(M, problem.r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=problem.eig_method,
@@ -593,6 +611,30 @@ class Cr5(ConceptEmbeddingMixin):
             timings["_dask_eig"] = {k: after[k] - counters0[k] for k in after}   # type: ignore[assignment]
         return res, record
 
+    def _progress(self, stage: str, info: dict, r: int) -> None:
+        """Record the fit's progress in ``fit_progress_`` and call the callback: the common
+        ``callback(model, iteration, loss)`` once per eigen-solver iteration, or an old-style
+        ``callback(stage, info)`` at every event (with a FutureWarning, once per model)."""
+        if _old_style_callback(self.callback):
+            if not self.__dict__.get("_warned_callback"):
+                self._warned_callback = True
+                warnings.warn("Cr5's callback(stage, info) is now callback(model, iteration, loss), as "
+                              "every linxling model's; the details are in model.fit_progress_. The "
+                              "two-parameter form goes in the next release", FutureWarning,
+                              stacklevel=find_stack_level())
+            self.callback(stage, info)
+            return
+        if stage == "eig":
+            theta = np.abs(np.asarray(info["eigenvalues"], dtype=np.float64))[:r]
+            res = np.asarray(info["residuals"], dtype=np.float64)[:r]
+            rel = res / np.where(theta > 0, theta, 1.0)
+            loss = float(rel.max()) if rel.size else 0.0
+            self.fit_progress_ = {"stage": "eig", **info, "loss": loss}
+            self.callback(self, info["iteration"], loss)
+        else:
+            last = dict(getattr(self, "fit_progress_", {}) or {})
+            self.fit_progress_ = {**last, **info, "stage": "phi", "phi": info["stage"]}
+
     # ---- stage 4: Φ*ᵀ = (X̂ᵀX̂ + λI)⁻¹ X̂ᵀŶ P_r (eq. 14)
     def _phi_star(self, problem: "_Problem", A_inv: WoodburyInverse, record: "_SolveRecord", eig,
                   plan: "_MemoryPlan"):
@@ -602,7 +644,7 @@ class Cr5(ConceptEmbeddingMixin):
         chunks of the plan's width)."""
         P = np.asarray(eig.eigenvectors[:, :problem.r], dtype=problem.dtype)
         if self.callback is not None:
-            self.callback("phi", {"stage": "start", "n_rhs": problem.r})
+            self._progress("phi", {"stage": "start", "n_rhs": problem.r}, problem.r)
         if not record.keep_inputs:
             coef = eig.info.get("applied_coefficients")
             Phi_star_T, source = record.combine(None if coef is None else coef[:, :problem.r])
@@ -615,7 +657,7 @@ class Cr5(ConceptEmbeddingMixin):
             for a in range(0, problem.r, plan.apply_columns):
                 Phi_star_T[:, a:a + plan.apply_columns] = A_inv.matmat(record.C.matmat(P[:, a:a + plan.apply_columns]))
         if self.callback is not None:
-            self.callback("phi", {"stage": "done", "n_rhs": problem.r, "source": source})
+            self._progress("phi", {"stage": "done", "n_rhs": problem.r, "source": source}, problem.r)
         return np.asarray(Phi_star_T, dtype=problem.dtype), source
 
     # ---- stage 5: orthonormal rows (eq. 15)
