@@ -270,3 +270,25 @@ def test_loss_history_reads_as_loss_curve_with_a_warning():
         assert m.loss_history_ == m.loss_curve_
     with pytest.raises(AttributeError, match="no attribute 'no_such_'"):
         _ = m.no_such_
+
+
+def test_declared_parameter_tables_name_real_parameters_and_are_checked_in_fit():
+    import inspect
+
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    import linxling
+    from linxling._registry import names
+    declared = {n: getattr(linxling, n) for n in names() if getattr(linxling, n)._parameter_constraints}
+    assert {"BiCVM", "RankingEmbedding"} <= set(declared)
+    for name, cls in declared.items():
+        params = set(inspect.signature(cls).parameters)
+        assert set(cls._parameter_constraints) <= params, (name, set(cls._parameter_constraints) - params)
+    with pytest.raises(InvalidParameterError, match="'n_epochs' parameter of BiCVM must be an int in the range"):
+        BiCVM(n_epochs=0, show_progress=False).fit({"en": EN, "de": DE})
+    with pytest.raises(InvalidParameterError, match="'score' parameter of RankingEmbedding"):
+        RankingEmbedding(score="cos", show_progress=False).fit({"en": EN, "de": DE})
+    m = BiCVM(n_components=8, n_epochs=1, random_state=0, n_threads=1, show_progress=False)
+    with pytest.raises(ValueError, match="noise_pool"):
+        m.set_params(noise_pool=0).fit({"en": EN, "de": DE})
+    assert not hasattr(m, "vectors_")          # nothing fitted on a bad parameter

@@ -107,6 +107,7 @@ def _atomic_fit(fit: Any) -> Any:
         if self.__dict__.get("_in_fit"):                     # a fit calling another (Cr5.fit -> fit_matrices)
             return fit(self, *args, **kwargs)
         self._check_renamed_params()
+        self._validate_declared_params()
         before = dict(self.__dict__)
         self._in_fit = True
         _note_compiling(type(self))
@@ -191,6 +192,23 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
                           "release", FutureWarning, stacklevel=find_stack_level())
             return self.__dict__[new]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    #: the declarative parameter table (scikit-learn's ``_parameter_constraints`` style, with
+    #: ``sklearn.utils._param_validation``'s Interval, StrOptions, Options, "boolean", callable,
+    #: None, types); :meth:`_validate_declared_params` checks it at the start of every ``fit``.
+    #: Checks that involve two parameters stay in the model's own code.
+    _parameter_constraints: dict[str, list[Any]] = {}
+
+    def _validate_declared_params(self) -> None:
+        """Check the parameters against :attr:`_parameter_constraints` (the value ``fit`` uses:
+        a renamed parameter's old name counts). Raises scikit-learn's ``InvalidParameterError``
+        (a ValueError and a TypeError) naming the parameter, the allowed values and the value."""
+        table = type(self)._parameter_constraints
+        if not table:
+            return
+        from sklearn.utils._param_validation import validate_parameter_constraints
+        validate_parameter_constraints(table, {k: self._param(k) for k in table},
+                                       caller_name=type(self).__name__)
 
     @classmethod
     def _new_param_default(cls, new: str) -> Any:

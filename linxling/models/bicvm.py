@@ -23,6 +23,7 @@ from typing import Any, Self
 
 import numpy as np
 from sklearn.base import TransformerMixin
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from linxling.io import register_model
 from linxling.models._estimator import DEPRECATED, LinxlingEstimator, as_output
@@ -125,25 +126,23 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         return idx, np.asarray(ptr, dtype=np.int64), np.ones(len(idx), dtype=np.float64)
 
     # ------------------------------------------------------------------ fit
+    _parameter_constraints: dict[str, list[Any]] = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "min_df": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "init_scale": [Interval(numbers.Real, 0, None, closed="neither")],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "margin": [Interval(numbers.Real, 0, None, closed="left"), None],
+        "callback": [callable, None],
+        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "show_progress": ["boolean", None],
+    }
+
     def _check_params(self) -> None:
-        d = self.n_components
-        if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1:
-            raise ValueError(f"n_components must be a positive int, got {d!r}")
-        for name in ("n_epochs", "batch_size", "min_df"):
-            v = self._param(name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        for name in ("learning_rate", "init_scale"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or not v > 0:
-                raise ValueError(f"{name} must be a positive number, got {v!r}")
-        if not isinstance(self.alpha, numbers.Real) or not self.alpha >= 0:
-            raise ValueError(f"alpha must be a non-negative number, got {self.alpha!r}")
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError(f"callback must be callable or None, got {type(self.callback).__name__}")
-        if self.n_threads is not None and (not isinstance(self.n_threads, numbers.Integral)
-                                           or self.n_threads < 1):
-            raise ValueError(f"n_threads must be a positive int or None, got {self.n_threads!r}")
+        """Checks the declarative table (``_parameter_constraints``, checked before ``fit``
+        runs) cannot express; none for the shared parameters."""
 
     def fit(self, X: Mapping[str, Sequence[str]] | Sequence[Mapping[str, Sequence[str]]],
             y: Any = None) -> Self:
@@ -448,19 +447,11 @@ class BiCVM(_SentencePairSGD):
     def _margin(self):
         return 0.5 * float(self.n_components) if self.margin is None else float(self.margin)
 
-    def _check_params(self):
-        if self.composition not in ("add", "bi"):
-            raise ValueError(f"composition must be 'add' or 'bi', got {self.composition!r}")
-        if not isinstance(self.noise, numbers.Integral) or isinstance(self.noise, bool) or self.noise < 1:
-            raise ValueError(f"noise must be a positive int, got {self.noise!r}")
-        if self.margin is not None and (not isinstance(self.margin, numbers.Real) or not self.margin >= 0):
-            raise ValueError(f"margin must be a non-negative number or None, got {self.margin!r}")
-        pool = self.noise_pool
-        if pool is not None and (not isinstance(pool, numbers.Integral) or isinstance(pool, bool)
-                                 or pool < 1):
-            raise ValueError(f"noise_pool must be a positive int or None, got {pool!r}")
-        if not isinstance(self.attraction, numbers.Real) or not self.attraction >= 0:
-            raise ValueError(f"attraction must be a non-negative number, got {self.attraction!r}")
-        if self.dtype not in ("float32", "float64", np.float32, np.float64):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        super()._check_params()
+    _parameter_constraints: dict[str, list[Any]] = {
+        **_SentencePairSGD._parameter_constraints,
+        "composition": [StrOptions({"add", "bi"})],
+        "noise": [Interval(numbers.Integral, 1, None, closed="left")],
+        "noise_pool": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "attraction": [Interval(numbers.Real, 0, None, closed="left")],
+        "dtype": [StrOptions({"float32", "float64"}), Options(type, {np.float32, np.float64})],
+    }

@@ -14,8 +14,9 @@ margin d / 32, chosen on validation verses; see the class). Kernels: :mod:`linxl
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
+
+from sklearn.utils._param_validation import StrOptions
 
 from linxling.io import register_model
 from linxling.models._estimator import DEPRECATED
@@ -113,11 +114,8 @@ class RankingEmbedding(_SentencePairSGD):
     def _margin(self):
         return self.n_components / 32.0 if self.margin is None else float(self.margin)
 
-    def _check_params(self):
-        if self.score not in ("dot", "l1"):
-            raise ValueError(f"score must be 'dot' or 'l1', got {self.score!r}")
-        if self.margin is not None and (not isinstance(self.margin, numbers.Real) or not self.margin >= 0):
-            raise ValueError(f"margin must be a non-negative number or None, got {self.margin!r}")
-        if not isinstance(self.word_pairs, bool):
-            raise TypeError(f"word_pairs must be a bool, got {type(self.word_pairs).__name__}")
-        super()._check_params()
+    _parameter_constraints: dict[str, list[Any]] = {
+        **_SentencePairSGD._parameter_constraints,
+        "score": [StrOptions({"dot", "l1"})],
+        "word_pairs": ["boolean"],
+    }
