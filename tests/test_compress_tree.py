@@ -31,7 +31,7 @@ def test_fit_transform_matches_reference(tree, n_hidden, tmp_path):
     # each root equals the NumPy reference along the same tree
     p = {"A1": m.A1_, "b1": m.b1_, "A2": m.A2_, "b2": m.b2_, "w": m.w_, "w0": m.w0_}
     idx, indptr = m._encode_ids(texts[:5], "X")
-    tree_pos = m._tree_positions(indptr, np.random.default_rng(0))
+    tree_pos = m._content_tree_positions(idx, indptr)
     for s in range(5):
         tok = idx[indptr[s]:indptr[s + 1]]
         if tree == "greedy":
@@ -51,6 +51,46 @@ def test_fit_transform_matches_reference(tree, n_hidden, tmp_path):
     np.testing.assert_array_equal(back.transform(texts[:5], language="en"), Z)
     words, vecs = back.word_vectors("en")
     assert words[-1] == "<unk>" and vecs.shape == (len(words), 6)
+
+
+def _content_positions_reference(ids, seed):
+    """One sentence's random tree as transform draws it, in plain Python integers."""
+    M = 2**64 - 1
+    h = 0
+    for j, t in enumerate(ids):
+        h = (h + (int(t) + 1) * pow(0x100000001B3, j, 2**64)) & M
+    h ^= seed & M
+    out = []
+    for k in range(len(ids) - 1):
+        z = (h + (k + 1) * 0x9E3779B97F4A7C15) & M
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+        z ^= z >> 31
+        out.append(int((z >> 11) / 2**53 * (len(ids) - 1 - k)))
+    return out
+
+
+def test_random_trees_of_transform_follow_the_sentence_not_the_batch():
+    texts = _corpus(80)
+    m = CompressTree(n_components=6, n_epochs=1, random_state=0, show_progress=False).fit(texts)
+    assert m.tree == "random"                                   # the default
+    idx, indptr = m._encode_ids(texts[:20], "X")
+    got = m._content_tree_positions(idx, indptr)
+    want = [p for s in range(20) for p in _content_positions_reference(idx[indptr[s]:indptr[s + 1]], m.tree_seed_)]
+    np.testing.assert_array_equal(got, want)
+    lengths = np.diff(indptr)
+    steps = np.concatenate([np.arange(n - 1) for n in lengths])
+    assert np.all((got >= 0) & (got <= np.repeat(lengths - 2, lengths - 1) - steps))
+    # a sentence's vector does not depend on the batch it comes in, nor on the call
+    Z = m.transform(texts[:20])
+    np.testing.assert_array_equal(m.transform(texts[5:6]), Z[5:6])
+    np.testing.assert_array_equal(m.transform(texts[10:20] + texts[:10])[10:], Z[:10])
+    # the positions are spread over every allowed merge (not a fixed tree)
+    long = ["the dog runs the cat sleeps a bird eats this fish sings"] + \
+           [f"the dog runs the cat sleeps a bird eats this fish sings {w}" for w in DET + NOUN + VERB]
+    i2, p2 = m._encode_ids(long, "X")
+    first = m._content_tree_positions(i2, p2)[np.concatenate([[0], np.cumsum(np.diff(p2) - 1)[:-1]])]
+    assert len(set(first.tolist())) > 3
 
 
 def test_training_lowers_rank_of_true_sentences():
