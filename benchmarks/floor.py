@@ -492,7 +492,9 @@ class Cr5Counter:
         return False
 
     def operator_columns(self, stage: str = "eig") -> int:
-        """Columns the operator M = ĈᵀA⁻¹Ĉ was applied to in ``stage`` (one Ĉᵀ column each)."""
+        """Columns the operator M = ĈᵀA⁻¹Ĉ was applied to in ``stage`` (one Ĉᵀ column each). For
+        the subspace eigen-solver this is ``convergence_["eig"]["n_matvec"]``; ARPACK's n_matvec
+        leaves out the r columns of its final residual check, which the fit also computes."""
         return sum(p["columns"] for p in self.products if p["stage"] == stage and p["direction"] == "rmatmat")
 
     def parts(self, r: int) -> dict:
