@@ -162,8 +162,8 @@ def test_roofline_takes_the_larger_bound():
 
 def test_cr5_counter_matches_the_fit_diagnostics():
     from benchmarks.wiki_synth import wiki_corpus
-    from linxling.operators import CrossCovariance, GramBlockInverse
     from linxling._linop import LinearOperator
+    from linxling.operators import CrossCovariance, GramBlockInverse
     blocks, concepts = wiki_corpus(1_500, vocab_size=3_000, dtype=np.float32)
     model, cnt, seconds = floor.fit_cr5_counted(blocks, concepts, n_components=12, dtype="float32",
                                                 block_method="cg", eig_method="subspace")
@@ -174,7 +174,7 @@ def test_cr5_counter_matches_the_fit_diagnostics():
     # the start: two products (Ĉ, Ĉᵀ) per power step
     assert sum(1 for p in cnt.products if p["stage"] == "start") == 2 * model.start_steps
     # the inner solves recorded are every block CG application the model reports, in order
-    for li, lang in enumerate(model.languages_):
+    for lang in model.languages_:
         p_l = blocks[lang].shape[1]
         its = [s["n_iter"] for s in cnt.solves if s["p"] == p_l and s["nnz"] == blocks[lang].nnz]
         assert its == model.convergence_["blocks"][lang]["cg_iterations"]
