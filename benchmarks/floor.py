@@ -1,0 +1,749 @@
+"""The machine's floor (issue #30, item 5): a fit's time as a multiple of what the hardware allows.
+
+    python -m benchmarks.floor [--part machine|wmf|cr5|all] [--quick] [--out DIR] [--cache FILE]
+
+1. **The machine, measured in the same run**: sustainable memory bandwidth with STREAM-style
+   kernels (numba, parallel over the threads the fits use, arrays 4x the last-level cache, best
+   of several repeats; triad ``a = b + s c`` and add count 24 bytes per float64 element, copy and
+   scale 16) and the GEMM rate (float64 and float32, ``n x k`` times ``k x k`` for k = 100 and
+   300 and a square 2048 product; GFLOP/s, with all threads and with one: the fits limit BLAS to
+   one thread, numba uses the cores). The CSR SpMM rate is *not* part of the floor: it is what
+   the floor is compared with.
+2. **The work a fit does, counted from the algorithm** (not from timing):
+
+   - WMF, the benchmark of ``benchmarks/bench_wmf.py`` part (a) (binary 200,000 x 50,000, Zipf
+     columns, 20 nonzeros per row, k = 100, 5 iterations, CG with ``cg_steps = 3``): the Gram
+     GEMMs, per half-step the CG kernel of :mod:`linxling.kernels.als` counted operation by
+     operation (:func:`wmf_half_step_flops`; tests/test_floor.py checks it against an
+     instrumented NumPy CG), and the loss term.
+   - Cr5 at K = 485,000 (``benchmarks.wiki_synth``, r = 300, float32, ``memory_budget="12G"``, as
+     ``benchmarks.cr5_memory``): the fit runs with counters on its operators
+     (:class:`Cr5Counter`): every product with Ĉ and every inner block solve is recorded with its
+     stage, columns and, for block CG, the active width of every iteration.
+
+   Each part's floor is a roofline, ``max(flops / GEMM rate, bytes / triad bandwidth)``; the
+   fit's floor is their sum. Bytes are the DRAM traffic the part cannot avoid (see
+   :func:`wmf_iteration_parts` for how gathered factor rows are counted).
+3. Writes ``floor.json`` and ``floor.md`` (a table shaped for benchmarks/README.md, "### The
+   machine's floor") under ``--out`` (default benchmarks/results/floor/, git-ignored).
+
+``--quick`` runs small sizes (seconds; for the tests and to exercise the code). The real
+measurement: ``python -m benchmarks.floor --part all --cache /tmp/wiki485k32.npz`` (about 9-12 min
+on an idle 2-core machine: machine ~30 s, WMF ~1.5 min, Cr5 ~7 min plus 2.5 min to generate the
+corpus the first time).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
+
+OUT = ROOT / "benchmarks" / "results" / "floor"
+
+
+# =============================================================================== the machine
+def llc_bytes() -> int:
+    """Size of the last-level cache (Linux sysfs: the highest cache index of cpu0); 32 MiB if unknown."""
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    best = 0
+    for idx in sorted(base.glob("index*")) if base.exists() else []:
+        try:
+            txt = (idx / "size").read_text().strip()
+        except OSError:
+            continue
+        mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(txt[-1:].upper(), 1)
+        try:
+            size = int(txt[:-1] if mult != 1 else txt) * mult
+        except ValueError:
+            continue
+        best = max(best, size)
+    return best or 32 * 2**20
+
+
+def cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return "unknown"
+
+
+def _kernels():
+    from numba import njit, prange
+
+    @njit(parallel=True, cache=True)
+    def triad(a, b, c, s):
+        for i in prange(a.shape[0]):
+            a[i] = b[i] + s * c[i]
+
+    @njit(parallel=True, cache=True)
+    def copy(a, b):
+        for i in prange(a.shape[0]):
+            a[i] = b[i]
+
+    @njit(parallel=True, cache=True)
+    def scale(a, b, s):
+        for i in prange(a.shape[0]):
+            a[i] = s * b[i]
+
+    @njit(parallel=True, cache=True)
+    def add(a, b, c):
+        for i in prange(a.shape[0]):
+            a[i] = b[i] + c[i]
+
+    return triad, copy, scale, add
+
+
+_KERNELS = None
+
+
+def stream_kernels():
+    """The numba STREAM kernels ``(triad, copy, scale, add)`` (compiled on first use)."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = _kernels()
+    return _KERNELS
+
+
+def triad(a: np.ndarray, b: np.ndarray, c: np.ndarray, s: float) -> np.ndarray:
+    """``a[i] = b[i] + s * c[i]`` with the parallel numba kernel (in place into ``a``)."""
+    stream_kernels()[0](a, b, c, a.dtype.type(s))
+    return a
+
+
+def stream_bandwidth(n: int | None = None, repeats: int = 10) -> dict:
+    """Best-of-``repeats`` bandwidth (GB/s, 1e9 bytes) of the STREAM kernels on float64 arrays of
+    ``n`` elements (default: each array 4x the last-level cache), over numba's threads."""
+    import numba
+    tri, cp, sc, ad = stream_kernels()
+    if n is None:
+        n = 4 * llc_bytes() // 8
+    a = np.zeros(n)
+    b = np.full(n, 1.0)
+    c = np.full(n, 2.0)
+    s = 3.0
+    runs = {"copy": (lambda: cp(a, b), 16), "scale": (lambda: sc(a, b, s), 16),
+            "add": (lambda: ad(a, b, c), 24), "triad": (lambda: tri(a, b, c, s), 24)}
+    out = {"elements": int(n), "array_bytes": int(8 * n), "threads": numba.get_num_threads(),
+           "repeats": repeats}
+    for name, (fn, per) in runs.items():
+        fn()                                    # compile / first touch
+        best = math.inf
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t)
+        out[f"{name}_GBps"] = per * n / best / 1e9
+    if not np.allclose(a[:5], b[:5] + s * c[:5]):     # the last kernel run was the triad
+        raise AssertionError("triad kernel computed a wrong array")
+    return out
+
+
+def gemm_rate(m: int, k: int, n: int, dtype, repeats: int = 3, threads: int | None = None) -> float:
+    """Best-of-``repeats`` GFLOP/s (2 m k n flops) of ``(m, k) @ (k, n)`` in ``dtype`` with
+    ``threads`` BLAS threads (None: BLAS's own setting)."""
+    import threadpoolctl
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((m, k)).astype(dtype)
+    B = rng.standard_normal((k, n)).astype(dtype)
+    C = np.empty((m, n), dtype=dtype)
+    ctx = threadpoolctl.threadpool_limits(threads, "blas") if threads else contextlib.nullcontext()
+    best = math.inf
+    with ctx:
+        np.matmul(A, B, out=C)
+        for _ in range(repeats):
+            t = time.perf_counter()
+            np.matmul(A, B, out=C)
+            best = min(best, time.perf_counter() - t)
+    return 2.0 * m * k * n / best / 1e9
+
+
+def measure_machine(quick: bool = False) -> dict:
+    """STREAM bandwidth and GEMM rates of this machine, now, with its load average around them."""
+    import numba
+    load0 = os.getloadavg()
+    cores = numba.get_num_threads()
+    llc = llc_bytes()
+    t0 = time.perf_counter()
+    st = stream_bandwidth(n=(1 << 20) if quick else None, repeats=3 if quick else 10)
+    if cores > 1:                         # one thread too: on a loaded machine it can be the faster
+        numba.set_num_threads(1)
+        try:
+            st1 = stream_bandwidth(n=st["elements"], repeats=3 if quick else 10)
+        finally:
+            numba.set_num_threads(cores)
+        st["one_thread"] = {k: v for k, v in st1.items() if k.endswith("GBps")}
+    rows = 20_000 if quick else 200_000
+    shapes = ([(rows, 100, 100), (rows, 300, 300), (512 if quick else 2048,) * 3])
+    gemm = []
+    for dt in (np.float64, np.float32):
+        for m, k, n in shapes:
+            for th in sorted({1, cores}):
+                gemm.append({"dtype": np.dtype(dt).name, "m": m, "k": k, "n": n, "threads": th,
+                             "GFLOPs": gemm_rate(m, k, n, dt, repeats=2 if quick else 3, threads=th)})
+    load1 = os.getloadavg()
+    rates = {}
+    for dt in ("float64", "float32"):
+        rows_dt = [g for g in gemm if g["dtype"] == dt]
+        rates[f"gemm_{dt}_GFLOPs"] = max(g["GFLOPs"] for g in rows_dt)   # the best the cores gave
+        rates[f"gemm_{dt}_1thread_GFLOPs"] = max(g["GFLOPs"] for g in rows_dt if g["threads"] == 1)
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": cores, "llc_bytes": llc,
+            "loadavg_before": load0, "loadavg_after": load1, "seconds": time.perf_counter() - t0,
+            "stream": st, "gemm": gemm, **rates,
+            "triad_GBps": max(st["triad_GBps"], st.get("one_thread", {}).get("triad_GBps", 0.0))}
+
+
+# =============================================================================== rooflines
+def roofline(part: dict, rates: dict, dtype: str) -> float:
+    """Seconds a part needs at least: ``max(flops / GEMM rate, bytes / triad bandwidth)``."""
+    flops = part.get("flops", 0.0) / (rates[f"gemm_{dtype}_GFLOPs"] * 1e9)
+    mem = part.get("bytes", 0.0) / (rates["triad_GBps"] * 1e9)
+    return max(flops, mem)
+
+
+def floor_table(parts: dict, rates: dict, dtype: str) -> dict:
+    """Each part's floor (s) and bound (``"compute"`` / ``"memory"``), and their sum."""
+    out = {}
+    for name, p in parts.items():
+        f = p.get("flops", 0.0) / (rates[f"gemm_{dtype}_GFLOPs"] * 1e9)
+        m = p.get("bytes", 0.0) / (rates["triad_GBps"] * 1e9)
+        out[name] = {"floor_s": max(f, m), "bound": "compute" if f >= m else "memory",
+                     "compute_s": f, "memory_s": m}
+    out["total"] = {"floor_s": sum(v["floor_s"] for v in out.values())}
+    return out
+
+
+# =============================================================================== WMF
+def wmf_half_step_flops(n_nonempty: int, nnz: int, k: int, cg_steps: int) -> int:
+    """Floating-point operations of one CG half-step of :func:`linxling.kernels.als._cg_chunk`,
+    every row staying active for all ``cg_steps`` (as at a random start; a row that converges
+    early does less), counted per operation: a multiply-add is 2, a negation 0.
+
+    Per non-empty row: the initial ``x G`` (2k²), ``r·r`` (2k) and, per step, ``G p`` (2k²),
+    ``p·Ap`` (2k), α and β (1 + 1), the updates of x, r and p (2k each) and ``r·r`` (2k), and the
+    objective term ``x·(r + b)`` (3k). Per nonzero: the initial residual (``y·x`` 2k, ``x_ui −
+    dw t`` 2, the updates of r and b 2k each) and per step ``y·p`` (2k), ``t dw`` (1) and the
+    update of Ap (2k)."""
+    per_row = 2 * k * k + 2 * k + cg_steps * (2 * k * k + 10 * k + 2) + 3 * k
+    per_nnz = 6 * k + 2 + cg_steps * (4 * k + 1)
+    return int(n_nonempty * per_row + nnz * per_nnz)
+
+
+def _hot_fraction(counts: np.ndarray, row_bytes: int, cache: int) -> float:
+    """Fraction of the gathers that an ideal static cache of ``cache`` bytes, holding the most
+    often gathered rows, would serve."""
+    if counts.sum() == 0:
+        return 1.0
+    fit = int(cache // max(row_bytes, 1))
+    top = np.sort(counts)[::-1][:fit]
+    return float(top.sum() / counts.sum())
+
+
+def wmf_iteration_parts(X, k: int, cg_steps: int, dtype, llc: int) -> dict:
+    """Flops and DRAM bytes of one WMF ALS iteration (in memory, one language) on CSR ``X``
+    (n, m), per part, in the order :func:`linxling.models._als.run_als` runs them.
+
+    Bytes: each half-step reads its CSR once (int64 row pointers, int32 indices, data in the
+    factor dtype), writes and reads ``dw`` (m), reads the warm start and writes the solution,
+    and reads the fixed factor Y once. The factor rows the kernel *gathers* per nonzero are
+    DRAM traffic unless cached: a row's CG steps re-gather the same rows of a batch of 8 rows
+    (8 x nnz_row x k x itemsize, 128 KB at k = 100 in float64) from L2, so only the first gather
+    per nonzero can miss; of those, the ones an ideal last-level cache holding the most often
+    gathered rows of Y would serve are counted as hits (V, 50,000 x 100, is 40 MB in float64 /
+    20 MB in float32 against a 32 MB LLC, and its Zipf columns put most gathers on few rows;
+    E, 200,000 x 100, is 80-160 MB and every sentence is gathered by ~20 words: mostly misses),
+    the rest as 64-byte-rounded rows from DRAM (``gather_bytes``). ``bytes`` includes them;
+    ``compulsory_bytes`` is the traffic with every gather a hit (the bound if Y fitted the LLC)."""
+    import scipy.sparse as sp
+    X = sp.csr_matrix(X)
+    n, m = X.shape
+    item = np.dtype(dtype).itemsize
+    nnz = int(X.nnz)
+    row_bytes = -(-k * item // 64) * 64
+    col_counts = np.bincount(X.indices, minlength=m)          # gathers of V rows (rows half-step)
+    row_counts = np.diff(X.indptr)                            # gathers of E rows (cols half-step)
+    parts = {}
+
+    def half(name, n_out, nnz_out, n_fixed, nonempty, gathered_counts):
+        csr = 8 * (n_out + 1) + (4 + item) * nnz_out
+        compulsory = csr + 2 * n_out * k * item + n_fixed * k * item + 2 * n_fixed * item + k * k * item
+        hot = _hot_fraction(gathered_counts, row_bytes, llc)
+        gather = (1.0 - hot) * nnz_out * row_bytes
+        parts[name] = {"flops": wmf_half_step_flops(nonempty, nnz_out, k, cg_steps) + 2 * nnz_out,
+                       "compulsory_bytes": compulsory, "gather_bytes": gather, "llc_hit_fraction": hot,
+                       "bytes": compulsory + gather}
+
+    def gram(name, rows):
+        parts[name] = {"flops": 2 * rows * k * k + k * k + k, "bytes": rows * k * item + k * k * item,
+                       "compulsory_bytes": rows * k * item + k * k * item}
+
+    gram("gram V (VᵀV)", m)
+    half("rows half-step (E)", n, nnz, m, int(np.count_nonzero(row_counts)), col_counts)
+    gram("gram E (EᵀE)", n)
+    half("cols half-step (V)", m, nnz, n, int(np.count_nonzero(col_counts)), row_counts)
+    parts["loss (λ‖E‖²)"] = {"flops": 2 * n * k, "bytes": n * k * item, "compulsory_bytes": n * k * item}
+    return parts
+
+
+def _wmf_problem(quick: bool):
+    from benchmarks.bench_wmf import zipf_binary
+    n, m, nnz, k, n_iter = (20_000, 5_000, 20, 32, 3) if quick else (200_000, 50_000, 20, 100, 5)
+    X = zipf_binary(n, m, nnz, seed=0)
+    return X, k, n_iter
+
+
+def _time_wmf(X, XT, E0, V0, k: int, n_iter: int, dtype, w_m: float, lam: float, steps: int,
+              quick: bool) -> tuple[list, dict]:
+    """The fit's seconds per iteration and each part's best time alone, BLAS one thread (as the fit)."""
+    import threadpoolctl
+
+    from linxling.kernels import als
+    from linxling.models.wmf import WMF
+    reps = 2 if quick else 3
+
+    def best(fn):
+        b = math.inf
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            b = min(b, time.perf_counter() - t)
+        return b
+
+    with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # the quick size warns that alpha = 20 is large for it
+        WMF(n_components=k, max_iter=1, solver="cg", dtype=dtype).fit(X[:200])   # compile
+        stamps: list[float] = []
+        model = WMF(n_components=k, alpha=lam, missing_weight=w_m, max_iter=n_iter, solver="cg",
+                    cg_steps=steps, dtype=dtype, show_progress=False,
+                    callback=lambda mdl, it, loss: stamps.append(time.perf_counter()))
+        stamps.append(time.perf_counter())
+        model.fit(X, init_components=V0.T.astype(dtype), init_embedding=E0.astype(dtype))
+        per_iter = np.diff(stamps).tolist()
+        lam_eff = float(model.alpha_)
+        # each part alone, on the fit's final factors (same shapes, same kernels)
+        E = np.ascontiguousarray(model.embedding_, dtype=dtype)
+        V = np.ascontiguousarray(model.components_.T, dtype=dtype)
+        pr, pc = als._csr_parts(X, dtype), als._csr_parts(XT, dtype)
+        Gv, Ge = als.gram(V, w_m, lam_eff), als.gram(E, w_m, lam_eff)
+        Ew, Vw = E.copy(), V.copy()
+        kw = {"missing_weight": w_m, "regularization": lam_eff, "solver": "cg", "cg_steps": steps,
+              "return_objective": True}
+        parts_t = {
+            "gram V (VᵀV)": best(lambda: als.gram(V, w_m, lam_eff)),
+            "rows half-step (E)": best(lambda: als.als_half_step(None, V, Ew, parts=pr, gram_matrix=Gv, **kw)),
+            "gram E (EᵀE)": best(lambda: als.gram(E, w_m, lam_eff)),
+            "cols half-step (V)": best(lambda: als.als_half_step(None, E, Vw, parts=pc, gram_matrix=Ge, **kw)),
+            "loss (λ‖E‖²)": best(lambda: float(np.dot(E.reshape(-1), E.reshape(-1)))),
+        }
+    return per_iter, parts_t
+
+
+def measure_wmf(rates: dict, quick: bool = False, dtypes=("float32", "float64")) -> dict:
+    """Counts, floors and measured times of the WMF benchmark (bench_wmf part (a)): the fit's time
+    per iteration (WMF(...).fit with the benchmark's parameters, median of the iterations after
+    the first) and each part timed alone with the kernels the fit calls."""
+    X, k, n_iter = _wmf_problem(quick)
+    w_m, lam, steps = 0.01, 20.0, 3
+    rng = np.random.default_rng(1)
+    E0 = rng.random((X.shape[0], k)) * 0.01
+    V0 = rng.random((X.shape[1], k)) * 0.01
+    XT = X.T.tocsr()
+    out = {"shape": list(X.shape), "nnz": int(X.nnz), "k": k, "iterations": n_iter, "cg_steps": steps,
+           "missing_weight": w_m, "lambda": lam, "runs": []}
+    for dt in dtypes:
+        dtype = np.dtype(dt)
+        load0 = os.getloadavg()
+        per_iter, parts_t = _time_wmf(X, XT, E0, V0, k, n_iter, dtype, w_m, lam, steps, quick)
+        load1 = os.getloadavg()
+        counts = wmf_iteration_parts(X, k, steps, dtype, llc=rates.get("llc_bytes", llc_bytes()))
+        floors = floor_table(counts, rates, dtype.name)
+        compulsory = floor_table({kk: {"flops": v["flops"], "bytes": v["compulsory_bytes"]}
+                                  for kk, v in counts.items()}, rates, dtype.name)
+        fit_iter = float(np.median(per_iter[1:])) if len(per_iter) > 1 else float(per_iter[0])
+        out["runs"].append({
+            "dtype": dtype.name, "fit_seconds_per_iteration": per_iter, "fit_median_s": fit_iter,
+            "parts": counts, "floors": floors, "floor_s": floors["total"]["floor_s"],
+            "floor_compulsory_s": compulsory["total"]["floor_s"],
+            "part_seconds": parts_t, "parts_sum_s": sum(parts_t.values()),
+            "multiple_of_floor": fit_iter / floors["total"]["floor_s"],
+            "multiple_of_compulsory_floor": fit_iter / compulsory["total"]["floor_s"],
+            "loadavg_before": load0, "loadavg_after": load1})
+    return out
+
+
+# =============================================================================== Cr5
+class Cr5Counter:
+    """Counts what a Cr5 fit computes, while it runs.
+
+    Installed around ``model.fit_matrices`` (``with Cr5Counter(model) as cnt: model.fit_matrices(...)``):
+    the model's stage methods are wrapped to know the stage (``factor``, ``start``, ``eig``, ``phi``,
+    ``map``), :class:`~linxling.operators.CrossCovariance` products and
+    :meth:`~linxling.operators.GramBlockInverse.solve` are wrapped (class attributes, restored
+    on exit) to record each call: stage, columns, seconds, and for the inner solves the method,
+    the iterations and the active width of each block-CG iteration."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.stage = "setup"
+        self.products: list[dict] = []     # Ĉ / Ĉᵀ applications
+        self.solves: list[dict] = []       # block inverse applications
+        self.problem = None
+        self.stage_seconds: dict[str, float] = {}
+
+    def _set(self, stage):
+        self.stage = stage
+
+    def __enter__(self):
+        from linxling.operators import crosscov, gram
+        self._saved = []
+        cnt = self
+        m = self.model
+
+        def wrap_method(name, stage, after=None):
+            orig = getattr(m, name)
+
+            def w(*a, **kw):
+                prev = cnt.stage
+                cnt.stage = stage
+                t = time.perf_counter()
+                res = orig(*a, **kw)
+                cnt.stage_seconds[stage] = cnt.stage_seconds.get(stage, 0.0) + time.perf_counter() - t
+                if after is not None:
+                    after(res)
+                if stage in ("factor", "setup"):
+                    cnt.stage = prev
+                return res
+            setattr(m, name, w)
+
+        def keep_problem(p):
+            cnt.problem = p
+        wrap_method("_set_up_problem", "setup", keep_problem)
+        wrap_method("_factor_gram", "factor")
+        wrap_method("_phi_star", "phi")
+        wrap_method("_orthonormal_map", "map")
+        orig_top = m._top_eigenvectors
+
+        def top(*a, **kw):
+            cnt.stage = "start"           # the start runs first inside, then eigsh (see below)
+            return orig_top(*a, **kw)
+        m._top_eigenvectors = top
+
+        import linxling.models.cr5 as cr5mod
+        orig_eigsh = cr5mod.eigsh
+
+        def eigsh(*a, **kw):
+            cnt.stage = "eig"
+            return orig_eigsh(*a, **kw)
+        self._saved.append((cr5mod, "eigsh", orig_eigsh))
+        cr5mod.eigsh = eigsh
+
+        CC = crosscov.CrossCovariance
+        for name in ("matmat", "rmatmat"):
+            orig = getattr(CC, name)
+
+            def w(this, V, __orig=orig, __name=name):
+                t = time.perf_counter()
+                res = __orig(this, V)
+                cnt.products.append({"stage": cnt.stage, "direction": __name, "columns": int(np.shape(V)[1]),
+                                     "dtype": np.dtype(this.dtype).name, "seconds": time.perf_counter() - t})
+                return res
+            self._saved.append((CC, name, CC.__dict__.get(name)))
+            setattr(CC, name, w)
+
+        GBI = gram.GramBlockInverse
+        orig_solve = GBI.solve
+
+        def solve(this, R, x0=None, rtol=None):
+            t = time.perf_counter()
+            res = orig_solve(this, R, x0=x0, rtol=rtol)
+            R2 = np.asarray(R)
+            cols = 1 if R2.ndim == 1 else int(R2.shape[1])
+            nnz = int(this.X.nnz) if getattr(this, "source", None) is None else int(this.source.nnz)
+            cnt.solves.append({
+                "stage": cnt.stage, "method": this.method_, "p": int(this.shape[0]), "nnz": nnz,
+                "n_rows": int(this.X.shape[0]) if getattr(this, "X", None) is not None else None,
+                "columns": cols, "n_iter": int(res.n_iter), "krylov": res.info.get("krylov"),
+                "widths": [int(x) for x in res.info.get("width", [])],
+                "n_matvec": int(res.info.get("n_matvec", 0)),
+                "dtype": "float32" if getattr(this, "mixed_precision_", False) else np.dtype(this.dtype).name,
+                "seconds": time.perf_counter() - t})
+            return res
+        self._saved.append((GBI, "solve", GBI.__dict__.get("solve")))
+        GBI.solve = solve
+        return self
+
+    def __exit__(self, *exc):
+        for obj, name, orig in reversed(self._saved):
+            if orig is None:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, orig)
+        for name in ("_set_up_problem", "_factor_gram", "_phi_star", "_orthonormal_map", "_top_eigenvectors"):
+            self.model.__dict__.pop(name, None)
+        return False
+
+    def operator_columns(self, stage: str = "eig") -> int:
+        """Columns the operator M = ĈᵀA⁻¹Ĉ was applied to in ``stage`` (one Ĉᵀ column each). For
+        the subspace eigen-solver this is ``convergence_["eig"]["n_matvec"]``; ARPACK's n_matvec
+        leaves out the r columns of its final residual check, which the fit also computes."""
+        return sum(p["columns"] for p in self.products if p["stage"] == stage and p["direction"] == "rmatmat")
+
+    def parts(self, r: int) -> dict:
+        """Flops and DRAM bytes per part and stage, from the recorded calls.
+
+        A product of ``b`` columns with Ĉ (or Ĉᵀ) is one sparse product per language: 2 flops per
+        nonzero and column; its bytes are each block's CSR once (int32 indices, data, int64 row
+        pointers; the tiled kernels sweep the CSR once whatever the tile), the dense input read
+        once and the output written once (gathered rows come from cache tiles: counted as hits).
+        A block-CG iteration of width w on language l costs the two products ``X_l P`` and
+        ``X_lᵀ T`` (4 nnz_l w flops, two CSR passes, P, T twice and Q: 5 dense (·, w) passes) plus
+        its dense work, six (p_l, w) x (w, w) products (12 p_l w² flops, about 10 (p_l, w) passes);
+        column-by-column CG: 4 nnz per column product and ~10 p_l flops per column and iteration.
+        A dense Cholesky solve of b columns: 2 p_l² b flops and the factor read once. Φ from the
+        record: one (p, n_applied) x (n_applied, r) GEMM; the orthonormal map: 4 p r² flops."""
+        P = self.problem
+        blocks = [P.blocks[lang] for lang in P.languages]
+        nnz = [int(X.nnz) for X in blocks]
+        rows = [int(X.shape[0]) for X in blocks]
+        K, p = len(P.classes), int(P.p)
+        parts: dict[str, dict] = {}
+
+        def add(name, flops, nbytes):
+            d = parts.setdefault(name, {"flops": 0.0, "bytes": 0.0, "calls": 0})
+            d["flops"] += float(flops)
+            d["bytes"] += float(nbytes)
+            d["calls"] += 1
+
+        for pr in self.products:
+            item = np.dtype(pr["dtype"]).itemsize
+            b = pr["columns"]
+            csr = sum(8 * (n + 1) + (4 + item) * z for n, z in zip(rows, nnz, strict=True))
+            add(f"{pr['stage']}: Ĉ products", 2 * sum(nnz) * b, csr + (K + p) * b * item)
+        for s in self.solves:
+            item = np.dtype(s["dtype"]).itemsize
+            pl, z, nr = s["p"], s["nnz"], s["n_rows"] or 0
+            csr = 8 * (nr + 1) + 8 * (pl + 1) + 2 * (4 + item) * z      # X_l and its CSR transpose
+            if s["method"] == "cg":
+                widths = s["widths"] or ([s["columns"]] * s["n_iter"] if s["krylov"] == "columns" else [])
+                if s["krylov"] == "columns" or not s["widths"]:
+                    n_iter = s["n_iter"]
+                    mv = s["n_matvec"]
+                    add(f"{s['stage']}: inner CG sparse", 4 * z * mv,
+                        n_iter * csr + mv * (3 * pl + 2 * nr) * item)
+                    add(f"{s['stage']}: inner CG dense", 10 * pl * mv, 10 * pl * mv * item)
+                else:
+                    for w in widths:
+                        add(f"{s['stage']}: inner CG sparse", 4 * z * w + 2 * pl * w,
+                            csr + (3 * pl + 2 * nr) * w * item)
+                        add(f"{s['stage']}: inner CG dense", 12 * pl * w * w, 10 * pl * w * item)
+            else:
+                add(f"{s['stage']}: dense solves", 2 * pl * pl * s["columns"],
+                    pl * pl * item + 2 * pl * s["columns"] * item)
+        item = P.dtype.itemsize
+        n_applied = self.operator_columns("eig")
+        if str(getattr(self.model, "fit_info_", {}).get("phi_source", "recorded")) == "recorded":
+            add("phi: Φ from the record", 2 * p * n_applied * r, (p * n_applied + p * r) * item)
+        add("map: orthonormal rows", 4 * p * r * r, 3 * p * r * item)
+        return parts
+
+
+def _cr5_corpus(quick: bool, cache: str | None):
+    import scipy.sparse as sp
+
+    from benchmarks.wiki_synth import wiki_corpus
+    K = 20_000 if quick else 485_000
+    dtype = np.float32
+    if cache and os.path.exists(cache):
+        z = np.load(cache)
+        blocks = {lang: sp.csr_matrix((z[f"{lang}_data"], z[f"{lang}_indices"], z[f"{lang}_indptr"]),
+                                      shape=tuple(z[f"{lang}_shape"])).astype(dtype, copy=False)
+                  for lang in ("l0", "l1")}
+        concepts = {lang: np.arange(X.shape[0]) for lang, X in blocks.items()}
+        return blocks, concepts
+    blocks, concepts = wiki_corpus(K, dtype=dtype, vocab_size=20_000 if quick else 200_000)
+    if cache:
+        np.savez(cache, **{f"{lang}_{k}": getattr(X, k) for lang, X in blocks.items()
+                           for k in ("data", "indices", "indptr")},
+                 **{f"{lang}_shape": np.array(X.shape) for lang, X in blocks.items()})
+    return blocks, concepts
+
+
+def fit_cr5_counted(blocks, concepts, **params):
+    """Fit Cr5 on ``blocks`` with a :class:`Cr5Counter`; returns ``(model, counter, seconds)``."""
+    from linxling import Cr5
+    model = Cr5(**{"n_components": 300, "alpha": 1.0, "random_state": 0, "show_progress": False, **params})
+    with Cr5Counter(model) as cnt:
+        t = time.perf_counter()
+        model.fit_matrices(blocks, concepts)
+        seconds = time.perf_counter() - t
+    return model, cnt, seconds
+
+
+def measure_cr5(rates: dict, quick: bool = False, cache: str | None = None) -> dict:
+    """Counts, floors and measured times of Cr5 at K = 485,000 (``--quick``: K = 20,000, r = 50)."""
+    t0 = time.perf_counter()
+    blocks, concepts = _cr5_corpus(quick, cache)
+    t_data = time.perf_counter() - t0
+    r = 50 if quick else 300
+    from benchmarks.wiki_synth import wiki_corpus
+    warm_b, warm_c = wiki_corpus(1_000, vocab_size=2_000, dtype=np.float32)
+    fit_cr5_counted(warm_b, warm_c, n_components=10, dtype="float32")   # compile outside the timing
+    load0 = os.getloadavg()
+    model, cnt, seconds = fit_cr5_counted(blocks, concepts, n_components=r, dtype="float32",
+                                          memory_budget=None if quick else "12G")
+    load1 = os.getloadavg()
+    parts = cnt.parts(r)
+    floors = floor_table(parts, rates, "float32")
+    # measured seconds per part: the wrapped calls; the rest of each stage is its dense/solver work
+    measured: dict[str, float] = {}
+    for pr in cnt.products:
+        key = f"{pr['stage']}: Ĉ products"
+        measured[key] = measured.get(key, 0.0) + pr["seconds"]
+    for s in cnt.solves:
+        key = f"{s['stage']}: inner CG (sparse + dense)" if s["method"] == "cg" else f"{s['stage']}: dense solves"
+        measured[key] = measured.get(key, 0.0) + s["seconds"]
+    info = model.fit_info_
+    stage_s = {"factor": info.get("time_factor", 0.0), "start": info.get("time_start", 0.0),
+               "eig": info.get("time_eig", 0.0), "phi": info.get("time_phi", 0.0)}
+    for st in ("start", "eig"):
+        inside = sum(v for kk, v in measured.items() if kk.startswith(st + ":"))
+        measured[f"{st}: rest (orthonormalisation, Rayleigh-Ritz, copies)"] = max(0.0, stage_s[st] - inside)
+    measured["other (setup, factor rest, Φ, map, fitted attributes)"] = max(
+        0.0, seconds - sum(measured.values()))
+    return {"K": len(model.classes_), "documents": sum(X.shape[0] for X in blocks.values()),
+            "features": sum(X.shape[1] for X in blocks.values()),
+            "nnz": int(sum(X.nnz for X in blocks.values())), "r": r, "dtype": "float32",
+            "memory_budget": None if quick else "12G", "data_seconds": t_data,
+            "fit_seconds": seconds, "stage_seconds": stage_s,
+            "eig": dict(model.convergence_["eig"]), "operator_columns_eig": cnt.operator_columns("eig"),
+            "start_steps": model.start_steps,
+            "cg_iterations": {lang: b["cg_iterations"] for lang, b in model.convergence_["blocks"].items()},
+            "block_methods": model.fit_info_.get("block_methods"),
+            "parts": parts, "floors": floors, "floor_s": floors["total"]["floor_s"],
+            "measured_seconds": measured, "multiple_of_floor": seconds / floors["total"]["floor_s"],
+            "loadavg_before": load0, "loadavg_after": load1}
+
+
+# =============================================================================== report
+def _fmt_s(x: float) -> str:
+    return f"{x:.3g}" if x < 10 else f"{x:.1f}"
+
+
+def markdown(res: dict) -> str:
+    """The floor tables, shaped for benchmarks/README.md ("### The machine's floor")."""
+    m = res["machine"]
+    one_triad = m["stream"].get("one_thread", {}).get("triad_GBps", float("nan"))
+    L = ["### The machine's floor", "",
+         f"`{res['command']}` ({res['date']}, {m['cpu']}, {m['cores']} cores, LLC {m['llc_bytes'] / 2**20:.0f} MiB, "
+         f"load {m['loadavg_before'][0]:.2f} before / {m['loadavg_after'][0]:.2f} after the machine measurement).", "",
+         "| machine rate (measured in the same run) | value |", "|---|---|",
+         f"| STREAM triad, the better of {m['threads']} threads and 1 (float64, "
+         f"{m['stream']['array_bytes'] / 2**20:.0f} MiB arrays; {m['threads']} threads: "
+         f"{m['stream']['triad_GBps']:.1f}, 1: {one_triad:.1f}) "
+         f"| **{m['triad_GBps']:.1f} GB/s** ({m['threads']} threads: copy {m['stream']['copy_GBps']:.1f}, "
+         f"scale {m['stream']['scale_GBps']:.1f}, add {m['stream']['add_GBps']:.1f}) |",
+         f"| GEMM float64, best shape and thread count (best with 1 thread) "
+         f"| **{m['gemm_float64_GFLOPs']:.1f} GFLOP/s** "
+         f"({m['gemm_float64_1thread_GFLOPs']:.1f}) |",
+         f"| GEMM float32, best shape and thread count (best with 1 thread) "
+         f"| **{m['gemm_float32_GFLOPs']:.1f} GFLOP/s** "
+         f"({m['gemm_float32_1thread_GFLOPs']:.1f}) |", ""]
+    heads = [f"{g['dtype']} {g['m']}x{g['k']}x{g['n']} {g['threads']}t" for g in m["gemm"]]
+    L += ["| GEMM | " + " | ".join(heads) + " |",
+          "|---" * (len(m["gemm"]) + 1) + "|",
+          "| GFLOP/s | " + " | ".join(f"{g['GFLOPs']:.1f}" for g in m["gemm"]) + " |", ""]
+    if "wmf" in res:
+        w = res["wmf"]
+        L += [f"**WMF** ({w['shape'][0]:,} x {w['shape'][1]:,}, {w['nnz']:,} nonzeros, k = {w['k']}, CG "
+              f"{w['cg_steps']} steps, per iteration):", ""]
+        for run in w["runs"]:
+            L += [f"{run['dtype']}: fit **{run['fit_median_s']:.3f} s per iteration** (median after the first; "
+                  f"load {run['loadavg_before'][0]:.2f}-{run['loadavg_after'][0]:.2f}), floor "
+                  f"**{run['floor_s']:.3f} s** → **{run['multiple_of_floor']:.2f}x the floor** "
+                  f"({run['multiple_of_compulsory_floor']:.2f}x the floor with every gathered row an LLC hit, "
+                  f"{run['floor_compulsory_s']:.3f} s).", "",
+                  "| part | GFLOP | GB (of which gathers) | LLC hits of gathers | floor (s) | bound "
+                  "| measured alone (s) | x floor |",
+                  "|---|---|---|---|---|---|---|---|"]
+            for name, p in run["parts"].items():
+                f = run["floors"][name]
+                t = run["part_seconds"].get(name, float("nan"))
+                hits = f"{p['llc_hit_fraction']:.0%}" if "llc_hit_fraction" in p else "—"
+                L.append(f"| {name} | {p['flops'] / 1e9:.2f} | {p['bytes'] / 1e9:.3f} "
+                         f"({p.get('gather_bytes', 0) / 1e9:.3f}) "
+                         f"| {hits} | {f['floor_s']:.4f} | {f['bound']} | {t:.4f} | {t / f['floor_s']:.1f} |")
+            L += [f"| **iteration** | | | | **{run['floor_s']:.4f}** | | {run['parts_sum_s']:.4f} (parts), "
+                  f"{run['fit_median_s']:.4f} (fit) | **{run['multiple_of_floor']:.2f}** |", ""]
+    if "cr5" in res:
+        c = res["cr5"]
+        L += [f"**Cr5** (K = {c['K']:,}, {c['documents']:,} documents, {c['features']:,} features, "
+              f"{c['nnz'] / 1e6:.1f}M nonzeros, r = {c['r']}, float32, memory_budget={c['memory_budget']}): "
+              f"fit **{c['fit_seconds']:.1f} s** "
+              f"(load {c['loadavg_before'][0]:.2f}-{c['loadavg_after'][0]:.2f}), floor **{c['floor_s']:.1f} s** → "
+              f"**{c['multiple_of_floor']:.2f}x the floor**; eigen-solve {c['eig']['n_iter']} iteration(s), "
+              f"{c['operator_columns_eig']} operator columns (diagnostics: n_matvec = {c['eig']['n_matvec']}), "
+              f"start {c['start_steps']} steps; block CG iterations {c['cg_iterations']}.", "",
+              "| part | calls | GFLOP | GB | floor (s) | bound |", "|---|---|---|---|---|---|"]
+        for name, p in c["parts"].items():
+            f = c["floors"][name]
+            L.append(f"| {name} | {p['calls']} | {p['flops'] / 1e9:.1f} | {p['bytes'] / 1e9:.2f} | "
+                     f"{_fmt_s(f['floor_s'])} | {f['bound']} |")
+        L += [f"| **fit** | | | | **{_fmt_s(c['floor_s'])}** | |", "",
+              "| where the time went (measured) | s | share |", "|---|---|---|"]
+        for name, t in c["measured_seconds"].items():
+            L.append(f"| {name} | {_fmt_s(t)} | {t / c['fit_seconds']:.0%} |")
+        L.append("")
+    return "\n".join(L)
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--part", choices=("machine", "wmf", "cr5", "all"), default="all")
+    ap.add_argument("--quick", action="store_true", help="small sizes: exercise the code in seconds")
+    ap.add_argument("--out", default=str(OUT), help="directory for floor.json and floor.md")
+    ap.add_argument("--cache", default=None, help=".npz of the Cr5 corpus (read if present, else written)")
+    a = ap.parse_args(argv)
+    out_dir = Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    from benchmarks._machine import machine
+    res: dict = {"command": "python -m benchmarks.floor " + " ".join(argv if argv is not None else sys.argv[1:]),
+                 "date": time.strftime("%Y-%m-%d %H:%M"), "quick": a.quick, "versions": machine()}
+    res["machine"] = measure_machine(a.quick)
+    rates = res["machine"]
+    print(f"machine: triad {rates['triad_GBps']:.1f} GB/s, GEMM f64 {rates['gemm_float64_GFLOPs']:.1f} / "
+          f"f32 {rates['gemm_float32_GFLOPs']:.1f} GFLOP/s, load {rates['loadavg_before']}", flush=True)
+    if a.part in ("wmf", "all"):
+        res["wmf"] = measure_wmf(rates, a.quick)
+        for run in res["wmf"]["runs"]:
+            print(f"wmf {run['dtype']}: {run['fit_median_s']:.3f} s/it, floor {run['floor_s']:.3f} s, "
+                  f"{run['multiple_of_floor']:.2f}x", flush=True)
+    if a.part in ("cr5", "all"):
+        res["cr5"] = measure_cr5(rates, a.quick, a.cache)
+        c = res["cr5"]
+        print(f"cr5 K={c['K']}: {c['fit_seconds']:.1f} s, floor {c['floor_s']:.1f} s, "
+              f"{c['multiple_of_floor']:.2f}x", flush=True)
+    (out_dir / "floor.json").write_text(json.dumps(res, indent=1, default=float))
+    (out_dir / "floor.md").write_text(markdown(res) + "\n")
+    print(f"wrote {out_dir / 'floor.json'} and {out_dir / 'floor.md'}")
+    return res
+
+
+if __name__ == "__main__":
+    main()

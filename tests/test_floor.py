@@ -1,0 +1,210 @@
+"""benchmarks/floor.py: the work counters against brute-force counts, the machine measurers."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from benchmarks import floor
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------ an instrumented NumPy CG half-step
+class _Tally:
+    """Counts flops of the vector operations the reference performs (multiply-add = 2)."""
+
+    def __init__(self):
+        self.flops = 0
+
+    def dot(self, a, b):                 # a·b: k multiplies, k adds
+        self.flops += 2 * a.size
+        return float(np.dot(a, b))
+
+    def axpy(self, a, x, y):             # y + a x
+        self.flops += 2 * x.size
+        return y + a * x
+
+    def matvec(self, x, G):              # x G, k x k
+        self.flops += 2 * G.size
+        return x @ G
+
+    def scalar(self, n=1):
+        self.flops += n
+
+
+def _reference_half_step(X, Y, out, G, dw, steps, tally):
+    """One CG half-step, row by row, written from the normal equations (not from the kernel):
+    A_u = G + Σ_i dw_i y_i y_iᵀ, b_u = Σ_i X_ui y_i, warm start out[u]; returns the solution and
+    the objective term Σ_u x·(r + b)."""
+    X = sp.csr_matrix(X)
+    res = out.copy()
+    quad = 0.0
+    for u in range(X.shape[0]):
+        cols = X.indices[X.indptr[u]:X.indptr[u + 1]]
+        vals = X.data[X.indptr[u]:X.indptr[u + 1]]
+        if cols.size == 0:
+            res[u] = 0
+            continue
+        x = out[u].astype(np.float64)
+        r = -tally.matvec(x, G)
+        b = np.zeros_like(x)
+        for i, v in zip(cols, vals, strict=True):
+            t = tally.dot(Y[i], x)
+            coef = v - dw[i] * t
+            tally.scalar(2)
+            r = tally.axpy(coef, Y[i], r)
+            b = tally.axpy(v, Y[i], b)
+        p = r.copy()
+        rs = tally.dot(r, r)
+        for _ in range(steps):
+            Ap = tally.matvec(p, G)
+            for i in cols:
+                t = tally.dot(Y[i], p) * dw[i]
+                tally.scalar(1)
+                Ap = tally.axpy(t, Y[i], Ap)
+            pAp = tally.dot(p, Ap)
+            alpha = rs / pAp
+            tally.scalar(1)
+            x = tally.axpy(alpha, p, x)
+            r = tally.axpy(-alpha, Ap, r)
+            rsnew = tally.dot(r, r)
+            beta = rsnew / rs
+            tally.scalar(1)
+            p = tally.axpy(beta, p, r)
+            rs = rsnew
+        tally.scalar(3 * x.size)         # x·(r + b): an add, a multiply and an add per entry
+        quad += float(x @ (r + b))
+        res[u] = x
+    return res, quad
+
+
+def _tiny(n=40, m=25, k=6, seed=0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, m, density=0.2, random_state=seed, format="csr")
+    X.data[:] = 1.0
+    X = X.tolil()
+    X[3, :] = 0                          # an empty row: no work
+    X = X.tocsr()
+    X.eliminate_zeros()
+    Y = rng.standard_normal((m, k)) * 0.3
+    out = rng.standard_normal((n, k)) * 0.3
+    return X, Y, out
+
+
+def test_wmf_half_step_flops_equal_instrumented_reference():
+    from linxling.kernels import als
+    X, Y, out0 = _tiny()
+    k, steps, w, lam = Y.shape[1], 3, 0.1, 0.5
+    G = als.gram(Y, w, lam)
+    dw = np.full(Y.shape[0], 1.0 - w)
+    tally = _Tally()
+    ref, _ = _reference_half_step(X, Y, out0, G, dw, steps, tally)
+    # the reference is the kernel's algorithm: same solution
+    got = out0.copy()
+    als.als_half_step(X, Y, got, missing_weight=w, regularization=lam, solver="cg", cg_steps=steps)
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-10)
+    nonempty = int(np.count_nonzero(np.diff(X.indptr)))
+    assert floor.wmf_half_step_flops(nonempty, X.nnz, k, steps) == tally.flops
+    # the iteration's parts: each half-step adds the objective's Σ data² (2 nnz)
+    parts = floor.wmf_iteration_parts(X, k, steps, np.float64, llc=1 << 20)
+    assert parts["rows half-step (E)"]["flops"] == tally.flops + 2 * X.nnz
+    XT = X.T.tocsr()
+    t2 = _Tally()
+    _reference_half_step(XT, out0, Y.copy(), als.gram(out0, w, lam), np.full(X.shape[0], 1 - w), steps, t2)
+    assert parts["cols half-step (V)"]["flops"] == t2.flops + 2 * X.nnz
+    assert parts["gram V (VᵀV)"]["flops"] == 2 * X.shape[1] * k * k + k * k + k
+
+
+def test_wmf_bytes_gathers_and_llc_model():
+    X, Y, _ = _tiny()
+    k = Y.shape[1]
+    big = floor.wmf_iteration_parts(X, k, 3, np.float32, llc=1 << 30)
+    small = floor.wmf_iteration_parts(X, k, 3, np.float32, llc=64)
+    half = big["rows half-step (E)"]
+    # every gather an LLC hit when the cache holds the factor; the CSR is read once
+    assert half["gather_bytes"] == 0 and half["llc_hit_fraction"] == 1.0
+    assert half["compulsory_bytes"] >= 8 * (X.shape[0] + 1) + 8 * X.nnz + 2 * X.shape[0] * k * 4
+    # a cache of one row: only the most gathered row hits
+    s = small["rows half-step (E)"]
+    counts = np.bincount(X.indices, minlength=X.shape[1])
+    assert s["llc_hit_fraction"] == pytest.approx(counts.max() / counts.sum())
+    assert s["gather_bytes"] == pytest.approx((1 - counts.max() / counts.sum()) * X.nnz * 64)
+
+
+def test_triad_kernel_and_rates():
+    n = 10_007
+    b = np.arange(n, dtype=np.float64)
+    c = np.full(n, 2.0)
+    a = np.zeros(n)
+    floor.triad(a, b, c, 3.0)
+    np.testing.assert_array_equal(a, b + 3.0 * c)
+    st = floor.stream_bandwidth(n=200_000, repeats=2)
+    for key in ("triad_GBps", "copy_GBps", "scale_GBps", "add_GBps"):
+        assert math.isfinite(st[key]) and st[key] > 0
+    for dt in (np.float64, np.float32):
+        g = floor.gemm_rate(300, 50, 50, dt, repeats=1, threads=1)
+        assert math.isfinite(g) and g > 0
+
+
+def test_roofline_takes_the_larger_bound():
+    rates = {"gemm_float64_GFLOPs": 10.0, "triad_GBps": 5.0}
+    t = floor.floor_table({"a": {"flops": 2e10, "bytes": 5e9}, "b": {"flops": 1e9, "bytes": 1e10}}, rates, "float64")
+    assert t["a"]["floor_s"] == pytest.approx(2.0) and t["a"]["bound"] == "compute"
+    assert t["b"]["floor_s"] == pytest.approx(2.0) and t["b"]["bound"] == "memory"
+    assert t["total"]["floor_s"] == pytest.approx(4.0)
+
+
+def test_cr5_counter_matches_the_fit_diagnostics():
+    from benchmarks.wiki_synth import wiki_corpus
+    from linxling._linop import LinearOperator
+    from linxling.operators import CrossCovariance, GramBlockInverse
+    blocks, concepts = wiki_corpus(1_500, vocab_size=3_000, dtype=np.float32)
+    model, cnt, seconds = floor.fit_cr5_counted(blocks, concepts, n_components=12, dtype="float32",
+                                                block_method="cg", eig_method="subspace")
+    assert seconds > 0
+    # the subspace eigen-solver (the one the K = 485,000 fit runs) counts every column it applies
+    assert model.convergence_["eig"]["method"] == "subspace"
+    assert cnt.operator_columns("eig") == model.convergence_["eig"]["n_matvec"] > 0
+    # the start: two products (Ĉ, Ĉᵀ) per power step
+    assert sum(1 for p in cnt.products if p["stage"] == "start") == 2 * model.start_steps
+    # the inner solves recorded are every block CG application the model reports, in order
+    for lang in model.languages_:
+        p_l = blocks[lang].shape[1]
+        its = [s["n_iter"] for s in cnt.solves if s["p"] == p_l and s["nnz"] == blocks[lang].nnz]
+        assert its == model.convergence_["blocks"][lang]["cg_iterations"]
+    parts = cnt.parts(12)
+    assert all(v["flops"] >= 0 and v["bytes"] > 0 for v in parts.values())
+    nnz = sum(X.nnz for X in blocks.values())
+    eig_cols = sum(p["columns"] for p in cnt.products if p["stage"] == "eig")
+    assert parts["eig: Ĉ products"]["flops"] == 2 * nnz * eig_cols
+    # the class attributes are restored
+    assert CrossCovariance.matmat is LinearOperator.matmat
+    assert "solve" in GramBlockInverse.__dict__ and GramBlockInverse.solve.__name__ == "solve"
+    assert "_top_eigenvectors" not in model.__dict__
+
+
+@pytest.mark.slow
+def test_quick_end_to_end_writes_only_its_output(tmp_path):
+    def status():
+        try:
+            return subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True,
+                                  text=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+    before = status()
+    res = floor.main(["--quick", "--out", str(tmp_path)])
+    data = json.loads((tmp_path / "floor.json").read_text())
+    md = (tmp_path / "floor.md").read_text()
+    assert "### The machine's floor" in md and "**WMF**" in md and "**Cr5**" in md
+    assert data["machine"]["triad_GBps"] > 0 and data["machine"]["gemm_float64_GFLOPs"] > 0
+    for run in data["wmf"]["runs"]:
+        assert run["floor_s"] > 0 and run["multiple_of_floor"] > 0
+    assert data["cr5"]["operator_columns_eig"] == data["cr5"]["eig"]["n_matvec"]
+    assert res["cr5"]["floor_s"] > 0
+    assert status() == before
