@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numbers
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -110,6 +110,11 @@ class BilBOWA(LinxlingEstimator):
     dtype : {"float32", "float64"}, default "float32"
     random_state : int or None
     show_progress : bool or None
+    callback : callable(model, iteration, loss) or None
+        Called after each epoch (as every linxling model's callback): ``iteration`` counts the
+        epochs from 0; ``loss`` is the epoch's mean loss, the mean over languages of the mean
+        skip-gram loss plus the mean alignment loss (when there is parallel text); the parts are
+        in ``loss_curve_[-1]``. Not saved.
 
     Attributes
     ----------
@@ -132,7 +137,8 @@ class BilBOWA(LinxlingEstimator):
                  alignment_weight: float = 10.0, min_count: int = 3, max_vocab: int | None = 200_000,
                  n_epochs: int = 5, learning_rate: float = 0.025, alignment_learning_rate: float | None = None,
                  n_blocks: int = 20, mapping: str | None = None, dtype: str = "float32", random_state: Any = None,
-                 show_progress: bool | None = None, epochs: int | str = DEPRECATED) -> None:
+                 show_progress: bool | None = None, callback: Callable[[Any, int, float], Any] | None = None,
+                 epochs: int | str = DEPRECATED) -> None:
         self.n_components = n_components
         self.window = window
         self.negative = negative
@@ -148,6 +154,7 @@ class BilBOWA(LinxlingEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.show_progress = show_progress
+        self.callback = callback
         self.epochs = epochs
 
     @classmethod
@@ -331,7 +338,7 @@ class BilBOWA(LinxlingEstimator):
         self.loss_curve_ = []
         step = 0
         bar = progress(range(int(self._param("n_epochs"))), show=self.show_progress, desc="BilBOWA", unit="epoch")
-        for _epoch in bar:
+        for epoch in bar:
             sg_loss = np.zeros(len(languages))
             sg_n = np.zeros(len(languages), dtype=np.int64)
             al_loss, al_n = 0.0, 0
@@ -364,6 +371,8 @@ class BilBOWA(LinxlingEstimator):
             if not np.all(np.isfinite(W)):
                 raise FloatingPointError("BilBOWA diverged (non-finite vectors): lower learning_rate "
                                          "or alignment_learning_rate")
+            if self.callback is not None:
+                self.callback(self, epoch, _epoch_loss(rec))
         self.languages_ = languages
         self.words_ = words
         self.vectors_ = {lang: np.ascontiguousarray(W[offsets[k]:offsets[k + 1]])
@@ -444,7 +453,7 @@ class BilBOWA(LinxlingEstimator):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params: dict[str, Any] = self._saved_params()
+        params: dict[str, Any] = self._saved_params(exclude=("callback",))
         params["languages"] = list(self.languages_)
         params["loss_curve"] = [{"skipgram": dict(r["skipgram"]), "alignment": r["alignment"]}
                                   for r in self.loss_curve_]
@@ -466,6 +475,14 @@ class BilBOWA(LinxlingEstimator):
         model.n_seed_pairs_ = dict(params.get("n_seed_pairs", {}))
         model.mapping_ = {k: np.asarray(v) for k, v in arrays.get("mapping", {}).items()}
         return model
+
+
+def _epoch_loss(rec: dict[str, Any]) -> float:
+    """One epoch's loss as the callback sees it: the mean over languages of the skip-gram
+    loss, plus the alignment loss when there is one."""
+    sg = rec["skipgram"]
+    loss = float(np.mean(list(sg.values()))) if sg else 0.0
+    return loss + (rec["alignment"] if rec["alignment"] is not None else 0.0)
 
 
 def _subsample(tok: np.ndarray, ptr: np.ndarray, keep: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:

@@ -55,7 +55,7 @@ steps decay linearly to ``1e-4`` of ``word_learning_rate`` over the run.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -198,6 +198,12 @@ class BilDRL(LinxlingEstimator):
         Blocks per epoch of the interleaved joint schedule.
     random_state : int, Generator or None
     show_progress : bool or None
+    callback : callable(model, iteration, loss) or None
+        Called after each training epoch of a neural encoder (as every linxling model's
+        callback): ``iteration`` counts the epochs from 0 (over the units one after the other
+        when ``multitask=False``), ``loss`` is the epoch's mean dictionary loss, the value just
+        appended to ``loss_curve_`` (joint learning: ``joint_history_[-1]`` has the skip-gram
+        and alignment parts). Not called by ``encoder="ridge"``, which has no epochs. Not saved.
 
     Attributes
     ----------
@@ -211,7 +217,8 @@ class BilDRL(LinxlingEstimator):
         still reads with a FutureWarning).
     joint_history_ : list of dict
         ``joint=True``: per epoch the mean dictionary, skip-gram (per language) and alignment
-        losses.
+        losses. A different quantity from ``loss_curve_`` (which holds only the dictionary
+        loss, the encoder's objective, for every encoder), so it keeps its own name.
     """
 
     _fitted_attr = "units_"
@@ -226,6 +233,7 @@ class BilDRL(LinxlingEstimator):
                  alignment_weight: float = 1.0, word_learning_rate: float = 0.025, window: int = 5,
                  negative: int = 5, sample: float = 1e-4, n_blocks: int = 20,
                  random_state: Any = None, show_progress: bool | None = None,
+                 callback: Callable[[Any, int, float], Any] | None = None,
                  epochs: int | str = DEPRECATED) -> None:
         self.encoder = encoder
         self.multitask = multitask
@@ -252,6 +260,7 @@ class BilDRL(LinxlingEstimator):
         self.n_blocks = n_blocks
         self.random_state = random_state
         self.show_progress = show_progress
+        self.callback = callback
         self.epochs = epochs
 
     @classmethod
@@ -532,7 +541,6 @@ class BilDRL(LinxlingEstimator):
         opt = AMSGrad(params, lr=self.learning_rate)
         n = len(urows)
         bs = self.batch_size
-        losses = []
         for _ in progress(range(self._param("n_epochs")), show=self.show_progress, desc="BilDRL epochs"):
             perm = rng.permutation(n)
             tot = 0.0
@@ -544,9 +552,14 @@ class BilDRL(LinxlingEstimator):
                 tot += float((diff.astype(np.float64) ** 2).sum())
                 grads, _ = K.backward(self.encoder, params, cache, (2.0 / len(bi)) * diff)
                 opt.step(grads)
-            losses.append(tot / n)
-        self.loss_curve_.extend(losses)
+            self._end_epoch(tot / n)
         return {"kind": "neural", "params": params}, n_bad
+
+    def _end_epoch(self, loss: float) -> None:
+        """Record an epoch's mean dictionary loss in ``loss_curve_`` and call the callback."""
+        self.loss_curve_.append(loss)
+        if self.callback is not None:
+            self.callback(self, len(self.loss_curve_) - 1, loss)
 
 
     # -- joint learning (Sec. 3.3)
@@ -644,7 +657,7 @@ class BilDRL(LinxlingEstimator):
         total = int(self._param("n_epochs")) * nblk
         lr0 = float(self.word_learning_rate)
         n_par = data["n_par"]
-        losses, step = [], 0
+        step = 0
         for _ in progress(range(self._param("n_epochs")), show=self.show_progress, desc="BilDRL joint epochs"):
             perm = rng.permutation(n)
             order = wrng.permutation(n_par)
@@ -684,12 +697,11 @@ class BilDRL(LinxlingEstimator):
             if not np.all(np.isfinite(V)):
                 raise FloatingPointError("BilDRL joint learning diverged (non-finite word vectors): "
                                          "lower word_learning_rate")
-            losses.append(tot / n)
             self.joint_history_.append({
                 "dictionary": tot / n,
                 "skipgram": {lang: float(sg_loss[k] / max(sg_n[k], 1)) for k, lang in enumerate(data["mlangs"])},
                 "alignment": float(al_loss / al_n) if al_n else None})
-        self.loss_curve_.extend(losses)
+            self._end_epoch(tot / n)
         for lang in (self.word_vectors_ if lr0 > 0 else ()):       # lr 0: the space is unchanged
             n_l = len(self.word_lists_[lang])
             self.word_vectors_[lang] = V[off[lang]:off[lang] + n_l].astype(np.float64) * self.scale_
@@ -801,7 +813,7 @@ class BilDRL(LinxlingEstimator):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params = self._saved_params(exclude=("random_state",))
+        params = self._saved_params(exclude=("random_state", "callback"))
         rs = self.random_state
         params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
         params["directions"] = [list(d) for d in self.directions_]

@@ -178,11 +178,13 @@ class Cr5(ConceptEmbeddingMixin):
         the blocks are CuPy (``cupyx.scipy.sparse``) matrices, else "cpu"; ``device_`` is the one used.
     callback : callable or None
         ``callback(model, iteration, loss)``, as every linxling model's: called after each
-        iteration of the eigen-solver with ``loss`` = the largest relative residual
-        ``||A v - θ v|| / |θ|`` of the wanted Ritz pairs (what the fit drives below
-        ``eig_tol``). The details are in ``model.fit_progress_`` (updated before each call and
-        at the Φ stage): ``{"stage": "eig" | "phi", "iteration", "eigenvalues", "residuals",
-        ...}``. A callback of the earlier two-parameter form ``callback(stage, info)`` still
+        iteration of the eigen-solver (``iteration`` counted from 0, as every model counts its
+        iterations or epochs; the ARPACK and LOBPCG solvers call it once, at their last) with
+        ``loss`` = the largest relative residual ``||A v - θ v|| / |θ|`` of the wanted Ritz
+        pairs (what the fit drives below ``eig_tol``). The details are in
+        ``model.fit_progress_`` (updated before each call and at the Φ stage): ``{"stage":
+        "eig" | "phi", "iteration", "n_iter" (iterations done), "eigenvalues", "residuals",
+        "loss", ...}``. A callback of the earlier two-parameter form ``callback(stage, info)`` still
         works, with a FutureWarning, until the next release.
 
     Attributes
@@ -629,8 +631,10 @@ class Cr5(ConceptEmbeddingMixin):
             res = np.asarray(info["residuals"], dtype=np.float64)[:r]
             rel = res / np.where(theta > 0, theta, 1.0)
             loss = float(rel.max()) if rel.size else 0.0
-            self.fit_progress_ = {"stage": "eig", **info, "loss": loss}
-            self.callback(self, info["iteration"], loss)
+            it = int(info["iteration"]) - 1          # from 0, as every model's callback counts
+            self.fit_progress_ = {"stage": "eig", **info, "iteration": it, "n_iter": int(info["iteration"]),
+                                  "loss": loss}
+            self.callback(self, it, loss)
         else:
             last = dict(getattr(self, "fit_progress_", {}) or {})
             self.fit_progress_ = {**last, **info, "stage": "phi", "phi": info["stage"]}
