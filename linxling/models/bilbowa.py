@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from linxling.io import register_model
 from linxling.models._estimator import DEPRECATED, LinxlingEstimator, as_output
@@ -165,38 +166,31 @@ class BilBOWA(LinxlingEstimator):
         are word2vec's usual ones (window 5, 5 negatives, subsampling 1e-4, step 0.025) with
         alignment weight 1, this class's defaults before they were measured (``n_components``).
         ``overrides`` replace any of these."""
-        params = dict(n_components=50, window=5, negative=5, sample=1e-4, alignment_weight=1.0,
+        params: dict[str, Any] = dict(n_components=50, window=5, negative=5, sample=1e-4, alignment_weight=1.0,
                       learning_rate=0.025)
         params.update(overrides)
         return cls(**params)
 
     # ------------------------------------------------------------------ validation
-    def _check_params(self) -> None:
-        for name in ("n_components", "window", "negative", "min_count", "n_epochs", "n_blocks"):
-            v = self._param(name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        mv = self.max_vocab
-        if mv is not None and (not isinstance(mv, numbers.Integral) or isinstance(mv, bool) or mv < 1):
-            raise ValueError(f"max_vocab must be None or a positive int, got {mv!r}")
-        for name in ("learning_rate",):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) or v <= 0:
-                raise ValueError(f"{name} must be a positive number, got {v!r}")
-        alr = self.alignment_learning_rate
-        if alr is not None and (not isinstance(alr, numbers.Real) or not np.isfinite(alr) or alr <= 0):
-            raise ValueError(f"alignment_learning_rate must be None or a positive number, got {alr!r}")
-        for name in ("sample", "alignment_weight"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a non-negative number, got {v!r}")
-        if str(self.dtype) not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        if self.mapping not in (None, "procrustes"):
-            raise ValueError(f"mapping must be None or 'procrustes', got {self.mapping!r}")
-        rs = self.random_state
-        if rs is not None and (not isinstance(rs, numbers.Integral) or isinstance(rs, bool)):
-            raise TypeError(f"random_state must be None or an int, got {type(rs).__name__}")
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
+    _parameter_constraints: dict[str, list[Any]] = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "window": [Interval(numbers.Integral, 1, None, closed="left")],
+        "negative": [Interval(numbers.Integral, 1, None, closed="left")],
+        "min_count": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_blocks": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_vocab": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "alignment_learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "sample": [Interval(numbers.Real, 0, None, closed="left")],
+        "alignment_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        "dtype": [StrOptions({"float32", "float64"}), Options(np.dtype, {np.dtype("float32"), np.dtype("float64")})],
+        "mapping": [StrOptions({"procrustes"}), None],
+        "random_state": [numbers.Integral, None],
+        "show_progress": ["boolean", None],
+        "callback": [callable, None],
+    }
 
     @staticmethod
     def _check_corpora(monolingual, parallel):
@@ -251,7 +245,6 @@ class BilBOWA(LinxlingEstimator):
         from linxling.kernels import skipgram as K
         from linxling.text import tokenize
 
-        self._check_params()
         mono, par = self._check_corpora(monolingual, parallel)
         lexicon = self._check_lexicon(seed_lexicon, mono)
         languages = sorted(mono)
@@ -319,7 +312,8 @@ class BilBOWA(LinxlingEstimator):
         enc = {}
         for lang in pl:
             idx = index[lang]
-            t_, p_ = [], [0]
+            t_: list[int] = []
+            p_ = [0]
             for text in par[lang]:
                 t_.extend(idx[w] for w in tokenize(text) if w in idx)
                 p_.append(len(t_))
@@ -378,7 +372,8 @@ class BilBOWA(LinxlingEstimator):
         self.vectors_ = {lang: np.ascontiguousarray(W[offsets[k]:offsets[k + 1]])
                          for k, lang in enumerate(languages)}
         self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
-        self.mapping_, self.n_seed_pairs_ = {}, {}
+        self.mapping_: dict[str, np.ndarray] = {}
+        self.n_seed_pairs_: dict[str, int] = {}
         if self.mapping == "procrustes":
             self._map(lexicon, index)
         return self
