@@ -280,7 +280,7 @@ def test_declared_parameter_tables_name_real_parameters_and_are_checked_in_fit()
     import linxling
     from linxling._registry import names
     declared = {n: getattr(linxling, n) for n in names() if getattr(linxling, n)._parameter_constraints}
-    assert {"BiCVM", "RankingEmbedding"} <= set(declared)
+    assert {"BiCVM", "RankingEmbedding", "BilBOWA", "BilDRL", "CompressTree", "CLLSI"} <= set(declared)
     for name, cls in declared.items():
         params = set(inspect.signature(cls).parameters)
         assert set(cls._parameter_constraints) <= params, (name, set(cls._parameter_constraints) - params)
@@ -345,3 +345,26 @@ def test_bildrl_and_bilbowa_callbacks_see_each_epochs_loss():
     ref = BilBOWA(n_components=4, n_epochs=2, min_count=1, random_state=0, show_progress=False)
     ref.fit({"en": EN, "de": DE}, {"en": EN, "de": DE})
     np.testing.assert_array_equal(ref.word_vectors("en")[1], b.word_vectors("en")[1])
+
+
+@pytest.mark.parametrize("make, param", [
+    (lambda: BilBOWA(n_epochs=True, show_progress=False), "n_epochs"),
+    (lambda: BilDRL(learning_rate=True, show_progress=False), "learning_rate"),
+    (lambda: CompressTree(n_components=True, show_progress=False), "n_components"),
+    (lambda: CLLSI(n_components=True), "n_components"),
+])
+def test_a_bool_is_not_a_count_or_a_rate(make, param):
+    """scikit-learn's Interval takes True as 1; the models refused it before the tables, and
+    still do (one rule in LinxlingEstimator._validate_declared_params)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+    m = make()
+    with pytest.raises(InvalidParameterError, match=f"'{param}' parameter of {type(m).__name__} must be a number, "
+                                                    "not a bool"):
+        m._validate_declared_params()
+
+
+def test_two_parameter_rules_stay_in_the_model():
+    with pytest.raises(ValueError, match="multitask=True"):
+        BilDRL(joint=True, multitask=False)._validate_declared_params()
+    with pytest.raises(ValueError, match="max_length"):
+        BilDRL(encoder="cnn", n_layers=8, max_length=15)._validate_declared_params()
