@@ -148,7 +148,7 @@ class MultilingualFit(BaseEstimator):
     def transform(self, X: Sequence[tuple[str, str]]) -> np.ndarray:
         from linxling.cli import embed_texts
         texts, langs = _pairs(X)
-        out = None
+        out: Any = None
         for lang in sorted(set(langs)):
             rows = [i for i, g in enumerate(langs) if g == lang]
             Z = np.asarray(embed_texts(self.estimator_, [texts[i] for i in rows], lang))
@@ -160,9 +160,9 @@ class MultilingualFit(BaseEstimator):
     def score(self, X: Sequence[tuple[str, str]], y: Sequence[Hashable]) -> float:
         texts, langs = _pairs(X)
         ids: dict = {}
-        y = np.asarray([ids.setdefault(c, len(ids)) for c in y])
-        if len(y) != len(texts):
-            raise ValueError(f"y has {len(y)} concepts for {len(texts)} documents")
+        codes = np.asarray([ids.setdefault(c, len(ids)) for c in y])
+        if len(codes) != len(texts):
+            raise ValueError(f"y has {len(codes)} concepts for {len(texts)} documents")
         Z = self.transform(X)
         Z = Z / np.maximum(np.linalg.norm(Z, axis=1, keepdims=True), 1e-300)
         langs_arr = np.asarray(langs)
@@ -172,13 +172,13 @@ class MultilingualFit(BaseEstimator):
                 if a == b:
                     continue
                 qa, cb = np.flatnonzero(langs_arr == a), np.flatnonzero(langs_arr == b)
-                qa = qa[np.isin(y[qa], y[cb])]
+                qa = qa[np.isin(codes[qa], codes[cb])]
                 if not len(qa):
                     continue
                 S = Z[qa] @ Z[cb].T
                 kk = min(int(self.k), len(cb))
                 top = np.argpartition(-S, kk - 1, axis=1)[:, :kk]
-                hits += float(np.mean(np.any(y[cb][top] == y[qa][:, None], axis=1)))
+                hits += float(np.mean(np.any(codes[cb][top] == codes[qa][:, None], axis=1)))
                 total += 1
         if not total:
             raise ValueError("no concept of X has documents in two languages: nothing to score")

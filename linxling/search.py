@@ -213,7 +213,9 @@ class Index:
         scores = np.empty((n_q, k), dtype=C.dtype)
         indices = np.empty((n_q, k), dtype=np.int64)
         blocks = [(q0, c0) for q0 in range(0, n_q, qb) for c0 in range(0, n_c, cb)]
-        best_s = best_i = near = None
+        best_s: Any = None
+        best_i: Any = None
+        near: Any = None
         for q0, c0 in progress(blocks, show=show_progress, desc="search", unit="block", delay=1.0):
             Qb = Q[q0:q0 + qb]
             if c0 == 0:

@@ -280,7 +280,7 @@ def test_declared_parameter_tables_name_real_parameters_and_are_checked_in_fit()
     import linxling
     from linxling._registry import names
     declared = {n: getattr(linxling, n) for n in names() if getattr(linxling, n)._parameter_constraints}
-    assert {"BiCVM", "RankingEmbedding"} <= set(declared)
+    assert {"BiCVM", "RankingEmbedding", "BilBOWA", "BilDRL", "CompressTree", "CLLSI"} <= set(declared)
     for name, cls in declared.items():
         params = set(inspect.signature(cls).parameters)
         assert set(cls._parameter_constraints) <= params, (name, set(cls._parameter_constraints) - params)
@@ -292,3 +292,79 @@ def test_declared_parameter_tables_name_real_parameters_and_are_checked_in_fit()
     with pytest.raises(ValueError, match="noise_pool"):
         m.set_params(noise_pool=0).fit({"en": EN, "de": DE})
     assert not hasattr(m, "vectors_")          # nothing fitted on a bad parameter
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_fit_changes_no_parameter(case):
+    """Issue #26: no estimator changes its own parameters in fit (get_params() is the same object
+    by object before and after; CrossWMF used to overwrite n_components and dtype)."""
+    model, fit, _ = case
+    m = clone(model)
+    if "callback" in m.get_params():
+        m.set_params(callback=lambda *a: None)
+    before = m.get_params(deep=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(m)
+    after = m.get_params(deep=False)
+    assert after.keys() == before.keys()
+    assert all(after[k] is before[k] or (type(after[k]) is type(before[k]) and after[k] == before[k])
+               for k in before), {k: (before[k], after[k]) for k in before if after[k] is not before[k]}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "callback" in c[0].get_params()],
+                         ids=[i for c, i in zip(CASES, IDS, strict=True) if "callback" in c[0].get_params()])
+def test_one_callback_signature(case):
+    """Issue #26: every model with a callback calls it as callback(model, iteration, loss), the
+    iterations counted from 0 in order and the loss a finite float."""
+    model, fit, _ = case
+    seen: list[tuple] = []
+    m = clone(model).set_params(callback=lambda mod, it, loss: seen.append((mod, it, loss)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(m)
+    assert seen, "the callback was never called"
+    assert all(mod is m for mod, _, _ in seen)
+    assert [it for _, it, _ in seen] == list(range(len(seen)))
+    assert all(isinstance(loss, (float, np.floating)) and np.isfinite(loss) for _, _, loss in seen)
+
+
+def test_bildrl_and_bilbowa_callbacks_see_each_epochs_loss():
+    got: list[float] = []
+    m = BilDRL(encoder="bow", hidden_size=8, n_epochs=3, min_df=1, random_state=0, show_progress=False,
+               callback=lambda mod, it, loss: got.append(loss))
+    _fit_bildrl(m)
+    assert got == m.loss_curve_ and len(got) == 3
+    got.clear()
+    b = BilBOWA(n_components=4, n_epochs=2, min_count=1, random_state=0, show_progress=False,
+                callback=lambda mod, it, loss: got.append(loss))
+    b.fit({"en": EN, "de": DE}, {"en": EN, "de": DE})
+    expect = [float(np.mean(list(r["skipgram"].values()))) + r["alignment"] for r in b.loss_curve_]
+    assert got == pytest.approx(expect, rel=1e-12) and len(got) == 2
+    # the callback is not a saved parameter, and it does not change the fit
+    ref = BilBOWA(n_components=4, n_epochs=2, min_count=1, random_state=0, show_progress=False)
+    ref.fit({"en": EN, "de": DE}, {"en": EN, "de": DE})
+    np.testing.assert_array_equal(ref.word_vectors("en")[1], b.word_vectors("en")[1])
+
+
+@pytest.mark.parametrize("make, param", [
+    (lambda: BilBOWA(n_epochs=True, show_progress=False), "n_epochs"),
+    (lambda: BilDRL(learning_rate=True, show_progress=False), "learning_rate"),
+    (lambda: CompressTree(n_components=True, show_progress=False), "n_components"),
+    (lambda: CLLSI(n_components=True), "n_components"),
+])
+def test_a_bool_is_not_a_count_or_a_rate(make, param):
+    """scikit-learn's Interval takes True as 1; the models refused it before the tables, and
+    still do (one rule in LinxlingEstimator._validate_declared_params)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+    m = make()
+    with pytest.raises(InvalidParameterError, match=f"'{param}' parameter of {type(m).__name__} must be a number, "
+                                                    "not a bool"):
+        m._validate_declared_params()
+
+
+def test_two_parameter_rules_stay_in_the_model():
+    with pytest.raises(ValueError, match="multitask=True"):
+        BilDRL(joint=True, multitask=False)._validate_declared_params()
+    with pytest.raises(ValueError, match="max_length"):
+        BilDRL(encoder="cnn", n_layers=8, max_length=15)._validate_declared_params()

@@ -85,6 +85,7 @@ def test_mypy_sees_the_constructor_signature(tmp_path):
         "from linxling import BiCVM\n"
         "model = linxling.Cr5(n_components=3, random_state=0)\n"
         "reveal_type(model)\n"
+        "reveal_type(linxling.Cr5)\n"
         "reveal_type(BiCVM(n_components=8).transform)\n"
         "bad = linxling.Cr5(n_components='three')\n", encoding="utf-8")
     env = dict(os.environ)
@@ -97,6 +98,9 @@ def test_mypy_sees_the_constructor_signature(tmp_path):
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     out = p.stdout
     assert 'Revealed type is "linxling.models.cr5.Cr5"' in out, out
+    # the constructor's parameters with their types, as an editor's hover shows them
+    assert 'Revealed type is "def (n_components: int =, alpha: float =, *, cg_rtol: float =' in out, out
+    assert "show_progress: bool | None =" in out and ") -> linxling.models.cr5.Cr5" in out, out
     assert "def (X: typing.Sequence[str], language: str | None =" in out, out
     assert 'Argument "n_components" to "Cr5" has incompatible type "str"; expected "int"' in out, out
     assert p.returncode == 1, out          # exactly that error

@@ -12,6 +12,7 @@ next) and gathers the solved blocks; the data stays put. The helpers of
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -89,7 +90,7 @@ def balanced_ranges(counts: np.ndarray, n_blocks: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def dask_sources(X: Mapping, langs: list, names: dict, n: int | None = None):
+def dask_sources(X: Mapping, langs: list, names: Mapping, n: int | None = None):
     """Validate the languages' dask arrays / ChunkedCSR and return
     (kind, per-language row-block inputs, row ranges, widths)."""
     from linxling._dask import is_dask_array, sparse_row_blocks
@@ -98,6 +99,7 @@ def dask_sources(X: Mapping, langs: list, names: dict, n: int | None = None):
     if len(set(kinds.values())) > 1:
         raise TypeError("X mixes ChunkedCSR corpora and dask arrays; give every language the same way")
     kind = kinds[langs[0]]
+    ranges: list[tuple[int, int]] | None
     widths = [int(X[lang].shape[1]) for lang in langs]
     rows = {lang: int(X[lang].shape[0]) for lang in langs}
     for lang in langs[1:]:
@@ -113,7 +115,8 @@ def dask_sources(X: Mapping, langs: list, names: dict, n: int | None = None):
         bounds = X[langs[0]].bounds
         ranges = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
         return kind, {lang: [str(X[lang].path)] * len(ranges) for lang in langs}, ranges, widths
-    blocks, ranges = {}, None
+    blocks: dict[str, Any] = {}
+    ranges = None
     for lang in langs:
         if not is_dask_array(X[lang]):
             raise TypeError(f"{names[lang]} is a {type(X[lang]).__name__}; with a dask array in X every "
@@ -131,7 +134,7 @@ def dask_sources(X: Mapping, langs: list, names: dict, n: int | None = None):
 class DaskALS:
     """Data persisted on the cluster and the per-iteration ALS half-steps (client-driven)."""
 
-    def __init__(self, client, X: Mapping, langs: list, names: dict, dtype, sources):
+    def __init__(self, client, X: Mapping, langs: list, names: Mapping, dtype, sources):
         import dask
 
         from linxling._dask import n_workers, on_worker, persist, worker_list
@@ -164,7 +167,7 @@ class DaskALS:
         self.col_counts = counts
         col_ranges = []
         if kind == "h5":
-            col_tasks = []
+            col_tasks: list[Any] = []
             for lang, o0 in zip(langs, self.offsets[:-1], strict=True):
                 b = X[lang].T.bounds
                 for c0, c1 in zip(b[:-1], b[1:], strict=True):
@@ -203,7 +206,7 @@ class DaskALS:
         self.prev: dict = {}
         per_iter: list[int] = []
         #: what the estimator publishes as ``dask_info_`` (the list grows with each iteration)
-        self.info = {"n_workers": self.n_workers, "row_blocks": len(self.rows),
+        self.info: dict[str, Any] = {"n_workers": self.n_workers, "row_blocks": len(self.rows),
                      "col_blocks": len(self.cols), "nnz": self.nnz,
                      "payload_bytes_per_iteration": per_iter}
         self._iter_start = 0

@@ -200,12 +200,12 @@ def vectorizer_from_state(params: dict | None, arrays: dict | None):
     if params is None:
         return None
     from linxling.text import TfidfVectorizer
-    return TfidfVectorizer.from_state(params, arrays)
+    return TfidfVectorizer.from_state(params, arrays or {})
 
 
 def vectorizers_from_state(params: dict | None, arrays: dict | None) -> dict:
     """Inverse of :func:`vectorizers_state`."""
-    return {lang: vectorizer_from_state(vp, arrays[lang]) for lang, vp in (params or {}).items()}
+    return {lang: vectorizer_from_state(vp, (arrays or {})[lang]) for lang, vp in (params or {}).items()}
 
 
 class ConceptEmbeddingMixin(LinxlingEstimator):
@@ -244,7 +244,7 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
             raise ValueError(f"X has {Xl.shape[1]} columns but language {language!r} has {p} features")
         return as_output(self._embed_matrix(Xl, language), dtype)
 
-    def word_vectors(self, language: str) -> tuple[list[str], np.ndarray]:
+    def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
         """Word vectors of ``language``: the embedding of each one-word document, i.e. the columns
         of the language's map (Φ_l for Cr5; S⁻¹V_lᵀ or V_lᵀ for CL-LSI, by ``scale``).
 

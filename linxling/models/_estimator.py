@@ -206,9 +206,20 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
         table = type(self)._parameter_constraints
         if not table:
             return
-        from sklearn.utils._param_validation import validate_parameter_constraints
-        validate_parameter_constraints(table, {k: self._param(k) for k in table},
-                                       caller_name=type(self).__name__)
+        from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+        values = {k: self._param(k) for k in table}
+        validate_parameter_constraints(table, values, caller_name=type(self).__name__)
+        # scikit-learn lets a bool through an Interval of integers or reals (bool is an int);
+        # linxling's models never took True for a count or a rate: only where "boolean" is declared
+        for k, v in values.items():
+            if isinstance(v, (bool, np.bool_)) and not any(c == "boolean" or c is bool for c in table[k]):
+                raise InvalidParameterError(f"The {k!r} parameter of {type(self).__name__} must be a number, "
+                                            f"not a bool. Got {v!r} instead.")
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """The checks a declarative table cannot express (two parameters together, a rule of
+        one model), run by :meth:`_validate_declared_params` after the table; none by default."""
 
     @classmethod
     def _new_param_default(cls, new: str) -> Any:

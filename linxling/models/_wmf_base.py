@@ -118,7 +118,7 @@ class _WMFParams(LinxlingEstimator):
         tags.input_tags.positive_only = True   # the factorised matrix is non-negative
         return tags
 
-    def _validate_params(self) -> np.dtype:
+    def _validate_params(self) -> np.dtype | None:
         check_positive(self.n_components, "n_components", integer=True)
         if isinstance(self.alpha, str):
             if self.alpha != "auto":
@@ -215,7 +215,7 @@ class _WMFParams(LinxlingEstimator):
         """
         return self._word_vectors(language)
 
-    def _word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
+    def _word_vectors(self, language: str | None) -> tuple[list[str] | None, np.ndarray]:
         """(words, vectors) of one language: columns of its word factor, words from its vectoriser."""
         self._check_fitted()
         comps = self.components_ if isinstance(self.components_, np.ndarray) else None
@@ -302,10 +302,11 @@ class _WMFParams(LinxlingEstimator):
         else:
             self.embedding_ = E
             publish(V, data.offsets)
+            host: Any = data                     # the chunked or Dask executor
             if kind == "chunked":
-                self.memory_plan_ = data.memory_plan
+                self.memory_plan_ = host.memory_plan
             if kind == "dask":
-                self.dask_info_ = data.info
+                self.dask_info_ = host.info
             _als.run_als(self, data, V, E, desc)
         if self.max_iter > 0:
             self._check_collapse(E, data.shape[0])

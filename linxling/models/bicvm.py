@@ -122,8 +122,8 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                                  "at least one word (remove the pair or lower min_df)")
             idx.extend(ids)
             ptr.append(len(idx))
-        idx = np.asarray(idx, dtype=np.int64)
-        return idx, np.asarray(ptr, dtype=np.int64), np.ones(len(idx), dtype=np.float64)
+        tokens = np.asarray(idx, dtype=np.int64)
+        return tokens, np.asarray(ptr, dtype=np.int64), np.ones(len(tokens), dtype=np.float64)
 
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list[Any]] = {
@@ -140,10 +140,6 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         "show_progress": ["boolean", None],
     }
 
-    def _check_params(self) -> None:
-        """Checks the declarative table (``_parameter_constraints``, checked before ``fit``
-        runs) cannot express; none for the shared parameters."""
-
     def fit(self, X: Mapping[str, Sequence[str]] | Sequence[Mapping[str, Sequence[str]]],
             y: Any = None) -> Self:
         """Fit on row-aligned texts: ``{"en": [...], "de": [...]}`` or a list of such dicts."""
@@ -154,7 +150,6 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         from linxling.kernels.sgd_reference import sample_noise
         from linxling.text import build_vocabulary
 
-        self._check_params()
         pairs = self._check_pairs(X)
         languages = sorted({lang for p in pairs for lang in p})
         self.vocabulary_ = {}
@@ -185,7 +180,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         self.loss_curve_ = []
         old_threads = numba.get_num_threads()
         if self.n_threads is not None:
-            numba.set_num_threads(min(int(self.n_threads), numba.config.NUMBA_NUM_THREADS))
+            numba.set_num_threads(min(int(self.n_threads), numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
         try:
             bar = progress(range(int(self.n_epochs)), show=self.show_progress,
                            desc=type(self).__name__, unit="epoch")
@@ -432,7 +427,7 @@ class BiCVM(_SentencePairSGD):
         *mean*, so the same weight per pair is lambda / N = 2e-6 (on N pairs of your own: 1 / N).
         Taken literally (``alpha=1``) it drowns the loss: validation P@1 0.60 against 0.79 with
         alpha 3.4e-5 = 1 / 29,102 (Bible en-de, d = 128, 3 epochs)."""
-        params = dict(n_components=40, alpha=2e-6, learning_rate=0.1, noise=50, margin=50.0,
+        params: dict[str, Any] = dict(n_components=40, alpha=2e-6, learning_rate=0.1, noise=50, margin=50.0,
                       n_epochs=50, noise_pool=None, attraction=0.0, batch_size=50)
         params.update(overrides)
         return cls(**params)

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import numbers
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from linxling.io import register_model
 from linxling.models._estimator import DEPRECATED, LinxlingEstimator, as_output
@@ -110,6 +111,11 @@ class BilBOWA(LinxlingEstimator):
     dtype : {"float32", "float64"}, default "float32"
     random_state : int or None
     show_progress : bool or None
+    callback : callable(model, iteration, loss) or None
+        Called after each epoch (as every linxling model's callback): ``iteration`` counts the
+        epochs from 0; ``loss`` is the epoch's mean loss, the mean over languages of the mean
+        skip-gram loss plus the mean alignment loss (when there is parallel text); the parts are
+        in ``loss_curve_[-1]``. Not saved.
 
     Attributes
     ----------
@@ -132,7 +138,8 @@ class BilBOWA(LinxlingEstimator):
                  alignment_weight: float = 10.0, min_count: int = 3, max_vocab: int | None = 200_000,
                  n_epochs: int = 5, learning_rate: float = 0.025, alignment_learning_rate: float | None = None,
                  n_blocks: int = 20, mapping: str | None = None, dtype: str = "float32", random_state: Any = None,
-                 show_progress: bool | None = None, epochs: int | str = DEPRECATED) -> None:
+                 show_progress: bool | None = None, callback: Callable[[Any, int, float], Any] | None = None,
+                 epochs: int | str = DEPRECATED) -> None:
         self.n_components = n_components
         self.window = window
         self.negative = negative
@@ -148,6 +155,7 @@ class BilBOWA(LinxlingEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.show_progress = show_progress
+        self.callback = callback
         self.epochs = epochs
 
     @classmethod
@@ -158,38 +166,31 @@ class BilBOWA(LinxlingEstimator):
         are word2vec's usual ones (window 5, 5 negatives, subsampling 1e-4, step 0.025) with
         alignment weight 1, this class's defaults before they were measured (``n_components``).
         ``overrides`` replace any of these."""
-        params = dict(n_components=50, window=5, negative=5, sample=1e-4, alignment_weight=1.0,
+        params: dict[str, Any] = dict(n_components=50, window=5, negative=5, sample=1e-4, alignment_weight=1.0,
                       learning_rate=0.025)
         params.update(overrides)
         return cls(**params)
 
     # ------------------------------------------------------------------ validation
-    def _check_params(self) -> None:
-        for name in ("n_components", "window", "negative", "min_count", "n_epochs", "n_blocks"):
-            v = self._param(name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        mv = self.max_vocab
-        if mv is not None and (not isinstance(mv, numbers.Integral) or isinstance(mv, bool) or mv < 1):
-            raise ValueError(f"max_vocab must be None or a positive int, got {mv!r}")
-        for name in ("learning_rate",):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) or v <= 0:
-                raise ValueError(f"{name} must be a positive number, got {v!r}")
-        alr = self.alignment_learning_rate
-        if alr is not None and (not isinstance(alr, numbers.Real) or not np.isfinite(alr) or alr <= 0):
-            raise ValueError(f"alignment_learning_rate must be None or a positive number, got {alr!r}")
-        for name in ("sample", "alignment_weight"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a non-negative number, got {v!r}")
-        if str(self.dtype) not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        if self.mapping not in (None, "procrustes"):
-            raise ValueError(f"mapping must be None or 'procrustes', got {self.mapping!r}")
-        rs = self.random_state
-        if rs is not None and (not isinstance(rs, numbers.Integral) or isinstance(rs, bool)):
-            raise TypeError(f"random_state must be None or an int, got {type(rs).__name__}")
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
+    _parameter_constraints: dict[str, list[Any]] = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "window": [Interval(numbers.Integral, 1, None, closed="left")],
+        "negative": [Interval(numbers.Integral, 1, None, closed="left")],
+        "min_count": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_blocks": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_vocab": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "alignment_learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "sample": [Interval(numbers.Real, 0, None, closed="left")],
+        "alignment_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        "dtype": [StrOptions({"float32", "float64"}), Options(np.dtype, {np.dtype("float32"), np.dtype("float64")})],
+        "mapping": [StrOptions({"procrustes"}), None],
+        "random_state": [numbers.Integral, None],
+        "show_progress": ["boolean", None],
+        "callback": [callable, None],
+    }
 
     @staticmethod
     def _check_corpora(monolingual, parallel):
@@ -244,7 +245,6 @@ class BilBOWA(LinxlingEstimator):
         from linxling.kernels import skipgram as K
         from linxling.text import tokenize
 
-        self._check_params()
         mono, par = self._check_corpora(monolingual, parallel)
         lexicon = self._check_lexicon(seed_lexicon, mono)
         languages = sorted(mono)
@@ -312,7 +312,8 @@ class BilBOWA(LinxlingEstimator):
         enc = {}
         for lang in pl:
             idx = index[lang]
-            t_, p_ = [], [0]
+            t_: list[int] = []
+            p_ = [0]
             for text in par[lang]:
                 t_.extend(idx[w] for w in tokenize(text) if w in idx)
                 p_.append(len(t_))
@@ -331,7 +332,7 @@ class BilBOWA(LinxlingEstimator):
         self.loss_curve_ = []
         step = 0
         bar = progress(range(int(self._param("n_epochs"))), show=self.show_progress, desc="BilBOWA", unit="epoch")
-        for _epoch in bar:
+        for epoch in bar:
             sg_loss = np.zeros(len(languages))
             sg_n = np.zeros(len(languages), dtype=np.int64)
             al_loss, al_n = 0.0, 0
@@ -364,12 +365,15 @@ class BilBOWA(LinxlingEstimator):
             if not np.all(np.isfinite(W)):
                 raise FloatingPointError("BilBOWA diverged (non-finite vectors): lower learning_rate "
                                          "or alignment_learning_rate")
+            if self.callback is not None:
+                self.callback(self, epoch, _epoch_loss(rec))
         self.languages_ = languages
         self.words_ = words
         self.vectors_ = {lang: np.ascontiguousarray(W[offsets[k]:offsets[k + 1]])
                          for k, lang in enumerate(languages)}
         self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
-        self.mapping_, self.n_seed_pairs_ = {}, {}
+        self.mapping_: dict[str, np.ndarray] = {}
+        self.n_seed_pairs_: dict[str, int] = {}
         if self.mapping == "procrustes":
             self._map(lexicon, index)
         return self
@@ -444,7 +448,7 @@ class BilBOWA(LinxlingEstimator):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params: dict[str, Any] = self._saved_params()
+        params: dict[str, Any] = self._saved_params(exclude=("callback",))
         params["languages"] = list(self.languages_)
         params["loss_curve"] = [{"skipgram": dict(r["skipgram"]), "alignment": r["alignment"]}
                                   for r in self.loss_curve_]
@@ -466,6 +470,14 @@ class BilBOWA(LinxlingEstimator):
         model.n_seed_pairs_ = dict(params.get("n_seed_pairs", {}))
         model.mapping_ = {k: np.asarray(v) for k, v in arrays.get("mapping", {}).items()}
         return model
+
+
+def _epoch_loss(rec: dict[str, Any]) -> float:
+    """One epoch's loss as the callback sees it: the mean over languages of the skip-gram
+    loss, plus the alignment loss when there is one."""
+    sg = rec["skipgram"]
+    loss = float(np.mean(list(sg.values()))) if sg else 0.0
+    return loss + (rec["alignment"] if rec["alignment"] is not None else 0.0)
 
 
 def _subsample(tok: np.ndarray, ptr: np.ndarray, keep: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:

@@ -54,11 +54,13 @@ steps decay linearly to ``1e-4`` of ``word_learning_rate`` over the run.
 """
 from __future__ import annotations
 
+import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from linxling._validation import check_random_state
 from linxling._warnings import find_stack_level
@@ -198,6 +200,12 @@ class BilDRL(LinxlingEstimator):
         Blocks per epoch of the interleaved joint schedule.
     random_state : int, Generator or None
     show_progress : bool or None
+    callback : callable(model, iteration, loss) or None
+        Called after each training epoch of a neural encoder (as every linxling model's
+        callback): ``iteration`` counts the epochs from 0 (over the units one after the other
+        when ``multitask=False``), ``loss`` is the epoch's mean dictionary loss, the value just
+        appended to ``loss_curve_`` (joint learning: ``joint_history_[-1]`` has the skip-gram
+        and alignment parts). Not called by ``encoder="ridge"``, which has no epochs. Not saved.
 
     Attributes
     ----------
@@ -211,7 +219,8 @@ class BilDRL(LinxlingEstimator):
         still reads with a FutureWarning).
     joint_history_ : list of dict
         ``joint=True``: per epoch the mean dictionary, skip-gram (per language) and alignment
-        losses.
+        losses. A different quantity from ``loss_curve_`` (which holds only the dictionary
+        loss, the encoder's objective, for every encoder), so it keeps its own name.
     """
 
     _fitted_attr = "units_"
@@ -226,6 +235,7 @@ class BilDRL(LinxlingEstimator):
                  alignment_weight: float = 1.0, word_learning_rate: float = 0.025, window: int = 5,
                  negative: int = 5, sample: float = 1e-4, n_blocks: int = 20,
                  random_state: Any = None, show_progress: bool | None = None,
+                 callback: Callable[[Any, int, float], Any] | None = None,
                  epochs: int | str = DEPRECATED) -> None:
         self.encoder = encoder
         self.multitask = multitask
@@ -252,6 +262,7 @@ class BilDRL(LinxlingEstimator):
         self.n_blocks = n_blocks
         self.random_state = random_state
         self.show_progress = show_progress
+        self.callback = callback
         self.epochs = epochs
 
     @classmethod
@@ -262,34 +273,34 @@ class BilDRL(LinxlingEstimator):
         they are (``normalize=False``). Differences that remain: one affine output layer (the
         paper: two), and ``n_epochs=1000`` is the paper's cap, not a budget that runs on a CPU in
         reasonable time (pass ``n_epochs=``). ``overrides`` replace any of these."""
-        params = dict(encoder="att", multitask=True, hidden_size=200, n_layers=5, max_length=15,
+        params: dict[str, Any] = dict(encoder="att", multitask=True, hidden_size=200, n_layers=5, max_length=15,
                       kernel_size=2, pool_size=2, n_epochs=1000, batch_size=64, learning_rate=5e-4,
                       normalize=False, skipgram_weight=0.1, alignment_weight=0.1)
         params.update(overrides)
         return cls(**params)
 
     # ------------------------------------------------------------------ validation
-    def _validate_params(self) -> None:
-        if self.encoder not in ENCODER_CHOICES:
-            raise ValueError(f"encoder must be one of {ENCODER_CHOICES}, got {self.encoder!r}")
-        for name in ("multitask", "normalize", "joint"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
-        for name in ("hidden_size", "n_layers", "max_length", "kernel_size", "pool_size", "n_epochs",
-                     "batch_size", "min_df", "window", "negative", "n_blocks"):
-            v = self._param(name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        for name in ("learning_rate", "alpha", "cg_rtol"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float, np.floating)) or not np.isfinite(v) or v <= 0:
-                raise ValueError(f"{name} must be a positive float, got {v!r}")
-        for name in ("skipgram_weight", "alignment_weight", "word_learning_rate", "sample"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float, np.floating)) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a non-negative float, got {v!r}")
-        if str(self.dtype) not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`);
+    #: :meth:`_check_params` adds the rules that involve two parameters
+    _parameter_constraints: dict[str, list[Any]] = {
+        "encoder": [StrOptions(set(ENCODER_CHOICES))],
+        "multitask": ["boolean"],
+        "normalize": ["boolean"],
+        "joint": ["boolean"],
+        **{name: [Interval(numbers.Integral, 1, None, closed="left")]
+           for name in ("hidden_size", "n_layers", "max_length", "kernel_size", "pool_size", "n_epochs",
+                        "batch_size", "min_df", "window", "negative", "n_blocks")},
+        **{name: [Interval(numbers.Real, 0, None, closed="neither")]
+           for name in ("learning_rate", "alpha", "cg_rtol")},
+        **{name: [Interval(numbers.Real, 0, None, closed="left")]
+           for name in ("skipgram_weight", "alignment_weight", "word_learning_rate", "sample")},
+        "dtype": [StrOptions({"float32", "float64"}), Options(np.dtype, {np.dtype("float32"), np.dtype("float64")})],
+        "show_progress": ["boolean", None],
+        "callback": [callable, None],
+    }
+
+    def _check_params(self) -> None:
+        """The rules of two parameters together (after the table)."""
         if self.joint and self.encoder == "ridge":
             raise ValueError("joint=True needs a neural encoder ('att', 'gru', 'cnn', 'bow'): the "
                              "ridge encoder reads tf-idf features, not the word vectors")
@@ -353,7 +364,7 @@ class BilDRL(LinxlingEstimator):
         norms = np.concatenate([np.linalg.norm(v, axis=1) for v in self.word_vectors_.values()])
         norms = norms[norms > 0]
         self.scale_ = float(norms.mean()) if norms.size else 1.0
-        self.n_components_ = d
+        self.n_components_: int = int(d) if d is not None else 0
         self._index = {lang: {w: i for i, w in enumerate(ws)} for lang, ws in self.word_lists_.items()}
 
     def _token_ids(self, text: str, lang: str) -> list[int]:
@@ -381,7 +392,6 @@ class BilDRL(LinxlingEstimator):
         parallel : dict language -> row-aligned list of str, optional
             ``joint=True`` only (then required): parallel sentences for the alignment loss.
         """
-        self._validate_params()
         rows = self._check_dictionary(dictionary)
         langs = {r[1] for r in rows} | {r[3] for r in rows}
         mono: dict = {}
@@ -419,8 +429,8 @@ class BilDRL(LinxlingEstimator):
             units.setdefault(self._unit_of(r[3], r[1]), []).append(r)
         rng = check_random_state(self.random_state)
         self.units_ = {}
-        self.loss_curve_ = []
-        self.joint_history_ = []
+        self.loss_curve_: list[float] = []
+        self.joint_history_: list[dict[str, Any]] = []
         for name, urows in units.items():
             if self.encoder == "ridge":
                 state, n_bad = self._fit_ridge(urows)
@@ -532,7 +542,6 @@ class BilDRL(LinxlingEstimator):
         opt = AMSGrad(params, lr=self.learning_rate)
         n = len(urows)
         bs = self.batch_size
-        losses = []
         for _ in progress(range(self._param("n_epochs")), show=self.show_progress, desc="BilDRL epochs"):
             perm = rng.permutation(n)
             tot = 0.0
@@ -544,9 +553,14 @@ class BilDRL(LinxlingEstimator):
                 tot += float((diff.astype(np.float64) ** 2).sum())
                 grads, _ = K.backward(self.encoder, params, cache, (2.0 / len(bi)) * diff)
                 opt.step(grads)
-            losses.append(tot / n)
-        self.loss_curve_.extend(losses)
+            self._end_epoch(tot / n)
         return {"kind": "neural", "params": params}, n_bad
+
+    def _end_epoch(self, loss: float) -> None:
+        """Record an epoch's mean dictionary loss in ``loss_curve_`` and call the callback."""
+        self.loss_curve_.append(loss)
+        if self.callback is not None:
+            self.callback(self, len(self.loss_curve_) - 1, loss)
 
 
     # -- joint learning (Sec. 3.3)
@@ -644,7 +658,7 @@ class BilDRL(LinxlingEstimator):
         total = int(self._param("n_epochs")) * nblk
         lr0 = float(self.word_learning_rate)
         n_par = data["n_par"]
-        losses, step = [], 0
+        step = 0
         for _ in progress(range(self._param("n_epochs")), show=self.show_progress, desc="BilDRL joint epochs"):
             perm = rng.permutation(n)
             order = wrng.permutation(n_par)
@@ -684,12 +698,11 @@ class BilDRL(LinxlingEstimator):
             if not np.all(np.isfinite(V)):
                 raise FloatingPointError("BilDRL joint learning diverged (non-finite word vectors): "
                                          "lower word_learning_rate")
-            losses.append(tot / n)
             self.joint_history_.append({
                 "dictionary": tot / n,
                 "skipgram": {lang: float(sg_loss[k] / max(sg_n[k], 1)) for k, lang in enumerate(data["mlangs"])},
                 "alignment": float(al_loss / al_n) if al_n else None})
-        self.loss_curve_.extend(losses)
+            self._end_epoch(tot / n)
         for lang in (self.word_vectors_ if lr0 > 0 else ()):       # lr 0: the space is unchanged
             n_l = len(self.word_lists_[lang])
             self.word_vectors_[lang] = V[off[lang]:off[lang] + n_l].astype(np.float64) * self.scale_
@@ -801,7 +814,7 @@ class BilDRL(LinxlingEstimator):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params = self._saved_params(exclude=("random_state",))
+        params = self._saved_params(exclude=("random_state", "callback"))
         rs = self.random_state
         params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
         params["directions"] = [list(d) for d in self.directions_]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from linxling._warnings import find_stack_level
 
+import numbers
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -26,11 +27,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling.io import register_model
 from linxling.solvers import orthonormalize
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
-from linxling._validation import (check_positive, check_random_state, check_same_length,
+from linxling._validation import (check_random_state, check_same_length,
                                   check_sparse_matrix)
 
 __all__ = ["CLLSI"]
@@ -101,17 +103,14 @@ class CLLSI(ConceptEmbeddingMixin):
         self.solver = solver
         self.n_iter = n_iter
 
-    def _check_params(self) -> None:
-        """Validate the parameters (in ``fit``: ``__init__`` only stores them, as in scikit-learn)."""
-        check_positive(self.n_components, "n_components", integer=True)
-        rs = self.random_state
-        if rs is not None and not isinstance(rs, (int, np.integer, np.random.Generator)) or isinstance(rs, bool):
-            raise TypeError(f"random_state must be None, an int or a numpy Generator, got {type(rs).__name__}")
-        if self.scale not in ("fold_in", "none"):
-            raise ValueError(f"scale must be 'fold_in' or 'none', got {self.scale!r}")
-        if self.solver not in ("arpack", "randomized"):
-            raise ValueError(f"solver must be 'arpack' or 'randomized', got {self.solver!r}")
-        check_positive(self.n_iter, "n_iter", integer=True, strict=False)
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
+    _parameter_constraints: dict[str, list[Any]] = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": [numbers.Integral, np.random.Generator, None],
+        "scale": [StrOptions({"fold_in", "none"})],
+        "solver": [StrOptions({"arpack", "randomized"})],
+        "n_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+    }
 
     # ------------------------------------------------------------------ fitting
     def fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "CLLSI":
@@ -124,7 +123,6 @@ class CLLSI(ConceptEmbeddingMixin):
         concepts : mapping language -> sequence of n_l hashable concept ids
             Documents with the same id (in any language) describe the same concept.
         """
-        self._check_params()
         if not isinstance(blocks, Mapping) or not isinstance(concepts, Mapping):
             raise TypeError("blocks and concepts must be mappings language -> matrix / concept ids")
         if not blocks:

@@ -11,14 +11,15 @@ Kernels: :mod:`linxling.kernels.compress_tree` (backpropagation by hand; NumPy r
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
-from linxling._validation import check_int
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import LinxlingEstimator, as_output
@@ -27,13 +28,6 @@ __all__ = ["CompressTree"]
 
 _TREES = {"left": 0, "random": 1, "greedy": 2}
 UNK = "<unk>"
-
-
-def _check_float(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
-            or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
 
 
 def _check_texts(texts: Any, name: str = "texts") -> list[str]:
@@ -138,26 +132,23 @@ class CompressTree(LinxlingEstimator):
         return cls(**params)
 
     # ------------------------------------------------------------------ helpers
-    def _validate(self) -> None:
-        check_int(self.n_components, "n_components", low=1)
-        check_int(self.n_hidden, "n_hidden", low=0)
-        if self.tree not in _TREES:
-            raise ValueError(f"tree must be one of {sorted(_TREES)}, got {self.tree!r}")
-        if self.corrupt not in ("random", "last"):
-            raise ValueError(f"corrupt must be 'random' or 'last', got {self.corrupt!r}")
-        check_int(self.max_features, "max_features", low=2)
-        check_int(self.min_df, "min_df", low=1)
-        check_int(self.n_epochs, "n_epochs", low=1)
-        _check_float(self.learning_rate, "learning_rate")
-        if self.word_learning_rate is not None:
-            _check_float(self.word_learning_rate, "word_learning_rate")
-        _check_float(self.init_scale, "init_scale")
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError(f"callback must be callable or None, got {type(self.callback).__name__}")
-        if self.language is not None and not isinstance(self.language, str):
-            raise TypeError(f"language must be a str or None, got {type(self.language).__name__}")
-        if self.window is not None:
-            check_int(self.window, "window", low=2)
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
+    _parameter_constraints: dict[str, list[Any]] = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_hidden": [Interval(numbers.Integral, 0, None, closed="left")],
+        "tree": [StrOptions(set(_TREES))],
+        "corrupt": [StrOptions({"random", "last"})],
+        "max_features": [Interval(numbers.Integral, 2, None, closed="left")],
+        "min_df": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "word_learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "init_scale": [Interval(numbers.Real, 0, None, closed="neither")],
+        "callback": [callable, None],
+        "language": [str, None],
+        "window": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "show_progress": ["boolean", None],
+    }
 
     def _check_language(self, language: Any) -> None:
         # a model fitted on a plain list without ``language`` has no language to check against
@@ -246,7 +237,6 @@ class CompressTree(LinxlingEstimator):
         from linxling.kernels import compress_tree as K
         from linxling.text import build_vocabulary, tokenize
 
-        self._validate()
         language = self.language
         if isinstance(X, dict):
             if len(X) != 1:

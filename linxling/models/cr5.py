@@ -49,7 +49,7 @@ from linxling.operators import (
     WoodburyInverse,
     woodbury_from_blocks,
 )
-from linxling.operators._source import RowSource, as_row_source, is_row_partitioned
+from linxling.operators._source import ChunkedSource, RowSource, as_row_source, is_row_partitioned
 from linxling.operators.crosscov import one_document_per_concept
 from linxling.solvers import eigsh
 from linxling.solvers._orth import _cholesky_qr
@@ -178,11 +178,13 @@ class Cr5(ConceptEmbeddingMixin):
         the blocks are CuPy (``cupyx.scipy.sparse``) matrices, else "cpu"; ``device_`` is the one used.
     callback : callable or None
         ``callback(model, iteration, loss)``, as every linxling model's: called after each
-        iteration of the eigen-solver with ``loss`` = the largest relative residual
-        ``||A v - θ v|| / |θ|`` of the wanted Ritz pairs (what the fit drives below
-        ``eig_tol``). The details are in ``model.fit_progress_`` (updated before each call and
-        at the Φ stage): ``{"stage": "eig" | "phi", "iteration", "eigenvalues", "residuals",
-        ...}``. A callback of the earlier two-parameter form ``callback(stage, info)`` still
+        iteration of the eigen-solver (``iteration`` counted from 0, as every model counts its
+        iterations or epochs; the ARPACK and LOBPCG solvers call it once, at their last) with
+        ``loss`` = the largest relative residual ``||A v - θ v|| / |θ|`` of the wanted Ritz
+        pairs (what the fit drives below ``eig_tol``). The details are in
+        ``model.fit_progress_`` (updated before each call and at the Φ stage): ``{"stage":
+        "eig" | "phi", "iteration", "n_iter" (iterations done), "eigenvalues", "residuals",
+        "loss", ...}``. A callback of the earlier two-parameter form ``callback(stage, info)`` still
         works, with a FutureWarning, until the next release.
 
     Attributes
@@ -426,13 +428,13 @@ class Cr5(ConceptEmbeddingMixin):
         if isinstance(concepts, Mapping):
             concepts = {lang: to_host(c) for lang, c in concepts.items()}
         t_start = time.perf_counter()
-        timings: dict[str, float] = {}
+        timings: dict[str, Any] = {}
         problem = self._set_up_problem(blocks, concepts, client)
         if self.device_ != "cpu":
             return self._fit_on_device(problem, t_start)
         plan = self._plan_memory(problem)
         for X in problem.blocks.values():
-            if isinstance(X, RowSource) and X.kind == "hdf5":
+            if isinstance(X, ChunkedSource) and X.kind == "hdf5":
                 X.set_read_bytes(plan.read_bytes)
         with _timed(timings, "time_factor"):
             A_inv = self._factor_gram(problem, plan)
@@ -505,7 +507,7 @@ class Cr5(ConceptEmbeddingMixin):
                             for lang, C in zip(problem.languages, comps, strict=True)}
         self.singular_values_ = sv.astype(problem.dtype)
         self.eigenvalues_ = np.asarray(out["eigenvalues"])
-        self.convergence_ = {
+        self.convergence_: dict[str, Any] = {
             "eig": {"converged": bool(info["eig_converged"]), "n_iter": int(info["eig_n_iter"]),
                     "n_matvec": int(info["eig_n_applied"]), "method": "subspace"},
             "blocks": {lang: {"method": m, "cg_iterations": its, "nonconverged": nc}
@@ -599,38 +601,43 @@ class Cr5(ConceptEmbeddingMixin):
                 self._progress("eig", {"iteration": int(iteration), "eigenvalues": eigenvalues,
                                        "residuals": residuals}, problem.r)
         counters0 = _dask_counters(problem)
+        tracked: dict[str, Any] = ({"track_applied": plan.record_bytes // max(1, problem.p * problem.dtype.itemsize)}
+                                   if subspace else {})
         with _timed(timings, "time_eig"):
             res = eigsh(M, problem.r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=problem.eig_method,
                         v0=v0, random_state=rng, callback=cb, show_progress=self.show_progress,
-                        **plan.eig_kwargs(problem),
-                        **({"track_applied": plan.record_bytes // max(1, problem.p * problem.dtype.itemsize)}
-                           if subspace else {}))
+                        **plan.eig_kwargs(problem), **tracked)
         if counters0 is not None:
             after = _dask_counters(problem)
             assert after is not None
-            timings["_dask_eig"] = {k: after[k] - counters0[k] for k in after}   # type: ignore[assignment]
+            timings["_dask_eig"] = {k: after[k] - counters0[k] for k in after}
         return res, record
 
     def _progress(self, stage: str, info: dict, r: int) -> None:
         """Record the fit's progress in ``fit_progress_`` and call the callback: the common
         ``callback(model, iteration, loss)`` once per eigen-solver iteration, or an old-style
         ``callback(stage, info)`` at every event (with a FutureWarning, once per model)."""
-        if _old_style_callback(self.callback):
+        callback = self.callback
+        if callback is None:
+            return
+        if _old_style_callback(callback):
             if not self.__dict__.get("_warned_callback"):
                 self._warned_callback = True
                 warnings.warn("Cr5's callback(stage, info) is now callback(model, iteration, loss), as "
                               "every linxling model's; the details are in model.fit_progress_. The "
                               "two-parameter form goes in the next release", FutureWarning,
                               stacklevel=find_stack_level())
-            self.callback(stage, info)
+            callback(stage, info)
             return
         if stage == "eig":
             theta = np.abs(np.asarray(info["eigenvalues"], dtype=np.float64))[:r]
             res = np.asarray(info["residuals"], dtype=np.float64)[:r]
             rel = res / np.where(theta > 0, theta, 1.0)
             loss = float(rel.max()) if rel.size else 0.0
-            self.fit_progress_ = {"stage": "eig", **info, "loss": loss}
-            self.callback(self, info["iteration"], loss)
+            it = int(info["iteration"]) - 1          # from 0, as every model's callback counts
+            self.fit_progress_ = {"stage": "eig", **info, "iteration": it, "n_iter": int(info["iteration"]),
+                                  "loss": loss}
+            callback(self, it, loss)
         else:
             last = dict(getattr(self, "fit_progress_", {}) or {})
             self.fit_progress_ = {**last, **info, "stage": "phi", "phi": info["stage"]}
@@ -944,7 +951,7 @@ def _block_size(r: int, K: int | None = None) -> int:
 @dataclass
 class _Problem:
     """The problem of eq. (8) per block: X = diag(X_1..X_L) is never stacked."""
-    blocks: dict
+    blocks: Mapping[str, Any]
     languages: list
     classes: list
     labels: list
@@ -974,7 +981,7 @@ class _MemoryPlan:
     eig_tol: float = 1e-1          # the fit's tolerances (whether Ĉ's products run in float32)
     cg_rtol: float = 1e-2
 
-    def eig_kwargs(self, problem: "_Problem") -> dict:
+    def eig_kwargs(self, problem: "_Problem") -> dict[str, Any]:
         """Keyword arguments for :func:`linxling.solvers.eigsh` (its subspace method)."""
         if self.basis_dtype is None and self.basis_factor == 3:
             return {}
@@ -1000,7 +1007,7 @@ class _MemoryPlan:
         N = sum(int(X.nnz) for X in problem.blocks.values() if not isinstance(X, RowSource))
         # one chunk read (X's or Xᵀ's) and its float32 cast at a time
         chunk = max([2 * X.max_chunk_nbytes(plan.read_bytes) for X in problem.blocks.values()
-                     if isinstance(X, RowSource) and X.kind == "hdf5"] + [0])
+                     if isinstance(X, ChunkedSource) and X.kind == "hdf5"] + [0])
         p_max = max(X.shape[1] for X in problem.blocks.values())
         n_max = max(X.shape[0] for X in problem.blocks.values())
         b = _block_size(r, K)

@@ -95,7 +95,7 @@ class RankingEmbedding(_SentencePairSGD):
     def from_paper(cls, n_components: int = 50, **overrides: Any) -> RankingEmbedding:
         """Etter (2009), Sec. 4.2: d = 50, the L1 score, margin sqrt(d), plain SGD one pair at a
         time; the learning rate is not given there (0.01 here). Keyword arguments override."""
-        params = dict(n_components=n_components, score="l1", margin=math.sqrt(n_components),
+        params: dict[str, Any] = dict(n_components=n_components, score="l1", margin=math.sqrt(n_components),
                       learning_rate=0.01, batch_size=1, n_epochs=10)
         params.update(overrides)
         return cls(**params)

@@ -398,7 +398,7 @@ class BilingualWMF(_WMFParams):
         self.device_ = choose_device(self.device, [X[lang] for lang in langs])
         X = {lang: to_host(X[lang]) for lang in langs}
         kind = _als.data_kind(X, names, client, memory_budget)
-        self.vectorizers_ = {}
+        self.vectorizers_: dict[str, Any] = {}
         if kind == "memory":
             X = {lang: self._language_matrix(X[lang], lang, fit=True) for lang in langs}
             n = X[langs[0]].shape[0]

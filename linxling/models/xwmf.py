@@ -135,7 +135,7 @@ class CrossWMF(_WMFParams):
                 sides = [parallel[lang][0] for lang in langs]
                 side_texts = [_texts_or_none(s, f"parallel[{lang!r}][0]") for s, lang in zip(sides, langs, strict=True)]
                 if all(t is not None for t in side_texts):
-                    X_pivot = [t for s in side_texts for t in s]
+                    X_pivot = [t for s in side_texts if s is not None for t in s]
                 else:
                     X_pivot = sp.vstack([check_sparse_matrix(s, f"parallel[{lang!r}][0]")
                                          for s, lang in zip(sides, langs, strict=True)], format="csr")
@@ -146,7 +146,7 @@ class CrossWMF(_WMFParams):
         # the λ of the A-steps and of transform: the pivot's (its "auto" value, or a given
         # pivot_model's), so that every language's sentences are solved as the pivot's are
         self.alpha_ = float(pivot.alpha_)
-        self.vectorizers_ = {}
+        self.vectorizers_: dict[str, Any] = {}
         self.components_ = {self.pivot_language: pivot.components_}
         for lang in langs:
             Xp, Xl = parallel[lang]

@@ -13,7 +13,7 @@ import warnings
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Literal, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,6 +48,10 @@ def _check_docs(docs: Any, name: str = "docs") -> tuple[Any, int | None]:
     return it, total
 
 
+@overload
+def _check_count(value: Any, name: str, *, minimum: int, allow_none: Literal[False]) -> int: ...
+@overload
+def _check_count(value: Any, name: str, *, minimum: int, allow_none: bool) -> int | None: ...
 def _check_count(value: Any, name: str, *, minimum: int, allow_none: bool) -> int | None:
     if value is None:
         if allow_none:
@@ -70,7 +74,7 @@ def _check_unique_bounds(min_unique_words: Any, max_unique_words: Any) -> tuple[
     return lo, hi
 
 
-def _doc_iter(docs: tuple[Any, int | None], show_progress: bool | None, desc: str):
+def _doc_iter(docs: tuple[Any, int | None], show_progress: bool | None, desc: str) -> Any:
     it, total = docs
     # delay: the bar only appears once a pass takes more than 2 s (long iterables)
     return progress(it, show=show_progress, total=total, desc=desc, unit=" docs", delay=2.0)
@@ -109,7 +113,7 @@ class _Counts:
         return int(self.indptr.size - 1)
 
 
-def _count_pass(docs: Iterable, tokenizer: Callable, min_u: int | None, max_u: int | None,
+def _count_pass(docs: tuple[Any, int | None], tokenizer: Callable, min_u: int | None, max_u: int | None,
                 show_progress: bool | None, desc: str) -> _Counts:
     """One pass: tokenize each doc once, append its (term id, count) pairs to CSR buffers."""
     terms: dict = {}
@@ -189,7 +193,7 @@ def _remap_columns(counts: _Counts, old_to_new: np.ndarray, n_features: int) -> 
     """
     nnz = counts.indices.size
     idx_dtype = np.int32 if max(n_features, nnz) <= _INT32_MAX else np.int64
-    new = old_to_new.astype(idx_dtype, copy=False)[counts.indices] if nnz else np.zeros(0, idx_dtype)
+    new: np.ndarray = old_to_new.astype(idx_dtype, copy=False)[counts.indices] if nnz else np.zeros(0, idx_dtype)
     mask = new >= 0
     if mask.all():
         indptr, indices, data = counts.indptr.astype(idx_dtype), new, counts.data
@@ -309,12 +313,12 @@ def build_vocabulary(docs: Iterable[str], *, tokenizer: Callable[[str], list[str
     ValueError
         If no word appears in at least ``min_df`` documents.
     """
-    docs = _check_docs(docs)
+    checked = _check_docs(docs)
     tok = check_tokenizer(tokenizer)
     min_df = _check_count(min_df, "min_df", minimum=1, allow_none=False)
     max_features = _check_count(max_features, "max_features", minimum=1, allow_none=True)
     lo, hi = _check_unique_bounds(min_unique_words, max_unique_words)
-    counts = _count_pass(docs, tok, lo, hi, show_progress, "counting words")
+    counts = _count_pass(checked, tok, lo, hi, show_progress, "counting words")
     n_dropped = counts.n_input - counts.n_kept
     _warn_dropped(n_dropped, counts.n_input, lo, hi)
     words, df, _ = _select_terms(counts, min_df, max_features)
@@ -346,13 +350,13 @@ def filter_documents(docs: Iterable[str], min_unique_words: int | None = 50,
     n_dropped : int
         ``n_docs - n_kept``.
     """
-    docs = _check_docs(docs)
+    checked = _check_docs(docs)
     tok = check_tokenizer(tokenizer)
     lo, hi = _check_unique_bounds(min_unique_words, max_unique_words)
     lo_ = 0 if lo is None else lo
     kept = array("q")
     i = -1
-    for i, doc in enumerate(_doc_iter(docs, show_progress, "filtering documents")):
+    for i, doc in enumerate(_doc_iter(checked, show_progress, "filtering documents")):
         if not isinstance(doc, str):
             raise _not_str(i, doc)
         n = len(set(tok(doc)))
@@ -444,8 +448,8 @@ class TfidfVectorizer:
 
     # -- fitting ---------------------------------------------------------------------------
     def _fit_counts(self, docs: Iterable[str]) -> sp.csr_matrix:
-        docs = _check_docs(docs)
-        counts = _count_pass(docs, self.tokenizer, self.min_unique_words, self.max_unique_words,
+        checked = _check_docs(docs)
+        counts = _count_pass(checked, self.tokenizer, self.min_unique_words, self.max_unique_words,
                              self.show_progress, "fitting TF-IDF")
         words, df, old_to_new = _select_terms(counts, self.min_df, self.max_features)
         if not words:
@@ -554,7 +558,7 @@ class TfidfVectorizer:
         X : scipy.sparse.csr_matrix, shape (n_docs, n_features), dtype ``self.dtype``
         """
         self._check_fitted()
-        docs = _check_docs(docs)
+        checked = _check_docs(docs)
         get = self._index.get
         tok = self.tokenizer
         indptr = array("q", [0])
@@ -562,7 +566,7 @@ class TfidfVectorizer:
         data = array("i")
         nnz = 0
         n = 0
-        for i, doc in enumerate(_doc_iter(docs, self.show_progress, "TF-IDF transform")):
+        for i, doc in enumerate(_doc_iter(checked, self.show_progress, "TF-IDF transform")):
             if not isinstance(doc, str):
                 raise _not_str(i, doc)
             counts = Counter(tok(doc))
@@ -571,14 +575,14 @@ class TfidfVectorizer:
             nnz += len(counts)
             indptr.append(nnz)
             n += 1
-        counts = _Counts(terms={}, indptr=np.frombuffer(indptr, dtype=np.int64),
+        buffers = _Counts(terms={}, indptr=np.frombuffer(indptr, dtype=np.int64),
                          indices=np.frombuffer(indices, dtype=np.int32) if nnz else np.zeros(0, np.int32),
                          data=np.frombuffer(data, dtype=np.int32) if nnz else np.zeros(0, np.int32),
                          kept=np.ones(n, bool), n_input=n)
         identity = np.arange(self.n_features_ + 1, dtype=np.int64)
         identity[-1] = -1  # index -1 (out of vocabulary) maps to -1: dropped
-        X = _remap_columns(counts, identity, self.n_features_)
-        del counts, indptr, indices, data
+        X = _remap_columns(buffers, identity, self.n_features_)
+        del buffers, counts, indptr, indices, data
         return self._weight(X)
 
     def get_feature_names_out(self) -> np.ndarray:
