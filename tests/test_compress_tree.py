@@ -72,8 +72,7 @@ def _content_positions_reference(ids, seed):
 
 def test_random_trees_of_transform_follow_the_sentence_not_the_batch():
     texts = _corpus(80)
-    m = CompressTree(n_components=6, n_epochs=1, random_state=0, show_progress=False).fit(texts)
-    assert m.tree == "random"                                   # the default
+    m = CompressTree(n_components=6, n_epochs=1, tree="random", random_state=0, show_progress=False).fit(texts)
     idx, indptr = m._encode_ids(texts[:20], "X")
     got = m._content_tree_positions(idx, indptr)
     want = [p for s in range(20) for p in _content_positions_reference(idx[indptr[s]:indptr[s + 1]], m.tree_seed_)]
