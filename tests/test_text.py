@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from linxling.text import (TfidfVectorizer, Tokenizer, Vocabulary, build_vocabulary,
@@ -199,13 +199,16 @@ def test_tokenizer_errors():
 
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=40))
+@example("İ")                    # found by hypothesis in a CI rehearsal: the reference lacked the İ -> i rule
 def test_tokenizer_properties(text):
     toks = tokenize(text)
     assert toks == tokenize(unicodedata.normalize("NFD", text))
     for t in toks:
         assert t and all(unicodedata.category(c)[0] in "LMN" for c in t)
     # reference for bigram_scripts=False: maximal runs of L*/M*/N* characters (per-char loop)
-    norm = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+    # 'İ' (Turkish dotted capital I) folds to 'i', not 'i' + U+0307: the tokenizer's documented
+    # choice (linxling.text.Tokenizer.normalize), which this reference follows (as the one above)
+    norm = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).replace("İ", "i").casefold())
     runs, cur = [], ""
     for c in norm:
         if unicodedata.category(c)[0] in "LMN":
