@@ -4,7 +4,8 @@ The problem comes from :mod:`benchmarks.wiki_synth` (scale runs only, never qual
 language becomes a dask array with scipy.sparse row chunks (``da.from_array(csr, chunks=(rows, -1),
 asarray=False)``); ``Cr5.fit_matrices`` persists the chunks once on the workers and ships only
 dense blocks per product. For ``n_workers`` in ``--workers`` a ``LocalCluster`` of processes
-(``threads_per_worker=1``, numba and BLAS limited to one thread per worker) is started, the fit
+(``threads_per_worker`` = this machine's cores // workers, numba kernels with as many threads,
+BLAS one thread) is started, the fit
 timed, and ``fit_info_["dask"]`` read: bytes sent and received by the client (NumPy ``nbytes`` of
 the dense blocks; worker-to-worker copies and headers not counted), per eigen-solver iteration;
 and every byte written to the cluster's TCP comms during the fit by any process
@@ -46,6 +47,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--r", type=int, default=24)
     ap.add_argument("--chunks", type=int, default=4, help="row chunks per language")
     ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--kernel-threads", type=int, default=0,
+                    help="numba threads per worker (default: this machine's cores // workers, so that "
+                         "every fit uses the same cores)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_cr5.json"))
     args = ap.parse_args(argv)
     import dask.array as da
@@ -67,10 +71,11 @@ def main(argv=None) -> dict:
                  "dask": {}}
     print(f"in memory: {t_mem:.1f} s (CPU {cpu_mem:.1f} s), eig {ref.convergence_['eig']}, "
           f"blocks {ref.fit_info_['block_methods']}", flush=True)
-    one = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "LINXLING_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
     for n_workers in [int(w) for w in args.workers.split(",")]:
-        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        kt = args.kernel_threads or max(1, (os.cpu_count() or 1) // n_workers)
+        one = {"NUMBA_NUM_THREADS": str(kt), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+               "LINXLING_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
+        with LocalCluster(n_workers=n_workers, threads_per_worker=kt, processes=True, dashboard_address=None,
                           env=one) as cluster, Client(cluster) as client:
             client.run(lambda: __import__("linxling.models.cr5"))
             dblocks = {lang: da.from_array(X, chunks=(-(-X.shape[0] // args.chunks), -1), asarray=False)

@@ -93,7 +93,8 @@ def test_dask_fit_survives_a_killed_worker(client):
     assert killed
     assert got.fit_info_["dask"]["n_workers"] >= 1
     client.wait_for_workers(2, timeout=60)
-    # the same chunking and the partials summed in chunk order on the client: the same numbers
+    # the same numbers to round-off (after the kill the surviving worker holds every chunk and
+    # computes on the stacked chunks: another summation order); the components' signs are fixed
     np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-12)
     for lang in blocks:
         np.testing.assert_allclose(got.components_[lang], ref.components_[lang], rtol=1e-10, atol=1e-12)
@@ -155,3 +156,85 @@ def test_dask_source_products_and_retry_after_a_lost_worker(client, monkeypatch)
     monkeypatch.setattr(client, "gather", flaky)
     np.testing.assert_array_equal(src.gram_matmat(V), ref)
     assert src.n_retries == 1 and src.bytes_sent - sent == V.nbytes      # counted once, when it succeeded
+
+
+def _worker_copies(client, src):
+    """The worker-side copies of ``src`` on each worker."""
+    from linxling.operators import _dask as mod
+    token = src._token
+    return client.run(lambda: sorted(str(k[1]) for k in mod._WORKER_COPIES if k[0] == token))
+
+
+def test_dask_source_on_one_worker_solves_there(client):
+    """Every chunk on one worker: products are one task on the stacked chunks and a Gram solve is
+    one task (the fused in-memory block CG, run there), equal to the in-memory solve; the
+    worker's copies are dropped by close()."""
+    from linxling.operators._dask import DaskSource
+    from linxling.operators.gram import GramBlockInverse
+    rng = np.random.default_rng(16)
+    X = sp.random(90, 30, density=0.2, random_state=rng, format="csr")
+    w0 = sorted(client.scheduler_info()["workers"])[0]
+    src = DaskSource(da.from_array(X, chunks=(25, -1), asarray=False), client=client, workers=w0)
+    assert src.local_worker() == w0 and src.n_chunks == 4
+    V, W = rng.standard_normal((30, 4)), rng.standard_normal((90, 4))
+    np.testing.assert_allclose(src.matmat(V), X @ V, rtol=1e-12)
+    np.testing.assert_allclose(src.rmatmat(W), X.T @ W, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(src.gram_matmat(V), X.T @ (X @ V), rtol=1e-12, atol=1e-12)
+    assert src.n_local == 3 and src.bytes_sent == V.nbytes + W.nbytes + V.nbytes
+    R = rng.standard_normal((30, 6))
+    kw = dict(method="cg", cg_rtol=1e-12, mixed_precision=False)
+    inv, ref = GramBlockInverse(src, 0.7, **kw), GramBlockInverse(X, 0.7, **kw)
+    got, want = inv.solve(R), ref.solve(R)
+    assert got.info["where"] == "worker" and src.n_local == 4
+    np.testing.assert_allclose(got.x, want.x, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got.x, np.linalg.solve((X.T @ X).toarray() + 0.7 * np.eye(30), R), rtol=1e-8)
+    assert any(_worker_copies(client, src).values())
+    src.close()
+    assert not any(_worker_copies(client, src).values())
+
+
+def test_dask_source_without_room_for_copies(client):
+    """A worker near its memory limit keeps no copies: the products come from the chunks alone,
+    with the same results (spread and stacked)."""
+    from linxling.operators import _dask as mod
+    from linxling.operators._dask import DaskSource
+    rng = np.random.default_rng(17)
+    X = sp.random(80, 20, density=0.25, random_state=rng, format="csr")
+    V, W = rng.standard_normal((20, 3)), rng.standard_normal((80, 3))
+    client.run(lambda: setattr(mod, "COPY_MEMORY_SHARE", 0.0))
+    try:
+        w0 = sorted(client.scheduler_info()["workers"])[0]
+        for workers in (None, w0):
+            src = DaskSource(da.from_array(X, chunks=(30, -1), asarray=False), client=client, workers=workers)
+            np.testing.assert_allclose(src.matmat(V), X @ V, rtol=1e-12)
+            np.testing.assert_allclose(src.rmatmat(W), X.T @ W, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(src.gram_matmat(V), X.T @ (X @ V), rtol=1e-12, atol=1e-12)
+            if workers is not None:
+                R = rng.standard_normal((20, 2))
+                d = np.asarray(X.multiply(X).sum(0)).ravel() + 0.5
+                res = src.solve_local(R, 0.5, d, rtol=1e-12)
+                assert np.all(res.converged)
+                G = (X.T @ X).toarray() + 0.5 * np.eye(20)
+                np.testing.assert_allclose(res.x, np.linalg.solve(G, R), rtol=1e-8, atol=1e-10)
+            assert not any(_worker_copies(client, src).values())
+            src.close()
+    finally:
+        client.run(lambda: setattr(mod, "COPY_MEMORY_SHARE", 0.5))
+
+
+def test_dask_fit_on_one_worker_equals_in_memory_fit():
+    """A 1-worker cluster holds every chunk: the inner block-CG solves run there whole; the fit
+    equals the in-memory fit (tight tolerances) and sends per solve only right-hand sides and
+    solutions."""
+    rng = np.random.default_rng(18)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=30)
+    kw = dict(n_components=4, alpha=0.5, block_method="cg", eig_method="subspace", random_state=0, **TIGHT)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        got = Cr5(**kw).fit_matrices(_dask_blocks(blocks), concepts, client=c)
+    rec = got.fit_info_["dask"]
+    assert rec["n_local"] == rec["n_products"] > 0
+    np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
+    for lang in blocks:
+        np.testing.assert_allclose(got.components_[lang], ref.components_[lang], atol=1e-6)

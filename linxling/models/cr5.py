@@ -58,6 +58,26 @@ from linxling.solvers.eigen import resolve_method
 __all__ = ["Cr5", "encode_concepts"]
 
 
+def _flip_signs(components: dict) -> None:
+    """Make each component's largest-magnitude weight over all languages positive, in place
+    (scikit-learn's ``svd_flip`` convention): an eigenvector's sign is arbitrary, so without it
+    two fits that differ only by round-off (another summation order, a worker that died) could
+    return mirrored components."""
+    best = None
+    for W in components.values():
+        if W.shape[1] == 0:
+            continue
+        j = np.argmax(np.abs(W), axis=1)
+        v = W[np.arange(W.shape[0]), j]
+        best = v if best is None else np.where(np.abs(v) > np.abs(best), v, best)
+    if best is None:
+        return
+    flip = best < 0
+    if np.any(flip):
+        for W in components.values():
+            W[flip] *= -1
+
+
 def _check_small_data(r: int, widths: Mapping[str, int], labels: list, n_classes: int) -> None:
     """What small or badly linked data would make a bad model in silence: no concept shared by
     two languages (an error: nothing ties the languages together), fewer shared concepts than
@@ -191,7 +211,8 @@ class Cr5(ConceptEmbeddingMixin):
     ----------
     languages_ : list of str
     components_ : dict language -> ndarray (n_components, p_l)
-        Φ_l, the embedding map of each language (columns are word vectors).
+        Φ_l, the embedding map of each language (columns are word vectors). Each component's
+        sign is fixed: its largest-magnitude weight over all languages is positive.
     singular_values_ : ndarray (n_components,)
         Singular values of W (descending).
     eigenvalues_ : ndarray (n_components,)
@@ -689,6 +710,7 @@ class Cr5(ConceptEmbeddingMixin):
         TT = np.ascontiguousarray(T.T)
         components = {lang: TT @ Phi_star_T[offsets[i]:offsets[i + 1]].T      # (r, p_l), one allocation
                       for i, lang in enumerate(problem.languages)}
+        _flip_signs(components)
         return components, sv
 
     # ---- fitted attributes and convergence records
@@ -919,9 +941,12 @@ def _dask_record(sources, eig: dict | None, n_iter: int) -> dict:
     rec = {"n_workers": len(sources[0].client.scheduler_info().get("workers", {})),
            "n_chunks": {X.name: X.n_chunks for X in sources}, **total,
            "counted": ("NumPy nbytes of the dense blocks this client sent to the workers (the "
-                       "scattered V, per-chunk row blocks) and received (partial results) in the "
-                       "fit's products; not counted: copies between workers, message headers, the "
-                       "one-time persist and the column statistics")}
+                       "scattered V, per-chunk row blocks, a whole solve's right-hand sides) and "
+                       "received (partial results, solutions) in the fit's products; not counted: "
+                       "copies between workers, message headers, the one-time persist and the "
+                       "column statistics"),
+           "n_local_note": ("n_local: products and whole block-CG solves run as one task on the "
+                            "worker that holds every chunk of a language")}
     if eig is not None:
         rec["eig_stage"] = dict(eig)
         rec["eig_iterations"] = int(n_iter)

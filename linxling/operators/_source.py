@@ -104,6 +104,14 @@ class RowSource:
         """``Xᵀ (X V)`` (p, m) in V's dtype."""
         return self.rmatmat(self.matmat(V))
 
+    def solve_local(self, R: np.ndarray, alpha: float, d: np.ndarray, X0: Any = None, *, rtol: float,
+                    maxiter: Any = None, krylov: str = "columns") -> Any:
+        """A whole Jacobi block-CG solve of ``(XᵀX + alpha I) Z = R`` where the data lives, as a
+        :class:`linxling.solvers.SolveResult`, or None when this source cannot (the caller then
+        runs the CG itself, one :meth:`gram_matmat` per iteration). Only a dask source whose
+        chunks are all on one worker can."""
+        return None
+
     def _compute_stats(self) -> ColumnStats:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -621,7 +621,17 @@ class GramBlockInverse(LinearOperator):
                 Rw = R2.astype(np.float32)
                 X0 = None if X0 is None else X0.astype(np.float32)
             tol = self.cg_rtol_effective_ if rtol is None else rtol
-            if isinstance(Rw, np.ndarray) and self.fused_cg:
+            local = None
+            if self.source is not None and isinstance(Rw, np.ndarray) and self.fused_cg:
+                # on a dask cluster with every chunk on one worker the whole solve runs there
+                local = self.source.solve_local(Rw, self.alpha, d, X0, rtol=tol, maxiter=self.cg_maxiter,
+                                                krylov=self.krylov_for(Rw.shape[1]))
+            if local is not None:
+                res = local
+                res.info["krylov"] = self.krylov_for(Rw.shape[1])
+                res.info["where"] = "worker"
+                self.cg_krylov_used_.append(res.info["krylov"])
+            elif isinstance(Rw, np.ndarray) and self.fused_cg:
                 fused = self._gram_cg.fused_parts() if isinstance(self._gram_cg, Gram) else None
                 solver = jacobi_block_cg if self.krylov_for(Rw.shape[1]) == "columns" else krylov_block_cg
                 res = solver(self._gram_cg, Rw, d, X0, rtol=tol, maxiter=self.cg_maxiter, gram=fused)
