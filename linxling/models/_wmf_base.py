@@ -258,9 +258,11 @@ class _WMFParams(LinxlingEstimator):
 
     @classmethod
     def _from_wmf_state(cls, params: Mapping, arrays: Mapping) -> Self:
-        """A model with what :meth:`_wmf_state` saved (``alpha_`` and the factors are the
-        model's own to restore)."""
+        """A model with what :meth:`_wmf_state` saved (the factors are the model's own to
+        restore)."""
         model = cls._from_params_state(params)
+        if "alpha_" in params or not isinstance(model.alpha, str):   # files before "auto": alpha itself
+            model.alpha_ = float(params.get("alpha_", model.alpha))
         model.loss_curve_ = list(params.get("loss_curve", []))
         model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
         if cls._multilingual_fit:

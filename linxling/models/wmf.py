@@ -303,7 +303,6 @@ class WMF(_WMFParams):
     @classmethod
     def _from_state(cls, params, arrays):
         model = cls._from_wmf_state(params, arrays)
-        model.alpha_ = float(params.get("alpha_", model.alpha))     # files before "auto": alpha itself
         dtype = _stored_dtype(model.dtype, arrays["components"])
         model.components_ = np.ascontiguousarray(np.asarray(arrays["components"], dtype=dtype).T).T
         model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
@@ -433,7 +432,6 @@ class BilingualWMF(_WMFParams):
     @classmethod
     def _from_state(cls, params, arrays):
         model = cls._from_wmf_state(params, arrays)
-        model.alpha_ = float(params.get("alpha_", model.alpha))     # files before "auto": alpha itself
         dtype = _stored_dtype(model.dtype, arrays["embedding"])
         model.languages_ = list(params["languages"])
         model.components_ = {lang: np.asarray(arrays["components"][lang], dtype=dtype)

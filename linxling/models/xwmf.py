@@ -191,7 +191,8 @@ class CrossWMF(_WMFParams):
         model = cls._from_wmf_state(params, arrays)
         dtype = _stored_dtype(model.dtype, pivot.components_)
         model.pivot_model_ = pivot
-        model.alpha_ = float(params.get("alpha_", pivot.alpha_))
+        if "alpha_" not in params:               # files before "auto": the pivot's λ
+            model.alpha_ = float(pivot.alpha_)
         model.languages_ = list(params["languages"])
         model.components_ = {model.pivot_language: pivot.components_}
         for lang in model.languages_[1:]:
