@@ -291,11 +291,11 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
                     return value
         return getattr(self, name)
 
-    def _saved_params(self, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    def _saved_params(self) -> dict[str, Any]:
         """The parameters a model file keeps: ``get_params(deep=False)`` under the current names
-        (a value given under an old name is saved under the new one), minus ``exclude``."""
+        (a value given under an old name is saved under the new one)."""
         params = self.get_params(deep=False)
-        out = {k: v for k, v in params.items() if k not in type(self)._renamed_params and k not in exclude}
+        out = {k: v for k, v in params.items() if k not in type(self)._renamed_params}
         for new in type(self)._renamed_params.values():
             if new in out:
                 out[new] = self._param(new)
