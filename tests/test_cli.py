@@ -256,7 +256,8 @@ def test_fit_rejects_unknown_model_and_parameter(corpus, capsys):
     assert _run("linxling fit WMF --input en.txt --output m.h5 --max-iter lots") == 2
     assert "--max-iter: expected a number" in capsys.readouterr().err
     assert _run("linxling fit WMF --input en.txt --output m.h5 --alpha lots") == 2
-    assert "alpha must be a positive number or 'auto', got 'lots'" in capsys.readouterr().err
+    assert ("'alpha' parameter of WMF must be a float in the range (0.0, inf) or a str among {'auto'}. "
+            "Got 'lots'") in capsys.readouterr().err
     assert not (corpus / "m.h5").exists()
 
 

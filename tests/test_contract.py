@@ -272,18 +272,20 @@ def test_loss_history_reads_as_loss_curve_with_a_warning():
         _ = m.no_such_
 
 
-def test_declared_parameter_tables_name_real_parameters_and_are_checked_in_fit():
+def test_every_model_declares_every_parameter_and_fit_checks_the_table():
     import inspect
 
-    from sklearn.utils._param_validation import InvalidParameterError
+    from sklearn.utils._param_validation import Interval, InvalidParameterError
 
     import linxling
     from linxling._registry import names
-    declared = {n: getattr(linxling, n) for n in names() if getattr(linxling, n)._parameter_constraints}
-    assert {"BiCVM", "RankingEmbedding", "BilBOWA", "BilDRL", "CompressTree", "CLLSI"} <= set(declared)
-    for name, cls in declared.items():
-        params = set(inspect.signature(cls).parameters)
-        assert set(cls._parameter_constraints) <= params, (name, set(cls._parameter_constraints) - params)
+    for name in names():                      # every model: one entry per parameter (old names: the new one's)
+        cls = getattr(linxling, name)
+        params = set(inspect.signature(cls).parameters) - set(cls._renamed_params)
+        assert set(cls._parameter_constraints) == params, (name, params ^ set(cls._parameter_constraints))
+        for param, constraints in cls._parameter_constraints.items():   # scikit-learn's rule: no int/real mix
+            kinds = {c.type for c in constraints if isinstance(c, Interval)}
+            assert len(kinds) <= 1, (name, param, kinds)
     with pytest.raises(InvalidParameterError, match="'n_epochs' parameter of BiCVM must be an int in the range"):
         BiCVM(n_epochs=0, show_progress=False).fit({"en": EN, "de": DE})
     with pytest.raises(InvalidParameterError, match="'score' parameter of RankingEmbedding"):
@@ -352,6 +354,9 @@ def test_bildrl_and_bilbowa_callbacks_see_each_epochs_loss():
     (lambda: BilDRL(learning_rate=True, show_progress=False), "learning_rate"),
     (lambda: CompressTree(n_components=True, show_progress=False), "n_components"),
     (lambda: CLLSI(n_components=True), "n_components"),
+    (lambda: Cr5(cg_maxiter=True), "cg_maxiter"),
+    (lambda: WMF(missing_weight=True), "missing_weight"),
+    (lambda: GlossSpace(alpha=True), "alpha"),
 ])
 def test_a_bool_is_not_a_count_or_a_rate(make, param):
     """scikit-learn's Interval takes True as 1; the models refused it before the tables, and
@@ -368,3 +373,86 @@ def test_two_parameter_rules_stay_in_the_model():
         BilDRL(joint=True, multitask=False)._validate_declared_params()
     with pytest.raises(ValueError, match="max_length"):
         BilDRL(encoder="cnn", n_layers=8, max_length=15)._validate_declared_params()
+
+
+def test_a_dtype_parameter_takes_every_spelling_of_float32_and_float64():
+    """FLOAT_DTYPE: what NumPy reads as float32 or float64 (as the models' hand-written checks
+    took), nothing else; None only where the table says so (WMF: follow the data)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+    for good in ("float32", "float64", np.float32, np.float64, np.dtype("float32"), "f4", float):
+        Cr5(dtype=good)._validate_declared_params()
+        BiCVM(dtype=good)._validate_declared_params()
+        WMF(dtype=good)._validate_declared_params()
+    WMF(dtype=None)._validate_declared_params()
+    for bad in ("int32", np.float16, "nonsense", True, None):
+        with pytest.raises(InvalidParameterError, match="'dtype' parameter of BiCVM must be"):
+            BiCVM(dtype=bad)._validate_declared_params()
+    with pytest.raises(InvalidParameterError, match=r"'dtype' parameter of WMF must be float32 or float64 \(a str, "
+                                                    r"a NumPy type or dtype\) or None\. Got 'int32'"):
+        WMF(dtype="int32")._validate_declared_params()
+
+
+def _plain(params: dict) -> dict:
+    """Parameter values as plain JSON keeps them: a dtype (or NumPy type) as its name, a tuple as a list."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
+            v = np.dtype(v).name
+        out[k] = list(v) if isinstance(v, tuple) else v
+    return out
+
+
+def _as_older_file(params: dict, cls, *, with_init_params: bool) -> dict:
+    """A model's saved params as files of earlier versions wrote them: the parameters as plain
+    JSON at the top (a dtype as its name, a tuple as a list), and, in the version before this
+    one, the store's tagged ``init_params`` beside them."""
+    import inspect
+
+    from linxling.models._estimator import _decode_param
+    names = set(inspect.signature(cls).parameters)
+    out = {**params, **_plain({k: _decode_param(params[k]) for k in names & set(params)})}
+    if with_init_params:
+        out["init_params"] = {k: params[k] for k in names & set(params)}
+    return out
+
+
+@pytest.mark.parametrize("with_init_params", [False, True], ids=["plain", "init_params"])
+@pytest.mark.parametrize("name", IDS)
+def test_files_of_earlier_versions_still_load(name, with_init_params, fitted, tmp_path, monkeypatch):
+    """Every model saves its parameters with one helper (LinxlingEstimator._params_state, from
+    get_params()); files written before it, with plain parameters (and with the store's
+    init_params beside them), load into the same model."""
+    model, lang = fitted[name]
+    params, arrays = model._get_state()
+    assert "init_params" not in params
+    assert {k: v for k, v in params.items() if k in model.get_params()} == model._params_state()
+    old = _as_older_file(params, type(model), with_init_params=with_init_params)
+    monkeypatch.setattr(model, "_get_state", lambda: (old, arrays))
+    model.save(tmp_path / "old.h5")
+    monkeypatch.undo()
+    back = linxling.load(tmp_path / "old.h5")
+    texts = _texts(lang)
+    np.testing.assert_allclose(back.transform(texts, language=lang), model.transform(texts, language=lang),
+                               rtol=1e-12, atol=0)
+    want = {k: v for k, v in model.get_params(deep=False).items() if k not in ("callback", "pivot_model")}
+    got = {k: back.get_params(deep=False)[k] for k in want}
+    if with_init_params:
+        assert _same_params(got, want), (got, want)
+    else:
+        assert _plain(got) == _plain(want)          # as plain JSON kept them: a dtype as its name
+
+
+def test_a_nested_model_keeps_its_parameters_too(tmp_path):
+    """The parameters of a model saved inside another (SingleBlock's estimator, GlossSpace's
+    Cr5, x-WMF's pivot) come back as they were given, as the outer model's do."""
+    import scipy.sparse as sp
+
+    from linxling.models import SingleBlock
+    X = sp.random(60, 25, density=0.3, random_state=2, format="csr")
+    y = np.arange(60) % 15
+    inner = Cr5(n_components=3, dtype=np.float32, doc_filter=(1, None), block_method={"x": "dense"},
+                random_state=0, show_progress=False)
+    SingleBlock(inner).fit(X, y).save(tmp_path / "s.h5")
+    back = linxling.load(tmp_path / "s.h5")
+    assert _same_params(back.estimator_.get_params(), inner.get_params())
+    assert _same_params(back.estimator.get_params(), inner.get_params())

@@ -1,6 +1,8 @@
 """Cr5 against a dense closed-form oracle (paper eqs. 8–15) and against the paper's own algorithm."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -242,6 +244,24 @@ def test_progress_callback_called():
     assert "eig" in stages and "phi" in stages
 
 
+def test_callback_form_is_read_once_per_fit(monkeypatch):
+    """Which callback form (old two-parameter or the common one) is decided once per fit, not by
+    inspect.signature at every eigen-solver iteration."""
+    import linxling.models.cr5 as cr5_mod
+    blocks, concepts = random_problem(np.random.default_rng(3))
+    reads, calls = [], []
+    real = cr5_mod._old_style_callback
+    monkeypatch.setattr(cr5_mod, "_old_style_callback", lambda cb: reads.append(cb) or real(cb))
+    for callback in (lambda m, iteration, loss: calls.append(iteration), lambda stage, info: calls.append(stage)):
+        reads.clear()
+        calls.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            Cr5(n_components=3, random_state=0, eig_method="subspace", eig_tol=1e-8,
+                callback=callback).fit_matrices(blocks, concepts)
+        assert len(calls) > 2 and reads == [callback]
+
+
 # --------------------------------------------------------------------------- real text
 def test_fit_texts_sib200_beats_chance(shared_data):
     """Joint training on real SIB-200 sentences (3 scripts); held-out retrieval far above chance."""
@@ -393,9 +413,15 @@ def test_memory_budget_plans_stay_exact(monkeypatch):
     assert not plans[2]["copies"] and plans[2]["apply_columns"] == 8 and plans[2]["basis_dtype"] is None
     with pytest.raises(MemoryError, match="memory_budget=.* is too small"):
         Cr5(n_components=r, alpha=alpha, memory_budget=1000, **TIGHT).fit_matrices(blocks, concepts)
-    for bad in (0, -5, "lots", True):
-        with pytest.raises(ValueError, match="memory_budget must be"):
+    for bad in (0, -5):
+        with pytest.raises(ValueError, match=rf"'memory_budget' parameter of Cr5 must be a float in the range "
+                                             rf"\(0\.0, inf\), an instance of 'str' or None\. Got {bad}"):
             Cr5(n_components=r, memory_budget=bad).fit_matrices(blocks, concepts)
+    with pytest.raises(ValueError, match="'memory_budget' parameter of Cr5 must be a number, not a bool"):
+        Cr5(n_components=r, memory_budget=True).fit_matrices(blocks, concepts)
+    with pytest.raises(ValueError, match="memory_budget must be None, a number of bytes or a size like '12G', "
+                                         "got 'lots'"):
+        Cr5(n_components=r, memory_budget="lots").fit_matrices(blocks, concepts)
     assert cr5_mod.parse_budget("12G", "m") == 12 * 2 ** 30 and cr5_mod.parse_budget("800MiB", "m") == 800 * 2 ** 20
 
 

@@ -45,7 +45,8 @@ def test_filter_dropping_more_than_half_is_an_error_and_less_is_a_warning():
     assert 0 < m.fit_info_["n_dropped"]["en"] <= 30
     with pytest.raises(ValueError, match=r"drops \d+ of the 60 documents of language 'en'"):
         Cr5(n_components=4, doc_filter=(max(n_unique), None)).fit(texts, langs, concepts)
-    with pytest.raises(ValueError, match="doc_filter must be None"):
+    with pytest.raises(ValueError, match=r"'doc_filter' parameter of Cr5 must be a str among \{'wikipedia'\}, "
+                                         r"an instance of 'tuple', an instance of 'list' or None\. Got 'short'"):
         Cr5(n_components=4, doc_filter="short").fit(texts, langs, concepts)
 
 

@@ -139,5 +139,6 @@ def test_cr5_with_either_krylov_matches_the_dense_oracle(krylov):
     ref = embedded_cosines(lambda X, lang: X @ Phi[lang].T, test)
     np.testing.assert_allclose(ours, ref, atol=1e-6)
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
-    with pytest.raises(ValueError, match="cg_krylov must be one of"):
+    with pytest.raises(ValueError, match=r"'cg_krylov' parameter of Cr5 must be a str among \{[a-z', ]+\}\. "
+                                         r"Got 'shared'"):
         Cr5(cg_krylov="shared").fit_matrices(blocks, concepts)

@@ -91,7 +91,8 @@ def test_single_block_cllsi_and_bad_estimator():
     lsi = SingleBlock(CLLSI(n_components=3, random_state=0)).fit(X, y)
     direct = CLLSI(n_components=3, random_state=0).fit_matrices({"x": X}, {"x": y.tolist()})
     np.testing.assert_allclose(np.abs(lsi.transform(X)), np.abs(direct.transform_matrix(X, "x")))
-    with pytest.raises(TypeError, match="estimator must be a concept model"):
+    with pytest.raises(TypeError, match="'estimator' parameter of SingleBlock must be an object implementing "
+                                        "'fit_matrices' and 'transform_matrix'. Got WMF"):
         SingleBlock(WMF()).fit(X, y)
     with pytest.raises(ValueError, match="n_components=30 exceeds the number of features"):
         SingleBlock(Cr5(n_components=30)).fit(sp.random(200, 20, density=0.5, random_state=0), np.arange(200))

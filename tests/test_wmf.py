@@ -389,7 +389,8 @@ def test_auto_alpha_follows_the_corpus_size_and_round_trips(tmp_path):
     back = linxling.load(tmp_path / "w.h5")
     assert back.alpha == "auto" and back.alpha_ == pytest.approx(0.3)
     np.testing.assert_array_equal(back.transform(X[:5]), fitted.transform(X[:5]))
-    with pytest.raises(ValueError, match="alpha must be a positive number or 'auto'"):
+    with pytest.raises(ValueError, match=r"'alpha' parameter of WMF must be a float in the range \(0\.0, inf\) "
+                                         r"or a str among \{'auto'\}\. Got 'big'"):
         WMF(alpha="big").fit(X)
 
 

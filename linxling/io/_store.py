@@ -271,9 +271,6 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
     if not isinstance(params, dict) or not isinstance(arrays, dict):
         raise TypeError(f"{type(model).__qualname__}._get_state() must return (params: dict, arrays: dict), "
                         f"got ({type(params).__name__}, {type(arrays).__name__})")
-    if callable(getattr(model, "_init_params_state", None)):
-        # the constructor's parameters exactly as get_params() gives them (restored on load)
-        params = {**params, "init_params": model._init_params_state()}
     try:
         params_json = json.dumps(params, default=_json_default, allow_nan=True)
     except (TypeError, ValueError) as exc:
@@ -746,7 +743,9 @@ def load(path: str | os.PathLike) -> Any:
         raise ModelFormatError(f"{path}: cannot read model data, the file is probably truncated or "
                                f"corrupt ({type(exc).__name__}: {exc})") from exc
     params = dict(header["params"])
-    saved = params.pop("init_params", None)          # the store's, not the model's: see save
+    # files written before each model saved its parameters itself (LinxlingEstimator._params_state)
+    # kept them beside the state: restored after it
+    saved = params.pop("init_params", None)
     try:
         obj = cls._from_state(params, arrays)
     except ModelFormatError as exc:

@@ -29,19 +29,61 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping
+from numbers import Integral, Real
 from typing import Any, Self
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from linxling._warnings import find_stack_level
+from linxling.xp import DEVICES, Device
 
-__all__ = ["DEPRECATED", "LinxlingEstimator", "NotFittedError", "as_output"]
+__all__ = ["DEPRECATED", "DEVICE", "FLOAT_DTYPE", "LinxlingEstimator", "NONNEG_INT", "NONNEG_REAL", "NotFittedError",
+           "POSITIVE_INT", "POSITIVE_REAL", "RANDOM_STATE", "as_output"]
 
 #: the default of a renamed parameter's old name in ``__init__``: "not given" (scikit-learn's
 #: convention for a parameter kept one release under its old name)
 DEPRECATED = "deprecated"
+
+
+# ---------------------------------------------------------------- entries of the parameter tables
+#: a count: an int >= 1 (a bool is refused, see LinxlingEstimator._validate_declared_params)
+POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+#: an int >= 0
+NONNEG_INT = Interval(Integral, 0, None, closed="left")
+#: a finite number > 0 (a rate, a ridge term)
+POSITIVE_REAL = Interval(Real, 0, np.inf, closed="neither")
+#: a finite number >= 0 (a weight, a tolerance)
+NONNEG_REAL = Interval(Real, 0, np.inf, closed="left")
+
+
+class _FloatDtype(Options):
+    """float32 or float64 in any spelling NumPy reads as one: ``"float32"``, ``np.float32``,
+    ``np.dtype("float64")``, ``"f4"``, ``float`` (``None`` is not one: a table that takes it says so)."""
+
+    def __init__(self) -> None:
+        super().__init__(object, {np.float32, np.float64})
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        if val is None or isinstance(val, (bool, np.bool_)):
+            return False
+        try:
+            return np.dtype(val) in (np.dtype(np.float32), np.dtype(np.float64))
+        except (TypeError, ValueError):
+            return False
+
+    def __str__(self) -> str:
+        return "float32 or float64 (a str, a NumPy type or dtype)"
+
+
+#: a float dtype parameter: float32 or float64, as a str, NumPy type or dtype
+FLOAT_DTYPE = _FloatDtype()
+#: ``random_state``: an int seed, a NumPy Generator or None (fresh entropy)
+RANDOM_STATE: list[Any] = [Integral, np.random.Generator, None]
+#: ``device``: None (follow the data), "cpu", "cuda" or a :class:`linxling.xp.Device`
+DEVICE: list[Any] = [StrOptions(set(DEVICES)), Device, None]
 
 
 def as_output(Z: Any, dtype: Any = None) -> np.ndarray:
@@ -76,7 +118,7 @@ def _encode_param(value: Any) -> Any:
         return {"__tuple__": [_encode_param(v) for v in value]}
     if isinstance(value, list):
         return [_encode_param(v) for v in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
         return {"__dict__": {k: _encode_param(v) for k, v in value.items()}}
     raise TypeError(f"cannot store a {type(value).__name__} parameter")
 
@@ -249,11 +291,11 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
                     return value
         return getattr(self, name)
 
-    def _saved_params(self, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    def _saved_params(self) -> dict[str, Any]:
         """The parameters a model file keeps: ``get_params(deep=False)`` under the current names
-        (a value given under an old name is saved under the new one), minus ``exclude``."""
+        (a value given under an old name is saved under the new one)."""
         params = self.get_params(deep=False)
-        out = {k: v for k, v in params.items() if k not in type(self)._renamed_params and k not in exclude}
+        out = {k: v for k, v in params.items() if k not in type(self)._renamed_params}
         for new in type(self)._renamed_params.values():
             if new in out:
                 out[new] = self._param(new)
@@ -358,27 +400,39 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
         return io.load(path)
 
     # ------------------------------------------------------------------ parameters in the store
-    def _init_params_state(self) -> dict:
-        """``get_params(deep=False)`` as JSON for the store, each value tagged so that it comes
-        back as it was given (a NumPy dtype or scalar type, a tuple). What JSON cannot hold is
-        left out and restored by the model's own ``_from_state`` (callables: None; an estimator
-        parameter: the loaded model's own; a NumPy Generator ``random_state``: None, with a
-        warning, since the loaded model could not repeat the fit)."""
-        out = {}
+    def _params_state(self) -> dict[str, Any]:
+        """The constructor's parameters as every model's ``_get_state`` saves them:
+        ``get_params(deep=False)`` under the current names (:meth:`_saved_params`) as JSON, each
+        value tagged so that it comes back as it was given (a NumPy dtype or scalar type, a tuple).
+        What JSON cannot hold is left out and gets its default on load (a callable; an estimator
+        parameter, which the model's ``_from_state`` restores from its fitted state); a NumPy
+        random generator is saved as None, with a warning, since the loaded model could not
+        repeat the fit. :meth:`_from_params_state` reads it back."""
+        out: dict[str, Any] = {}
         for name, value in self._saved_params().items():
             try:
                 out[name] = _encode_param(value)
             except TypeError:
                 if isinstance(value, (np.random.Generator, np.random.RandomState)):
-                    import warnings
                     warnings.warn(f"{name} is a {type(value).__name__}, which a saved model cannot "
                                   f"keep: the loaded model has {name}=None (pass an int to save a "
                                   "reproducible model)", UserWarning, stacklevel=find_stack_level())
+                    out[name] = None
         return out
 
+    @classmethod
+    def _from_params_state(cls, params: Mapping[str, Any], **given: Any) -> Self:
+        """An unfitted model with the parameters a file saved: those of :meth:`_params_state`, or
+        the plain values (and old parameter names) of older files; the other keys of ``params``
+        (the fitted state) are ignored, and a parameter the file lacks gets its default.
+        ``given``: parameters a file cannot hold (an estimator), rebuilt by the caller."""
+        saved = {k: _decode_param(v) for k, v in cls._init_kwargs(params).items()}
+        return cls(**{**saved, **given})
+
     def _restore_init_params(self, state: dict) -> None:
-        """Set the parameters saved by :meth:`_init_params_state` (unknown names are ignored: a
-        file from another version)."""
+        """Set the parameters that earlier files kept beside the model's state (the store's
+        ``init_params``, in :meth:`_params_state`'s encoding, before each model saved them
+        itself); unknown names are ignored."""
         decoded = {k: _decode_param(v) for k, v in state.items()}
         self.set_params(**type(self)._init_kwargs(decoded))
 

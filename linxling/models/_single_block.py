@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import validate_data
 
 from linxling.io import register_model, registered_models
@@ -74,16 +75,18 @@ class SingleBlock(LinxlingEstimator):
         tags.target_tags.required = True          # y: the concept of each row
         return tags
 
-    def _check_estimator(self) -> None:
-        if not (hasattr(self.estimator, "fit_matrices") and hasattr(self.estimator, "transform_matrix")):
-            raise TypeError("estimator must be a concept model with fit_matrices/transform_matrix "
-                            f"(Cr5, CLLSI), got {type(self.estimator).__name__}")
-        if not isinstance(self.language, str) or not self.language:
-            raise TypeError(f"language must be a non-empty str, got {self.language!r}")
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
+    _parameter_constraints: dict[str, list[Any]] = {
+        "estimator": [HasMethods(["fit_matrices", "transform_matrix"])],   # a concept model: Cr5, CLLSI
+        "language": [str],
+    }
+
+    def _check_params(self) -> None:
+        if not self.language:
+            raise TypeError("language must be a non-empty str, got ''")
 
     def fit(self, X: Any, y: Any) -> SingleBlock:
         """Fit on a feature matrix ``X`` (n, p), sparse or dense, and concept labels ``y`` (n,)."""
-        self._check_estimator()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32),
                              ensure_min_samples=2)
         est = clone(self.estimator)
@@ -116,15 +119,15 @@ class SingleBlock(LinxlingEstimator):
         self._check_fitted()
         inner_params, inner_arrays = self.estimator_._get_state()
         name = next(n for n, cls in registered_models().items() if cls is type(self.estimator_))
-        params = {"language": self.language, "estimator_model": name, "estimator_params": inner_params,
-                  "n_features_in": int(self.n_features_in_)}
+        params = self._params_state()          # the estimator itself: from estimator_model and its state
+        params.update(estimator_model=name, estimator_params=inner_params, n_features_in=int(self.n_features_in_))
         return params, {"estimator": inner_arrays}
 
     @classmethod
     def _from_state(cls, params, arrays):
         inner_cls = registered_models()[params["estimator_model"]]
         inner = inner_cls._from_state(params["estimator_params"], arrays["estimator"])
-        model = cls(clone(inner), language=params["language"])
+        model = cls._from_params_state(params, estimator=clone(inner))
         model.estimator_ = inner
         model.classes_ = list(inner.classes_)
         model.n_features_in_ = int(params["n_features_in"])

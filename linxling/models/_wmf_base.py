@@ -6,18 +6,30 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from numbers import Real
+from typing import Any, Self
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
 from linxling._threads import blas_single_thread
-from linxling._validation import check_float_dtype, check_positive, check_random_state
+from linxling._validation import check_float_dtype, check_random_state
 from linxling._warnings import find_stack_level
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
-from linxling.models._estimator import LinxlingEstimator, NotFittedError, as_output
+from linxling.models._base import vectorizers_from_state, vectorizers_state
+from linxling.models._estimator import (
+    DEVICE,
+    FLOAT_DTYPE,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    LinxlingEstimator,
+    NotFittedError,
+    as_output,
+)
 
 #: ``alpha="auto"``: λ = min(AUTO_ALPHA_MAX, n_sentences / AUTO_ALPHA_SENTENCES), the paper's 20
 #: from 6,000 sentences on. Chosen on b-WMF, Bible en-es, held-out verse P@1 on 1,000 validation
@@ -30,9 +42,6 @@ AUTO_ALPHA_MAX = 20.0
 AUTO_ALPHA_SENTENCES = 300.0
 #: mean cosine between training sentence vectors above which a fit warns of a collapse
 COLLAPSE_COSINE = 0.75
-
-_PARAM_NAMES = ("n_components", "alpha", "missing_weight", "max_iter", "solver", "cg_steps",
-                "dtype", "random_state", "tokenizer", "min_df", "max_features", "show_progress", "device")
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,26 +127,24 @@ class _WMFParams(LinxlingEstimator):
         tags.input_tags.positive_only = True   # the factorised matrix is non-negative
         return tags
 
-    def _validate_params(self) -> np.dtype | None:
-        check_positive(self.n_components, "n_components", integer=True)
-        if isinstance(self.alpha, str):
-            if self.alpha != "auto":
-                raise ValueError(f"alpha must be a positive number or 'auto', got {self.alpha!r}")
-        else:
-            check_positive(self.alpha, "alpha")
-        check_positive(self.missing_weight, "missing_weight")
-        if self.missing_weight > 1:
-            raise ValueError(f"missing_weight must be in (0, 1] (the weight of the zeros "
-                             f"relative to the nonzeros), got {self.missing_weight!r}")
-        check_positive(self.max_iter, "max_iter", integer=True)     # 0 would return random factors
-        check_positive(self.cg_steps, "cg_steps", integer=True)
-        if self.solver not in ("cg", "cholesky", "auto"):
-            raise ValueError(f"solver must be 'cg', 'cholesky' or 'auto', got {self.solver!r}")
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError("callback must be callable(model, iteration, loss) or None")
-        from linxling.xp import check_device_param
-        check_device_param(self.device)
-        return None if self.dtype is None else check_float_dtype(self.dtype)
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
+    _parameter_constraints: dict[str, list[Any]] = {
+        "n_components": [POSITIVE_INT],
+        "alpha": [POSITIVE_REAL, StrOptions({"auto"})],
+        # w_m, the weight of the zeros relative to the nonzeros
+        "missing_weight": [Interval(Real, 0, 1, closed="right")],
+        "max_iter": [POSITIVE_INT],              # 0 would return random factors
+        "solver": [StrOptions({"cg", "cholesky", "auto"})],
+        "cg_steps": [POSITIVE_INT],
+        "dtype": [FLOAT_DTYPE, None],
+        "random_state": RANDOM_STATE,
+        "tokenizer": [callable, None],
+        "min_df": [POSITIVE_INT],
+        "max_features": [POSITIVE_INT, None],
+        "show_progress": ["boolean", None],
+        "callback": [callable, None],
+        "device": DEVICE,
+    }
 
     def _effective_alpha(self, n_sentences: int) -> float:
         """λ for a fit on ``n_sentences``: ``alpha`` itself, or for ``alpha="auto"``
@@ -231,19 +238,36 @@ class _WMFParams(LinxlingEstimator):
         words = None if vec is None else list(vec.vocabulary_)
         return words, np.ascontiguousarray(comps.T)
 
-    def _base_params_state(self) -> dict:
-        params = {name: getattr(self, name) for name in _PARAM_NAMES}
-        params["alpha_"] = float(self.alpha_)
-        if not (params["device"] is None or isinstance(params["device"], str)):
-            params["device"] = None
-        params["dtype"] = None if self.dtype is None else np.dtype(self.dtype).name
-        if not (params["random_state"] is None or isinstance(params["random_state"], int)):
-            params["random_state"] = None
-        if not (params["tokenizer"] is None or isinstance(params["tokenizer"], str)):
+    def _wmf_state(self) -> tuple[dict, dict]:
+        """The state the three models save alike: the parameters, the λ used (``alpha_``), the
+        loss curve and iteration count and, for b-WMF and x-WMF, the vectorisers of the languages
+        fitted from texts. Each model adds its factors."""
+        self._check_fitted()
+        if self.tokenizer is not None:
             warnings.warn("a callable tokenizer cannot be saved; the loaded model uses the "
                           "default tokenizer unless you set it again", UserWarning, stacklevel=find_stack_level())
-            params["tokenizer"] = None
-        return params
+        params = self._params_state()
+        params.update(alpha_=float(self.alpha_), loss_curve=[float(v) for v in self.loss_curve_],
+                      n_iter=int(self.n_iter_))
+        arrays: dict[str, Any] = {}
+        if self._multilingual_fit:                 # b-WMF, x-WMF: a vectoriser per language
+            params["vectorizers"], vec_arrays = vectorizers_state(self.vectorizers_)
+            if vec_arrays:
+                arrays["vectorizers"] = vec_arrays
+        return params, arrays
+
+    @classmethod
+    def _from_wmf_state(cls, params: Mapping, arrays: Mapping) -> Self:
+        """A model with what :meth:`_wmf_state` saved (the factors are the model's own to
+        restore)."""
+        model = cls._from_params_state(params)
+        if "alpha_" in params or not isinstance(model.alpha, str):   # files before "auto": alpha itself
+            model.alpha_ = float(params.get("alpha_", model.alpha))
+        model.loss_curve_ = list(params.get("loss_curve", []))
+        model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
+        if cls._multilingual_fit:
+            model.vectorizers_ = vectorizers_from_state(params.get("vectorizers"), arrays.get("vectorizers"))
+        return model
 
     def _language_matrix(self, X, language, *, fit: bool, name: str | None = None) -> sp.csr_matrix:
         """One language's input as a checked CSR matrix; texts go through that language's

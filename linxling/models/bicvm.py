@@ -17,16 +17,24 @@ en-de and en-fr); each language keeps one vocabulary over all the pairs it appea
 from __future__ import annotations
 
 import itertools
-import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 import numpy as np
 from sklearn.base import TransformerMixin
-from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from linxling.io import register_model
-from linxling.models._estimator import DEPRECATED, LinxlingEstimator, as_output
+from linxling.models._estimator import (
+    DEPRECATED,
+    FLOAT_DTYPE,
+    NONNEG_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    LinxlingEstimator,
+    as_output,
+)
 
 __all__ = ["BiCVM"]
 
@@ -127,16 +135,17 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
 
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list[Any]] = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "min_df": [Interval(numbers.Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "init_scale": [Interval(numbers.Real, 0, None, closed="neither")],
-        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
-        "margin": [Interval(numbers.Real, 0, None, closed="left"), None],
+        "n_components": [POSITIVE_INT],
+        "n_epochs": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT],
+        "min_df": [POSITIVE_INT],
+        "learning_rate": [POSITIVE_REAL],
+        "init_scale": [POSITIVE_REAL],
+        "alpha": [NONNEG_REAL],
+        "margin": [NONNEG_REAL, None],
+        "random_state": RANDOM_STATE,
         "callback": [callable, None],
-        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_threads": [POSITIVE_INT, None],
         "show_progress": ["boolean", None],
     }
 
@@ -251,11 +260,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params: dict[str, Any] = self._saved_params(exclude=("callback", "random_state"))
-        rs = self.random_state
-        params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
-        if "dtype" in params:
-            params["dtype"] = np.dtype(params["dtype"]).name
+        params = self._params_state()
         params["languages"] = list(self.languages_)
         params["loss_curve"] = [float(x) for x in self.loss_curve_]
         arrays = {"vectors": {lang: self.vectors_[lang] for lang in self.languages_},
@@ -264,11 +269,11 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
 
     @classmethod
     def _from_state(cls, params, arrays):
-        model = cls(**cls._init_kwargs(params))
+        model = cls._from_params_state(params)
         model.languages_ = list(params["languages"])
         model.loss_curve_ = list(params.get("loss_curve", []))
         model.words_ = {lang: _decode(arrays["words"][lang]) for lang in model.languages_}
-        dtype = np.dtype(params.get("dtype", "float64"))
+        dtype = np.dtype(getattr(model, "dtype", "float64") if "dtype" in params else "float64")
         model.vectors_ = {lang: np.asarray(arrays["vectors"][lang], dtype=dtype)
                           for lang in model.languages_}
         for lang in model.languages_:     # the kernels index the table by word: sizes must agree
@@ -445,8 +450,8 @@ class BiCVM(_SentencePairSGD):
     _parameter_constraints: dict[str, list[Any]] = {
         **_SentencePairSGD._parameter_constraints,
         "composition": [StrOptions({"add", "bi"})],
-        "noise": [Interval(numbers.Integral, 1, None, closed="left")],
-        "noise_pool": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "attraction": [Interval(numbers.Real, 0, None, closed="left")],
-        "dtype": [StrOptions({"float32", "float64"}), Options(type, {np.float32, np.float64})],
+        "noise": [POSITIVE_INT],
+        "noise_pool": [POSITIVE_INT, None],
+        "attraction": [NONNEG_REAL],
+        "dtype": [FLOAT_DTYPE],
     }

@@ -25,16 +25,24 @@ Kernels: :mod:`linxling.kernels.skipgram` (reference :mod:`linxling.kernels.skip
 """
 from __future__ import annotations
 
-import numbers
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from linxling.io import register_model
-from linxling.models._estimator import DEPRECATED, LinxlingEstimator, as_output
+from linxling.models._estimator import (
+    DEPRECATED,
+    FLOAT_DTYPE,
+    NONNEG_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    LinxlingEstimator,
+    as_output,
+)
 
 __all__ = ["BilBOWA", "procrustes"]
 
@@ -174,20 +182,20 @@ class BilBOWA(LinxlingEstimator):
     # ------------------------------------------------------------------ validation
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
     _parameter_constraints: dict[str, list[Any]] = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "window": [Interval(numbers.Integral, 1, None, closed="left")],
-        "negative": [Interval(numbers.Integral, 1, None, closed="left")],
-        "min_count": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_blocks": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_vocab": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "alignment_learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
-        "sample": [Interval(numbers.Real, 0, None, closed="left")],
-        "alignment_weight": [Interval(numbers.Real, 0, None, closed="left")],
-        "dtype": [StrOptions({"float32", "float64"}), Options(np.dtype, {np.dtype("float32"), np.dtype("float64")})],
+        "n_components": [POSITIVE_INT],
+        "window": [POSITIVE_INT],
+        "negative": [POSITIVE_INT],
+        "min_count": [POSITIVE_INT],
+        "n_epochs": [POSITIVE_INT],
+        "n_blocks": [POSITIVE_INT],
+        "max_vocab": [POSITIVE_INT, None],
+        "learning_rate": [POSITIVE_REAL],
+        "alignment_learning_rate": [POSITIVE_REAL, None],
+        "sample": [NONNEG_REAL],
+        "alignment_weight": [NONNEG_REAL],
+        "dtype": [FLOAT_DTYPE],
         "mapping": [StrOptions({"procrustes"}), None],
-        "random_state": [numbers.Integral, None],
+        "random_state": RANDOM_STATE,
         "show_progress": ["boolean", None],
         "callback": [callable, None],
     }
@@ -249,7 +257,7 @@ class BilBOWA(LinxlingEstimator):
         lexicon = self._check_lexicon(seed_lexicon, mono)
         languages = sorted(mono)
         rng = np.random.default_rng(self.random_state)
-        dt = np.dtype(str(self.dtype))
+        dt = np.dtype(self.dtype)
         d = int(self.n_components)
 
         words, index, counts = {}, {}, {}
@@ -416,7 +424,7 @@ class BilBOWA(LinxlingEstimator):
             self.vectors_[src] = self.vectors_[src] @ R
             self.mapping_[f"{src}-{tgt}"] = R
             self.n_seed_pairs_[f"{src}-{tgt}"] = len(ok)
-        dt = np.dtype(str(self.dtype))
+        dt = np.dtype(self.dtype)
         self.vectors_ = {lang: np.ascontiguousarray(v, dtype=dt) for lang, v in self.vectors_.items()}
 
     # ------------------------------------------------------------------ vectors out
@@ -448,7 +456,7 @@ class BilBOWA(LinxlingEstimator):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params: dict[str, Any] = self._saved_params(exclude=("callback",))
+        params = self._params_state()
         params["languages"] = list(self.languages_)
         params["loss_curve"] = [{"skipgram": dict(r["skipgram"]), "alignment": r["alignment"]}
                                   for r in self.loss_curve_]
@@ -461,7 +469,7 @@ class BilBOWA(LinxlingEstimator):
 
     @classmethod
     def _from_state(cls, params, arrays):
-        model = cls(**cls._init_kwargs(params))
+        model = cls._from_params_state(params)
         model.languages_ = list(params["languages"])
         model.loss_curve_ = list(params.get("loss_curve", params.get("loss_history", [])))
         model.words_ = {lang: _decode(arrays["words"][lang]) for lang in model.languages_}

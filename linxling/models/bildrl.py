@@ -54,18 +54,26 @@ steps decay linearly to ``1e-4`` of ``word_learning_rate`` over the run.
 """
 from __future__ import annotations
 
-import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from linxling._validation import check_random_state
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
-from linxling.models._estimator import DEPRECATED, LinxlingEstimator, as_output
+from linxling.models._estimator import (
+    DEPRECATED,
+    FLOAT_DTYPE,
+    NONNEG_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    LinxlingEstimator,
+    as_output,
+)
 
 __all__ = ["ENCODER_CHOICES", "BilDRL", "dictionary_word_grad", "ridge_fit"]
 
@@ -287,14 +295,13 @@ class BilDRL(LinxlingEstimator):
         "multitask": ["boolean"],
         "normalize": ["boolean"],
         "joint": ["boolean"],
-        **{name: [Interval(numbers.Integral, 1, None, closed="left")]
+        **{name: [POSITIVE_INT]
            for name in ("hidden_size", "n_layers", "max_length", "kernel_size", "pool_size", "n_epochs",
                         "batch_size", "min_df", "window", "negative", "n_blocks")},
-        **{name: [Interval(numbers.Real, 0, None, closed="neither")]
-           for name in ("learning_rate", "alpha", "cg_rtol")},
-        **{name: [Interval(numbers.Real, 0, None, closed="left")]
-           for name in ("skipgram_weight", "alignment_weight", "word_learning_rate", "sample")},
-        "dtype": [StrOptions({"float32", "float64"}), Options(np.dtype, {np.dtype("float32"), np.dtype("float64")})],
+        **{name: [POSITIVE_REAL] for name in ("learning_rate", "alpha", "cg_rtol")},
+        **{name: [NONNEG_REAL] for name in ("skipgram_weight", "alignment_weight", "word_learning_rate", "sample")},
+        "dtype": [FLOAT_DTYPE],
+        "random_state": RANDOM_STATE,
         "show_progress": ["boolean", None],
         "callback": [callable, None],
     }
@@ -528,7 +535,7 @@ class BilDRL(LinxlingEstimator):
         from linxling._progress import progress
         from linxling.kernels import encoders as K
         from linxling.kernels.optim import AMSGrad
-        dt = np.dtype(str(self.dtype))
+        dt = np.dtype(self.dtype)
         ids = [self._token_ids(r[2], r[3]) for r in urows]
         good = [i for i, x in enumerate(ids) if x]
         n_bad = len(urows) - len(good)
@@ -634,7 +641,7 @@ class BilDRL(LinxlingEstimator):
         from linxling.kernels import skipgram as SK
         from linxling.kernels.optim import AMSGrad
         from linxling.models.bilbowa import _subsample, _take
-        dt = np.dtype(str(self.dtype))
+        dt = np.dtype(self.dtype)
         # the word-vector streams draw from a child generator: the dictionary side consumes
         # ``rng`` exactly as without joint learning
         wrng = rng.spawn(1)[0]
@@ -814,9 +821,7 @@ class BilDRL(LinxlingEstimator):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        params = self._saved_params(exclude=("random_state", "callback"))
-        rs = self.random_state
-        params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
+        params = self._params_state()
         params["directions"] = [list(d) for d in self.directions_]
         params["scale"] = self.scale_
         params["n_excluded"] = dict(self.n_excluded_)
@@ -841,7 +846,7 @@ class BilDRL(LinxlingEstimator):
     @classmethod
     def _from_state(cls, params, arrays):
         from linxling.text import TfidfVectorizer
-        model = cls(**cls._init_kwargs(params))
+        model = cls._from_params_state(params)
         model.directions_ = [tuple(d) for d in params["directions"]]
         model.scale_ = float(params["scale"])
         model.n_excluded_ = dict(params["n_excluded"])

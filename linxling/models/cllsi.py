@@ -17,9 +17,6 @@ LSI compares documents by, ``U S`` for the training concepts) or by LSI folding-
 """
 from __future__ import annotations
 
-from linxling._warnings import find_stack_level
-
-import numbers
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -27,13 +24,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
+from linxling._validation import check_random_state, check_same_length, check_sparse_matrix
+from linxling._warnings import find_stack_level
 from linxling.io import register_model
-from linxling.solvers import orthonormalize
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
-from linxling._validation import (check_random_state, check_same_length,
-                                  check_sparse_matrix)
+from linxling.models._estimator import NONNEG_INT, POSITIVE_INT, RANDOM_STATE
+from linxling.solvers import orthonormalize
 
 __all__ = ["CLLSI"]
 
@@ -93,8 +91,6 @@ class CLLSI(ConceptEmbeddingMixin):
     vectorizers_ : dict str -> TfidfVectorizer (only after :meth:`fit` on texts)
     """
 
-    _PARAMS = ("n_components", "random_state", "scale", "solver", "n_iter")
-
     def __init__(self, n_components: int = 300, random_state: Any = None, scale: str = "none",
                  solver: str = "arpack", n_iter: int = 7) -> None:
         self.n_components = n_components
@@ -105,11 +101,11 @@ class CLLSI(ConceptEmbeddingMixin):
 
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
     _parameter_constraints: dict[str, list[Any]] = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "random_state": [numbers.Integral, np.random.Generator, None],
+        "n_components": [POSITIVE_INT],
+        "random_state": RANDOM_STATE,
         "scale": [StrOptions({"fold_in", "none"})],
         "solver": [StrOptions({"arpack", "randomized"})],
-        "n_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_iter": [NONNEG_INT],
     }
 
     # ------------------------------------------------------------------ fitting
@@ -225,16 +221,14 @@ class CLLSI(ConceptEmbeddingMixin):
     # ------------------------------------------------------------------ store
     def _get_state(self):
         self._check_fitted()
-        rs = self.random_state
-        params: dict[str, Any] = {k: getattr(self, k) for k in self._PARAMS if k != "random_state"}
-        params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
+        params = self._params_state()
         params["n_concepts"] = int(self.n_concepts_)
         arrays = self._shared_state(params)
         return params, arrays
 
     @classmethod
     def _from_state(cls, params, arrays):
-        model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
+        model = cls._from_params_state(params)
         model._restore_shared(params, arrays)
         model.n_concepts_ = int(params.get("n_concepts", len(model.classes_)))
         return model

@@ -22,7 +22,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from linxling._progress import progress
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
-from linxling.models._estimator import LinxlingEstimator, as_output
+from linxling.models._estimator import (
+    NONNEG_INT,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    LinxlingEstimator,
+    as_output,
+)
 
 __all__ = ["CompressTree"]
 
@@ -137,19 +144,20 @@ class CompressTree(LinxlingEstimator):
     # ------------------------------------------------------------------ helpers
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
     _parameter_constraints: dict[str, list[Any]] = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_hidden": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_components": [POSITIVE_INT],
+        "n_hidden": [NONNEG_INT],
         "tree": [StrOptions(set(_TREES))],
         "corrupt": [StrOptions({"random", "last"})],
         "max_features": [Interval(numbers.Integral, 2, None, closed="left")],
-        "min_df": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "word_learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
-        "init_scale": [Interval(numbers.Real, 0, None, closed="neither")],
+        "min_df": [POSITIVE_INT],
+        "n_epochs": [POSITIVE_INT],
+        "learning_rate": [POSITIVE_REAL],
+        "word_learning_rate": [POSITIVE_REAL, None],
+        "init_scale": [POSITIVE_REAL],
         "callback": [callable, None],
         "language": [str, None],
         "window": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "random_state": RANDOM_STATE,
         "show_progress": ["boolean", None],
     }
 
@@ -380,14 +388,9 @@ class CompressTree(LinxlingEstimator):
         return list(self.vocabulary_), self.embeddings_
 
     # ------------------------------------------------------------------ store
-    _PARAMS = ("n_components", "n_hidden", "tree", "corrupt", "max_features", "min_df", "n_epochs",
-               "learning_rate", "word_learning_rate", "init_scale", "language", "window")
-
     def _get_state(self):
         self._check_fitted()
-        params = {k: getattr(self, k) for k in self._PARAMS}
-        rs = self.random_state
-        params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
+        params = self._params_state()
         params["language_"] = self.language_
         params["vocabulary"] = list(self.vocabulary_)
         params["loss_curve"] = list(self.loss_curve_)
@@ -398,7 +401,7 @@ class CompressTree(LinxlingEstimator):
 
     @classmethod
     def _from_state(cls, params, arrays):
-        model = cls(**{k: params[k] for k in cls._PARAMS if k in params}, random_state=params.get("random_state"))
+        model = cls._from_params_state(params)
         if "window" not in params:         # files before windows: trained on whole sentences
             model.window = None
         model.language_ = params["language_"]

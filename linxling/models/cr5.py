@@ -25,23 +25,28 @@ import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._memory import current_rss, parse_budget
 from linxling._threads import blas_single_thread
-from linxling._validation import (
-    check_float_dtype,
-    check_positive,
-    check_random_state,
-    check_sparse_matrix,
-    check_value_range,
-)
+from linxling._validation import check_float_dtype, check_random_state, check_sparse_matrix, check_value_range
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
+from linxling.models._estimator import (
+    DEVICE,
+    FLOAT_DTYPE,
+    NONNEG_INT,
+    NONNEG_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+)
 from linxling.operators import (
     CallableOperator,
     CrossCovariance,
@@ -262,25 +267,37 @@ class Cr5(ConceptEmbeddingMixin):
         self.callback = callback
         self.device = device
 
-    # ------------------------------------------------------------------ validation
-    def _check_params(self) -> None:
-        from linxling.xp import check_device_param
-        check_device_param(self.device)
-        check_positive(self.n_components, "n_components", integer=True)
-        check_positive(self.alpha, "alpha")
-        check_positive(self.cg_rtol, "cg_rtol", strict=False)
-        check_positive(self.eig_tol, "eig_tol", strict=False)
-        check_positive(self.cg_maxiter, "cg_maxiter", integer=True)
-        check_positive(self.eig_maxiter, "eig_maxiter", integer=True)
-        check_positive(self.start_steps, "start_steps", strict=False, integer=True)
-        if self.cg_krylov not in GramBlockInverse.KRYLOV:
-            raise ValueError(f"cg_krylov must be one of {GramBlockInverse.KRYLOV}, got {self.cg_krylov!r}")
-        if self.scale not in ("orthonormal", "singular"):
-            raise ValueError(f"scale must be 'orthonormal' or 'singular', got {self.scale!r}")
-        if self.eig_method not in ("auto", "arpack", "lobpcg", "subspace"):
-            raise ValueError("eig_method must be one of 'auto', 'arpack', 'lobpcg', 'subspace', "
-                             f"got {self.eig_method!r}")
-        check_float_dtype(self.dtype, "dtype")
+    #: ``doc_filter`` presets: unique-word bounds of the training documents kept by :meth:`fit`.
+    DOC_FILTERS = {"wikipedia": (50, 1000)}   # paper Sec. 4.1
+
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`);
+    #: the bounds of a ``doc_filter`` pair are checked by :meth:`fit`, the only place that uses them
+    _parameter_constraints: dict[str, list[Any]] = {
+        "n_components": [POSITIVE_INT],
+        "alpha": [POSITIVE_REAL],
+        "cg_rtol": [NONNEG_REAL],
+        "cg_maxiter": [POSITIVE_INT],
+        "cg_krylov": [StrOptions(set(GramBlockInverse.KRYLOV))],
+        "eig_tol": [NONNEG_REAL],
+        "eig_maxiter": [POSITIVE_INT],
+        "eig_method": [StrOptions({"auto", "arpack", "lobpcg", "subspace"})],
+        "block_method": [StrOptions(set(GramBlockInverse.METHODS)), Mapping],
+        "scale": [StrOptions({"orthonormal", "singular"})],
+        "dtype": [FLOAT_DTYPE],
+        "doc_filter": [StrOptions(set(DOC_FILTERS)), tuple, list, None],
+        "min_df": [POSITIVE_INT],
+        "max_features": [POSITIVE_INT, None],
+        "norm": [StrOptions({"l2"}), None],
+        "start_steps": [NONNEG_INT],
+        "reuse_solves": ["boolean"],
+        "reuse_budget": [NONNEG_INT],
+        "limit_blas_threads": ["boolean"],
+        "memory_budget": [Interval(Real, 0, np.inf, closed="neither"), str, None],
+        "random_state": RANDOM_STATE,
+        "show_progress": ["boolean", None],
+        "callback": [callable, None],
+        "device": DEVICE,
+    }
 
     # ------------------------------------------------------------------ fitting
     def fit(self, texts: Sequence[str], languages: Sequence[str], concepts: Sequence[Hashable]) -> "Cr5":
@@ -337,17 +354,11 @@ class Cr5(ConceptEmbeddingMixin):
         self.fit_info_["n_dropped"] = dropped
         return self
 
-    #: ``doc_filter`` presets: unique-word bounds of the training documents kept by :meth:`fit`.
-    DOC_FILTERS = {"wikipedia": (50, 1000)}   # paper Sec. 4.1
-
     def _doc_filter_bounds(self) -> tuple[int | None, int | None]:
         f = self.doc_filter
         if f is None:
             return None, None
-        if isinstance(f, str):
-            if f not in self.DOC_FILTERS:
-                raise ValueError(f"doc_filter must be None, one of {sorted(self.DOC_FILTERS)} or a pair "
-                                 f"(min_unique_words, max_unique_words), got {f!r}")
+        if isinstance(f, str):                     # one of DOC_FILTERS (the table checked it)
             return self.DOC_FILTERS[f]
         if isinstance(f, (tuple, list)) and len(f) == 2:
             lo, hi = f
@@ -439,7 +450,8 @@ class Cr5(ConceptEmbeddingMixin):
     def _fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], client: Any = None) -> "Cr5":
         """Body of :meth:`fit_matrices` (BLAS threads already limited): the paper's Sec. 3.2 and 5,
         one stage per method below."""
-        self._check_params()
+        # the callback's form, read once per fit (not at every eigen-solver iteration)
+        self._callback_is_old = self.callback is not None and _old_style_callback(self.callback)
         from linxling.xp import choose_device, to_host
         if isinstance(blocks, Mapping):
             self.device_ = choose_device(self.device, blocks.values())
@@ -641,7 +653,7 @@ class Cr5(ConceptEmbeddingMixin):
         callback = self.callback
         if callback is None:
             return
-        if _old_style_callback(callback):
+        if self._callback_is_old:
             if not self.__dict__.get("_warned_callback"):
                 self._warned_callback = True
                 warnings.warn("Cr5's callback(stage, info) is now callback(model, iteration, loss), as "
@@ -754,16 +766,9 @@ class Cr5(ConceptEmbeddingMixin):
         return np.asarray(X @ self.components_[language].T)
 
     # ------------------------------------------------------------------ store
-    _PARAMS = ("n_components", "alpha", "cg_rtol", "cg_maxiter", "cg_krylov", "eig_tol", "eig_maxiter",
-               "eig_method", "scale", "start_steps", "reuse_solves", "reuse_budget", "limit_blas_threads", "memory_budget", "doc_filter", "min_df",
-               "max_features", "norm")
-
     def _get_state(self):
         self._check_fitted()
-        params = {k: getattr(self, k) for k in self._PARAMS}
-        params["block_method"] = (dict(self.block_method) if isinstance(self.block_method, Mapping)
-                                  else self.block_method)
-        params["dtype"] = np.dtype(self.dtype).name
+        params = self._params_state()
         params["convergence"] = _jsonable(self.convergence_)
         params["fit_info"] = _jsonable(self.fit_info_)
         arrays = self._shared_state(params)
@@ -772,9 +777,7 @@ class Cr5(ConceptEmbeddingMixin):
 
     @classmethod
     def _from_state(cls, params, arrays):
-        kw = {k: params[k] for k in cls._PARAMS if k in params}
-        model = cls(block_method=params.get("block_method", "auto"), dtype=params.get("dtype", "float64"),
-                    **kw)
+        model = cls._from_params_state(params)
         model._restore_shared(params, arrays)
         model.eigenvalues_ = np.asarray(arrays["eigenvalues"])
         model.convergence_ = params.get("convergence", {})

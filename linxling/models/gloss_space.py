@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from linxling.io import register_model
-from linxling.models._estimator import LinxlingEstimator, as_output
+from linxling.models._estimator import POSITIVE_INT, POSITIVE_REAL, RANDOM_STATE, LinxlingEstimator, as_output
 
 __all__ = ["GlossSpace", "overlap_mask", "wikt3l_gloss_documents", "wikt3l_gloss_space"]
 
@@ -129,7 +129,15 @@ class GlossSpace(LinxlingEstimator):
     """
 
     _fitted_attr = "vectors_"
-    _PARAMS = ("n_components", "alpha", "min_df", "random_state", "show_progress")
+
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
+    _parameter_constraints: dict[str, list[Any]] = {
+        "n_components": [POSITIVE_INT],
+        "alpha": [POSITIVE_REAL],
+        "min_df": [POSITIVE_INT],
+        "random_state": RANDOM_STATE,
+        "show_progress": ["boolean", None],
+    }
 
     def __init__(self, n_components: int = 200, alpha: float = 1.0, min_df: int = 1,
                  random_state: Any = 0, show_progress: bool | None = None) -> None:
@@ -194,9 +202,7 @@ class GlossSpace(LinxlingEstimator):
 
     def _get_state(self):
         self._check_fitted()
-        params = {k: getattr(self, k) for k in self._PARAMS if k != "random_state"}
-        rs = self.random_state
-        params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
+        params = self._params_state()
         params["n_described"] = dict(self.n_described_)
         params["info"] = getattr(self, "info_", {})
         dparams, darrays = self.document_model_._get_state()
@@ -209,7 +215,7 @@ class GlossSpace(LinxlingEstimator):
     @classmethod
     def _from_state(cls, params, arrays):
         from linxling.models.cr5 import Cr5
-        model = cls(**{k: params[k] for k in cls._PARAMS if k in params})
+        model = cls._from_params_state(params)
         model.document_model_ = Cr5._from_state(params["document_model"], arrays["document_model"])
         model.languages_ = list(model.document_model_.languages_)
         model.words_ = {lang: [str(w) for w in np.asarray(a).tolist()] for lang, a in arrays["words"].items()}

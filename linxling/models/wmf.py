@@ -52,10 +52,9 @@ from linxling._validation import check_float_dtype
 from linxling.io import register_model
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
-from linxling.models._base import vectorizer_from_state, vectorizer_state, vectorizers_from_state, vectorizers_state
+from linxling.models._base import vectorizer_from_state, vectorizer_state
 from linxling.models._estimator import as_output
 from linxling.models._wmf_base import (
-    _PARAM_NAMES,
     _check_languages,
     _kernels,
     _make_vectorizer,
@@ -148,6 +147,8 @@ class WMF(_WMFParams):
 
     _multilingual_fit = False    # fit and transform take the same input
 
+    _parameter_constraints: dict[str, list[Any]] = {**_WMFParams._parameter_constraints, "language": [str, None]}
+
     def __init__(self, n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.01,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
@@ -217,7 +218,6 @@ class WMF(_WMFParams):
         -------
         self
         """
-        self._validate_params()
         from linxling.xp import choose_device, to_host
         self.device_ = choose_device(self.device, [X])
         X = to_host(X)
@@ -292,32 +292,21 @@ class WMF(_WMFParams):
 
     # ---------------------------------------------------------------- store
     def _get_state(self):
-        self._check_fitted()
-        params = self._base_params_state()
-        params.update(loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_),
-                      language=self.language)
-        arrays: dict[str, Any] = {"components": np.ascontiguousarray(self.components_),
-                                  "embedding": np.ascontiguousarray(self.embedding_)}
-        vp, va = vectorizer_state(getattr(self, "vectorizer_", None))
-        params["vectorizer"] = vp
+        params, arrays = self._wmf_state()
+        arrays.update(components=np.ascontiguousarray(self.components_),
+                      embedding=np.ascontiguousarray(self.embedding_))
+        params["vectorizer"], va = vectorizer_state(getattr(self, "vectorizer_", None))
         if va is not None:
             arrays["vectorizer"] = va
         return params, arrays
 
     @classmethod
     def _from_state(cls, params, arrays):
-        params = dict(params)
-        loss_curve = params.pop("loss_curve", [])
-        n_iter = params.pop("n_iter", len(loss_curve))
-        vp = params.pop("vectorizer", None)
-        model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES}, language=params.get("language"))
-        model.alpha_ = float(params.get("alpha_", model.alpha))     # files before "auto": alpha itself
+        model = cls._from_wmf_state(params, arrays)
         dtype = _stored_dtype(model.dtype, arrays["components"])
         model.components_ = np.ascontiguousarray(np.asarray(arrays["components"], dtype=dtype).T).T
         model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
-        model.loss_curve_ = list(loss_curve)
-        model.n_iter_ = int(n_iter)
-        model.vectorizer_ = vectorizer_from_state(vp, arrays.get("vectorizer"))
+        model.vectorizer_ = vectorizer_from_state(params.get("vectorizer"), arrays.get("vectorizer"))
         return model
 
 
@@ -389,7 +378,6 @@ class BilingualWMF(_WMFParams):
         -------
         self
         """
-        self._validate_params()
         langs = _check_languages(X, "X")
         if len(langs) < 2:
             raise ValueError(f"BilingualWMF needs at least two languages, got {langs}")
@@ -435,32 +423,20 @@ class BilingualWMF(_WMFParams):
         return self._transform_language(X, language, dtype)
 
     def _get_state(self):
-        self._check_fitted()
-        params = self._base_params_state()
-        params.update(loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_),
-                      languages=list(self.languages_), vectorizers={})
-        arrays: dict[str, Any] = {
-            "components": {lang: np.ascontiguousarray(self.components_[lang])
-                           for lang in self.languages_},
-            "embedding": np.ascontiguousarray(self.embedding_)}
-        params["vectorizers"], vec_arrays = vectorizers_state(self.vectorizers_)
-        if vec_arrays:
-            arrays["vectorizers"] = vec_arrays
+        params, arrays = self._wmf_state()
+        params["languages"] = list(self.languages_)
+        arrays.update(components={lang: np.ascontiguousarray(self.components_[lang]) for lang in self.languages_},
+                      embedding=np.ascontiguousarray(self.embedding_))
         return params, arrays
 
     @classmethod
     def _from_state(cls, params, arrays):
-        params = dict(params)
-        model = cls(**{k: v for k, v in params.items() if k in _PARAM_NAMES})
-        model.alpha_ = float(params.get("alpha_", model.alpha))     # files before "auto": alpha itself
+        model = cls._from_wmf_state(params, arrays)
         dtype = _stored_dtype(model.dtype, arrays["embedding"])
         model.languages_ = list(params["languages"])
         model.components_ = {lang: np.asarray(arrays["components"][lang], dtype=dtype)
                              for lang in model.languages_}
         model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
-        model.loss_curve_ = list(params.get("loss_curve", []))
-        model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
-        model.vectorizers_ = vectorizers_from_state(params.get("vectorizers"), arrays.get("vectorizers"))
         return model
 
 

@@ -12,9 +12,7 @@ import scipy.sparse as sp
 
 from linxling._validation import check_sparse_matrix
 from linxling.io import register_model
-from linxling.models._base import vectorizers_from_state, vectorizers_state
 from linxling.models._wmf_base import (
-    _PARAM_NAMES,
     _check_languages,
     _solve_rows,
     _stored_dtype,
@@ -69,6 +67,10 @@ class CrossWMF(_WMFParams):
         For languages given as texts (the pivot's is ``pivot_model_.vectorizer_``).
     """
 
+    #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
+    _parameter_constraints: dict[str, list[Any]] = {**_WMFParams._parameter_constraints,
+                                                     "pivot_language": [str], "pivot_model": [WMF, None]}
+
     def __init__(self, pivot_language: str = "en", pivot_model: WMF | None = None,
                  n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.01,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
@@ -118,19 +120,15 @@ class CrossWMF(_WMFParams):
         if X_pivot is not None and not (hasattr(X_pivot, "shape") or isinstance(X_pivot, (list, tuple, str))):
             X_pivot = list(X_pivot)
         if self.pivot_model is not None:
-            if not isinstance(self.pivot_model, WMF):
-                raise TypeError(f"pivot_model must be a fitted WMF, got {type(self.pivot_model).__name__}")
             self.pivot_model._check_fitted()
             pivot = self.pivot_model
-            self._validate_params()
             self.loss_curve_ = []
             self.n_iter_ = 0
         else:
-            self._validate_params()
-            pivot = WMF(**{name: getattr(self, name) for name in _PARAM_NAMES if name != "device"},
-                        device=self.device_,
-                        callback=(None if self.callback is None else
-                                  lambda _m, it, loss: self.callback(self, it, loss)))
+            # the pivot WMF gets this model's parameters; its callback reports as this model
+            pivot = WMF(**{**WMF._init_kwargs(self.get_params(deep=False)), "device": self.device_,
+                           "callback": (None if self.callback is None else
+                                        lambda _m, it, loss: self.callback(self, it, loss))})
             if X_pivot is None:
                 sides = [parallel[lang][0] for lang in langs]
                 side_texts = [_texts_or_none(s, f"parallel[{lang!r}][0]") for s, lang in zip(sides, langs, strict=True)]
@@ -180,35 +178,23 @@ class CrossWMF(_WMFParams):
         return self._transform_language(X, language, dtype)
 
     def _get_state(self):
-        self._check_fitted()
-        params = self._base_params_state()
+        params, arrays = self._wmf_state()
         pparams, parrays = self.pivot_model_._get_state()
-        others = [lang for lang in self.languages_ if lang != self.pivot_language]
-        params.update(pivot_language=self.pivot_language, languages=list(self.languages_),
-                      loss_curve=[float(v) for v in self.loss_curve_], n_iter=int(self.n_iter_),
-                      pivot=pparams, vectorizers={})
-        arrays: dict[str, Any] = {
-            "pivot": parrays,
-            "components": {lang: np.ascontiguousarray(self.components_[lang]) for lang in others}}
-        params["vectorizers"], vec_arrays = vectorizers_state(self.vectorizers_)
-        if vec_arrays:
-            arrays["vectorizers"] = vec_arrays
+        params.update(languages=list(self.languages_), pivot=pparams)
+        arrays.update(pivot=parrays, components={lang: np.ascontiguousarray(self.components_[lang])
+                                                 for lang in self.languages_ if lang != self.pivot_language})
         return params, arrays
 
     @classmethod
     def _from_state(cls, params, arrays):
-        params = dict(params)
         pivot = WMF._from_state(params["pivot"], arrays["pivot"])
-        model = cls(pivot_language=params["pivot_language"],
-                    **{k: v for k, v in params.items() if k in _PARAM_NAMES})
+        model = cls._from_wmf_state(params, arrays)
         dtype = _stored_dtype(model.dtype, pivot.components_)
         model.pivot_model_ = pivot
-        model.alpha_ = float(params.get("alpha_", pivot.alpha_))
+        if "alpha_" not in params:               # files before "auto": the pivot's λ
+            model.alpha_ = float(pivot.alpha_)
         model.languages_ = list(params["languages"])
         model.components_ = {model.pivot_language: pivot.components_}
         for lang in model.languages_[1:]:
             model.components_[lang] = np.asarray(arrays["components"][lang], dtype=dtype)
-        model.loss_curve_ = list(params.get("loss_curve", []))
-        model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
-        model.vectorizers_ = vectorizers_from_state(params.get("vectorizers"), arrays.get("vectorizers"))
         return model

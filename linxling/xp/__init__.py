@@ -107,8 +107,3 @@ def choose_device(param: Any, arrays: Any) -> str | Device:
         return param
     return "cuda" if any(is_device_array(a) for a in arrays) else "cpu"
 
-
-def check_device_param(value: Any) -> None:
-    """ValueError unless ``value`` is None, one of :data:`DEVICES` or a :class:`Device`."""
-    if not (value is None or value in DEVICES or isinstance(value, Device)):
-        raise ValueError(f"device must be None, 'cpu', 'cuda' or a linxling.xp.Device, got {value!r}")
