@@ -15,6 +15,7 @@ check the array with :func:`linxling._dask.sparse_row_blocks`; they differ in wh
 """
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -431,6 +432,9 @@ class DaskSource(RowSource):
         self.n_products = 0
         self.n_retries = 0
         self.n_local = 0
+        #: one record per product: (kind, "chunks" or "local", columns, CG iterations (solves; 1 for
+        #: a product, 0 chunk by chunk), wall seconds, bytes sent, bytes received)
+        self.product_log: list[tuple] = []
         self._token = uuid.uuid4().hex
         parts = [dask.delayed(_prepare_chunk, pure=True)(b, self.dtype) for b in chunks]
         if workers is not None:             # a placement wish: another worker takes over when these are lost
@@ -460,6 +464,7 @@ class DaskSource(RowSource):
         last: BaseException | None = None
         for _attempt in range(self.max_retries + 1):
             try:
+                t0 = time.perf_counter()
                 b = client.scatter(broadcast, hash=False) if broadcast is not None else None
                 head = (name, self._token) if name is not None else ()
                 futs = [client.submit(fn, *head, *((i,) if head else ()), f, b,
@@ -475,8 +480,14 @@ class DaskSource(RowSource):
                 continue
             if count:
                 self.n_products += 1
-                self.bytes_sent += _nbytes(broadcast) + (_nbytes(per_chunk) if per_chunk is not None else 0)
-                self.bytes_received += sum(_nbytes(o) for o in out)
+                sent = _nbytes(broadcast) + (_nbytes(per_chunk) if per_chunk is not None else 0)
+                got = sum(_nbytes(o) for o in out)
+                self.bytes_sent += sent
+                self.bytes_received += got
+                cols = (broadcast if broadcast is not None else per_chunk[0]).shape[1] if (  # type: ignore[index]
+                    broadcast is not None or per_chunk) else 0
+                self.product_log.append((name or getattr(fn, "__name__", "?"), "chunks", int(cols), 0,
+                                         time.perf_counter() - t0, sent, got))
             return out
         raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
                            f"(workers lost?); last error: {last!r}")
@@ -502,6 +513,7 @@ class DaskSource(RowSource):
         by chunk)."""
         client = self.client
         for _attempt in range(self.max_retries + 1):
+            t0 = time.perf_counter()
             w = self.local_worker()
             if w is None:
                 return None
@@ -516,8 +528,14 @@ class DaskSource(RowSource):
                 continue
             self.n_products += 1
             self.n_local += 1
-            self.bytes_sent += sum(_nbytes(a) for a in args if isinstance(a, np.ndarray))
-            self.bytes_received += _nbytes(getattr(out, "x", out))
+            sent = sum(_nbytes(a) for a in args if isinstance(a, np.ndarray))
+            got = _nbytes(getattr(out, "x", out))
+            self.bytes_sent += sent
+            self.bytes_received += got
+            arr = next(a for a in args if isinstance(a, np.ndarray))
+            kind = args[0] if isinstance(args[0], str) else "solve"
+            self.product_log.append((kind, "local", int(arr.shape[1]) if arr.ndim == 2 else 1,
+                                     int(getattr(out, "n_iter", 1)), time.perf_counter() - t0, sent, got))
             return out
         return None
 

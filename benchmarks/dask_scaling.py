@@ -1,0 +1,300 @@
+"""A scaling model of Cr5 on a Dask cluster (issue #30 item 4), validated on measured runs.
+
+**What it models.** A Cr5 fit on dask arrays is a client-side eigen-solve whose products run on
+the workers (:class:`linxling.operators._dask.DaskSource`). Every product is one of
+
+* ``gram``, ``matmat``, ``rmatmat`` computed **chunk by chunk** over the ``W`` workers holding a
+  language's chunks: the client sends the dense block (``V``, or the row blocks of ``W``), each
+  worker computes on its chunks, the partial sums are added pairwise on the workers, and the
+  client receives the sum;
+* the same products, or a whole Jacobi block-CG **solve**, run as one task on the worker that
+  holds every chunk of the language (``local``): the client sends the right-hand sides and
+  receives the solutions.
+
+The time of one product is modelled as ::
+
+    t = rounds · latency + bytes · hops / bandwidth + work · seconds_per_nnz_column / cores
+
+* ``work`` = nonzeros × columns × passes (2 passes for ``gram``, 1 for ``matmat``/``rmatmat``;
+  a solve's iterations × 2), over the nonzeros of the language the product reads;
+* ``cores`` = the workers' cores that share the work: all ``W × threads`` chunk by chunk, one
+  worker's ``threads`` for a local task;
+* ``bytes`` = what the client sends and receives (the product log's counts); chunk by chunk on
+  ``W > 1`` workers the block also reaches the other workers and the partial sums cross between
+  workers, ``⌈log₂ W⌉`` more link transfers each (a tree over the workers);
+* ``rounds`` = 1 + ⌈log₂ W⌉ message rounds (scatter, tasks, reduction levels, gather).
+
+The fit's time is the client's own work (the eigen-solver's dense algebra, the Woodbury
+correction, Φ), measured as the fit's wall time minus the time inside products and taken as
+independent of ``W``, plus the sum over the fit's products. The machine's three constants are
+measured here (:func:`calibrate`): the gram kernel's seconds per nonzero and column on one and on
+all cores, the latency of a task round trip, and the bandwidth of a client↔worker transfer.
+
+**Validation.** :func:`validate` predicts, from the product log that ``bench_dask_cr5.py``
+records for each run (``fit_info_["dask"]["product_log"]``), every run's time inside products
+and whole fit, and compares them with the measurements.
+
+**Prediction.** :func:`predict_job` gives a job of ``L`` languages on ``M`` machines with a
+given network bandwidth, as the code runs it today (each language's products spread over every
+machine, languages one after the other) and, for comparison, with every language's solves run
+whole on the machines that hold it, languages side by side (what :meth:`DaskSource.solve_local`
+does for one worker; placing languages on machines is not implemented).
+
+    python benchmarks/dask_scaling.py --runs benchmarks/results/dask_cr5_60k.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PASSES = {"gram": 2, "matmat": 1, "rmatmat": 1}
+
+
+@dataclass
+class Machine:
+    """The constants of the model (seconds, bytes/s)."""
+
+    s_per_nnz_col_1: float      # gram kernel, one core: seconds per nonzero per column per pass
+    s_per_nnz_col_all: float    # the same on all the machine's cores (per machine, not per core)
+    cores: int                  # cores per machine
+    latency: float              # one task round trip (submit, run nothing, gather)
+    bandwidth: float            # bytes per second of one client <-> worker transfer
+
+    def rate(self, cores: int) -> float:
+        """Seconds per nonzero-column pass on ``cores`` cores of one machine (linear between the
+        one-core and all-core measurements, never better than all cores)."""
+        cores = max(1, min(int(cores), self.cores))
+        if cores == 1 or self.cores == 1:
+            return self.s_per_nnz_col_1
+        speedup = self.s_per_nnz_col_1 / self.s_per_nnz_col_all
+        return self.s_per_nnz_col_1 / (1 + (speedup - 1) * (cores - 1) / (self.cores - 1))
+
+
+def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations: int, nnz: float,
+                    bytes_moved: float, workers: int, threads: int, *, bandwidth: float | None = None,
+                    shared_cores: int | None = None) -> float:
+    """Modelled seconds of one product (see the module docstring). ``shared_cores``: the workers
+    share one machine of that many cores (a LocalCluster): their aggregate speed is capped."""
+    bw = m.bandwidth if bandwidth is None else bandwidth
+    if where == "local":
+        passes = 2 * max(1, iterations) if kind == "solve" else PASSES.get(kind, 2)
+        return m.latency + bytes_moved / bw + nnz * columns * passes * m.rate(threads)
+    levels = math.ceil(math.log2(workers)) if workers > 1 else 0
+    passes = PASSES.get(kind, 2)
+    # each worker computes its share on its own cores (or all share one machine's cores)
+    work = nnz * columns * passes
+    if shared_cores is not None and workers * threads > shared_cores:
+        compute = work * m.rate(shared_cores)
+    else:
+        compute = work / workers * m.rate(threads)
+    return (1 + levels) * m.latency + bytes_moved * (1 + levels) / bw + compute
+
+
+def calibrate(n_rows: int = 60_000, columns: int = 64, seed: int = 0) -> Machine:
+    """Measure the model's constants on this machine (a Wikipedia-shaped block, a 1-worker
+    LocalCluster for latency and bandwidth)."""
+    import numba
+
+    from benchmarks.wiki_synth import wiki_corpus
+    from linxling.kernels.spmm import csr_matmat
+    from linxling.operators.gram import Gram
+    blocks, _ = wiki_corpus(n_rows, vocab_size=200_000, seed=seed)
+    X = blocks["l0"].astype(np.float32).tocsr()
+    XT = Gram(X, 1.0).transposed()
+    V = np.random.default_rng(seed).standard_normal((X.shape[1], columns)).astype(np.float32)
+
+    def per_pass(threads: int) -> float:
+        before = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            csr_matmat(XT, csr_matmat(X, V))
+            best = np.inf
+            for _ in range(3):
+                t0 = time.perf_counter()
+                csr_matmat(XT, csr_matmat(X, V))
+                best = min(best, time.perf_counter() - t0)
+        finally:
+            numba.set_num_threads(before)
+        return best / (2 * X.nnz * columns)
+
+    cores = numba.config.NUMBA_NUM_THREADS
+    one, allc = per_pass(1), per_pass(cores)
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
+            Client(cl) as client:
+        w = sorted(client.scheduler_info()["workers"])[0]
+        lat = []
+        for _ in range(30):
+            t0 = time.perf_counter()
+            client.submit(int, 1, workers=[w], pure=False).result()
+            lat.append(time.perf_counter() - t0)
+        # a block of the size the products move (p_l x 360 float32 at K = 60,000: 268 MiB)
+        block = np.ones(32 * 2 ** 20, dtype=np.float64)               # 256 MiB
+        bw = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            f = client.scatter(block, workers=[w], hash=False, direct=True)
+            client.gather(f, direct=True)
+            bw.append(2 * block.nbytes / (time.perf_counter() - t0))
+            del f
+    return Machine(s_per_nnz_col_1=one, s_per_nnz_col_all=allc, cores=cores,
+                   latency=float(np.median(lat)), bandwidth=float(np.median(bw)))
+
+
+def _log(run: dict) -> list[dict]:
+    rec = run["dask"]
+    fields = rec.get("product_log_fields") or ["kind", "where", "columns", "cg_iterations", "seconds",
+                                               "bytes_sent", "bytes_received"]
+    return [dict(zip(fields, e, strict=False)) for e in rec.get("product_log", [])]
+
+
+def effective_bandwidth(run: dict, m: Machine, nnz_lang: float, threads: int) -> float:
+    """The bandwidth that explains a run's local products: their measured seconds less the
+    modelled latency and compute, per byte moved (serialisation and copies on both ends
+    included, which a bare transfer test does not see)."""
+    rest, moved = 0.0, 0.0
+    for e in _log(run):
+        if e["where"] != "local":
+            continue
+        b = e["bytes_sent"] + e["bytes_received"]
+        rest += e["seconds"] - product_seconds(m, e["kind"], "local", e["columns"], e.get("cg_iterations", 1),
+                                               nnz_lang, 0.0, 1, threads)
+        moved += b
+    return moved / rest if rest > 0 else m.bandwidth
+
+
+def validate(runs: dict, m: Machine, n_languages: int) -> list[dict]:
+    """Predicted against measured time inside products and whole fit, per run of
+    ``bench_dask_cr5.py`` (its JSON). The languages are taken as equal in size (as the
+    generator makes them): each product reads ``nnz / n_languages`` nonzeros."""
+    cores = m.cores
+    nnz_lang = runs["nnz"] / n_languages
+    rows = []
+    for w, run in sorted(runs["dask"].items(), key=lambda kv: int(kv[0])):
+        w = int(w)
+        threads = max(1, cores // w)
+        log = _log(run)
+        measured_products = sum(e["seconds"] for e in log)
+        predicted = sum(product_seconds(m, e["kind"], e["where"], e["columns"], e.get("cg_iterations", 1),
+                                        nnz_lang, e["bytes_sent"] + e["bytes_received"], w, threads,
+                                        shared_cores=cores)
+                        for e in log)
+        client = run["fit_s"] - measured_products
+        rows.append({"workers": w, "threads_per_worker": threads, "n_products": len(log),
+                     "local": sum(e["where"] == "local" for e in log),
+                     "bytes": sum(e["bytes_sent"] + e["bytes_received"] for e in log),
+                     "products_measured_s": measured_products, "products_predicted_s": predicted,
+                     "client_s": client, "fit_measured_s": run["fit_s"],
+                     "fit_predicted_s": client + predicted,
+                     "ratio": (client + predicted) / run["fit_s"]})
+    return rows
+
+
+def predict_job(m: Machine, run: dict, n_languages_run: int, *, languages: int, nnz_per_language: float,
+                concepts_scale: float, machines: int, cores_per_machine: int, bandwidth: float) -> dict:
+    """Seconds for a job of ``languages`` languages of ``nnz_per_language`` nonzeros each, whose
+    per-language products are those of the measured 1-worker ``run`` (same count, columns and
+    CG iterations per language: the solves' conditioning is assumed alike), with dense blocks
+    ``concepts_scale`` times as long (the concepts and vocabularies grow with the corpus), on
+    ``machines`` machines of ``cores_per_machine`` cores and the given network bandwidth.
+
+    ``client_s`` (the client's own work) is scaled by ``concepts_scale · languages /
+    n_languages_run`` (its dense blocks have K rows and p = Σ p_l). Two layouts:
+    ``spread``: every language's chunks over all machines, products chunk by chunk, languages one
+    after the other (what linxling does on a cluster whose workers share every language);
+    ``local``: each machine holds whole languages and runs their products and solves as one task
+    each, languages side by side on different machines (not implemented: the what-if).
+    """
+    log = _log(run)
+    fm = Machine(**{**asdict(m), "cores": cores_per_machine})
+    client_s = (run["fit_s"] - sum(e["seconds"] for e in log)) * concepts_scale * languages / n_languages_run
+    n_run = run["concepts"]
+    p_run = run["p"] / n_languages_run
+
+    def moved(e: dict) -> float:
+        """The entry's bytes for the job: blocks of vocabulary rows (p_l) keep their length, blocks
+        of document rows (n_l = concepts) grow with ``concepts_scale``."""
+        b = e["bytes_sent"] + e["bytes_received"]
+        if e["kind"] in ("matmat", "rmatmat"):        # one block of each kind of rows
+            return b * (n_run * concepts_scale + p_run) / (n_run + p_run)
+        return b
+
+    def total(layout: str) -> float:
+        s = 0.0
+        for e in log:
+            iters = e.get("cg_iterations", 1) or 1
+            if layout == "spread":
+                # chunk by chunk: a whole solve becomes one gram product per CG iteration, each
+                # moving one block each way (as the solve's right-hand sides and solutions do)
+                kind, n = ("gram", iters) if e["kind"] == "solve" else (e["kind"], 1)
+                s += n * product_seconds(fm, kind, "chunks", e["columns"], 1, nnz_per_language, moved(e),
+                                         machines, cores_per_machine, bandwidth=bandwidth)
+            else:
+                s += product_seconds(fm, e["kind"], "local", e["columns"], iters, nnz_per_language, moved(e),
+                                     1, cores_per_machine, bandwidth=bandwidth)
+        s *= languages / n_languages_run           # the run's products cover its languages
+        if layout == "local":
+            s /= min(machines, languages)          # languages side by side on different machines
+        return s
+
+    spread, local = total("spread"), total("local")
+    return {"machines": machines, "bandwidth_GBps": bandwidth / 1e9, "client_s": client_s,
+            "spread_s": client_s + spread, "local_s": client_s + local,
+            "memory_per_machine_GiB": languages * nnz_per_language * 28 / machines / 2 ** 30}
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", default=str(ROOT / "benchmarks" / "results" / "dask_cr5_60k.json"))
+    ap.add_argument("--languages-in-runs", type=int, default=2)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_scaling.json"))
+    args = ap.parse_args(argv)
+    runs = json.loads(Path(args.runs).read_text())
+    print(f"calibrating on this machine (load {os.getloadavg()})", flush=True)
+    m = calibrate()
+    print(json.dumps(asdict(m)), flush=True)
+    print(f"bare transfer test: {m.bandwidth / 1e9:.2f} GB/s", flush=True)
+    if "1" in runs["dask"]:                 # calibrated on the 1-worker run, validated on the others
+        m = Machine(**{**asdict(m), "bandwidth": effective_bandwidth(
+            runs["dask"]["1"], m, runs["nnz"] / args.languages_in_runs, m.cores)})
+        print(f"effective bandwidth from the 1-worker run's local products: {m.bandwidth / 1e9:.2f} GB/s",
+              flush=True)
+    rows = validate(runs, m, args.languages_in_runs)
+    for r in rows:
+        print(f"W={r['workers']} x {r['threads_per_worker']} threads: products measured "
+              f"{r['products_measured_s']:.1f} s, predicted {r['products_predicted_s']:.1f} s; fit measured "
+              f"{r['fit_measured_s']:.1f} s, predicted {r['fit_predicted_s']:.1f} s (x{r['ratio']:.2f}); "
+              f"{r['n_products']} products ({r['local']} local), {r['bytes'] / 2**30:.2f} GiB", flush=True)
+    # the paper's 28-language job: 28 languages shaped like the K = 485,000 Wikipedia pair's
+    # languages (82.4M nonzeros, p_l = 200,000 each); the concepts grow 485,000 / 60,000 from the run
+    one = dict(runs["dask"].get("1") or runs["dask"][min(runs["dask"], key=int)],
+               concepts=runs["concepts"], p=runs["p"])
+    preds = [predict_job(m, one, args.languages_in_runs, languages=28, nnz_per_language=82.4e6,
+                         concepts_scale=485_000 / runs["concepts"], machines=M, cores_per_machine=cpm,
+                         bandwidth=bw)
+             for M in (8, 64) for cpm in (16,) for bw in (1.25e9, 12.5e9)]
+    for p in preds:
+        print(f"28 languages on {p['machines']} machines x 16 cores, {p['bandwidth_GBps']:.2f} GB/s: spread "
+              f"{p['spread_s'] / 3600:.2f} h, whole-language solves {p['local_s'] / 3600:.2f} h "
+              f"(client {p['client_s'] / 3600:.2f} h), {p['memory_per_machine_GiB']:.1f} GiB per machine",
+              flush=True)
+    res = {"machine_constants": asdict(m), "validation": rows, "prediction_28_languages": preds,
+           "loadavg": os.getloadavg()}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=1))
+    return res
+
+
+if __name__ == "__main__":
+    main()
