@@ -37,3 +37,17 @@ def current_rss() -> int:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def row_ranges_by_nnz(indptr: np.ndarray, max_nnz: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges of a CSR matrix (its ``indptr``) holding at most ``max_nnz``
+    nonzeros each, at least one row each (a longer row gets a range of its own)."""
+    max_nnz = max(1, int(max_nnz))
+    n = len(indptr) - 1
+    ranges, start = [], 0
+    while start < n:
+        stop = int(np.searchsorted(indptr, indptr[start] + max_nnz, side="right")) - 1
+        stop = min(n, max(stop, start + 1))
+        ranges.append((start, stop))
+        start = stop
+    return ranges

@@ -135,6 +135,23 @@ def check_int(value: Any, name: str, *, low: int = 1, high: int | None = None, w
     return value
 
 
+def check_texts(texts: Any, name: str = "texts", *, allow_empty: bool = True) -> list[str]:
+    """``texts`` as a list of str: a single string, bytes or a non-iterable is refused (naming
+    ``name``), as is any item that is not a str (naming its index); with ``allow_empty=False``
+    an empty list too."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{name} must be a list of str, not a single string")
+    if not hasattr(texts, "__iter__"):
+        raise TypeError(f"{name} must be a list of str, got {type(texts).__name__}")
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise TypeError(f"{name}[{i}] is a {type(t).__name__}, not a str")
+    if not out and not allow_empty:
+        raise ValueError(f"{name} is empty")
+    return out
+
+
 def check_same_length(a: Any, b: Any, name_a: str, name_b: str) -> None:
     if len(a) != len(b):
         raise ValueError(f"{name_a} has {len(a)} entries but {name_b} has {len(b)}")

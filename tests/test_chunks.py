@@ -176,3 +176,14 @@ def test_more_than_2_31_columns_keep_64_bit_indices(tmp_path):
     C = write_chunks(tmp_path / "wide.h5", X, transpose=False)
     back = C.to_csr()
     assert back.indices.dtype == np.int64 and list(back.indices) == [5, n_cols - 1, 2 ** 31]
+
+
+def test_row_ranges_by_nnz_cover_every_row_within_the_limit():
+    from linxling._memory import row_ranges_by_nnz
+    indptr = np.cumsum([0, 3, 0, 5, 1, 1, 9, 2])         # a 9-nonzero row longer than the limit
+    ranges = row_ranges_by_nnz(indptr, 5)
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(indptr) - 1
+    assert all(a < b for a, b in ranges) and all(b == c for (_, b), (c, _) in zip(ranges[:-1], ranges[1:], strict=True))
+    for a, b in ranges:
+        assert indptr[b] - indptr[a] <= 5 or b == a + 1
+    assert row_ranges_by_nnz(np.array([0]), 5) == []

@@ -22,17 +22,11 @@ __all__ = ["AveragedPerceptron", "cldc", "document_vectors"]
 
 
 def _check_X(X: Any, name: str = "X") -> np.ndarray:
+    """``X`` as a finite 2-D float64 NumPy array (the retrieval functions' check)."""
+    from linxling._backend import get_namespace
+    from linxling.evaluate._retrieval import _check_embeddings
     X = np.asarray(X)
-    if X.dtype == object or X.dtype.kind not in "fiub":
-        raise TypeError(f"{name} must be a real numeric array, got dtype {X.dtype}")
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_documents, d), got shape {X.shape}")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{name} is empty: shape {X.shape}")
-    X = X.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return X
+    return np.asarray(_check_embeddings(X, name, get_namespace(X)), dtype=np.float64)
 
 
 def _check_y(y: Any, n: int, name: str = "y") -> np.ndarray:

@@ -496,25 +496,26 @@ def _remove_stale_temporaries(path: str) -> None:
             os.close(fd)
 
 
-def _fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def _fsync_path(path: str, *, best_effort: bool = False) -> None:
+    """fsync a file (errors raise) or, ``best_effort``, a directory: that makes a rename durable
+    but is not supported everywhere (e.g. Windows), so its errors are ignored."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        if best_effort:
+            return
+        raise
     try:
         os.fsync(fd)
+    except OSError:
+        if not best_effort:
+            raise
     finally:
         os.close(fd)
 
 
 def _fsync_dir(directory: str) -> None:
-    try:  # makes the rename durable; not supported everywhere (e.g. Windows)
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    _fsync_path(directory, best_effort=True)
 
 
 def _target_mode(path: str) -> int:

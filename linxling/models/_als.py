@@ -163,15 +163,8 @@ def read_ranges(src, budget: int | None, fixed: int, dtype) -> list[tuple[int, i
     if budget < need:
         raise MemoryError(f"memory_budget={budget} bytes does not hold the factors and row pointers "
                           f"({fixed} bytes) plus the longest row; give at least {need} bytes")
-    max_nnz = (budget - fixed) // _bytes_per_nonzero(src, dtype)
-    indptr = src.indptr
-    ranges, start, n = [], 0, src.shape[0]
-    while start < n:
-        stop = int(np.searchsorted(indptr, indptr[start] + max_nnz, side="right")) - 1
-        stop = min(n, max(stop, start + 1))
-        ranges.append((start, stop))
-        start = stop
-    return ranges
+    from linxling._memory import row_ranges_by_nnz
+    return row_ranges_by_nnz(src.indptr, (budget - fixed) // _bytes_per_nonzero(src, dtype))
 
 
 def min_budget(srcs: Sequence, fixed: int, dtype) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils._param_validation import StrOptions
 
+from linxling._validation import check_texts
 from linxling.io import register_model
 from linxling.models._estimator import (
     DEPRECATED,
@@ -93,12 +94,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
             for lang, texts in pair.items():
                 if not isinstance(lang, str) or not lang:
                     raise TypeError(f"{where} has a language key {lang!r} that is not a non-empty str")
-                if isinstance(texts, str) or not hasattr(texts, "__len__"):
-                    raise TypeError(f"{where}[{lang!r}] must be a list of str, got {type(texts).__name__}")
-                texts = list(texts)
-                for i, t in enumerate(texts):
-                    if not isinstance(t, str):
-                        raise TypeError(f"{where}[{lang!r}][{i}] is a {type(t).__name__}, not a str")
+                texts = check_texts(texts, f"{where}[{lang!r}]")
                 if n is None:
                     n = len(texts)
                 elif len(texts) != n:
@@ -242,12 +238,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         """
         from linxling.kernels import sgd
         lang = self._check_language(language)
-        if isinstance(X, str) or not hasattr(X, "__iter__"):
-            raise TypeError(f"X must be a list of str, got {type(X).__name__}")
-        X = list(X)
-        for i, t in enumerate(X):
-            if not isinstance(t, str):
-                raise TypeError(f"X[{i}] is a {type(t).__name__}, not a str")
+        X = check_texts(X, "X")
         idx, ptr, cnt = self._encode(X, lang, fitting=False)
         return as_output(sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(X), dtype=np.int64),
                                      sgd.COMPOSITIONS[self._composition]), dtype)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from linxling._validation import check_texts
 from linxling.io import register_model
 from linxling.models._estimator import (
     DEPRECATED,
@@ -64,16 +65,6 @@ def procrustes(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 def _decode(words) -> list[str]:
     return [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in words]
-
-
-def _check_texts(texts: Any, where: str) -> list[str]:
-    if isinstance(texts, (str, bytes)) or not hasattr(texts, "__iter__"):
-        raise TypeError(f"{where} must be a list of str, got {type(texts).__name__}")
-    out = list(texts)
-    for i, t in enumerate(out):
-        if not isinstance(t, str):
-            raise TypeError(f"{where}[{i}] is a {type(t).__name__}, not a str")
-    return out
 
 
 @register_model("BilBOWA")
@@ -209,7 +200,7 @@ class BilBOWA(LinxlingEstimator):
         for lang, texts in monolingual.items():
             if not isinstance(lang, str) or not lang:
                 raise ValueError(f"monolingual: language keys must be non-empty str, got {lang!r}")
-            mono[lang] = _check_texts(texts, f"monolingual[{lang!r}]")
+            mono[lang] = check_texts(texts, f"monolingual[{lang!r}]")
             if not mono[lang]:
                 raise ValueError(f"monolingual[{lang!r}] is empty")
         par: dict[str, list[str]] = {}
@@ -221,7 +212,7 @@ class BilBOWA(LinxlingEstimator):
                 if lang not in mono:
                     raise ValueError(f"parallel language {lang!r} has no monolingual text (languages: "
                                      f"{sorted(mono)}): its vocabulary comes from monolingual")
-                par[lang] = _check_texts(texts, f"parallel[{lang!r}]")
+                par[lang] = check_texts(texts, f"parallel[{lang!r}]")
             if len(par) == 1:
                 raise ValueError("parallel needs at least two languages")
             sizes = {lang: len(t) for lang, t in par.items()}
@@ -436,7 +427,7 @@ class BilBOWA(LinxlingEstimator):
         self._check_fitted()
         if language not in self.vectors_:
             raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
-        texts = _check_texts(X, "X")
+        texts = check_texts(X, "X")
         index = {w: i for i, w in enumerate(self.words_[language])}
         V = np.asarray(self.vectors_[language], dtype=np.float64)
         out = np.zeros((len(texts), V.shape[1]))

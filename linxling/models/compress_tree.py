@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
+from linxling._validation import check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
@@ -35,18 +36,6 @@ __all__ = ["CompressTree"]
 
 _TREES = {"left": 0, "random": 1, "greedy": 2}
 UNK = "<unk>"
-
-
-def _check_texts(texts: Any, name: str = "texts") -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError(f"{name} must be a sequence of strings, not a single string")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"{name}[{i}] is a {type(t).__name__}, not a str")
-    if not texts:
-        raise ValueError(f"{name} is empty")
-    return texts
 
 
 @register_model("CompressTree")
@@ -258,7 +247,7 @@ class CompressTree(LinxlingEstimator):
             language = lang
         else:
             texts = X
-        texts = _check_texts(texts, "X")
+        texts = check_texts(texts, "X", allow_empty=False)
         vocab = build_vocabulary(texts, tokenizer=tokenize, min_df=int(self.min_df),
                                  max_features=int(self.max_features) - 1, show_progress=False)
         words = list(vocab.words) + [UNK]
@@ -339,7 +328,7 @@ class CompressTree(LinxlingEstimator):
         from linxling.kernels import compress_tree as K
         self._check_fitted()
         self._check_language(language)
-        texts = _check_texts(X, "X")
+        texts = check_texts(X, "X", allow_empty=False)
         indices, indptr = self._encode_ids(texts, "X", allow_empty=True)
         lengths = np.diff(indptr)
         out = np.zeros((len(texts), self.embeddings_.shape[1]))      # an empty text: a zero vector
@@ -370,7 +359,7 @@ class CompressTree(LinxlingEstimator):
         self._check_language(language)
         if position not in ("random", "last"):
             raise ValueError(f"position must be 'random' or 'last', got {position!r}")
-        texts = _check_texts(X, "X")
+        texts = check_texts(X, "X", allow_empty=False)
         indices, indptr = self._encode_ids(texts, "X")
         lengths = np.diff(indptr)
         if np.any(lengths < 2):

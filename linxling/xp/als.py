@@ -46,15 +46,8 @@ def _rowdot(a: Any, b: Any, xp: Any) -> Any:
 
 def _chunks(indptr_host: np.ndarray, per_nz: int) -> list[tuple[int, int]]:
     """Row ranges whose nonzeros x ``per_nz`` stay within CHUNK_ELEMENTS (at least one row)."""
-    n = len(indptr_host) - 1
-    limit = max(1, CHUNK_ELEMENTS // max(per_nz, 1))
-    out, a = [], 0
-    while a < n:
-        b = int(np.searchsorted(indptr_host, indptr_host[a] + limit, side="right")) - 1
-        b = min(n, max(b, a + 1))
-        out.append((a, b))
-        a = b
-    return out
+    from linxling._memory import row_ranges_by_nnz
+    return row_ranges_by_nnz(indptr_host, CHUNK_ELEMENTS // max(per_nz, 1))
 
 
 class DeviceCSR:
