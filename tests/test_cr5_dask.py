@@ -238,3 +238,27 @@ def test_dask_fit_on_one_worker_equals_in_memory_fit():
     np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
     for lang in blocks:
         np.testing.assert_allclose(got.components_[lang], ref.components_[lang], atol=1e-6)
+
+
+@pytest.mark.parametrize("placement", ["auto", "spread"])
+def test_dask_fit_places_languages_on_workers(client, placement):
+    """With 2 workers and 2 languages, "auto" moves each language whole onto its own worker: every
+    product and solve is one task there, and the fit equals the in-memory fit; "spread" leaves
+    the chunks where the scheduler put them, with the same result."""
+    rng = np.random.default_rng(19)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=30)
+    kw = dict(n_components=4, alpha=0.5, block_method="cg", eig_method="subspace", random_state=0, **TIGHT)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    got = Cr5(**kw).fit_matrices(_dask_blocks(blocks, rows=15), concepts, client=client, placement=placement)
+    rec = got.fit_info_["dask"]
+    if placement == "auto":
+        assert len(set(rec["placed_on"].values())) == 2 and None not in rec["placed_on"].values()
+        assert rec["n_local"] == rec["n_products"] and rec["n_chunks"] == {"blocks['a']": 1, "blocks['b']": 1}
+        assert "time_placement" in got.fit_info_
+    else:
+        assert set(rec["placed_on"].values()) == {None}
+    np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
+    for lang in blocks:
+        np.testing.assert_allclose(got.components_[lang], ref.components_[lang], atol=1e-6)
+    with pytest.raises(ValueError, match="placement must be 'auto' or 'spread'"):
+        Cr5(**kw).fit_matrices(_dask_blocks(blocks), concepts, client=client, placement="everywhere")

@@ -409,7 +409,7 @@ class Cr5(ConceptEmbeddingMixin):
         return out
 
     def fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], *,
-                     client: Any = None) -> "Cr5":
+                     client: Any = None, placement: str = "auto") -> "Cr5":
         """Fit from per-language feature matrices.
 
         Parameters
@@ -428,6 +428,16 @@ class Cr5(ConceptEmbeddingMixin):
         client : dask.distributed.Client, optional
             The cluster for dask-array blocks (default: dask's current default client; a dask
             block without any client is an error). Ignored when no block is a dask array.
+        placement : {"auto", "spread"}, default "auto"
+            Where the chunks of dask-array languages live. ``"auto"``: with two or more such
+            languages and two or more workers, each language is moved whole onto one worker
+            (the largest first onto the least loaded) when every language fits half its
+            worker's memory limit; its products and block-CG solves then run there as one task
+            each, different languages side by side (``fit_info_["dask"]["placed_on"]``).
+            Otherwise, and with ``"spread"``, the chunks stay where the scheduler put them and
+            a language spread over workers costs one round trip per CG iteration. Measured at
+            K = 60,000 on 2 workers of one thread (docs/scale.md): see benchmarks/README.md,
+            "Dask at real sizes".
 
         Returns
         -------
@@ -441,13 +451,16 @@ class Cr5(ConceptEmbeddingMixin):
         threads vs 3.3 s without).
         """
         from linxling.solvers._results import ConvergenceWarning
+        if placement not in ("auto", "spread"):
+            raise ValueError(f"placement must be 'auto' or 'spread', got {placement!r}")
         with blas_single_thread(self.limit_blas_threads), warnings.catch_warnings():
             # the inner solvers' own warnings (one per block-CG application, one from the
             # eigen-solver) are summed up once by the fit itself (see _set_fitted)
             warnings.simplefilter("ignore", ConvergenceWarning)
-            return self._fit_matrices(blocks, concepts, client)
+            return self._fit_matrices(blocks, concepts, client, placement)
 
-    def _fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], client: Any = None) -> "Cr5":
+    def _fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], client: Any = None,
+                      placement: str = "auto") -> "Cr5":
         """Body of :meth:`fit_matrices` (BLAS threads already limited): the paper's Sec. 3.2 and 5,
         one stage per method below."""
         # the callback's form, read once per fit (not at every eigen-solver iteration)
@@ -469,8 +482,16 @@ class Cr5(ConceptEmbeddingMixin):
         for X in problem.blocks.values():
             if isinstance(X, ChunkedSource) and X.kind == "hdf5":
                 X.set_read_bytes(plan.read_bytes)
+        dask_sources = [X for X in problem.blocks.values() if _source_kind(X) == "dask"]
+        placed = 0
+        if dask_sources and placement == "auto" and len(dask_sources) == len(problem.blocks):
+            from linxling.operators._dask import place_sources
+            with _timed(timings, "time_placement"):
+                placed = place_sources(dask_sources)
         with _timed(timings, "time_factor"):
             A_inv = self._factor_gram(problem, plan)
+        if placed > 1:                     # languages on different workers: their solves side by side
+            A_inv.block_inverse.n_jobs = placed
         eig, record = self._top_eigenvectors(problem, A_inv, plan, timings)
         with _timed(timings, "time_phi"):
             Phi_star_T, phi_source = self._phi_star(problem, A_inv, record, eig, plan)
@@ -481,10 +502,11 @@ class Cr5(ConceptEmbeddingMixin):
         self.fit_info_.update(timings, phi_source=phi_source, memory_plan=plan.as_dict(),
                               time_total=time.perf_counter() - t_start,
                               sources={lang: _source_kind(problem.blocks[lang]) for lang in problem.languages})
-        dask_sources = [X for X in problem.blocks.values() if _source_kind(X) == "dask"]
         if dask_sources:
             self.fit_info_["dask"] = _dask_record(dask_sources, timings.pop("_dask_eig", None),
                                                   self.convergence_["eig"]["n_iter"])
+            self.fit_info_["dask"]["placed_on"] = {lang: X.local_worker() if placed else None
+                                                   for lang, X in problem.blocks.items()}
             for X in dask_sources:
                 X.close()
         return self
@@ -590,6 +612,7 @@ class Cr5(ConceptEmbeddingMixin):
         C = CrossCovariance.from_blocks([problem.blocks[lang] for lang in problem.languages], problem.labels,
                                         K, precompute=plan.copies, dtype=problem.dtype,
                                         shared=[inv.csr_pair(problem.dtype) for inv in inverses])  # X̂ᵀŶ (p, K)
+        C.n_jobs = A_inv.block_inverse.n_jobs   # languages on different dask workers side by side
         # every block solve Z = A⁻¹ĈV of the eigen-solve is kept (within plan.record_bytes) so that
         # Φ*ᵀ = A⁻¹ĈP can be recombined from them afterwards (stage 4)
         subspace = problem.eig_method == "subspace"

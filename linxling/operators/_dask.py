@@ -27,7 +27,7 @@ from linxling._linop import LinearOperator
 from linxling._validation import check_positive
 from linxling.operators._source import ColumnStats, RowSource
 
-__all__ = ["DaskCenteredGram", "DaskSource"]
+__all__ = ["DaskCenteredGram", "DaskSource", "place_sources"]
 
 
 def _sum(*parts):
@@ -362,6 +362,40 @@ def _nbytes(obj) -> int:
     return 8
 
 
+def _stack_chunks(*chunks):
+    """Worker side: the chunks as one CSR (in order)."""
+    return chunks[0] if len(chunks) == 1 else sp.vstack(chunks, format="csr")
+
+
+def place_sources(sources: list, share: float | None = None) -> int:
+    """Put each source (a language) whole on one worker, the largest first onto the least
+    loaded, when every one fits within ``share`` (default ``COPY_MEMORY_SHARE``) of its worker's
+    memory limit (its chunks, a stacked copy in another dtype and the transpose). Then each
+    language's products and block-CG solves run as one task on its worker, and different
+    languages' on different workers at the same time. Returns the number of workers used; 0
+    (nothing moved) with fewer than two sources or workers, or when some language does not fit."""
+    share = COPY_MEMORY_SHARE if share is None else float(share)
+    if len(sources) < 2:
+        return 0
+    client = sources[0].client
+    info = client.scheduler_info(n_workers=-1).get("workers", {})
+    if len(info) < 2 or any(src.client is not client for src in sources):
+        return 0
+    limit = {w: int(d.get("memory_limit") or 0) for w, d in info.items()}
+    load = dict.fromkeys(sorted(info), 0)
+    plan = []
+    for src in sorted(sources, key=lambda s: -s.nnz):
+        need = 3 * src.nnz * (4 + src.dtype.itemsize) + 8 * src.shape[0]
+        w = min(load, key=lambda a: (load[a], a))
+        if limit[w] and load[w] + need > share * limit[w]:
+            return 0
+        load[w] += need
+        plan.append((src, w))
+    for src, w in plan:
+        src.consolidate(w)
+    return len({w for _, w in plan})
+
+
 class DaskSource(RowSource):
     """A dask array whose chunks are scipy.sparse matrices, persisted once on the workers.
 
@@ -538,6 +572,22 @@ class DaskSource(RowSource):
                                      int(getattr(out, "n_iter", 1)), time.perf_counter() - t0, sent, got))
             return out
         return None
+
+    def consolidate(self, worker: str) -> None:
+        """Move every chunk onto ``worker`` as one stacked chunk (one task there, which fetches
+        the chunks held elsewhere once; the old chunks are released). A placement wish: when the
+        worker is lost, the scheduler recomputes the stacked chunk on another."""
+        from distributed import wait
+        fut = self.client.submit(_stack_chunks, *self._futures, workers=[worker], allow_other_workers=True,
+                                 pure=False)
+        wait([fut])
+        if fut.status != "finished":
+            fut.result()                   # re-raises the task's error
+        old, self._futures = self._futures, [fut]
+        for f in old:
+            f.release()
+        self.row_offsets = np.array([0, self.shape[0]], dtype=np.int64)
+        self.n_chunks = 1
 
     def solve_local(self, R, alpha: float, d, X0=None, *, rtol: float, maxiter: Any = None,
                     krylov: str = "columns"):

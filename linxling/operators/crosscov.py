@@ -228,19 +228,33 @@ class CrossCovariance(LinearOperator):
         LinearOperator.__init__(self, (p, n_classes), dt)
         return self
 
+    #: threads for the per-language products of row-partitioned blocks (languages held by
+    #: different dask workers run side by side; the client's threads only wait)
+    n_jobs = 1
+
+    def _per_source(self, fn, items: list) -> list:
+        if self.n_jobs > 1 and len(items) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(max_workers=min(self.n_jobs, len(items))) as ex:
+                return list(ex.map(fn, items))
+        return [fn(it) for it in items]
+
     def _source_matmat(self, V):
         Y = np.empty((self.shape[0], V.shape[1]), dtype=np.result_type(self.dtype, V.dtype))
-        for X, lab, a, b in zip(self._sources, self._source_labels, self._col_offsets[:-1],
-                                self._col_offsets[1:], strict=True):
-            Y[a:b] = X.rmatmat(np.ascontiguousarray(V[lab], dtype=Y.dtype))
+        items = list(zip(self._sources, self._source_labels, self._col_offsets[:-1], self._col_offsets[1:],
+                         strict=True))
+        outs = self._per_source(lambda it: it[0].rmatmat(np.ascontiguousarray(V[it[1]], dtype=Y.dtype)), items)
+        for (_, _, a, b), out in zip(items, outs, strict=True):
+            Y[a:b] = out
         return Y
 
     def _source_rmatmat(self, U):
         dt = np.result_type(self.dtype, U.dtype)
         Y = np.zeros((self.n_classes, U.shape[1]), dtype=dt)
-        for X, YT, a, b in zip(self._sources, self._source_YT, self._col_offsets[:-1],
-                               self._col_offsets[1:], strict=True):
-            Z = X.matmat(np.ascontiguousarray(U[a:b], dtype=dt))
+        items = list(zip(self._sources, self._source_YT, self._col_offsets[:-1], self._col_offsets[1:],
+                         strict=True))
+        outs = self._per_source(lambda it: it[0].matmat(np.ascontiguousarray(U[it[2]:it[3]], dtype=dt)), items)
+        for (_, YT, _, _), Z in zip(items, outs, strict=True):      # summed in language order
             Y += csr_matmat(YT.astype(dt, copy=False), Z)
         return Y
 
