@@ -185,13 +185,21 @@ def validate(runs: dict, m: Machine, n_languages: int) -> list[dict]:
         w = int(w)
         threads = max(1, cores // w)
         log = _log(run)
-        measured_products = sum(e["seconds"] for e in log)
+        # languages placed on different workers run side by side: their products overlap
+        placed = [v for v in (run["dask"].get("placed_on") or {}).values() if v]
+        side = max(1, len(set(placed)))
+        if side > 1:          # each worker's share of cores: threads per worker
+            threads = max(1, cores // w)
+        measured_products = sum(e["seconds"] for e in log) / side
         predicted = sum(product_seconds(m, e["kind"], e["where"], e["columns"], e.get("cg_iterations", 1),
                                         nnz_lang, e["bytes_sent"] + e["bytes_received"], w, threads,
                                         shared_cores=cores)
-                        for e in log)
+                        for e in log) / side
+        if side * threads > cores:              # side by side on shared cores: capped
+            predicted *= side * threads / cores
         client = run["fit_s"] - measured_products
-        rows.append({"workers": w, "threads_per_worker": threads, "n_products": len(log),
+        rows.append({"workers": w, "threads_per_worker": threads, "languages_side_by_side": side,
+                     "n_products": len(log),
                      "local": sum(e["where"] == "local" for e in log),
                      "bytes": sum(e["bytes_sent"] + e["bytes_received"] for e in log),
                      "products_measured_s": measured_products, "products_predicted_s": predicted,
@@ -259,13 +267,20 @@ def main(argv=None) -> dict:
     ap.add_argument("--runs", default=str(ROOT / "benchmarks" / "results" / "dask_cr5_60k.json"))
     ap.add_argument("--languages-in-runs", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_scaling.json"))
+    ap.add_argument("--constants", default=None,
+                    help="reuse the machine constants of an earlier output (its machine_constants) "
+                         "instead of measuring them (e.g. while the machine is busy)")
     args = ap.parse_args(argv)
     runs = json.loads(Path(args.runs).read_text())
-    print(f"calibrating on this machine (load {os.getloadavg()})", flush=True)
-    m = calibrate()
-    print(json.dumps(asdict(m)), flush=True)
-    print(f"bare transfer test: {m.bandwidth / 1e9:.2f} GB/s", flush=True)
-    if "1" in runs["dask"]:                 # calibrated on the 1-worker run, validated on the others
+    if args.constants:
+        m = Machine(**json.loads(Path(args.constants).read_text())["machine_constants"])
+        print(f"machine constants from {args.constants}: {json.dumps(asdict(m))}", flush=True)
+    else:
+        print(f"calibrating on this machine (load {os.getloadavg()})", flush=True)
+        m = calibrate()
+        print(json.dumps(asdict(m)), flush=True)
+        print(f"bare transfer test: {m.bandwidth / 1e9:.2f} GB/s", flush=True)
+    if "1" in runs["dask"] and not args.constants:   # calibrated on the 1-worker run, validated on the others
         m = Machine(**{**asdict(m), "bandwidth": effective_bandwidth(
             runs["dask"]["1"], m, runs["nnz"] / args.languages_in_runs, m.cores)})
         print(f"effective bandwidth from the 1-worker run's local products: {m.bandwidth / 1e9:.2f} GB/s",

@@ -56,3 +56,15 @@ def test_validate_reproduces_a_run_made_by_the_model():
                       cores_per_machine=2, bandwidth=M.bandwidth)
     assert big["local_s"] - big["client_s"] == pytest.approx(same["local_s"] - same["client_s"])
     assert big["client_s"] == pytest.approx(2 * client)
+
+
+def test_validate_divides_the_products_of_languages_side_by_side():
+    nnz, L = 4e6, 2
+    one = product_seconds(M, "solve", "local", 50, 12, nnz / L, 8e7, 2, 1)
+    log = [("solve", "local", 50, 12, one, 4e7, 4e7), ("solve", "local", 50, 12, one, 4e7, 4e7)]
+    client = 3.0
+    run = _run(log, client + one)                 # the two languages' solves overlapped
+    run["dask"]["placed_on"] = {"a": "tcp://w1", "b": "tcp://w2"}
+    [row] = validate({"nnz": nnz, "concepts": 10, "p": 100, "dask": {"2": run}}, M, L)
+    assert row["languages_side_by_side"] == 2 and row["threads_per_worker"] == 1
+    assert row["products_measured_s"] == pytest.approx(one) and row["ratio"] == pytest.approx(1.0)
