@@ -19,6 +19,9 @@ Usage::
 
     python benchmarks/bench_cr5_ooc.py --concepts 20000 --vocab 50000 --median-unique 1000 \\
         --max-unique 2500 --r 24 --budget 300M
+    # the paper's 4-language job, shaped like it (issue #30): en, it, vi, da of different sizes
+    python benchmarks/bench_cr5_ooc.py --paper-languages 1200000 --vocab 200000 --median-unique 150 \
+        --max-unique 1000 --r 300 --budget 12G --modes stream --workdir /tmp/linxling_cr5_4lang
 """
 from __future__ import annotations
 
@@ -93,6 +96,12 @@ def passes(workdir: Path, langs: list, b: int, repeats: int = 5) -> dict:
     return out
 
 
+def _concepts(workdir: Path, lang: str, n: int) -> np.ndarray:
+    """A language's concept ids: saved beside its file (several languages), else row i is concept i."""
+    f = workdir / f"{lang}.concepts.npy"
+    return np.load(f) if f.exists() else np.arange(n)
+
+
 def child(mode: str, workdir: Path, langs: list, r: int, budget: str | None, out: str) -> None:
     import scipy.sparse as sp
 
@@ -106,7 +115,7 @@ def child(mode: str, workdir: Path, langs: list, r: int, budget: str | None, out
         csr_matmat(big.astype(dt), np.ones((500, 4), dtype=dt))
     files = {lang: ChunkedCSR(workdir / f"{lang}.h5") for lang in langs}
     blocks = {lang: (C.to_csr() if mode == "memory" else C) for lang, C in files.items()}
-    concepts = {lang: np.arange(C.shape[0]) for lang, C in files.items()}
+    concepts = {lang: _concepts(workdir, lang, C.shape[0]) for lang, C in files.items()}
     rss0 = current_rss()
     hwm_ok = _reset_hwm()
     load0 = os.getloadavg()
@@ -139,11 +148,16 @@ def main(argv=None) -> dict:
     ap.add_argument("--corpus-dtype", default="float64", choices=["float64", "float32"],
                     help="dtype of the values written to the HDF5 files (float32: 8 bytes per nonzero)")
     ap.add_argument("--modes", default="stream,stream-nobudget,memory")
+    ap.add_argument("--paper-languages", type=int, default=0, metavar="N_DOCUMENTS",
+                    help="instead of a pair: the paper's 4 languages (en, it, vi, da) of different "
+                         "sizes with partially overlapping concepts, N_DOCUMENTS drawn in all "
+                         "(benchmarks.wiki_synth.multilingual_corpus)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cr5_ooc.json"))
     ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     workdir = Path(args.workdir)
-    langs = ["l0", "l1"]
+    from benchmarks.wiki_synth import PAPER_SIZES
+    langs = list(PAPER_SIZES) if args.paper_languages else ["l0", "l1"]
     if args.child:
         if args.child[0] == "passes":
             b = args.r + max(10, int(np.ceil(0.2 * args.r)))
@@ -157,9 +171,15 @@ def main(argv=None) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     if not all((workdir / f"{lang}.h5").exists() for lang in langs):
-        from benchmarks.wiki_synth import wiki_corpus
-        blocks, _ = wiki_corpus(args.concepts, vocab_size=args.vocab, median_unique=args.median_unique,
-                                max_unique=args.max_unique)
+        from benchmarks.wiki_synth import multilingual_corpus, wiki_corpus
+        if args.paper_languages:
+            blocks, concepts = multilingual_corpus(args.paper_languages, vocab_size=args.vocab,
+                                                   median_unique=args.median_unique, max_unique=args.max_unique)
+            for lang, ids in concepts.items():
+                np.save(workdir / f"{lang}.concepts.npy", ids)
+        else:
+            blocks, _ = wiki_corpus(args.concepts, vocab_size=args.vocab, median_unique=args.median_unique,
+                                    max_unique=args.max_unique)
         for lang in langs:
             X = blocks.pop(lang).astype(args.corpus_dtype, copy=False)
             rows = max(1, int(args.chunk_mib * 2 ** 20 / (12 * X.nnz / X.shape[0] + 8)))
@@ -174,10 +194,12 @@ def main(argv=None) -> dict:
     corpus = sum(C.nbytes for C in files.values())
     budget = parse_budget(args.budget, "budget")
     nnz = sum(C.nnz for C in files.values())
-    print(f"corpus: {args.concepts} concepts x {len(langs)} languages, p = "
+    docs = {lang: C.shape[0] for lang, C in files.items()}
+    n_concepts = len(np.unique(np.concatenate([_concepts(workdir, lang, n) for lang, n in docs.items()])))
+    print(f"corpus: {n_concepts} concepts, documents per language {docs}, p = "
           f"{sum(C.shape[1] for C in files.values()):,}, nnz {nnz:,}, {corpus / 2**20:.0f} MiB as CSR "
           f"(budget {budget / 2**20:.0f} MiB); ready in {write_s:.0f} s", flush=True)
-    res: dict = {"machine": machine(), "concepts": args.concepts, "nnz": nnz, "corpus_bytes": corpus,
+    res: dict = {"machine": machine(), "concepts": n_concepts, "documents": docs, "nnz": nnz, "corpus_bytes": corpus,
                  "budget_bytes": budget, "r": args.r, "runs": {}}
     for mode in ["passes"] + [m for m in args.modes.split(",") if m]:
         out = f"/tmp/linxling_cr5_ooc_{mode}.json"

@@ -44,3 +44,26 @@ def test_bad_parameters():
         wiki_corpus(10, topic_fraction=1.5)
     with pytest.raises(ValueError, match="oversample"):
         wiki_corpus(10, oversample=0.5)
+
+
+def test_multilingual_corpus_sizes_and_overlap():
+    from benchmarks.wiki_synth import PAPER_SIZES, multilingual_corpus
+    kw = dict(vocab_size=5000, median_unique=60, min_unique=30, max_unique=200, min_df=1)
+    blocks, concepts = multilingual_corpus(6000, seed=3, **kw)
+    again, concepts2 = multilingual_corpus(6000, seed=3, **kw)
+    assert list(blocks) == list(PAPER_SIZES)
+    for lang, X in blocks.items():
+        ids = concepts[lang]
+        assert X.shape[0] == len(ids) and np.all(np.diff(ids) > 0)
+        assert (X != again[lang]).nnz == 0 and np.array_equal(ids, concepts2[lang])
+    # every kept concept is covered by at least two languages (the paper's joint training)
+    allc = np.concatenate(list(concepts.values()))
+    _, n = np.unique(allc, return_counts=True)
+    assert n.min() >= 2
+    # the languages keep the order of their Wikipedias' sizes, Danish the smallest
+    n_docs = {lang: X.shape[0] for lang, X in blocks.items()}
+    assert n_docs["en"] >= n_docs["it"] >= n_docs["vi"] >= n_docs["da"] > 0
+    with pytest.raises(ValueError, match="sizes must be positive"):
+        multilingual_corpus(3, **kw)
+    with pytest.raises(TypeError, match="unknown document-model arguments"):
+        multilingual_corpus(100, colour="blue")
