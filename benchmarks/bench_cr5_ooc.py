@@ -204,7 +204,8 @@ def main(argv=None) -> dict:
     for mode in ["passes"] + [m for m in args.modes.split(",") if m]:
         out = f"/tmp/linxling_cr5_ooc_{mode}.json"
         subprocess.run([sys.executable, __file__, "--workdir", str(workdir), "--r", str(args.r),
-                        "--budget", args.budget, "--child", mode, out], check=True)
+                        "--budget", args.budget, "--paper-languages", str(args.paper_languages),
+                        "--child", mode, out], check=True)
         run = json.loads(Path(out).read_text())
         res["runs"][mode] = run
         if mode == "passes":

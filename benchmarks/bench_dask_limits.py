@@ -63,6 +63,19 @@ class _PeakRSS:
         return self.peak
 
 
+def _chunked(X, n_chunks: int):
+    """A dask array of ``X``'s row chunks, each its own piece of data in the graph (not slices of
+    one array: ``da.from_array`` would make every chunk task load the whole matrix on a worker)."""
+    import dask
+    import dask.array as da
+    import scipy.sparse as sp
+    rows = -(-X.shape[0] // n_chunks)
+    parts = [da.from_delayed(dask.delayed(X[a:a + rows].copy()), shape=(min(rows, X.shape[0] - a), X.shape[1]),
+                             dtype=X.dtype, meta=sp.csr_matrix((0, 0), dtype=X.dtype))
+             for a in range(0, X.shape[0], rows)]
+    return da.concatenate(parts, axis=0)
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--languages", type=int, default=4)
@@ -75,11 +88,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--limit-fraction", type=float, default=1 / 3)
     ap.add_argument("--spill", type=float, default=0.7)
     ap.add_argument("--pause", type=float, default=0.95)
-    ap.add_argument("--no-kill", action="store_true")
+    ap.add_argument("--terminate", type=float, default=0.99,
+                    help="share of the limit at which the nanny restarts a worker (Dask's setting)")
+    ap.add_argument("--ref-cache", default=None, help="save / reuse the in-memory reference model here")
+    ap.add_argument("--runs", default="plain,killed",
+                    help="which Dask fits: plain, killed (a worker killed at the 2nd eigen-solver iteration)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_limits.json"))
     args = ap.parse_args(argv)
     import dask
-    import dask.array as da
     from distributed import Client, LocalCluster
 
     from benchmarks._machine import machine
@@ -98,18 +114,27 @@ def main(argv=None) -> dict:
           f"(float64 CSR), generated in {time.perf_counter() - t0:.0f} s; worker limit {limit / 2**30:.2f} GiB; "
           f"load {os.getloadavg()}", flush=True)
     kw = dict(n_components=args.r, alpha=1.0, block_method="dense", eig_method="subspace", random_state=0, **TIGHT)
-    t0 = time.perf_counter()
-    ref = Cr5(**kw).fit_matrices(blocks, concepts)
-    res["memory"] = {"fit_s": time.perf_counter() - t0, "eig": ref.convergence_["eig"], "loadavg": os.getloadavg()}
-    print(f"in memory: {res['memory']['fit_s']:.1f} s, eig {ref.convergence_['eig']}", flush=True)
+    cache = Path(args.ref_cache) if args.ref_cache else None
+    if cache is not None and cache.exists():        # the reference of an earlier run with the same arguments
+        ref = Cr5.load(cache)
+        res["memory"] = json.loads(cache.with_suffix(".json").read_text())
+    else:
+        t0 = time.perf_counter()
+        ref = Cr5(**kw).fit_matrices(blocks, concepts)
+        res["memory"] = {"fit_s": time.perf_counter() - t0, "eig": ref.convergence_["eig"],
+                         "loadavg": os.getloadavg()}
+        if cache is not None:
+            ref.save(cache)
+            cache.with_suffix(".json").write_text(json.dumps(res["memory"]))
+    print(f"in memory: {res['memory']['fit_s']:.1f} s, eig {res['memory']['eig']}", flush=True)
     env = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
            "LINXLING_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
-    runs = [False] if args.no_kill else [False, True]
+    runs = [name == "killed" for name in args.runs.split(",") if name]
     res["dask"] = {}
     for kill in runs:
         with dask.config.set({"distributed.worker.memory.spill": args.spill,
                               "distributed.worker.memory.pause": args.pause,
-                              "distributed.worker.memory.terminate": 0.99}), \
+                              "distributed.worker.memory.terminate": args.terminate}), \
                 LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, memory_limit=limit,
                              dashboard_address=None, env=env) as cluster, Client(cluster) as client:
             client.run(lambda: __import__("linxling.models.cr5"))
@@ -123,8 +148,7 @@ def main(argv=None) -> dict:
                     os.kill(pid, signal.SIGKILL)
                     _killed.append(addr)
 
-            rows = -(-args.docs // args.chunks)
-            dblocks = {lang: da.from_array(X, chunks=(rows, -1), asarray=False) for lang, X in blocks.items()}
+            dblocks = {lang: _chunked(X, args.chunks) for lang, X in blocks.items()}
             t0 = time.perf_counter()
             got = Cr5(callback=kill_one, **kw).fit_matrices(dblocks, concepts, client=client)
             fit_s = time.perf_counter() - t0
