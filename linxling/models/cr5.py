@@ -503,10 +503,9 @@ class Cr5(ConceptEmbeddingMixin):
                               time_total=time.perf_counter() - t_start,
                               sources={lang: _source_kind(problem.blocks[lang]) for lang in problem.languages})
         if dask_sources:
-            self.fit_info_["dask"] = _dask_record(dask_sources, timings.pop("_dask_eig", None),
-                                                  self.convergence_["eig"]["n_iter"])
-            self.fit_info_["dask"]["placed_on"] = {lang: X.local_worker() if placed else None
-                                                   for lang, X in problem.blocks.items()}
+            record = _dask_record(dask_sources, timings.pop("_dask_eig", None), self.convergence_["eig"]["n_iter"])
+            record["placed_on"] = {lang: X.local_worker() if placed else None for lang, X in problem.blocks.items()}
+            self.fit_info_["dask"] = record
             for X in dask_sources:
                 X.close()
         return self
