@@ -504,7 +504,7 @@ class Cr5(ConceptEmbeddingMixin):
                               sources={lang: _source_kind(problem.blocks[lang]) for lang in problem.languages})
         if dask_sources:
             record = _dask_record(dask_sources, timings.pop("_dask_eig", None), self.convergence_["eig"]["n_iter"])
-            record["placed_on"] = {lang: X.local_worker() if placed else None for lang, X in problem.blocks.items()}
+            record["placed_on"] = {lang: getattr(X, "home", None) for lang, X in problem.blocks.items()}
             self.fit_info_["dask"] = record
             for X in dask_sources:
                 X.close()

@@ -466,6 +466,8 @@ class DaskSource(RowSource):
         self.n_products = 0
         self.n_retries = 0
         self.n_local = 0
+        #: the worker :meth:`consolidate` placed every chunk on (None: where the scheduler put them)
+        self.home: str | None = None
         #: one record per product: (kind, "chunks" or "local", columns, CG iterations (solves; 1 for
         #: a product, 0 chunk by chunk), wall seconds, bytes sent, bytes received)
         self.product_log: list[tuple] = []
@@ -538,7 +540,11 @@ class DaskSource(RowSource):
         if any(w is None for w in who):
             return None
         common = set(who[0]).intersection(*[set(w) for w in who[1:]])   # type: ignore[misc]
-        return min(common) if common else None
+        if not common:
+            return None
+        # a replica made elsewhere (e.g. by a task the scheduler ran on another worker) does not
+        # move a placed language: its own worker stays first
+        return self.home if self.home in common else min(common)
 
     def _run_local(self, fn, *args):
         """``fn(token, *args, *chunks)`` as one task on the worker holding every chunk (``args``
@@ -588,6 +594,7 @@ class DaskSource(RowSource):
             f.release()
         self.row_offsets = np.array([0, self.shape[0]], dtype=np.int64)
         self.n_chunks = 1
+        self.home = worker
 
     def solve_local(self, R, alpha: float, d, X0=None, *, rtol: float, maxiter: Any = None,
                     krylov: str = "columns"):
@@ -639,7 +646,9 @@ class DaskSource(RowSource):
 
     def head(self, n_rows):
         [fut] = self._futures[:1]
-        return self.client.submit(_part_head, fut, int(n_rows), None, pure=False).result()
+        [where] = holders(self.client, [fut])      # run where the chunk is: no copy of it
+        return self.client.submit(_part_head, fut, int(n_rows), None, pure=False, workers=where,
+                                  allow_other_workers=True).result()
 
     def counters(self) -> dict:
         return {"bytes_sent": int(self.bytes_sent), "bytes_received": int(self.bytes_received),
