@@ -131,9 +131,11 @@ def calibrate(n_rows: int = 60_000, columns: int = 64, seed: int = 0) -> Machine
     cores = numba.config.NUMBA_NUM_THREADS
     one, allc = per_pass(1), per_pass(cores)
     from distributed import Client, LocalCluster
+
+    from linxling._dask import worker_list
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
             Client(cl) as client:
-        w = sorted(client.scheduler_info()["workers"])[0]
+        w = worker_list(client)[0]
         lat = []
         for _ in range(30):
             t0 = time.perf_counter()

@@ -30,7 +30,8 @@ from typing import Any, TypeVar
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "worker_list", "on_worker",
+__all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "worker_list", "worker_memory_limits",
+           "on_worker",
            "holders", "retry_lost",
            "gather_watching", "WorkerLost",
            "kernel_threads", "n_workers", "CommMeter"]
@@ -62,9 +63,18 @@ def get_client(client: Any = None, name: str = "client"):
                          "(the latest one becomes the default)") from None
 
 
+def worker_memory_limits(client) -> dict[str, int]:
+    """``{address: memory limit in bytes (0: none)}`` of the workers the scheduler knows now,
+    asked of the scheduler itself: ``Client.scheduler_info()`` returns a cache that the
+    client's periodic refresh can replace with one without the workers (a race seen under load)."""
+    def limits(dask_scheduler=None):
+        return {w: int(ws.memory_limit or 0) for w, ws in dask_scheduler.workers.items()}
+    return dict(client.run_on_scheduler(limits))
+
+
 def n_workers(client) -> int:
     """Number of workers the scheduler knows now."""
-    return len(client.scheduler_info(n_workers=-1).get("workers", {}))
+    return len(worker_memory_limits(client))
 
 
 def is_dask_array(X: Any) -> bool:
@@ -101,7 +111,7 @@ def sparse_row_blocks(X: Any, name: str = "X") -> tuple[list, list[tuple[int, in
 
 def worker_list(client) -> list[str]:
     """The addresses of the workers now, sorted."""
-    return sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
+    return sorted(worker_memory_limits(client))
 
 
 @contextmanager

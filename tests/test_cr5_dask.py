@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from linxling import Cr5
+from linxling._dask import worker_list
 from tests.test_cr5 import TIGHT, dense_cr5_oracle, random_problem
 
 da = pytest.importorskip("dask.array")
@@ -173,7 +174,7 @@ def test_dask_source_on_one_worker_solves_there(client):
     from linxling.operators.gram import GramBlockInverse
     rng = np.random.default_rng(16)
     X = sp.random(90, 30, density=0.2, random_state=rng, format="csr")
-    w0 = sorted(client.scheduler_info()["workers"])[0]
+    w0 = worker_list(client)[0]
     src = DaskSource(da.from_array(X, chunks=(25, -1), asarray=False), client=client, workers=w0)
     assert src.local_worker() == w0 and src.n_chunks == 4
     V, W = rng.standard_normal((30, 4)), rng.standard_normal((90, 4))
@@ -203,7 +204,7 @@ def test_dask_source_without_room_for_copies(client):
     V, W = rng.standard_normal((20, 3)), rng.standard_normal((80, 3))
     client.run(lambda: setattr(mod, "COPY_MEMORY_SHARE", 0.0))
     try:
-        w0 = sorted(client.scheduler_info()["workers"])[0]
+        w0 = worker_list(client)[0]
         for workers in (None, w0):
             src = DaskSource(da.from_array(X, chunks=(30, -1), asarray=False), client=client, workers=workers)
             np.testing.assert_allclose(src.matmat(V), X @ V, rtol=1e-12)

@@ -972,7 +972,8 @@ def _dask_record(sources, eig: dict | None, n_iter: int) -> dict:
     for X in sources:
         for k, v in X.counters().items():
             total[k] = total.get(k, 0) + v
-    rec = {"n_workers": len(sources[0].client.scheduler_info().get("workers", {})),
+    from linxling._dask import n_workers
+    rec = {"n_workers": n_workers(sources[0].client),
            "n_chunks": {X.name: X.n_chunks for X in sources}, **total,
            "counted": ("NumPy nbytes of the dense blocks this client sent to the workers (the "
                        "scattered V, per-chunk row blocks, a whole solve's right-hand sides) and "

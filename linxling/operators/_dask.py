@@ -378,11 +378,11 @@ def place_sources(sources: list, share: float | None = None) -> int:
     if len(sources) < 2:
         return 0
     client = sources[0].client
-    info = client.scheduler_info(n_workers=-1).get("workers", {})
-    if len(info) < 2 or any(src.client is not client for src in sources):
+    from linxling._dask import worker_memory_limits
+    limit = worker_memory_limits(client)
+    if len(limit) < 2 or any(src.client is not client for src in sources):
         return 0
-    limit = {w: int(d.get("memory_limit") or 0) for w, d in info.items()}
-    load = dict.fromkeys(sorted(info), 0)
+    load = dict.fromkeys(sorted(limit), 0)
     plan = []
     for src in sorted(sources, key=lambda s: -s.nnz):
         need = 3 * src.nnz * (4 + src.dtype.itemsize) + 8 * src.shape[0]
