@@ -240,10 +240,19 @@ def _drop_copies(token: str) -> int:
     return len(keys)
 
 
+def _on_copies(g, fn_name: str, V):
+    """``X V``, ``Xᵀ V`` or ``Xᵀ (X V)`` from the worker-side copies ``g`` (X and its CSR transpose)."""
+    from linxling.kernels.spmm import csr_matmat
+    if fn_name == "matmat":
+        return csr_matmat(g.X, V)
+    if fn_name == "rmatmat":
+        return csr_matmat(g.transposed(), V)
+    return csr_matmat(g.transposed(), csr_matmat(g.X, V))        # gram
+
+
 def _cached_part(fn_name: str, token: str, index: int, X, b, a):
     """Worker side: one chunk's product on its cached copies, numba with the worker's threads."""
     from linxling._dask import kernel_threads
-    from linxling.kernels.spmm import csr_matmat
     dtype = (b if b is not None else a).dtype
     g = _copies(token, index, dtype, X)
     if g is None:                          # no room for copies: from the chunk alone
@@ -251,17 +260,12 @@ def _cached_part(fn_name: str, token: str, index: int, X, b, a):
         with kernel_threads():
             return fn(X, b, a)
     with kernel_threads():
-        if fn_name == "matmat":
-            return csr_matmat(g.X, b)
-        if fn_name == "rmatmat":
-            return csr_matmat(g.transposed(), a)
-        return csr_matmat(g.transposed(), csr_matmat(g.X, b))       # gram
+        return _on_copies(g, fn_name, b if fn_name != "rmatmat" else a)
 
 
 def _local_product(token: str, fn_name: str, V, *chunks):
     """Worker side, every chunk here: the product over the stacked chunks, one task."""
     from linxling._dask import kernel_threads
-    from linxling.kernels.spmm import csr_matmat
     g = _copies(token, "all", V.dtype, list(chunks))
     if g is None:                          # no room for the stacked copy: chunk by chunk
         fn = {"matmat": _part_matmat, "rmatmat": _part_rmatmat, "gram": _part_gram}[fn_name]
@@ -274,11 +278,7 @@ def _local_product(token: str, fn_name: str, V, *chunks):
                               for c, a, b in zip(chunks, offs[:-1], offs[1:], strict=True)])
             return _sum(*[fn(c, V, None) for c in chunks])
     with kernel_threads():
-        if fn_name == "matmat":
-            return csr_matmat(g.X, V)
-        if fn_name == "rmatmat":
-            return csr_matmat(g.transposed(), V)
-        return csr_matmat(g.transposed(), csr_matmat(g.X, V))
+        return _on_copies(g, fn_name, V)
 
 
 def _local_solve(token: str, alpha: float, R, d, X0, rtol: float, maxiter: Any, krylov: str, *chunks):
