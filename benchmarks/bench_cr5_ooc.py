@@ -1,7 +1,9 @@
 """Cr5 out of core: a Wikipedia-shaped corpus larger than the fit's memory budget, streamed from HDF5.
 
 The corpus comes from :mod:`benchmarks.wiki_synth` (scale runs only, never quality) and is written
-once per language with :func:`linxling.io.write_chunks` (row chunks and the transpose). Then, each
+once per language with :func:`linxling.io.write_chunks` (row chunks and the transpose; the paper's
+languages streamed by :func:`benchmarks.wiki_synth.write_multilingual_corpus`, so the corpus may
+be larger than memory). Then, each
 in a fresh process (so the peak RSS belongs to one fit):
 
 * ``stream``: ``Cr5(..., memory_budget=B).fit_matrices({lang: ChunkedCSR}, concepts)``;
@@ -147,11 +149,17 @@ def main(argv=None) -> dict:
     ap.add_argument("--workdir", default="/tmp/linxling_cr5_ooc")
     ap.add_argument("--corpus-dtype", default="float64", choices=["float64", "float32"],
                     help="dtype of the values written to the HDF5 files (float32: 8 bytes per nonzero)")
-    ap.add_argument("--modes", default="stream,stream-nobudget,memory")
+    ap.add_argument("--modes", default="passes,stream,stream-nobudget,memory",
+                    help="comma-separated, run in order: passes (one pass streamed vs in memory), "
+                         "stream, stream-nobudget, memory")
     ap.add_argument("--paper-languages", type=int, default=0, metavar="N_DOCUMENTS",
                     help="instead of a pair: the paper's 4 languages (en, it, vi, da) of different "
                          "sizes with partially overlapping concepts, N_DOCUMENTS drawn in all "
                          "(benchmarks.wiki_synth.multilingual_corpus)")
+    ap.add_argument("--n-jobs", type=int, default=1,
+                    help="processes writing the --paper-languages corpus (one language each)")
+    ap.add_argument("--transpose-budget", default="2G",
+                    help="memory for gathering a language's transpose while writing it")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cr5_ooc.json"))
     ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -171,16 +179,18 @@ def main(argv=None) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     if not all((workdir / f"{lang}.h5").exists() for lang in langs):
-        from benchmarks.wiki_synth import multilingual_corpus, wiki_corpus
-        if args.paper_languages:
-            blocks, concepts = multilingual_corpus(args.paper_languages, vocab_size=args.vocab,
-                                                   median_unique=args.median_unique, max_unique=args.max_unique)
-            for lang, ids in concepts.items():
-                np.save(workdir / f"{lang}.concepts.npy", ids)
+        from benchmarks.wiki_synth import wiki_corpus, write_multilingual_corpus
+        if args.paper_languages:       # streamed: no language is ever held in memory
+            done = write_multilingual_corpus(
+                workdir, args.paper_languages, vocab_size=args.vocab, median_unique=args.median_unique,
+                max_unique=args.max_unique, dtype=np.dtype(args.corpus_dtype), n_jobs=args.n_jobs,
+                transpose_budget=args.transpose_budget)
+            print(f"written (rows, nnz, seconds) per language: {done}", flush=True)
+            blocks = {}
         else:
             blocks, _ = wiki_corpus(args.concepts, vocab_size=args.vocab, median_unique=args.median_unique,
                                     max_unique=args.max_unique)
-        for lang in langs:
+        for lang in (langs if blocks else []):
             X = blocks.pop(lang).astype(args.corpus_dtype, copy=False)
             rows = max(1, int(args.chunk_mib * 2 ** 20 / (12 * X.nnz / X.shape[0] + 8)))
             # the transpose's chunks bounded alike (a Zipf head word has up to K nonzeros): its
@@ -201,7 +211,7 @@ def main(argv=None) -> dict:
           f"(budget {budget / 2**20:.0f} MiB); ready in {write_s:.0f} s", flush=True)
     res: dict = {"machine": machine(), "concepts": n_concepts, "documents": docs, "nnz": nnz, "corpus_bytes": corpus,
                  "budget_bytes": budget, "r": args.r, "runs": {}}
-    for mode in ["passes"] + [m for m in args.modes.split(",") if m]:
+    for mode in [m for m in args.modes.split(",") if m]:
         out = f"/tmp/linxling_cr5_ooc_{mode}.json"
         subprocess.run([sys.executable, __file__, "--workdir", str(workdir), "--r", str(args.r),
                         "--budget", args.budget, "--paper-languages", str(args.paper_languages),

@@ -67,28 +67,46 @@ def _chunk_counts(rng, n_docs, topics, vocab_size, cdf, topic_table, topic_fract
     return r[keep], c[keep], counts[keep]
 
 
-def _language_block(s_lang, n_concepts, vocab_size, topics, topic_table, cdf, topic_fraction, median_unique,
-                    sigma, min_unique, max_unique, oversample, min_df, dtype, chunk_docs):
-    """One language's tf-idf block (CSR, L2 rows), drawn from its own seed sequence."""
+def _raw_chunks(s_lang, n_concepts, vocab_size, topics, topic_table, cdf, topic_fraction, median_unique,
+                sigma, min_unique, max_unique, oversample, dtype, chunk_docs):
+    """One language's term counts as CSR row blocks of ``chunk_docs`` documents, in order, drawn
+    from its own seed sequence (one generator for all blocks: the same counts however they are
+    consumed)."""
     rng = np.random.default_rng(s_lang)
-    parts = []
     for start in range(0, n_concepts, chunk_docs):
         stop = min(start + chunk_docs, n_concepts)
         r, c, cnt = _chunk_counts(rng, stop - start, topics[start:stop], vocab_size, cdf, topic_table,
                                   topic_fraction, median_unique, sigma, min_unique, max_unique, oversample)
-        parts.append(sp.csr_matrix((cnt.astype(dtype), (r, c)), shape=(stop - start, vocab_size)))
-    X = sp.vstack(parts, format="csr")
-    del parts
-    df = np.bincount(X.indices, minlength=vocab_size)
+        yield sp.csr_matrix((cnt.astype(dtype), (r, c)), shape=(stop - start, vocab_size))
+
+
+def _tfidf(df, n_concepts, min_df, dtype):
+    """The kept columns (document frequency >= ``min_df``) and their smooth idf."""
     kept = np.flatnonzero(df >= min_df)
-    X = X[:, kept].tocsr()
     idf = (np.log((1.0 + n_concepts) / (1.0 + df[kept])) + 1.0).astype(dtype)
+    return kept, idf
+
+
+def _weigh(X, kept, idf, dtype):
+    """Counts ``X`` -> tf-idf on the kept columns, rows L2-normalised (row by row: the same values
+    for a block of rows as for the whole matrix)."""
+    X = X[:, kept].tocsr()
     X.data *= idf[X.indices]
     norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
     scale = np.repeat(1.0 / np.where(norms > 0, norms, 1.0), np.diff(X.indptr)).astype(dtype)
     X.data *= scale
     X.sort_indices()
     return X
+
+
+def _language_block(s_lang, n_concepts, vocab_size, topics, topic_table, cdf, topic_fraction, median_unique,
+                    sigma, min_unique, max_unique, oversample, min_df, dtype, chunk_docs):
+    """One language's tf-idf block (CSR, L2 rows), drawn from its own seed sequence."""
+    X = sp.vstack(list(_raw_chunks(s_lang, n_concepts, vocab_size, topics, topic_table, cdf, topic_fraction,
+                                   median_unique, sigma, min_unique, max_unique, oversample, dtype,
+                                   chunk_docs)), format="csr")
+    kept, idf = _tfidf(np.bincount(X.indices, minlength=vocab_size), n_concepts, min_df, dtype)
+    return _weigh(X, kept, idf, dtype)
 
 
 def wiki_corpus(n_concepts: int = 60_000, *, n_languages: int = 2, vocab_size: int = 200_000,
@@ -138,24 +156,13 @@ def wiki_corpus(n_concepts: int = 60_000, *, n_languages: int = 2, vocab_size: i
 PAPER_SIZES = {"en": 5_700_000, "it": 1_500_000, "vi": 1_100_000, "da": 239_000}
 
 
-def multilingual_corpus(n_documents: int, *, sizes: dict | None = None, popularity: float = 1.0,
-                        seed: int = 0, **kw):
-    """Several languages of different sizes with partially overlapping concepts (issue #30).
-
-    ``n_documents`` documents in all, split over the languages in the proportion of ``sizes``
-    (default :data:`PAPER_SIZES`, the paper's da/en/it/vi Wikipedias). The concepts are a
-    pool of as many as the largest language has documents; each language covers its share of
-    the pool, drawn without replacement with weights ``rank ** -popularity`` (popular concepts
-    are covered by many languages, as Wikipedia's are). As in the paper's joint training, only
-    concepts covered by at least two languages are kept (a language loses its documents about
-    concepts no other language covers). Each concept keeps one topic in every language
-    (:func:`wiki_corpus`'s model). Returns ``(blocks, concepts)`` with languages named as in
-    ``sizes`` and ``concepts[lang]`` the concept ids of its rows (increasing). ``kw``: the
-    document model of :func:`wiki_corpus` (``vocab_size``, ``median_unique``, ``dtype``, ...).
-    """
+def _multilingual_plan(n_documents: int, sizes: dict | None, popularity: float, seed: int, kw: dict):
+    """What :func:`multilingual_corpus` and :func:`write_multilingual_corpus` draw from: per
+    language its concept ids, its seed sequence, and the arguments of :func:`_raw_chunks`."""
     sizes = dict(PAPER_SIZES if sizes is None else sizes)
     if not sizes or min(sizes.values()) <= 0 or n_documents < 2 * len(sizes):
         raise ValueError("sizes must be positive and n_documents at least 2 per language")
+    kw = dict(kw)
     total = float(sum(sizes.values()))
     want = {lang: max(2, int(round(n_documents * v / total))) for lang, v in sizes.items()}
     pool = max(want.values())
@@ -182,13 +189,97 @@ def multilingual_corpus(n_documents: int, *, sizes: dict | None = None, populari
     if unknown:
         raise TypeError(f"unknown document-model arguments: {sorted(unknown)}")
     opts.update(kw)
-    blocks = {}
+    plan = {}
     for (lang, ids), s_lang in zip(cover.items(), s_langs, strict=True):
-        blocks[lang] = _language_block(s_lang, len(ids), vocab_size, topics[ids], topic_table, cdf,
-                                       opts["topic_fraction"], opts["median_unique"], opts["sigma"],
-                                       opts["min_unique"], opts["max_unique"], opts["oversample"],
-                                       opts["min_df"], opts["dtype"], opts["chunk_docs"])
-    return blocks, {lang: ids for lang, ids in cover.items()}
+        raw = (s_lang, len(ids), vocab_size, topics[ids], topic_table, cdf, opts["topic_fraction"],
+               opts["median_unique"], opts["sigma"], opts["min_unique"], opts["max_unique"], opts["oversample"],
+               np.dtype(opts["dtype"]), opts["chunk_docs"])
+        plan[lang] = (ids, raw, opts["min_df"])
+    return plan
+
+
+def multilingual_corpus(n_documents: int, *, sizes: dict | None = None, popularity: float = 1.0,
+                        seed: int = 0, **kw):
+    """Several languages of different sizes with partially overlapping concepts (issue #30).
+
+    ``n_documents`` documents in all, split over the languages in the proportion of ``sizes``
+    (default :data:`PAPER_SIZES`, the paper's da/en/it/vi Wikipedias). The concepts are a
+    pool of as many as the largest language has documents; each language covers its share of
+    the pool, drawn without replacement with weights ``rank ** -popularity`` (popular concepts
+    are covered by many languages, as Wikipedia's are). As in the paper's joint training, only
+    concepts covered by at least two languages are kept (a language loses its documents about
+    concepts no other language covers). Each concept keeps one topic in every language
+    (:func:`wiki_corpus`'s model). Returns ``(blocks, concepts)`` with languages named as in
+    ``sizes`` and ``concepts[lang]`` the concept ids of its rows (increasing). ``kw``: the
+    document model of :func:`wiki_corpus` (``vocab_size``, ``median_unique``, ``dtype``, ...).
+    :func:`write_multilingual_corpus` writes the same matrices to HDF5 without holding a language.
+    """
+    plan = _multilingual_plan(n_documents, sizes, popularity, seed, kw)
+    blocks = {}
+    for lang, (_ids, raw, min_df) in plan.items():
+        s_lang, n, vocab_size, *rest = raw
+        *model, dtype, chunk_docs = rest
+        blocks[lang] = _language_block(s_lang, n, vocab_size, *model, min_df, dtype, chunk_docs)
+    return blocks, {lang: ids for lang, (ids, _, _) in plan.items()}
+
+
+def _write_language(path, raw, min_df, chunk_rows, transpose_budget):
+    """Stream one language to ``path`` (HDF5, :func:`linxling.io.write_chunks`, with its transpose):
+    the counts go to a temporary file beside it while their document frequencies are counted,
+    then are read back block by block, weighted and written. Never more than a block of counts,
+    plus the transpose's ``transpose_budget``, in memory. Returns (rows, nnz, seconds)."""
+    from pathlib import Path
+
+    from linxling.io import write_chunks
+    path = Path(path)
+    n_concepts, vocab_size, dtype = raw[1], raw[2], raw[-2]
+    df = np.zeros(vocab_size, dtype=np.int64)
+
+    def counted():
+        for X in _raw_chunks(*raw):
+            df[:] += np.bincount(X.indices, minlength=vocab_size)
+            yield X
+
+    t = time.perf_counter()
+    tmp = path.with_name(f".{path.name}.counts.h5")
+    try:
+        counts = write_chunks(tmp, counted(), transpose=False, overwrite=True)
+        kept, idf = _tfidf(df, n_concepts, min_df, dtype)
+        out = write_chunks(path, (_weigh(C, kept, idf, dtype) for _, C in counts.chunks()),
+                           chunk_rows=chunk_rows, memory_budget=transpose_budget, overwrite=True)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return out.shape[0], out.nnz, time.perf_counter() - t
+
+
+def write_multilingual_corpus(workdir, n_documents: int, *, sizes: dict | None = None, popularity: float = 1.0,
+                              seed: int = 0, chunk_rows: int | None = None, transpose_budget: str = "2G",
+                              n_jobs: int = 1, **kw) -> dict:
+    """:func:`multilingual_corpus` written to ``workdir`` as ``{lang}.h5`` (row chunks and the
+    transpose, :func:`linxling.io.write_chunks`) and ``{lang}.concepts.npy``, the same matrices,
+    streamed: for corpora larger than memory (issue #30 item 1). ``chunk_rows``: rows per stored
+    chunk (default: the generator's blocks of ``chunk_docs`` documents); ``transpose_budget``:
+    memory for gathering the transpose's column blocks; ``n_jobs`` processes write languages side
+    by side. Returns ``{lang: (rows, nnz, seconds)}``."""
+    from pathlib import Path
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    plan = _multilingual_plan(n_documents, sizes, popularity, seed, kw)
+    for lang, (ids, _, _) in plan.items():
+        np.save(workdir / f"{lang}.concepts.npy", ids)
+    args = [(workdir / f"{lang}.h5", raw, min_df, chunk_rows, transpose_budget)
+            for lang, (_, raw, min_df) in plan.items()]
+    if n_jobs == 1:
+        done = [_write_language(*a) for a in args]
+    else:       # largest language first, so that the others fill the other processes
+        import concurrent.futures as cf
+        import multiprocessing as mp
+        order = sorted(range(len(args)), key=lambda i: -args[i][1][1])
+        with cf.ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("spawn")) as pool:
+            futs = {i: pool.submit(_write_language, *args[i]) for i in order}
+            done = [futs[i].result() for i in range(len(args))]
+    return dict(zip(plan, done, strict=True))
 
 
 def main(argv=None):

@@ -36,6 +36,32 @@ def test_write_and_read_round_trip(tmp_path):
     assert C.nbytes == 8 * 121 + 12 * X.nnz
 
 
+def test_transpose_chunks_are_bounded_whatever_the_gather_budget(tmp_path, monkeypatch):
+    """A large transpose budget means fewer passes over the corpus, not larger stored chunks."""
+    import linxling.io._chunks as chunks_mod
+    X = _corpus(n=300, m=60)
+    passes = []
+    orig = chunks_mod.ChunkedCSR.chunks
+
+    def counting(self):
+        passes.append(self.group)
+        return orig(self)
+
+    monkeypatch.setattr(chunks_mod.ChunkedCSR, "chunks", counting)
+    C = write_chunks(tmp_path / "big.h5", X, chunk_rows=7, memory_budget="1G")
+    assert np.diff(C.T.bounds).max() <= 7 and C.T.n_chunks >= 60 // 7
+    assert passes == ["X", "X"]            # the column counts, then one gather of every column
+    assert (C.T.to_csr() != X.T.tocsr()).nnz == 0
+    passes.clear()
+    monkeypatch.setattr(chunks_mod, "_DEFAULT_CHUNK_BYTES", 12 * 40)      # about 40 nonzeros per chunk
+    D = write_chunks(tmp_path / "small.h5", X, memory_budget="1G")
+    assert passes == ["X", "X"] and D.T.n_chunks > 10
+    nnz_per = np.diff(D.T.indptr[D.T.bounds])
+    col_nnz = np.diff(D.T.indptr)
+    assert np.all((nnz_per <= 40) | (np.diff(D.T.bounds) == 1)), (nnz_per, col_nnz.max())
+    assert (D.T.to_csr() != X.T.tocsr()).nnz == 0
+
+
 def test_write_from_generator_of_blocks(tmp_path):
     X = _corpus(dtype=np.float32)
     blocks = (X[i:i + 25] for i in range(0, 120, 25))

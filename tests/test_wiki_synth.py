@@ -67,3 +67,26 @@ def test_multilingual_corpus_sizes_and_overlap():
         multilingual_corpus(3, **kw)
     with pytest.raises(TypeError, match="unknown document-model arguments"):
         multilingual_corpus(100, colour="blue")
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_write_multilingual_corpus_streams_the_same_matrices(tmp_path, n_jobs):
+    """The streamed writer (for corpora larger than memory) gives exactly the in-memory matrices."""
+    from benchmarks.wiki_synth import multilingual_corpus, write_multilingual_corpus
+    from linxling.io import ChunkedCSR
+    kw = dict(vocab_size=3000, median_unique=50, min_unique=20, max_unique=200, min_df=2, chunk_docs=97,
+              dtype=np.float32)
+    blocks, concepts = multilingual_corpus(2400, seed=5, **kw)
+    done = write_multilingual_corpus(tmp_path, 2400, seed=5, chunk_rows=64, n_jobs=n_jobs, **kw)
+    assert list(done) == list(blocks)
+    for lang, X in blocks.items():
+        C = ChunkedCSR(tmp_path / f"{lang}.h5")
+        assert done[lang][:2] == (X.shape[0], X.nnz)
+        assert C.shape == X.shape and C.dtype == np.float32 and np.diff(C.bounds).max() <= 64
+        Y = C.to_csr()
+        np.testing.assert_array_equal(Y.indptr, X.indptr)
+        np.testing.assert_array_equal(Y.indices, X.indices)
+        np.testing.assert_array_equal(Y.data, X.data)                   # bitwise
+        assert (C.T.to_csr() != X.T.tocsr()).nnz == 0
+        np.testing.assert_array_equal(np.load(tmp_path / f"{lang}.concepts.npy"), concepts[lang])
+    assert not list(tmp_path.glob(".*counts*"))                          # the temporary counts are gone

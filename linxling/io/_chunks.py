@@ -300,8 +300,25 @@ def _write_rows(g, blocks: Iterable, n_cols: int | None, chunk_rows: int | None)
     return np.dtype(dtype)
 
 
+def _split_columns(indptr: np.ndarray, c0: int, c1: int, max_nnz: int, max_cols: int | None) -> list:
+    """Boundaries in [c0, c1] of consecutive column runs of at most ``max_nnz`` nonzeros (a column
+    with more is a run of its own) and at most ``max_cols`` columns."""
+    bounds = [c0]
+    while bounds[-1] < c1:
+        start = bounds[-1]
+        stop = int(np.searchsorted(indptr, indptr[start] + max_nnz, side="right")) - 1
+        stop = max(stop, start + 1)
+        if max_cols:
+            stop = min(stop, start + max_cols)
+        bounds.append(min(stop, c1))
+    return bounds
+
+
 def _write_transpose(g, src: ChunkedCSR, dtype, budget: int, chunk_rows: int | None) -> None:
-    """Write src ᵀ as row chunks: count per column, then gather column blocks within ``budget``."""
+    """Write src ᵀ as row chunks: count per column, then gather column blocks within ``budget``
+    (one pass over the corpus per block), each block stored as chunks of at most ``chunk_rows``
+    rows (default: about ``_DEFAULT_CHUNK_BYTES`` each), so that a large budget means fewer passes,
+    not larger reads for the corpus's readers."""
     n, m = src.shape
     counts = np.zeros(m, dtype=np.int64)
     for _, C in src.chunks():
@@ -309,20 +326,16 @@ def _write_transpose(g, src: ChunkedCSR, dtype, budget: int, chunk_rows: int | N
     indptr = np.concatenate([[0], np.cumsum(counts)])
     per_nz = 4 + np.dtype(dtype).itemsize + 8          # indices, data, and the COO row index
     max_nnz = max(1, budget // (2 * per_nz))
-    # column blocks: as many columns as keep a block's nonzeros under max_nnz (at least one)
+    gather = _split_columns(indptr, 0, m, max_nnz, None)
+    chunk_nnz = max(1, min(max_nnz, _DEFAULT_CHUNK_BYTES // (4 + np.dtype(dtype).itemsize)))
     bounds = [0]
-    while bounds[-1] < m:
-        start = bounds[-1]
-        stop = int(np.searchsorted(indptr, indptr[start] + max_nnz, side="right")) - 1
-        stop = max(stop, start + 1)
-        if chunk_rows:
-            stop = min(stop, start + chunk_rows)
-        bounds.append(min(stop, m))
+    for c0, c1 in zip(gather[:-1], gather[1:], strict=True):
+        bounds += _split_columns(indptr, c0, c1, chunk_nnz, chunk_rows)[1:]
     nnz = int(indptr[-1])
     hchunks = (min(2 ** 18, nnz),) if nnz else None
     indices = g.create_dataset("indices", shape=(nnz,), dtype=_index_dtype(n), chunks=hchunks)
     data = g.create_dataset("data", shape=(nnz,), dtype=dtype, chunks=hchunks)
-    for c0, c1 in zip(bounds[:-1], bounds[1:], strict=True):
+    for c0, c1 in zip(gather[:-1], gather[1:], strict=True):
         rows, cols, vals = [], [], []
         for r0, C in src.chunks():               # one pass over the corpus per column block
             sub = C[:, c0:c1].tocoo()
@@ -331,11 +344,13 @@ def _write_transpose(g, src: ChunkedCSR, dtype, budget: int, chunk_rows: int | N
             vals.append(sub.data)
         T = sp.csr_matrix((np.concatenate(vals), (np.concatenate(cols), np.concatenate(rows))),
                           shape=(c1 - c0, n), dtype=dtype)
+        del rows, cols, vals
         T.sum_duplicates()
         T.sort_indices()
         a, b = int(indptr[c0]), int(indptr[c1])
         indices[a:b] = T.indices.astype(indices.dtype, copy=False)
         data[a:b] = T.data
+        del T
     g.create_dataset("indptr", data=indptr)
     g.create_dataset("bounds", data=np.asarray(bounds, dtype=np.int64))
     g.attrs["shape"] = (m, n)
