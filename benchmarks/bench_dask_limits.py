@@ -6,12 +6,23 @@ languages is fitted (1) in memory, the reference, and (2) on a ``LocalCluster`` 
 (its float64 CSR bytes: values, column indices, row pointers), so that no worker could hold it;
 (3) the same again with one worker process killed (SIGKILL) during the eigen-solve. Tight
 tolerances (``eig_tol`` and dense block factors): the Dask fits must equal the reference to
-1e-6. A language that fits no worker stays spread over the workers (``placement="auto"`` keeps it
-so); a worker over its memory thresholds spills persisted chunks to its local disk (Dask's
-memory management, thresholds given by ``--spill`` / ``--pause``) and reads them back when a
-product needs them. The peak RSS of every worker process is sampled during each fit.
+1e-6. The peak RSS of every worker process is sampled during each fit.
 
-    python benchmarks/bench_dask_limits.py --languages 4 --docs 60000 --vocab 3000 --workers 4
+Where the corpus lives (``--source``):
+
+* ``disk`` (default): every language written once with :func:`linxling.io.write_chunks` (float64,
+  its transpose too) under ``--workdir``, and given to the fit as a ``ChunkedCSR`` with
+  ``client=``: each product's tasks read their rows from the file
+  (:class:`linxling.operators._dask.DaskDiskSource`, ``--read-mib`` per task), so no worker keeps
+  any of the corpus and a killed worker costs the product it was in;
+* ``persist``: dask arrays of the in-memory chunks, persisted on the workers
+  (:class:`~linxling.operators._dask.DaskSource`); a language that fits no worker stays spread,
+  and a worker over its memory thresholds spills persisted chunks to its local disk (Dask's
+  memory management, ``--spill`` / ``--pause``). With limits of a third of the corpus this
+  failed (docs/scale.md): four workers hold a quarter each plus their baseline.
+
+    python benchmarks/bench_dask_limits.py --languages 4 --docs 100000 --vocab 3000 \
+        --median-unique 100 --workers 4 --workdir /tmp/linxling_dask_limits
 """
 from __future__ import annotations
 
@@ -93,6 +104,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--ref-cache", default=None, help="save / reuse the in-memory reference model here")
     ap.add_argument("--runs", default="plain,killed",
                     help="which Dask fits: plain, killed (a worker killed at the 2nd eigen-solver iteration)")
+    ap.add_argument("--source", choices=["disk", "persist"], default="disk",
+                    help="the corpus read from HDF5 by the workers per product, or persisted on them")
+    ap.add_argument("--workdir", default="/tmp/linxling_dask_limits", help="HDF5 corpus files (--source disk)")
+    ap.add_argument("--read-mib", type=float, default=16, help="MiB of stored chunks a task reads (--source disk)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_limits.json"))
     args = ap.parse_args(argv)
     import dask
@@ -107,7 +122,7 @@ def main(argv=None) -> dict:
     C = _corpus_bytes(blocks)
     nnz = sum(X.nnz for X in blocks.values())
     limit = int(args.limit_fraction * C)
-    res: dict = {"machine": machine(), "languages": args.languages, "docs": args.docs,
+    res: dict = {"machine": machine(), "source": args.source, "languages": args.languages, "docs": args.docs,
                  "p": {k: X.shape[1] for k, X in blocks.items()}, "nnz": nnz, "corpus_bytes": C,
                  "worker_memory_limit": limit, "workers": args.workers, "r": args.r, "tolerances": TIGHT}
     print(f"corpus: {args.languages} languages x {args.docs} documents, nnz {nnz:,}, {C / 2**30:.2f} GiB "
@@ -127,6 +142,19 @@ def main(argv=None) -> dict:
             ref.save(cache)
             cache.with_suffix(".json").write_text(json.dumps(res["memory"]))
     print(f"in memory: {res['memory']['fit_s']:.1f} s, eig {res['memory']['eig']}", flush=True)
+    files = {}
+    if args.source == "disk":
+        from linxling.io import ChunkedCSR, write_chunks
+        work = Path(args.workdir)
+        work.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        for lang, X in blocks.items():
+            write_chunks(work / f"{lang}.h5", X, overwrite=True)
+            files[lang] = ChunkedCSR(work / f"{lang}.h5")
+        res["disk"] = {"write_s": time.perf_counter() - t0, "workdir": str(work),
+                       "file_bytes": {lang: (work / f"{lang}.h5").stat().st_size for lang in blocks},
+                       "read_bytes_per_task": int(args.read_mib * 2 ** 20)}
+        print(f"written to {work} in {res['disk']['write_s']:.0f} s", flush=True)
     env = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
            "LINXLING_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
     runs = [name == "killed" for name in args.runs.split(",") if name]
@@ -143,12 +171,18 @@ def main(argv=None) -> dict:
             killed: list = []
 
             def kill_one(model, iteration, loss, _pids=pids, _killed=killed, _kill=kill):
+                # at the 2nd eigen-solver iteration, 0.5 s later: inside the next products
                 if _kill and not _killed and iteration >= 2:
                     addr, pid = sorted(_pids.items())[0]
-                    os.kill(pid, signal.SIGKILL)
+                    threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
                     _killed.append(addr)
 
-            dblocks = {lang: _chunked(X, args.chunks) for lang, X in blocks.items()}
+            if args.source == "disk":
+                from linxling.operators._dask import DaskDiskSource
+                dblocks = {lang: DaskDiskSource(files[lang], client=client, name=f"blocks[{lang!r}]",
+                                                read_bytes=int(args.read_mib * 2 ** 20)) for lang in blocks}
+            else:
+                dblocks = {lang: _chunked(X, args.chunks) for lang, X in blocks.items()}
             t0 = time.perf_counter()
             got = Cr5(callback=kill_one, **kw).fit_matrices(dblocks, concepts, client=client)
             fit_s = time.perf_counter() - t0

@@ -263,3 +263,130 @@ def test_dask_fit_places_languages_on_workers(client, placement):
         np.testing.assert_allclose(got.components_[lang], ref.components_[lang], atol=1e-6)
     with pytest.raises(ValueError, match="placement must be 'auto' or 'spread'"):
         Cr5(**kw).fit_matrices(_dask_blocks(blocks), concepts, client=client, placement="everywhere")
+
+
+# ---------------------------------------------------------------------------------------------
+# a corpus on disk, read by the workers per product (DaskDiskSource): nothing kept on a worker
+# ---------------------------------------------------------------------------------------------
+
+def _disk_blocks(blocks, tmp_path, chunk_rows=8, transpose=True):
+    from linxling.io import ChunkedCSR, write_chunks
+    out = {}
+    for lang, X in blocks.items():
+        path = tmp_path / f"{lang}.h5"
+        write_chunks(path, X, chunk_rows=chunk_rows, transpose=transpose)
+        out[lang] = ChunkedCSR(path)
+    return out
+
+
+@pytest.mark.parametrize("transpose", [True, False])
+def test_disk_source_products_and_retry_after_a_lost_worker(client, tmp_path, monkeypatch, transpose):
+    """Each task reads its rows from the file on a worker: the products against SciPy (with the
+    stored transpose, and by per-range scatters summed on the workers without it), in float64 and
+    cast to float32; a product whose gather fails as if a worker died is submitted again, with the
+    same result."""
+    from distributed.scheduler import KilledWorker
+
+    from linxling.operators._dask import DaskDiskSource
+    rng = np.random.default_rng(21)
+    X = sp.random(70, 25, density=0.2, random_state=rng, format="csr")
+    chunked = _disk_blocks({"a": X}, tmp_path, chunk_rows=10, transpose=transpose)["a"]
+    src = DaskDiskSource(chunked, client=client, read_bytes=1)       # one stored chunk per task
+    assert src.shape == X.shape and src.nnz == X.nnz and src.n_chunks == 7 and src.kind == "dask"
+    V, W = rng.standard_normal((25, 3)), rng.standard_normal((70, 3))
+    np.testing.assert_allclose(src.matmat(V), X @ V, rtol=1e-12)
+    np.testing.assert_allclose(src.rmatmat(W), X.T @ W, rtol=1e-12, atol=1e-12)
+    ref = src.gram_matmat(V)
+    np.testing.assert_allclose(ref, X.T @ (X @ V), rtol=1e-12, atol=1e-12)
+    got32 = src.gram_matmat(V.astype(np.float32))
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(src.column_sums(), np.asarray(X.sum(0)).ravel(), rtol=1e-12)
+    assert src.n_products == 6 and src.bytes_sent > 0 and src.bytes_received > 0
+    gather = client.gather
+    calls = []
+
+    def flaky(futures, *a, **k):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KilledWorker("task", "tcp://lost", allowed_failures=0)
+        return gather(futures, *a, **k)
+    monkeypatch.setattr(client, "gather", flaky)
+    np.testing.assert_array_equal(src.gram_matmat(V), ref)
+    assert src.n_retries == 1
+
+
+def test_disk_source_errors(client, tmp_path):
+    """A file the workers cannot open, or one rewritten since it was opened, is a clear error."""
+    from linxling.io import ChunkedCSR, write_chunks
+    from linxling.operators._dask import DaskDiskSource, _disk_check
+    rng = np.random.default_rng(22)
+    X = sp.random(30, 10, density=0.3, random_state=rng, format="csr")
+    path = tmp_path / "x.h5"
+    write_chunks(path, X, chunk_rows=10)
+    chunked = ChunkedCSR(path)
+    src = DaskDiskSource(chunked, client=client)
+    write_chunks(path, 2 * X, chunk_rows=10, overwrite=True)            # a new generation
+    with pytest.raises(RuntimeError, match="was rewritten since it was opened"):
+        src.matmat(np.ones((10, 2)))
+    with pytest.raises(ValueError, match=r"blocks\['a'\]: every dask worker must read the corpus file .*"
+                                         r"holds another version"):
+        DaskDiskSource(chunked, client=client, name="blocks['a']")
+    # what a worker that cannot see the file reports (the client can, here: checked on its own)
+    assert _disk_check(str(tmp_path / "elsewhere.h5"), chunked.generation).startswith("cannot open it")
+    assert _disk_check(str(path), ChunkedCSR(path).generation) == ""
+
+
+@pytest.mark.parametrize("block_method", ["dense", "cg"])
+def test_disk_fit_on_workers_equals_in_memory_fit(client, tmp_path, block_method):
+    """Cr5 on ChunkedCSR languages with client=: the workers read the corpus, the fit equals the
+    dense closed form and the in-memory fit (tight tolerances)."""
+    rng = np.random.default_rng(23)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60 if block_method == "dense" else 30)
+    r, alpha = 5, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    kw = dict(n_components=r, alpha=alpha, block_method=block_method, eig_method="subspace",
+              random_state=0, **TIGHT)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    files = _disk_blocks(blocks, tmp_path)
+    got = Cr5(**kw).fit_matrices(files, concepts, client=client)
+    assert got.fit_info_["sources"] == {"a": "dask", "b": "dask"}
+    np.testing.assert_allclose(got.singular_values_, sv, rtol=1e-6)
+    np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
+    P, Q = _projectors(got), _projectors(ref)
+    for lang in blocks:
+        np.testing.assert_allclose(P[lang], Q[lang], atol=1e-6)
+        np.testing.assert_allclose(P[lang], Phi[lang].T @ Phi[lang], atol=1e-6)
+    rec = got.fit_info_["dask"]
+    assert rec["n_retries"] == 0 and rec["n_products"] > 0 and rec["n_local"] == 0
+    assert set(rec["placed_on"].values()) == {None}
+    # without a client the same files are streamed on this process, with the same numbers
+    local = Cr5(**kw).fit_matrices(files, concepts)
+    assert local.fit_info_["sources"] == {"a": "hdf5", "b": "hdf5"}
+    np.testing.assert_allclose(got.eigenvalues_, local.eigenvalues_, rtol=1e-12)
+
+
+def test_disk_fit_survives_a_killed_worker(client, tmp_path):
+    """A worker killed hard during the eigen-solve: the product it was in is submitted again (the
+    data are in the file, not on the worker) and the fit gives the same numbers."""
+    rng = np.random.default_rng(24)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
+    kw = dict(n_components=5, alpha=0.5, block_method="dense", eig_method="subspace", random_state=0, **TIGHT)
+    files = _disk_blocks(blocks, tmp_path)
+    ref = Cr5(**kw).fit_matrices(files, concepts, client=client)
+    pids = client.run(os.getpid)
+    killed = []
+
+    def kill_one(model, iteration, loss):
+        if not killed:
+            addr, pid = sorted(pids.items())[0]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(addr)
+
+    got = Cr5(callback=kill_one, **kw).fit_matrices(files, concepts, client=client)
+    assert killed
+    client.wait_for_workers(2, timeout=60)
+    # every product is a row-parallel gather: the same numbers wherever the tasks ran
+    np.testing.assert_array_equal(got.eigenvalues_, ref.eigenvalues_)
+    for lang in blocks:
+        np.testing.assert_array_equal(got.components_[lang], ref.components_[lang])

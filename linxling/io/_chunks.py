@@ -159,18 +159,25 @@ class ChunkedCSR:
             return self._read(fh[self.group], 0, self.shape[0])
 
 
-def read_rows(path: str | os.PathLike, group: str, r0: int, r1: int) -> sp.csr_matrix:
+def read_rows(path: str | os.PathLike, group: str, r0: int, r1: int, dtype: Any = None,
+              generation: str | None = None) -> sp.csr_matrix:
     """Rows ``r0:r1`` of one group (``"X"`` or ``"XT"``) of a :func:`write_chunks` file, reading
-    only their slice of the row pointers (for a worker that needs one block, not the index)."""
+    only their slice of the row pointers (for a worker that needs one block, not the index).
+    Values in ``dtype`` when given (converted by HDF5 while reading); with ``generation`` the
+    file must carry that stamp (:attr:`ChunkedCSR.generation`), else RuntimeError."""
     import h5py
     with h5py.File(path, "r") as fh:
+        if generation is not None and _generation(fh) != generation:
+            raise RuntimeError(f"{os.fspath(path)!r} was rewritten since it was opened (its generation "
+                               "stamp changed): a fit cannot mix two corpora; start the fit again")
         g = fh[group]
         indptr = np.asarray(g["indptr"][r0:r1 + 1], dtype=np.int64)
         a, b = int(indptr[0]), int(indptr[-1])
         n_cols = int(g.attrs["shape"][1])
         indices = g["indices"][a:b]
         _check_indices(indices, n_cols, f"{os.fspath(path)!r} group {group!r} rows {r0}:{r1}")
-        return sp.csr_matrix((g["data"][a:b], indices, indptr - a), shape=(r1 - r0, n_cols))
+        values = g["data"] if dtype is None or np.dtype(dtype) == g["data"].dtype else g["data"].astype(np.dtype(dtype))
+        return sp.csr_matrix((values[a:b], indices, indptr - a), shape=(r1 - r0, n_cols))
 
 
 def _generation(fh) -> str:

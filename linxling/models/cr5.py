@@ -419,7 +419,11 @@ class Cr5(ConceptEmbeddingMixin):
             in-memory matrix, a language may be given row-partitioned (docs/scale.md):
 
             * a :class:`linxling.io.ChunkedCSR` (a corpus on disk, :func:`linxling.io.write_chunks`):
-              every product streams its chunks, one at a time; nothing of the block is kept in memory;
+              every product streams its chunks, one at a time; nothing of the block is kept in
+              memory. With ``client=`` the products run on the cluster's workers instead, each
+              task reading its rows from the file (a filesystem every worker reads): no worker
+              keeps any of the corpus, so the workers' memory limits may be far below its size
+              (:class:`linxling.operators._dask.DaskDiskSource`);
             * a dask array whose chunks are scipy.sparse matrices, chunked along rows only: the
               chunks are persisted once on the workers of a ``dask.distributed`` cluster and only
               dense blocks of vectors travel per product (``fit_info_["dask"]`` counts the bytes).
@@ -427,7 +431,8 @@ class Cr5(ConceptEmbeddingMixin):
             Concept id of each row. A concept present in one language only still counts.
         client : dask.distributed.Client, optional
             The cluster for dask-array blocks (default: dask's current default client; a dask
-            block without any client is an error). Ignored when no block is a dask array.
+            block without any client is an error), and, when given, for ChunkedCSR blocks (read
+            by the workers). Ignored when no block is row-partitioned.
         placement : {"auto", "spread"}, default "auto"
             Where the chunks of dask-array languages live. ``"auto"``: with two or more such
             languages and two or more workers, each language is moved whole onto one worker

@@ -25,9 +25,9 @@ import scipy.sparse as sp
 from linxling._dask import WorkerLost, gather_watching, get_client, holders, lost_errors, sparse_row_blocks
 from linxling._linop import LinearOperator
 from linxling._validation import check_positive
-from linxling.operators._source import ColumnStats, RowSource
+from linxling.operators._source import ChunkedSource, ColumnStats, RowSource
 
-__all__ = ["DaskCenteredGram", "DaskSource", "place_sources"]
+__all__ = ["DaskCenteredGram", "DaskSource", "DaskDiskSource", "place_sources"]
 
 
 def _sum(*parts):
@@ -380,8 +380,8 @@ def place_sources(sources: list, share: float | None = None) -> int:
     client = sources[0].client
     from linxling._dask import worker_memory_limits
     limit = worker_memory_limits(client)
-    if len(limit) < 2 or any(src.client is not client for src in sources):
-        return 0
+    if len(limit) < 2 or any(src.client is not client or not isinstance(src, DaskSource) for src in sources):
+        return 0            # a DaskDiskSource keeps nothing on the workers: nothing to place
     load = dict.fromkeys(sorted(limit), 0)
     plan = []
     for src in sorted(sources, key=lambda s: -s.nnz):
@@ -664,3 +664,159 @@ class DaskSource(RowSource):
             self.client.run(_drop_copies, self._token)
         except Exception:      # noqa: BLE001 - a closed cluster has nothing left to drop
             pass
+
+
+# ---------------------------------------------------------------------------------------------
+# DaskDiskSource: a corpus on a filesystem every worker reads, no chunk kept on any worker
+# ---------------------------------------------------------------------------------------------
+
+def _disk_product(fn_name: str, path: str, group: str, r0: int, r1: int, V, generation: str):
+    """Worker side: rows ``r0:r1`` of ``group`` read from the file (values in V's dtype) times
+    ``V``: ``X_i V`` or ``(Xᵀ)_c W`` (fn "matmat", a gather, ``V`` the whole block), or
+    ``X_iᵀ W_i`` (fn "rmatmat", a scatter, ``V`` the range's rows of W: a corpus without its
+    stored transpose)."""
+    from linxling._dask import kernel_threads
+    from linxling.io._chunks import read_rows
+    from linxling.kernels.spmm import csr_matmat, csr_rmatmat
+    X = read_rows(path, group, r0, r1, V.dtype, generation)
+    with kernel_threads():
+        if fn_name == "matmat":
+            return csr_matmat(X, V)
+        return csr_rmatmat(X, V)
+
+
+def _disk_check(path: str, generation: str) -> str:
+    """Worker side, once: the file opens here and is the one the client saw (empty string), or why not."""
+    import h5py
+
+    from linxling.io._chunks import _generation
+    try:
+        with h5py.File(path, "r") as fh:
+            got = _generation(fh)
+    except OSError as exc:
+        return f"cannot open it ({exc})"
+    return "" if got == generation else f"it holds another version (generation {got!r}, the client saw {generation!r})"
+
+
+class DaskDiskSource(ChunkedSource):
+    """A corpus on disk (:class:`linxling.io.ChunkedCSR`) whose products run on the workers of a
+    ``dask.distributed`` cluster, every task reading its rows from the file.
+
+    No worker keeps any of the corpus: a product sends the dense block ``V`` once (scattered; the
+    workers fetch it from each other), and each task reads one range of stored chunks (at most
+    ``read_bytes``) from the HDF5 file, multiplies and returns its rows of the result. So a
+    cluster can fit a corpus no worker could hold (each holds one range, ``V`` and its result),
+    and a worker lost mid-product costs that product only: it is submitted again
+    (``max_retries`` times) with the same result, since the data are in the file, not on the
+    worker. ``X V`` reads the row chunks (group ``"X"``), ``Xᵀ W`` the stored transpose's
+    (``"XT"``), so both are the row-parallel gathers of the in-memory products and
+    ``Xᵀ (X V)`` is the one followed by the other (the row block ``X V`` comes back to the
+    client). A corpus written without its transpose is multiplied by a scatter per range, the
+    partial sums added on the workers.
+
+    The file must be readable by every worker at the same path (a shared filesystem; checked at
+    construction, with its generation stamp: a rewritten file is an error, never mixed). The
+    one-time passes (column statistics; ``XᵀX`` for a dense or CHOLMOD factor; the head) are
+    read on the client, one stored chunk at a time.
+
+    Bytes counted (``bytes_sent`` / ``bytes_received``), as :class:`DaskSource`: the NumPy
+    ``nbytes`` of the blocks this client sends and receives per product.
+
+    Parameters
+    ----------
+    chunked : ChunkedCSR
+    dtype : float dtype the products run in (values cast while read; default the file's float dtype)
+    client : distributed.Client, optional (default: the current default client)
+    name : str, for error messages
+    read_bytes : int, optional
+        Bytes per task (consecutive stored chunks read together). Default: the corpus split into
+        about two tasks per worker, between 4 MiB and ``ChunkedSource.READ_BYTES`` (64 MiB).
+    max_retries : int, default 3
+    """
+
+    kind = "dask"
+
+    def __init__(self, chunked: Any, dtype: Any = None, *, client: Any = None, name: str = "X",
+                 read_bytes: int | None = None, max_retries: int = 3) -> None:
+        import os
+        self.client = get_client(client)
+        if read_bytes is None:
+            from linxling._dask import n_workers
+            share = chunked.nbytes // max(1, 2 * n_workers(self.client))
+            read_bytes = int(min(max(share, 4 * 2 ** 20), self.READ_BYTES))
+        super().__init__(chunked, dtype, read_bytes)
+        self.name = name
+        self.max_retries = int(max_retries)
+        self.path = os.path.abspath(os.fspath(chunked.path))
+        self.generation = chunked.generation
+        self.bytes_sent = self.bytes_received = self.n_products = self.n_retries = 0
+        self.n_local = 0
+        self.home: str | None = None            # never placed: the data stay in the file
+        self.product_log: list[tuple] = []
+        why = {w: msg for w, msg in self.client.run(_disk_check, self.path, self.generation).items() if msg}
+        if why:
+            w, msg = sorted(why.items())[0]
+            raise ValueError(f"{name}: every dask worker must read the corpus file {self.path!r} at that "
+                             f"path (a filesystem they share); worker {w}: {msg}")
+
+    @property
+    def n_chunks(self) -> int:
+        """Tasks per product (ranges of stored chunks, at most ``read_bytes`` each)."""
+        return len(self._row_ranges)
+
+    def _submit(self, kind: str, group: str, ranges: list, V: Any = None, per_range: list | None = None):
+        """``_disk_product`` of every range where the scheduler puts it; summed on the workers
+        (pairwise, in range order) when ``per_range`` is given. Retried when a worker is lost."""
+        from linxling._dask import _FILE_ERRORS
+        client = self.client
+        fn = "matmat" if per_range is None else "rmatmat"
+        last: BaseException | None = None
+        for _attempt in range(self.max_retries + 1):
+            t0 = time.perf_counter()
+            try:
+                if per_range is None:
+                    b = client.scatter(V, hash=False)
+                    args = [b] * len(ranges)
+                else:
+                    args = client.scatter(per_range, hash=False)
+                futs = [client.submit(_disk_product, fn, self.path, group, r0, r1, a, self.generation, pure=False)
+                        for (r0, r1), a in zip(ranges, args, strict=True)]
+                while per_range is not None and len(futs) > 1:
+                    futs = [client.submit(_add, *futs[i:i + 2], pure=False) if i + 1 < len(futs) else futs[i]
+                            for i in range(0, len(futs), 2)]
+                out = client.gather(futs)
+            except _FILE_ERRORS:
+                raise
+            except lost_errors() as exc:          # a worker died: the file is still there, again
+                last = exc
+                self.n_retries += 1
+                continue
+            self.n_products += 1
+            self.n_reads += len(ranges)
+            sent = _nbytes(V) + _nbytes(per_range)
+            got = sum(_nbytes(o) for o in out)
+            self.bytes_sent += sent
+            self.bytes_received += got
+            cols = (V if V is not None else per_range[0]).shape[1]        # type: ignore[index]
+            self.product_log.append((kind, "chunks", int(cols), 0, time.perf_counter() - t0, sent, got))
+            return out
+        raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
+                           f"(workers lost?); last error: {last!r}")
+
+    def matmat(self, V):
+        V = np.ascontiguousarray(V)
+        return np.vstack(self._submit("matmat", "X", self._row_ranges, V))
+
+    def rmatmat(self, W):
+        W = np.ascontiguousarray(W)
+        if self._col_ranges is not None:
+            return np.vstack(self._submit("rmatmat", "XT", self._col_ranges, W))
+        per = [np.ascontiguousarray(W[r0:r1]) for r0, r1 in self._row_ranges]
+        return self._submit("rmatmat", "X", self._row_ranges, per_range=per)[0]
+
+    def counters(self) -> dict:
+        return {"bytes_sent": int(self.bytes_sent), "bytes_received": int(self.bytes_received),
+                "n_products": int(self.n_products), "n_local": 0, "n_retries": int(self.n_retries)}
+
+    def close(self) -> None:
+        """Nothing is kept on the cluster (the method of every dask source)."""

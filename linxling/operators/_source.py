@@ -354,13 +354,18 @@ def as_row_source(X: Any, name: str = "X", *, dtype: Any = None, client: Any = N
         Used in error messages.
     dtype : float dtype the values are read in (default: X's floating dtype, else float64)
     client : dask.distributed.Client, optional
-        For a dask array (default: the current default client).
+        For a dask array (default: the current default client). Given with a ChunkedCSR, the
+        products run on its workers, which read the file (:class:`~linxling.operators._dask.DaskDiskSource`);
+        without, a ChunkedCSR is streamed on this process.
     """
     if isinstance(X, RowSource):
         return X
     from linxling.io._chunks import ChunkedCSR
     if isinstance(X, ChunkedCSR):
         dt = np.dtype(dtype) if dtype is not None else (X.dtype if X.dtype.kind == "f" else np.dtype(np.float64))
+        if client is not None:
+            from linxling.operators._dask import DaskDiskSource
+            return DaskDiskSource(X, dt, client=client, name=name)
         return ChunkedSource(X, dt)
     if _is_dask_array(X):
         from linxling.operators._dask import DaskSource
