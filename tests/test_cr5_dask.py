@@ -131,21 +131,31 @@ def test_dask_bad_input_errors(client, monkeypatch):
 def test_dask_source_products_and_retry_after_a_lost_worker(client, monkeypatch):
     """The source's products against SciPy; a product whose gather fails as if a worker died is
     submitted again with the same result (and counted in n_retries)."""
-    from distributed.scheduler import KilledWorker
-
     from linxling.operators._dask import DaskSource
     rng = np.random.default_rng(15)
     X = sp.random(70, 25, density=0.2, random_state=rng, format="csr")
     src = DaskSource(da.from_array(X, chunks=(16, -1), asarray=False), client=client)
     assert src.shape == X.shape and src.nnz == X.nnz and src.n_chunks == 5
-    V, W = rng.standard_normal((25, 3)), rng.standard_normal((70, 3))
+    np.testing.assert_allclose(src.gram_sparse().toarray(), (X.T @ X).toarray(), rtol=1e-12, atol=1e-14)
+    V, sent = _products_and_a_retry(client, monkeypatch, src, X, rng)
+    assert sent == V.nbytes      # counted once, when it succeeded
+
+
+def _products_and_a_retry(client, monkeypatch, src, X, rng):
+    """``src``'s products against SciPy, then a Gram product whose first gather fails as if a
+    worker died: submitted again, with the same result. Returns V and the bytes counted for it."""
+    from distributed.scheduler import KilledWorker
+    V, W = rng.standard_normal((X.shape[1], 3)), rng.standard_normal((X.shape[0], 3))
     np.testing.assert_allclose(src.matmat(V), X @ V, rtol=1e-12)
     np.testing.assert_allclose(src.rmatmat(W), X.T @ W, rtol=1e-12, atol=1e-12)
     ref = src.gram_matmat(V)
     np.testing.assert_allclose(ref, X.T @ (X @ V), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(src.gram_sparse().toarray(), (X.T @ X).toarray(), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(src.column_sums(), np.asarray(X.sum(0)).ravel(), rtol=1e-12)
-    sent = src.bytes_sent
+    if V.dtype == np.float64:
+        got32 = src.gram_matmat(V.astype(np.float32))
+        assert got32.dtype == np.float32
+        np.testing.assert_allclose(got32, ref, rtol=1e-4, atol=1e-5)
+    sent, retries = src.bytes_sent, src.n_retries
     gather = client.gather
     calls = []
 
@@ -156,7 +166,8 @@ def test_dask_source_products_and_retry_after_a_lost_worker(client, monkeypatch)
         return gather(futures, *a, **k)
     monkeypatch.setattr(client, "gather", flaky)
     np.testing.assert_array_equal(src.gram_matmat(V), ref)
-    assert src.n_retries == 1 and src.bytes_sent - sent == V.nbytes      # counted once, when it succeeded
+    assert src.n_retries == retries + 1
+    return V, src.bytes_sent - sent
 
 
 def _worker_copies(client, src):
@@ -285,35 +296,14 @@ def test_disk_source_products_and_retry_after_a_lost_worker(client, tmp_path, mo
     stored transpose, and by per-range scatters summed on the workers without it), in float64 and
     cast to float32; a product whose gather fails as if a worker died is submitted again, with the
     same result."""
-    from distributed.scheduler import KilledWorker
-
     from linxling.operators._dask import DaskDiskSource
     rng = np.random.default_rng(21)
     X = sp.random(70, 25, density=0.2, random_state=rng, format="csr")
     chunked = _disk_blocks({"a": X}, tmp_path, chunk_rows=10, transpose=transpose)["a"]
     src = DaskDiskSource(chunked, client=client, read_bytes=1)       # one stored chunk per task
     assert src.shape == X.shape and src.nnz == X.nnz and src.n_chunks == 7 and src.kind == "dask"
-    V, W = rng.standard_normal((25, 3)), rng.standard_normal((70, 3))
-    np.testing.assert_allclose(src.matmat(V), X @ V, rtol=1e-12)
-    np.testing.assert_allclose(src.rmatmat(W), X.T @ W, rtol=1e-12, atol=1e-12)
-    ref = src.gram_matmat(V)
-    np.testing.assert_allclose(ref, X.T @ (X @ V), rtol=1e-12, atol=1e-12)
-    got32 = src.gram_matmat(V.astype(np.float32))
-    assert got32.dtype == np.float32
-    np.testing.assert_allclose(got32, ref, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(src.column_sums(), np.asarray(X.sum(0)).ravel(), rtol=1e-12)
-    assert src.n_products == 6 and src.bytes_sent > 0 and src.bytes_received > 0
-    gather = client.gather
-    calls = []
-
-    def flaky(futures, *a, **k):
-        calls.append(1)
-        if len(calls) == 1:
-            raise KilledWorker("task", "tcp://lost", allowed_failures=0)
-        return gather(futures, *a, **k)
-    monkeypatch.setattr(client, "gather", flaky)
-    np.testing.assert_array_equal(src.gram_matmat(V), ref)
-    assert src.n_retries == 1
+    _products_and_a_retry(client, monkeypatch, src, X, rng)
+    assert src.n_products == 8 and src.bytes_received > 0      # Xᵀ(X V) is two products here
 
 
 def test_disk_source_errors(client, tmp_path):
