@@ -81,7 +81,7 @@ def passes(workdir: Path, langs: list, b: int, repeats: int = 5, memory_too: boo
         memory = [Gram(C.to_csr().astype(dtype), 1.0) for C in files] if memory_too else []
         rng = np.random.default_rng(0)
         Vs = [rng.standard_normal((op.shape[0], b)).astype(dtype) for op in stream]
-        for op, V in zip(memory, Vs, strict=True):     # builds the transposed copies (not timed)
+        for op, V in zip(memory, Vs[:len(memory)], strict=True):     # builds the transposed copies (not timed)
             op.matmat(V[:, :2])
         t: dict = {"stream": [], "memory": [], "stream_cpu": [], "memory_cpu": []}
         for _ in range(repeats):
