@@ -8,7 +8,9 @@ in a fresh process (so the peak RSS belongs to one fit):
 
 * ``stream``: ``Cr5(..., memory_budget=B).fit_matrices({lang: ChunkedCSR}, concepts)``;
 * ``stream-nobudget``: the same without a budget (same plan as in memory, minus the copies);
-* ``memory``: the same Cr5 (no budget) on the blocks loaded whole into memory (the peer).
+* ``memory``: the same Cr5 (no budget) on the blocks loaded whole into memory (the peer);
+* ``stream-pass``: for a corpus larger than memory, no fit: two streamed float32 passes, their
+  peak RSS, and the memory plan Cr5 would choose under the budget (or its MemoryError).
 
 Reported: corpus bytes (in-memory CSR) against the budget, the process's peak RSS (``ru_maxrss``),
 the RSS before the fit and the peak added by the fit (VmHWM reset at the fit's start), the fit's
@@ -23,7 +25,12 @@ Usage::
         --max-unique 2500 --r 24 --budget 300M
     # the paper's 4-language job, shaped like it (issue #30): en, it, vi, da of different sizes
     python benchmarks/bench_cr5_ooc.py --paper-languages 1200000 --vocab 200000 --median-unique 150 \
-        --max-unique 1000 --r 300 --budget 12G --modes stream --workdir /tmp/linxling_cr5_4lang
+        --max-unique 1000 --r 300 --budget 12G --modes stream,memory,passes --n-jobs 2 \
+        --corpus-dtype float32 --workdir /tmp/linxling_cr5_4lang
+    # larger than this machine's memory (2.22 billion nonzeros; 36 GB of disk)
+    python benchmarks/bench_cr5_ooc.py --paper-languages 22500000 --vocab 200000 --median-unique 150 \
+        --max-unique 1000 --r 300 --budget 12G --modes stream-pass --n-jobs 2 --transpose-budget 5G \
+        --corpus-dtype float32 --workdir /tmp/linxling_cr5_4lang_big
 """
 from __future__ import annotations
 
