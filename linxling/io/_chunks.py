@@ -113,9 +113,7 @@ class ChunkedCSR:
     def _check_generation(self, fh) -> None:
         """The file must be the one this object was opened on: a corpus rewritten while a fit
         streams it would otherwise mix old and new chunks."""
-        if _generation(fh) != self.generation:
-            raise RuntimeError(f"{str(self.path)!r} was rewritten since it was opened (its generation "
-                               "stamp changed): a streamed fit cannot mix two corpora; start the fit again")
+        _check_stamp(fh, self.generation, self.path)
 
     def _read(self, g, r0: int, r1: int, dtype: Any = None) -> sp.csr_matrix:
         a, b = int(self.indptr[r0]), int(self.indptr[r1])
@@ -167,9 +165,8 @@ def read_rows(path: str | os.PathLike, group: str, r0: int, r1: int, dtype: Any 
     file must carry that stamp (:attr:`ChunkedCSR.generation`), else RuntimeError."""
     import h5py
     with h5py.File(path, "r") as fh:
-        if generation is not None and _generation(fh) != generation:
-            raise RuntimeError(f"{os.fspath(path)!r} was rewritten since it was opened (its generation "
-                               "stamp changed): a fit cannot mix two corpora; start the fit again")
+        if generation is not None:
+            _check_stamp(fh, generation, path)
         g = fh[group]
         indptr = np.asarray(g["indptr"][r0:r1 + 1], dtype=np.int64)
         a, b = int(indptr[0]), int(indptr[-1])
@@ -183,6 +180,14 @@ def read_rows(path: str | os.PathLike, group: str, r0: int, r1: int, dtype: Any 
 def _generation(fh) -> str:
     value = fh.attrs.get("generation", "")
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _check_stamp(fh, generation: str, path: str | os.PathLike) -> None:
+    """The open file must carry ``generation``: a corpus rewritten while a fit streams it would
+    otherwise mix old and new chunks."""
+    if _generation(fh) != generation:
+        raise RuntimeError(f"{os.fspath(path)!r} was rewritten since it was opened (its generation "
+                           "stamp changed): a streamed fit cannot mix two corpora; start the fit again")
 
 
 def _check_indices(indices: np.ndarray, n_cols: int, where: str) -> None:

@@ -15,6 +15,7 @@ check the array with :func:`linxling._dask.sparse_row_blocks`; they differ in wh
 """
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from typing import Any
@@ -367,6 +368,41 @@ def _stack_chunks(*chunks):
     return chunks[0] if len(chunks) == 1 else sp.vstack(chunks, format="csr")
 
 
+def _pairwise_on_workers(client, futs: list) -> list:
+    """The futures' results summed on the workers by a pairwise tree in order (the same additions
+    in the same order wherever the tasks ran): one future."""
+    while len(futs) > 1:
+        futs = [client.submit(_add, *futs[i:i + 2], pure=False) if i + 1 < len(futs) else futs[i]
+                for i in range(0, len(futs), 2)]
+    return futs
+
+
+class _ProductCounters:
+    """What a dask source's products sent and received (NumPy nbytes), and a log of them."""
+
+    def _init_counters(self) -> None:
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.n_products = 0
+        self.n_retries = 0
+        self.n_local = 0
+        #: one record per product: (kind, "chunks" or "local", columns, CG iterations (solves; 1 for
+        #: a product, 0 chunk by chunk), wall seconds, bytes sent, bytes received)
+        self.product_log: list[tuple] = []
+
+    def _count(self, kind: str, where: str, cols: int, iters: int, t0: float, sent: int, got: int) -> None:
+        self.n_products += 1
+        self.n_local += where == "local"
+        self.bytes_sent += sent
+        self.bytes_received += got
+        self.product_log.append((kind, where, int(cols), int(iters), time.perf_counter() - t0, sent, got))
+
+    def counters(self) -> dict:
+        return {"bytes_sent": int(self.bytes_sent), "bytes_received": int(self.bytes_received),
+                "n_products": int(self.n_products), "n_local": int(self.n_local),
+                "n_retries": int(self.n_retries)}
+
+
 def place_sources(sources: list, share: float | None = None) -> int:
     """Put each source (a language) whole on one worker, the largest first onto the least
     loaded, when every one fits within ``share`` (default ``COPY_MEMORY_SHARE``) of its worker's
@@ -396,7 +432,7 @@ def place_sources(sources: list, share: float | None = None) -> int:
     return len({w for _, w in plan})
 
 
-class DaskSource(RowSource):
+class DaskSource(_ProductCounters, RowSource):
     """A dask array whose chunks are scipy.sparse matrices, persisted once on the workers.
 
     The chunks are converted to CSR (``dtype``) and persisted on the cluster at construction
@@ -461,16 +497,9 @@ class DaskSource(RowSource):
         self.client = get_client(client)
         self.name = name
         self.max_retries = int(max_retries)
-        self.bytes_sent = 0
-        self.bytes_received = 0
-        self.n_products = 0
-        self.n_retries = 0
-        self.n_local = 0
+        self._init_counters()
         #: the worker :meth:`consolidate` placed every chunk on (None: where the scheduler put them)
         self.home: str | None = None
-        #: one record per product: (kind, "chunks" or "local", columns, CG iterations (solves; 1 for
-        #: a product, 0 chunk by chunk), wall seconds, bytes sent, bytes received)
-        self.product_log: list[tuple] = []
         self._token = uuid.uuid4().hex
         parts = [dask.delayed(_prepare_chunk, pure=True)(b, self.dtype) for b in chunks]
         if workers is not None:             # a placement wish: another worker takes over when these are lost
@@ -506,24 +535,16 @@ class DaskSource(RowSource):
                 futs = [client.submit(fn, *head, *((i,) if head else ()), f, b,
                                       None if per_chunk is None else per_chunk[i], pure=False)
                         for i, f in enumerate(self._futures)]
-                while reduce and len(futs) > 1:
-                    futs = [client.submit(_add, *futs[i:i + 2], pure=False) if i + 1 < len(futs) else futs[i]
-                            for i in range(0, len(futs), 2)]
-                out = client.gather(futs)
+                out = client.gather(_pairwise_on_workers(client, futs) if reduce else futs)
             except lost_errors() as exc:      # a worker died: chunks are recomputed, try again
                 last = exc
                 self.n_retries += 1
                 continue
             if count:
-                self.n_products += 1
-                sent = _nbytes(broadcast) + (_nbytes(per_chunk) if per_chunk is not None else 0)
-                got = sum(_nbytes(o) for o in out)
-                self.bytes_sent += sent
-                self.bytes_received += got
                 cols = (broadcast if broadcast is not None else per_chunk[0]).shape[1] if (  # type: ignore[index]
                     broadcast is not None or per_chunk) else 0
-                self.product_log.append((name or getattr(fn, "__name__", "?"), "chunks", int(cols), 0,
-                                         time.perf_counter() - t0, sent, got))
+                self._count(name or getattr(fn, "__name__", "?"), "chunks", cols, 0, t0,
+                            _nbytes(broadcast) + _nbytes(per_chunk), sum(_nbytes(o) for o in out))
             return out
         raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
                            f"(workers lost?); last error: {last!r}")
@@ -566,16 +587,10 @@ class DaskSource(RowSource):
             except (WorkerLost, *lost_errors()):
                 self.n_retries += 1
                 continue
-            self.n_products += 1
-            self.n_local += 1
-            sent = sum(_nbytes(a) for a in args if isinstance(a, np.ndarray))
-            got = _nbytes(getattr(out, "x", out))
-            self.bytes_sent += sent
-            self.bytes_received += got
             arr = next(a for a in args if isinstance(a, np.ndarray))
-            kind = args[0] if isinstance(args[0], str) else "solve"
-            self.product_log.append((kind, "local", int(arr.shape[1]) if arr.ndim == 2 else 1,
-                                     int(getattr(out, "n_iter", 1)), time.perf_counter() - t0, sent, got))
+            self._count(args[0] if isinstance(args[0], str) else "solve", "local",
+                        int(arr.shape[1]) if arr.ndim == 2 else 1, int(getattr(out, "n_iter", 1)), t0,
+                        sum(_nbytes(a) for a in args if isinstance(a, np.ndarray)), _nbytes(getattr(out, "x", out)))
             return out
         return None
 
@@ -650,11 +665,6 @@ class DaskSource(RowSource):
         return self.client.submit(_part_head, fut, int(n_rows), None, pure=False, workers=where,
                                   allow_other_workers=True).result()
 
-    def counters(self) -> dict:
-        return {"bytes_sent": int(self.bytes_sent), "bytes_received": int(self.bytes_received),
-                "n_products": int(self.n_products), "n_local": int(self.n_local),
-                "n_retries": int(self.n_retries)}
-
     def close(self) -> None:
         """Release the persisted chunks on the cluster."""
         futs, self._futures = self._futures, []
@@ -698,7 +708,7 @@ def _disk_check(path: str, generation: str) -> str:
     return "" if got == generation else f"it holds another version (generation {got!r}, the client saw {generation!r})"
 
 
-class DaskDiskSource(ChunkedSource):
+class DaskDiskSource(_ProductCounters, ChunkedSource):
     """A corpus on disk (:class:`linxling.io.ChunkedCSR`) whose products run on the workers of a
     ``dask.distributed`` cluster, every task reading its rows from the file.
 
@@ -738,7 +748,6 @@ class DaskDiskSource(ChunkedSource):
 
     def __init__(self, chunked: Any, dtype: Any = None, *, client: Any = None, name: str = "X",
                  read_bytes: int | None = None, max_retries: int = 3) -> None:
-        import os
         self.client = get_client(client)
         if read_bytes is None:
             from linxling._dask import n_workers
@@ -749,10 +758,8 @@ class DaskDiskSource(ChunkedSource):
         self.max_retries = int(max_retries)
         self.path = os.path.abspath(os.fspath(chunked.path))
         self.generation = chunked.generation
-        self.bytes_sent = self.bytes_received = self.n_products = self.n_retries = 0
-        self.n_local = 0
+        self._init_counters()
         self.home: str | None = None            # never placed: the data stay in the file
-        self.product_log: list[tuple] = []
         why = {w: msg for w, msg in self.client.run(_disk_check, self.path, self.generation).items() if msg}
         if why:
             w, msg = sorted(why.items())[0]
@@ -781,24 +788,16 @@ class DaskDiskSource(ChunkedSource):
                     args = client.scatter(per_range, hash=False)
                 futs = [client.submit(_disk_product, fn, self.path, group, r0, r1, a, self.generation, pure=False)
                         for (r0, r1), a in zip(ranges, args, strict=True)]
-                while per_range is not None and len(futs) > 1:
-                    futs = [client.submit(_add, *futs[i:i + 2], pure=False) if i + 1 < len(futs) else futs[i]
-                            for i in range(0, len(futs), 2)]
-                out = client.gather(futs)
+                out = client.gather(futs if per_range is None else _pairwise_on_workers(client, futs))
             except _FILE_ERRORS:
                 raise
             except lost_errors() as exc:          # a worker died: the file is still there, again
                 last = exc
                 self.n_retries += 1
                 continue
-            self.n_products += 1
             self.n_reads += len(ranges)
-            sent = _nbytes(V) + _nbytes(per_range)
-            got = sum(_nbytes(o) for o in out)
-            self.bytes_sent += sent
-            self.bytes_received += got
             cols = (V if V is not None else per_range[0]).shape[1]        # type: ignore[index]
-            self.product_log.append((kind, "chunks", int(cols), 0, time.perf_counter() - t0, sent, got))
+            self._count(kind, "chunks", cols, 0, t0, _nbytes(V) + _nbytes(per_range), sum(_nbytes(o) for o in out))
             return out
         raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
                            f"(workers lost?); last error: {last!r}")
@@ -813,10 +812,6 @@ class DaskDiskSource(ChunkedSource):
             return np.vstack(self._submit("rmatmat", "XT", self._col_ranges, W))
         per = [np.ascontiguousarray(W[r0:r1]) for r0, r1 in self._row_ranges]
         return self._submit("rmatmat", "X", self._row_ranges, per_range=per)[0]
-
-    def counters(self) -> dict:
-        return {"bytes_sent": int(self.bytes_sent), "bytes_received": int(self.bytes_received),
-                "n_products": int(self.n_products), "n_local": 0, "n_retries": int(self.n_retries)}
 
     def close(self) -> None:
         """Nothing is kept on the cluster (the method of every dask source)."""
