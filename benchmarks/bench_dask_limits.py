@@ -21,8 +21,9 @@ Where the corpus lives (``--source``):
   memory management, ``--spill`` / ``--pause``). With limits of a third of the corpus this
   failed (docs/scale.md): four workers hold a quarter each plus their baseline.
 
-    python benchmarks/bench_dask_limits.py --languages 4 --docs 100000 --vocab 3000 \
-        --median-unique 100 --workers 4 --workdir /tmp/linxling_dask_limits
+    # the run of benchmarks/README.md (1.54 GiB corpus, workers limited to 0.51 GiB, one killed)
+    python benchmarks/bench_dask_limits.py --languages 4 --docs 220000 --vocab 1500 \
+        --median-unique 150 --workers 4 --runs killed --workdir /tmp/linxling_dask_limits
 """
 from __future__ import annotations
 
