@@ -263,8 +263,8 @@ def wmf_iteration_parts(X, k: int, cg_steps: int, dtype, llc: int) -> dict:
     Bytes: each half-step reads its CSR once (int64 row pointers, int32 indices, data in the
     factor dtype), writes and reads ``dw`` (m), reads the warm start and writes the solution,
     and reads the fixed factor Y once. The factor rows the kernel *gathers* per nonzero are
-    DRAM traffic unless cached: a row's CG steps re-gather the same rows of a batch of 8 rows
-    (8 x nnz_row x k x itemsize, 128 KB at k = 100 in float64) from L2, so only the first gather
+    DRAM traffic unless cached: a row's CG steps re-gather the same rows of a batch of 32 rows
+    (32 x nnz_row x k x itemsize, 512 KB at k = 100 in float64) from L2 or L3, so only the first gather
     per nonzero can miss; of those, the ones an ideal last-level cache holding the most often
     gathered rows of Y would serve are counted as hits (V, 50,000 x 100, is 40 MB in float64 /
     20 MB in float32 against a 32 MB LLC, and its Zipf columns put most gathers on few rows;

@@ -67,6 +67,26 @@ def test_cg_kernel_matches_reference(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cg_kernel_row_lengths_and_batches(dtype):
+    """Rows of 0-13 nonzeros (every remainder of the kernel's four-nonzero passes, rows shorter
+    than one pass) and more rows than one batch of _CG_BATCH per thread, against the reference."""
+    rng = np.random.default_rng(4)
+    n, m, k = 2 * als._CG_BATCH * 2 + 7, 40, 6
+    lengths = np.arange(n) % 14
+    indices = np.concatenate([np.sort(rng.choice(m, size=c, replace=False)) for c in lengths])
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    X = sp.csr_matrix((rng.uniform(0.5, 3.0, indices.size), indices, indptr), shape=(n, m))
+    Y = rng.standard_normal((m, k)).astype(dtype)
+    X0 = rng.standard_normal((n, k)).astype(dtype)
+    out = X0.copy()
+    als.als_half_step(X, Y, out, missing_weight=W_M, regularization=LAM, solver="cg", cg_steps=3)
+    expected = ref.half_step_cg_reference(X, Y.astype(np.float64), X0.astype(np.float64),
+                                          missing_weight=W_M, regularization=LAM, cg_steps=3)
+    assert _rel(out, expected) < 100 * TOL[dtype]
+    assert np.all(out[lengths == 0] == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_cg_with_many_steps_is_exact(dtype):
     X = _X(30, 25)
     rng = np.random.default_rng(3)
