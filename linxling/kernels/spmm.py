@@ -14,6 +14,15 @@ the sparse rows once per tile, resuming each row where the previous tile stopped
 indices are sorted); the additions happen in the same order as without tiles, so the result is
 bitwise the same. Measured on one K = 485,000 block (82.4M nonzeros, 360 float32 columns, 2
 cores, 48 MB L3): ``Xᵀ T`` 16.9 -> 7.9 s and ``X P`` 9.2 -> 5.0 s with 23 MB tiles.
+
+The row kernels take four nonzeros per pass: ``out[i] += (a0 v0 + a1 v1) + (a2 v2 + a3 v3)``
+loads and stores the output row once per four gathered rows instead of once per row, and keeps
+four independent gathers in flight. The groups are counted from each row's start and a group
+belongs to the tile of its first column (its other rows are read from ``V`` wherever they are),
+so tiles still never change the additions. Measured on one K = 485,000 block (a later 2-core
+AMD EPYC, 32 MB L3, float32): ``X P`` 2.11 -> 1.83 s at 360 columns and 0.65 -> 0.53 s at 60,
+``Xᵀ T`` 3.30 -> 2.72 s and 0.92 -> 0.72 s (eight per pass was no faster). The sums differ from
+SciPy's one-at-a-time order by rounding only (tests: within the floating-point sum bound).
 """
 from __future__ import annotations
 
@@ -149,7 +158,16 @@ def _rows_matmat(starts, ends, indices, data, colmap, V, out, accumulate):  # pr
         if not accumulate:
             for j in range(m):
                 out[i, j] = 0.0
-        for jj in range(starts[i], ends[i]):
+        s = starts[i]
+        e = ends[i]
+        g = s + (e - s) // 4 * 4
+        for jj in range(s, g, 4):       # four nonzeros per pass (see _tiled_rows)
+            a0, a1, a2, a3 = data[jj], data[jj + 1], data[jj + 2], data[jj + 3]
+            c0, c1 = colmap[indices[jj]], colmap[indices[jj + 1]]
+            c2, c3 = colmap[indices[jj + 2]], colmap[indices[jj + 3]]
+            for j in range(m):
+                out[i, j] += (a0 * V[c0, j] + a1 * V[c1, j]) + (a2 * V[c2, j] + a3 * V[c3, j])
+        for jj in range(g, e):
             a = data[jj]
             col = colmap[indices[jj]]
             for j in range(m):
@@ -234,6 +252,21 @@ def _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, accumulate, 
             for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
                 k = cur[i]
                 e = ends[i]
+                g = starts[i] + (e - starts[i]) // 4 * 4
+                while k < g:        # groups of four from the row's start, as the untiled product
+                    i0, i1, i2, i3 = indices[k], indices[k + 1], indices[k + 2], indices[k + 3]
+                    if i0 >= r1 and not last:
+                        break
+                    a0, a1, a2, a3 = data[k], data[k + 1], data[k + 2], data[k + 3]
+                    if r0 <= i0 and i3 < r1 and i0 <= i1 and i1 <= i2 and i2 <= i3:
+                        for j in range(m):      # the whole group in the tile's buffer
+                            out[i, j] += ((a0 * buf[i0 - r0, j] + a1 * buf[i1 - r0, j])
+                                          + (a2 * buf[i2 - r0, j] + a3 * buf[i3 - r0, j]))
+                    else:   # a group across the tile's end, or unsorted: the same sums from V
+                        c0, c1, c2, c3 = colmap[i0], colmap[i1], colmap[i2], colmap[i3]
+                        for j in range(m):
+                            out[i, j] += (a0 * V[c0, j] + a1 * V[c1, j]) + (a2 * V[c2, j] + a3 * V[c3, j])
+                    k += 4
                 while k < e:
                     col = indices[k]
                     if col >= r1 and not last:
@@ -276,6 +309,19 @@ def _tiled_rows(starts, ends, indices, data, V, out, init, alpha, P, part, chunk
             for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
                 k = cur[i]
                 e = ends[i]
+                # four nonzeros per pass, in groups counted from the row's start: a group is
+                # taken by the tile that holds its first column (its other rows may lie in the
+                # next tiles: read from V all the same), so the additions are those of one tile
+                g = starts[i] + (e - starts[i]) // 4 * 4
+                while k < g:
+                    c0 = indices[k]
+                    if c0 >= lim and not last:
+                        break
+                    c1, c2, c3 = indices[k + 1], indices[k + 2], indices[k + 3]
+                    a0, a1, a2, a3 = data[k], data[k + 1], data[k + 2], data[k + 3]
+                    for j in range(m):
+                        out[i, j] += (a0 * V[c0, j] + a1 * V[c1, j]) + (a2 * V[c2, j] + a3 * V[c3, j])
+                    k += 4
                 while k < e:
                     col = indices[k]
                     if col >= lim and not last:
