@@ -178,9 +178,15 @@ def lost_errors() -> tuple[type[BaseException], ...]:
     return (KilledWorker, CommClosedError, asyncio.CancelledError, CancelledError, OSError, TimeoutError)
 
 
+class CorpusReadError(RuntimeError):
+    """A task could not read its rows of a corpus file (h5py raises a bare ``OSError`` for a
+    file that is not HDF5 any more, or a truncated or damaged one): the file is at fault, not
+    the worker, so the step is not run again as after a lost worker."""
+
+
 # OSErrors about files are the tasks' own (e.g. a corpus path the workers cannot see): not retried
 _FILE_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError,
-                NotADirectoryError)
+                NotADirectoryError, CorpusReadError)
 
 
 def retry_lost(step: Callable[[], T], *, retries: int = 3, wait_s: float = 1.0) -> T:

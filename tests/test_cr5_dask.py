@@ -331,8 +331,16 @@ def test_disk_source_errors(client, tmp_path):
     with pytest.raises(ValueError, match=r"blocks\['a'\]: every dask worker must read the corpus file .*"
                                          r"holds another version"):
         DaskDiskSource(chunked, client=client, name="blocks['a']")
+    # a file damaged after it was opened (h5py: a bare OSError) fails at once, not as a lost worker
+    src = DaskDiskSource(ChunkedCSR(path), client=client)
+    path.write_bytes(b"not an HDF5 file any more" * 100)
+    from linxling._dask import CorpusReadError
+    with pytest.raises(CorpusReadError, match="from the corpus file .* on a dask worker failed"):
+        src.matmat(np.ones((10, 2)))
+    assert src.n_retries == 0
     # what a worker that cannot see the file reports (the client can, here: checked on its own)
     assert _disk_check(str(tmp_path / "elsewhere.h5"), chunked.generation).startswith("cannot open it")
+    write_chunks(path, X, chunk_rows=10, overwrite=True)
     assert _disk_check(str(path), ChunkedCSR(path).generation) == ""
 
 

@@ -685,10 +685,16 @@ def _disk_product(fn_name: str, path: str, group: str, r0: int, r1: int, V, gene
     ``V``: ``X_i V`` or ``(Xᵀ)_c W`` (fn "matmat", a gather, ``V`` the whole block), or
     ``X_iᵀ W_i`` (fn "rmatmat", a scatter, ``V`` the range's rows of W: a corpus without its
     stored transpose)."""
-    from linxling._dask import kernel_threads
+    from linxling._dask import _FILE_ERRORS, CorpusReadError, kernel_threads
     from linxling.io._chunks import read_rows
     from linxling.kernels.spmm import csr_matmat, csr_rmatmat
-    X = read_rows(path, group, r0, r1, V.dtype, generation)
+    try:
+        X = read_rows(path, group, r0, r1, V.dtype, generation)
+    except _FILE_ERRORS:
+        raise
+    except OSError as exc:      # h5py's error for a damaged file: not a lost worker, not retried
+        raise CorpusReadError(f"reading rows {r0}:{r1} of {group!r} from the corpus file {path!r} on a "
+                              f"dask worker failed: {exc}") from exc
     with kernel_threads():
         if fn_name == "matmat":
             return csr_matmat(X, V)
