@@ -120,12 +120,12 @@ def _plan_only(workdir: Path, langs: list, r: int, budget: str) -> dict:
     concepts = {lang: _concepts(workdir, lang, C.shape[0]) for lang, C in files.items()}
     model = Cr5(n_components=r, alpha=1.0, random_state=0, memory_budget=budget)
     t0 = time.perf_counter()
-    problem = model._set_up_problem(files, concepts)
-    out: dict = {"set_up_s": time.perf_counter() - t0, "n_concepts": len(problem.classes), "p": problem.p}
+    out: dict = {}
     try:
-        out["plan"] = model._plan_memory(problem).as_dict()
+        out["plan"] = model.plan_memory(files, concepts)
     except MemoryError as exc:
         out["memory_error"] = str(exc)
+    out["set_up_s"] = time.perf_counter() - t0
     return out
 
 

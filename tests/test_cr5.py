@@ -413,6 +413,20 @@ def test_memory_budget_plans_stay_exact(monkeypatch):
     assert not plans[2]["copies"] and plans[2]["apply_columns"] == 8 and plans[2]["basis_dtype"] is None
     with pytest.raises(MemoryError, match="memory_budget=.* is too small"):
         Cr5(n_components=r, alpha=alpha, memory_budget=1000, **TIGHT).fit_matrices(blocks, concepts)
+    # the dry run: the plan each fit above chose, without fitting; the same MemoryError
+    for budget, plan in zip(budgets, plans, strict=True):
+        dry = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, memory_budget=budget,
+                  **TIGHT)
+        got = dry.plan_memory(blocks, concepts)
+        assert not hasattr(dry, "components_")
+        assert got == {**plan, "n_documents": sum(X.shape[0] for X in blocks.values()),
+                       "n_concepts": len(np.unique(np.concatenate([np.asarray(c) for c in concepts.values()]))),
+                       "n_features": sum(X.shape[1] for X in blocks.values()),
+                       "nnz": sum(X.nnz for X in blocks.values())}
+    with pytest.raises(MemoryError, match="memory_budget=.* is too small"):
+        Cr5(n_components=r, alpha=alpha, memory_budget=1000, **TIGHT).plan_memory(blocks, concepts)
+    with pytest.raises(ValueError, match="'memory_budget' parameter of Cr5 must be"):
+        Cr5(n_components=r, memory_budget=-5).plan_memory(blocks, concepts)
     for bad in (0, -5):
         with pytest.raises(ValueError, match=rf"'memory_budget' parameter of Cr5 must be a float in the range "
                                              rf"\(0\.0, inf\), an instance of 'str' or None\. Got {bad}"):

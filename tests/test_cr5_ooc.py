@@ -133,6 +133,11 @@ def test_chunked_fit_under_memory_budget(tmp_path, monkeypatch):
     plan = model.fit_info_["memory_plan"]
     assert plan["estimate"] <= budget and not plan["copies"]
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+    # the dry run on the files: the plan the fit chose, nothing fitted
+    dry = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, memory_budget=budget, **TIGHT)
+    got = dry.plan_memory(chunked, concepts)
+    assert {k: got[k] for k in plan} == plan and got["nnz"] == sum(X.nnz for X in blocks.values())
+    assert not hasattr(dry, "components_")
     # the streamed problem's estimate has no term in nnz for copies: below the in-memory one
     in_mem = probe._set_up_problem(blocks, concepts)
     full = cr5_mod._MemoryPlan(record_bytes=0)

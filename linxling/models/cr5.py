@@ -190,7 +190,8 @@ class Cr5(ConceptEmbeddingMixin):
         more recorded solves get half of what is left. A language given as a ChunkedCSR (on
         disk) counts two chunks instead of any copy; one given as a dask array counts nothing on
         this process. The choice is in ``fit_info_["memory_plan"]``; a budget below what the
-        leanest plan needs raises ``MemoryError`` before any work. See docs/scale.md.
+        leanest plan needs raises ``MemoryError`` before any work. :meth:`plan_memory` shows the
+        plan (or the error) without fitting. See docs/scale.md.
     limit_blas_threads : bool, default True
         Limit BLAS to one thread during the fit (the numba kernels use all cores).
     random_state : None, int or numpy Generator
@@ -514,6 +515,49 @@ class Cr5(ConceptEmbeddingMixin):
             for X in dask_sources:
                 X.close()
         return self
+
+    def plan_memory(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], *,
+                    client: Any = None) -> dict:
+        """What :meth:`fit_matrices` would keep in memory for these blocks under this model's
+        ``memory_budget``, without fitting: a dry run for corpora that may not fit.
+
+        The blocks are validated and their column sums taken (one pass over each; a ChunkedCSR
+        is streamed once), then the planner chooses as a fit would. Nothing is fitted: the
+        model's parameters and fitted attributes are left as they are.
+
+        Parameters
+        ----------
+        blocks, concepts, client : as in :meth:`fit_matrices`
+
+        Returns
+        -------
+        dict
+            The plan a fit records in ``fit_info_["memory_plan"]`` (``estimate``: the bytes the
+            fit adds to ``in_use``, the resident memory now; ``apply_columns``, ``basis_dtype``,
+            ``basis_factor``, ``record_bytes``, ``copies``, ``mixed_precision``, ``read_bytes``,
+            ``budget``) and the problem's ``n_documents``, ``n_concepts``, ``n_features``, ``nnz``.
+
+        Raises
+        ------
+        MemoryError
+            When even the leanest plan needs more than ``memory_budget``; the message says how
+            much it needs (as the fit would, before any work).
+        """
+        from linxling.xp import to_host
+        self._validate_declared_params()
+        if isinstance(blocks, Mapping):
+            blocks = {lang: to_host(X) for lang, X in blocks.items()}
+        if isinstance(concepts, Mapping):
+            concepts = {lang: to_host(c) for lang, c in concepts.items()}
+        problem = self._set_up_problem(blocks, concepts, client)
+        try:
+            plan = self._plan_memory(problem)
+        finally:
+            for X in problem.blocks.values():
+                if _source_kind(X) == "dask":
+                    X.close()
+        return {**plan.as_dict(), "n_documents": int(problem.n), "n_concepts": len(problem.classes),
+                "n_features": int(problem.p), "nnz": int(problem.nnz)}
 
     # ---- stage 1: the problem (X̂, Ŷ) of eq. (8)
     def _set_up_problem(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any],
