@@ -165,6 +165,30 @@ def _prefetch_head(Y, indices, s, e):
 
 
 @njit(cache=True, fastmath=_FM, inline="always")
+def _four_dots(Y, indices, idx, e, v, b):
+    """Prefetch the rows of Y that nonzeros ``idx + PD .. idx + PD + 3`` gather, and return the
+    four rows ``i0..i3`` of nonzeros ``idx..idx + 3`` with their dot products ``y_i·v[b]``
+    (independent sums, in flight together)."""
+    k = Y.shape[1]
+    zero = Y.dtype.type(0)
+    for q in range(4):
+        if idx + q + PD < e:
+            prefetch_row(Y, indices[idx + q + PD])
+    i0, i1, i2, i3 = indices[idx], indices[idx + 1], indices[idx + 2], indices[idx + 3]
+    t0 = zero
+    t1 = zero
+    t2 = zero
+    t3 = zero
+    for j in range(k):
+        vj = v[b, j]
+        t0 += Y[i0, j] * vj
+        t1 += Y[i1, j] * vj
+        t2 += Y[i2, j] * vj
+        t3 += Y[i3, j] * vj
+    return i0, i1, i2, i3, t0, t1, t2, t3
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
 def _residual_row(Y, indices, data, dw, s, e, x, r, bv, b):
     """``r[b] += Σ (X_ui − dw_i y_i·x[b]) y_i`` and ``bv[b] += Σ X_ui y_i`` over the nonzeros
     ``s:e`` of a row, four nonzeros per pass (independent dot products in flight, one update of
@@ -174,20 +198,7 @@ def _residual_row(Y, indices, data, dw, s, e, x, r, bv, b):
     _prefetch_head(Y, indices, s, e)
     idx = s
     while idx + 4 <= e:
-        for q in range(4):
-            if idx + q + PD < e:
-                prefetch_row(Y, indices[idx + q + PD])
-        i0, i1, i2, i3 = indices[idx], indices[idx + 1], indices[idx + 2], indices[idx + 3]
-        t0 = zero
-        t1 = zero
-        t2 = zero
-        t3 = zero
-        for j in range(k):
-            xj = x[b, j]
-            t0 += Y[i0, j] * xj
-            t1 += Y[i1, j] * xj
-            t2 += Y[i2, j] * xj
-            t3 += Y[i3, j] * xj
+        i0, i1, i2, i3, t0, t1, t2, t3 = _four_dots(Y, indices, idx, e, x, b)
         v0, v1, v2, v3 = data[idx], data[idx + 1], data[idx + 2], data[idx + 3]
         c0 = v0 - dw[i0] * t0
         c1 = v1 - dw[i1] * t1
@@ -222,20 +233,7 @@ def _sparse_apply_row(Y, indices, dw, s, e, p, Ap, b):
     _prefetch_head(Y, indices, s, e)
     idx = s
     while idx + 4 <= e:
-        for q in range(4):
-            if idx + q + PD < e:
-                prefetch_row(Y, indices[idx + q + PD])
-        i0, i1, i2, i3 = indices[idx], indices[idx + 1], indices[idx + 2], indices[idx + 3]
-        t0 = zero
-        t1 = zero
-        t2 = zero
-        t3 = zero
-        for j in range(k):
-            pj = p[b, j]
-            t0 += Y[i0, j] * pj
-            t1 += Y[i1, j] * pj
-            t2 += Y[i2, j] * pj
-            t3 += Y[i3, j] * pj
+        i0, i1, i2, i3, t0, t1, t2, t3 = _four_dots(Y, indices, idx, e, p, b)
         t0 *= dw[i0]
         t1 *= dw[i1]
         t2 *= dw[i2]
