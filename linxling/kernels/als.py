@@ -189,12 +189,24 @@ def _four_dots(Y, indices, idx, e, v, b):
 
 
 @njit(cache=True, fastmath=_FM, inline="always")
+def _one_dot(Y, indices, idx, e, v, b):
+    """The row ``i`` of Y that nonzero ``idx`` gathers and ``y_i·v[b]``; prefetches the row of
+    nonzero ``idx + PD``."""
+    if idx + PD < e:
+        prefetch_row(Y, indices[idx + PD])
+    i = indices[idx]
+    t = Y.dtype.type(0)
+    for j in range(Y.shape[1]):
+        t += Y[i, j] * v[b, j]
+    return i, t
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
 def _residual_row(Y, indices, data, dw, s, e, x, r, bv, b):
     """``r[b] += Σ (X_ui − dw_i y_i·x[b]) y_i`` and ``bv[b] += Σ X_ui y_i`` over the nonzeros
     ``s:e`` of a row, four nonzeros per pass (independent dot products in flight, one update of
     ``r[b]`` and ``bv[b]`` per four rows of Y), each row of Y prefetched PD nonzeros ahead."""
     k = Y.shape[1]
-    zero = Y.dtype.type(0)
     _prefetch_head(Y, indices, s, e)
     idx = s
     while idx + 4 <= e:
@@ -210,12 +222,7 @@ def _residual_row(Y, indices, data, dw, s, e, x, r, bv, b):
             bv[b, j] += (v0 * y0 + v1 * y1) + (v2 * y2 + v3 * y3)
         idx += 4
     while idx < e:
-        if idx + PD < e:
-            prefetch_row(Y, indices[idx + PD])
-        i = indices[idx]
-        t = zero
-        for j in range(k):
-            t += Y[i, j] * x[b, j]
+        i, t = _one_dot(Y, indices, idx, e, x, b)
         xv = data[idx]
         coef = xv - dw[i] * t
         for j in range(k):
@@ -229,7 +236,6 @@ def _sparse_apply_row(Y, indices, dw, s, e, p, Ap, b):
     """``Ap[b] += Σ dw_i (y_i·p[b]) y_i`` over the nonzeros ``s:e`` of a row (the sparse part of
     a CG step), four nonzeros per pass as in :func:`_residual_row`."""
     k = Y.shape[1]
-    zero = Y.dtype.type(0)
     _prefetch_head(Y, indices, s, e)
     idx = s
     while idx + 4 <= e:
@@ -242,12 +248,7 @@ def _sparse_apply_row(Y, indices, dw, s, e, p, Ap, b):
             Ap[b, j] += (t0 * Y[i0, j] + t1 * Y[i1, j]) + (t2 * Y[i2, j] + t3 * Y[i3, j])
         idx += 4
     while idx < e:
-        if idx + PD < e:
-            prefetch_row(Y, indices[idx + PD])
-        i = indices[idx]
-        t = zero
-        for j in range(k):
-            t += Y[i, j] * p[b, j]
+        i, t = _one_dot(Y, indices, idx, e, p, b)
         t *= dw[i]
         for j in range(k):
             Ap[b, j] += t * Y[i, j]
