@@ -151,6 +151,14 @@ def csr_rmatmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
     return out
 
 
+@numba.njit(fastmath=False, cache=True, nogil=True, inline="always")
+def _add4(out, i, W, w0, w1, w2, w3, a0, a1, a2, a3):  # pragma: no cover - compiled
+    """``out[i] += (a0 W[w0] + a1 W[w1]) + (a2 W[w2] + a3 W[w3])``: four nonzeros of a row in one
+    pass over ``out[i]`` (the grouping every row kernel here uses, so their sums agree)."""
+    for j in range(out.shape[1]):
+        out[i, j] += (a0 * W[w0, j] + a1 * W[w1, j]) + (a2 * W[w2, j] + a3 * W[w3, j])
+
+
 @numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
 def _rows_matmat(starts, ends, indices, data, colmap, V, out, accumulate):  # pragma: no cover
     m = V.shape[1]
@@ -163,10 +171,8 @@ def _rows_matmat(starts, ends, indices, data, colmap, V, out, accumulate):  # pr
         g = s + (e - s) // 4 * 4
         for jj in range(s, g, 4):       # four nonzeros per pass (see _tiled_rows)
             a0, a1, a2, a3 = data[jj], data[jj + 1], data[jj + 2], data[jj + 3]
-            c0, c1 = colmap[indices[jj]], colmap[indices[jj + 1]]
-            c2, c3 = colmap[indices[jj + 2]], colmap[indices[jj + 3]]
-            for j in range(m):
-                out[i, j] += (a0 * V[c0, j] + a1 * V[c1, j]) + (a2 * V[c2, j] + a3 * V[c3, j])
+            _add4(out, i, V, colmap[indices[jj]], colmap[indices[jj + 1]], colmap[indices[jj + 2]],
+                  colmap[indices[jj + 3]], a0, a1, a2, a3)
         for jj in range(g, e):
             a = data[jj]
             col = colmap[indices[jj]]
@@ -259,13 +265,10 @@ def _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, accumulate, 
                         break
                     a0, a1, a2, a3 = data[k], data[k + 1], data[k + 2], data[k + 3]
                     if r0 <= i0 and i3 < r1 and i0 <= i1 and i1 <= i2 and i2 <= i3:
-                        for j in range(m):      # the whole group in the tile's buffer
-                            out[i, j] += ((a0 * buf[i0 - r0, j] + a1 * buf[i1 - r0, j])
-                                          + (a2 * buf[i2 - r0, j] + a3 * buf[i3 - r0, j]))
+                        # the whole group in the tile's buffer
+                        _add4(out, i, buf, i0 - r0, i1 - r0, i2 - r0, i3 - r0, a0, a1, a2, a3)
                     else:   # a group across the tile's end, or unsorted: the same sums from V
-                        c0, c1, c2, c3 = colmap[i0], colmap[i1], colmap[i2], colmap[i3]
-                        for j in range(m):
-                            out[i, j] += (a0 * V[c0, j] + a1 * V[c1, j]) + (a2 * V[c2, j] + a3 * V[c3, j])
+                        _add4(out, i, V, colmap[i0], colmap[i1], colmap[i2], colmap[i3], a0, a1, a2, a3)
                     k += 4
                 while k < e:
                     col = indices[k]
@@ -317,10 +320,8 @@ def _tiled_rows(starts, ends, indices, data, V, out, init, alpha, P, part, chunk
                     c0 = indices[k]
                     if c0 >= lim and not last:
                         break
-                    c1, c2, c3 = indices[k + 1], indices[k + 2], indices[k + 3]
-                    a0, a1, a2, a3 = data[k], data[k + 1], data[k + 2], data[k + 3]
-                    for j in range(m):
-                        out[i, j] += (a0 * V[c0, j] + a1 * V[c1, j]) + (a2 * V[c2, j] + a3 * V[c3, j])
+                    _add4(out, i, V, c0, indices[k + 1], indices[k + 2], indices[k + 3],
+                          data[k], data[k + 1], data[k + 2], data[k + 3])
                     k += 4
                 while k < e:
                     col = indices[k]
