@@ -471,14 +471,9 @@ class Cr5(ConceptEmbeddingMixin):
         one stage per method below."""
         # the callback's form, read once per fit (not at every eigen-solver iteration)
         self._callback_is_old = self.callback is not None and _old_style_callback(self.callback)
-        from linxling.xp import choose_device, to_host
-        if isinstance(blocks, Mapping):
-            self.device_ = choose_device(self.device, blocks.values())
-            blocks = {lang: to_host(X) for lang, X in blocks.items()}     # validated on the host
-        else:
-            self.device_ = choose_device(self.device, ())
-        if isinstance(concepts, Mapping):
-            concepts = {lang: to_host(c) for lang, c in concepts.items()}
+        from linxling.xp import choose_device
+        self.device_ = choose_device(self.device, blocks.values() if isinstance(blocks, Mapping) else ())
+        blocks, concepts = _on_host(blocks, concepts)
         t_start = time.perf_counter()
         timings: dict[str, Any] = {}
         problem = self._set_up_problem(blocks, concepts, client)
@@ -543,12 +538,8 @@ class Cr5(ConceptEmbeddingMixin):
             When even the leanest plan needs more than ``memory_budget``; the message says how
             much it needs (as the fit would, before any work).
         """
-        from linxling.xp import to_host
         self._validate_declared_params()
-        if isinstance(blocks, Mapping):
-            blocks = {lang: to_host(X) for lang, X in blocks.items()}
-        if isinstance(concepts, Mapping):
-            concepts = {lang: to_host(c) for lang, c in concepts.items()}
+        blocks, concepts = _on_host(blocks, concepts)
         problem = self._set_up_problem(blocks, concepts, client)
         try:
             plan = self._plan_memory(problem)
@@ -997,6 +988,17 @@ def _column_sumsq64(X) -> np.ndarray:
         return X.column_sumsq()
     from linxling.operators.gram import _column_sumsq
     return np.asarray(_column_sumsq(X), dtype=np.float64)
+
+
+def _on_host(blocks: Any, concepts: Any) -> tuple[Any, Any]:
+    """The blocks and concept ids as host (NumPy / SciPy) arrays: they are validated there, and a
+    device fit moves them back (anything that is not a mapping is left for the validation)."""
+    from linxling.xp import to_host
+    if isinstance(blocks, Mapping):
+        blocks = {lang: to_host(X) for lang, X in blocks.items()}
+    if isinstance(concepts, Mapping):
+        concepts = {lang: to_host(c) for lang, c in concepts.items()}
+    return blocks, concepts
 
 
 def _source_kind(X) -> str:
