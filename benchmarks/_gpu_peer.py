@@ -23,7 +23,15 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import cuda, float32, float64  # cuda a module global: the simulator patches it
+
+if not hasattr(np, "row_stack"):
+    # numba-cuda 0.x registers an overload for np.row_stack when it compiles its first kernel,
+    # and NumPy 2.5 removed that alias of np.vstack: without it no kernel compiles (seen on the
+    # H200 machine: numba 0.68.0 with its numba-cuda, NumPy 2.5.2). Only this benchmark's peer
+    # uses numba-cuda; linxling's GPU path is CuPy.
+    np.row_stack = np.vstack  # type: ignore[attr-defined]
+
+from numba import cuda, float32, float64  # noqa: E402  (cuda a module global: the simulator patches it)
 
 
 @functools.cache

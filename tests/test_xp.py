@@ -103,6 +103,30 @@ def test_retrieval_on_the_array_path_gives_the_numba_ranks_exactly(similarity, m
     np.testing.assert_array_equal(got["ranks"], ref["ranks"])
 
 
+def test_top_k_desc_equals_a_sort_with_ties():
+    from linxling.evaluate._retrieval import _top_k_desc
+    rng = np.random.default_rng(3)
+    S = rng.integers(0, 6, size=(40, 30)).astype(np.float32)      # many ties
+    vals, where = _top_k_desc(S.copy(), 7, np)
+    np.testing.assert_array_equal(vals, -np.sort(-S, axis=1)[:, :7])
+    np.testing.assert_array_equal(np.take_along_axis(S, where, axis=1), vals)
+    assert all(len(set(w)) == 7 for w in where)                     # each entry taken once
+
+
+@pytest.mark.parametrize("block_size", [3, 64])
+def test_csls_radii_on_the_array_path_equal_a_sort(block_size, monkeypatch):
+    """Blocks smaller than knn (the running column buffer fills over several blocks) too."""
+    from linxling.evaluate._retrieval import _csls_radii, _normalize_rows
+    rng = np.random.default_rng(4)
+    A = _normalize_rows(rng.standard_normal((50, 8)), np)
+    B = _normalize_rows(rng.standard_normal((70, 8)), np)
+    ns = _numpy_as_another_namespace()
+    r_a, r_b = _csls_radii(A, B, 10, block_size, ns.xp)
+    S = A @ B.T
+    np.testing.assert_allclose(r_a, np.mean(-np.sort(-S, axis=1)[:, :10], axis=1), rtol=1e-14)
+    np.testing.assert_allclose(r_b, np.mean(-np.sort(-S, axis=0)[:10], axis=0), rtol=1e-14)
+
+
 @gpu
 @pytest.mark.parametrize("similarity", ["cosine", "csls"])
 def test_retrieval_on_the_gpu_gives_the_cpu_ranks_exactly(similarity):
