@@ -311,8 +311,12 @@ def test_disk_source_products_and_retry_after_a_lost_worker(client, tmp_path, mo
     chunked = _disk_blocks({"a": X}, tmp_path, chunk_rows=10, transpose=transpose)["a"]
     src = DaskDiskSource(chunked, client=client, read_bytes=1)       # one stored chunk per task
     assert src.shape == X.shape and src.nnz == X.nnz and src.n_chunks == 7 and src.kind == "dask"
-    _products_and_a_retry(client, monkeypatch, src, X, rng)
-    assert src.n_products == 8 and src.bytes_received > 0      # Xᵀ(X V) is two products here
+    V, sent = _products_and_a_retry(client, monkeypatch, src, X, rng)
+    # Xᵀ(X V) is one product: each task's X_iᵀ(X_i V) summed on the workers, so V goes out once
+    # and one p × m block comes back (no n × m block travels)
+    assert src.n_products == 5 and sent == V.nbytes
+    kind, _, cols, _, _, out_bytes, in_bytes = src.product_log[-1]
+    assert (kind, cols, out_bytes, in_bytes) == ("gram", V.shape[1], V.nbytes, X.shape[1] * V.shape[1] * 8)
 
 
 def test_disk_source_errors(client, tmp_path):

@@ -32,6 +32,16 @@ def test_row_sources_match_dense_products(tmp_path, transpose, dtype):
         for got, ref in ((src.matmat(V), D @ V), (src.rmatmat(W), D.T @ W), (src.gram_matmat(V), D.T @ (D @ V))):
             assert got.dtype == dtype
             np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+        rows = rng.integers(0, 9, size=X.shape[0])                  # concepts with several rows
+        K = rng.standard_normal((9, 5)).astype(dtype)
+        got = src.rmatmat_rows(K, rows)
+        np.testing.assert_allclose(got, D.T @ K[rows], rtol=tol, atol=tol * np.abs(got).max())
+        if src.sums_by_chunk:
+            out = np.ones((9, 5), dtype=dtype)
+            src.add_rows_matmat(V, rows, out)
+            want = np.ones((9, 5))
+            np.add.at(want, rows, D @ V)
+            np.testing.assert_allclose(out, want, rtol=tol, atol=tol * np.abs(want).max())
         np.testing.assert_allclose(src.column_sums(), D.sum(0), rtol=1e-12)
         np.testing.assert_allclose(src.column_sumsq(), (D ** 2).sum(0), rtol=1e-12)
         np.testing.assert_allclose(src.gram_sparse().toarray(), D.T @ D, rtol=1e-12, atol=1e-12)
@@ -48,11 +58,16 @@ def test_chunked_source_streams_one_chunk_at_a_time(tmp_path):
     assert isinstance(src, ChunkedSource) and src.kind == "hdf5"
     V = rng.standard_normal((23, 3))
     ref = src.gram_matmat(V)
-    assert src.n_reads == 2              # small stored chunks are read together (READ_BYTES)
+    assert src.n_reads == 1              # small stored chunks are read together (READ_BYTES)
+    np.testing.assert_allclose(ref, X.T @ (X @ V), rtol=1e-12)
     src.set_read_bytes(0)                # one stored chunk per read
     src.n_reads = 0
-    np.testing.assert_array_equal(src.gram_matmat(V), ref)
-    # X V reads the 12 row chunks once, Xᵀ W the transpose's chunks once
+    np.testing.assert_allclose(src.gram_matmat(V), ref, rtol=1e-12)   # grouped by read: not bitwise
+    # Xᵀ (X V) reads the 12 row chunks once (fused per read: no n × m block, no transpose read);
+    # X V and Xᵀ W alone read the row chunks and the transpose's
+    assert src.n_reads == C.n_chunks
+    src.n_reads = 0
+    np.testing.assert_allclose(src.rmatmat(src.matmat(V)), ref, rtol=1e-12)
     assert src.n_reads == C.n_chunks + C.T.n_chunks
     assert src.max_chunk_nbytes() == max(C.max_chunk_nbytes(), C.T.max_chunk_nbytes())
     assert src.max_chunk_nbytes(1 << 30) == 8 * 101 + 12 * X.nnz

@@ -258,3 +258,31 @@ def test_rows_matmat_tiles_renumbered_columns_beyond_a_tile(monkeypatch):
     ref = spmm.rows_matmat_reference(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, np.empty((300, 8)),
                                      colmap=colmap)
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [300, 3000])      # 3,000 chunk rows: X V taken in tiles of 1,024 rows
+def test_gram_accumulate_matches_reference(dtype, n, monkeypatch):
+    """``out += Xᵀ (X V)`` per chunk against SciPy in float64, within the bound of the two sums:
+    |err| <= 2 (k_row + k_col + 2) eps (|X|ᵀ |X| |V|) + eps |out| (k: a row's / column's nonzeros)."""
+    from linxling.kernels.spmm import csr_gram_accumulate, csr_gram_accumulate_reference
+    monkeypatch.setattr(spmm, "MIN_PARALLEL_WORK", 0)      # the numba path
+    monkeypatch.setenv("LINXLING_TILE_BYTES", str(1 << 10))    # tiles of the minimum 1,024 rows
+    rng = np.random.default_rng(5)
+    X = sp.random(n, 150, density=0.04, format="csr", random_state=2, dtype=dtype)
+    keep = np.ones(n, dtype=dtype)
+    keep[7] = 0
+    X = sp.csr_matrix(sp.diags(keep) @ X)                   # an empty row
+    X.eliminate_zeros()
+    V = rng.standard_normal((150, 6)).astype(dtype)
+    out0 = rng.standard_normal((150, 6)).astype(dtype)
+    got = csr_gram_accumulate(X, V, out0.copy())
+    assert got.dtype == dtype
+    X64 = X.astype(np.float64)
+    want = csr_gram_accumulate_reference(X64, V.astype(np.float64), out0.astype(np.float64))
+    eps = np.finfo(dtype).eps
+    k = np.diff(X.indptr).max() + np.diff(X.tocsc().indptr).max() + 2
+    bound = 2 * k * eps * (abs(X64).T @ (abs(X64) @ np.abs(V.astype(np.float64)))) + eps * np.abs(want)
+    assert np.all(np.abs(got - want) <= bound)
+    empty = sp.csr_matrix((4, 150), dtype=dtype)            # a chunk without nonzeros adds nothing
+    np.testing.assert_array_equal(csr_gram_accumulate(empty, V, out0.copy()), out0)

@@ -375,6 +375,49 @@ def tiled_rows_matmat(starts, ends, indices, data, V, out, *, accumulate=False, 
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _add_rows(out, rows, T):  # pragma: no cover - compiled
+    for i in range(T.shape[0]):
+        r = rows[i]
+        for j in range(T.shape[1]):
+            out[r, j] += T[i, j]
+
+
+def add_rows(out: np.ndarray, rows: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """``out[rows[i]] += T[i]`` for i in order (repeated rows summed in that order; one thread:
+    a pass over ``T``, bound by memory). Returns ``out``."""
+    T = np.ascontiguousarray(T, dtype=out.dtype)
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.shape != (T.shape[0],) or T.ndim != 2 or T.shape[1] != out.shape[1]:
+        raise ValueError(f"add_rows: rows {rows.shape} and T {T.shape} do not match out {out.shape}")
+    if rows.size and (rows.min() < 0 or rows.max() >= out.shape[0]):
+        raise ValueError(f"add_rows: rows must lie in [0, {out.shape[0]})")
+    _add_rows(out, rows, T)
+    return out
+
+
+def csr_gram_accumulate(X: sp.csr_matrix, V: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out += Xᵀ (X V)`` for one CSR chunk ``X`` (n_i, p), ``V`` (p, m), ``out`` (p, m).
+
+    The Gram product of a row-chunked matrix, summed chunk by chunk: ``T = X V`` is the chunk's
+    rows only (n_i × m, no n × m block for the whole matrix), and ``Xᵀ T`` is a row-parallel
+    gather over an explicit transpose of the chunk (:func:`csr_transpose`, :func:`rows_matmat`
+    with ``accumulate``) into the rows of ``out`` the chunk's columns touch. ``out`` must be
+    C-contiguous with ``V``'s dtype, as must the chunk's values. Returns ``out``.
+    """
+    T = csr_matmat(X, V)
+    if X.nnz == 0:
+        return out
+    XT = csr_transpose(X)
+    return rows_matmat(XT.indptr[:-1], XT.indptr[1:], XT.indices, XT.data, T, out, accumulate=True)
+
+
+def csr_gram_accumulate_reference(X: sp.csr_matrix, V: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """The plain ``out += Xᵀ (X V)`` (SciPy): the oracle of :func:`csr_gram_accumulate`."""
+    out += np.asarray(X.T @ np.asarray(X @ V))
+    return out
+
+
 def csr_transpose(X):
     """An explicit CSR copy of ``Xᵀ`` (the engine's one transposed-CSR helper).
 

@@ -1119,11 +1119,14 @@ class _MemoryPlan:
         # only in-memory blocks have copies; a row source holds one chunk at a time (on disk) or
         # nothing at all on this process (on a dask cluster)
         N = sum(int(X.nnz) for X in problem.blocks.values() if not isinstance(X, RowSource))
-        # one chunk read (X's or Xᵀ's) and its float32 cast at a time
-        chunk = max([2 * X.max_chunk_nbytes(plan.read_bytes) for X in problem.blocks.values()
-                     if isinstance(X, ChunkedSource) and X.kind == "hdf5"] + [0])
+        # one chunk read (X's or Xᵀ's), its float32 cast and its transpose at a time
+        streamed = [X for X in problem.blocks.values() if isinstance(X, ChunkedSource) and X.kind == "hdf5"]
+        chunk = max([3 * X.max_chunk_nbytes(plan.read_bytes) for X in streamed] + [0])
         p_max = max(X.shape[1] for X in problem.blocks.values())
-        n_max = max(X.shape[0] for X in problem.blocks.values())
+        # the row block of a product per column: n_l rows for a block multiplied whole, the rows of
+        # one read twice (X_i V and the gathered V[rows]) for a streamed one (summed chunk by chunk)
+        n_max = max([X.shape[0] for X in problem.blocks.values() if not any(X is S for S in streamed)]
+                    + [2 * X.max_read_rows(plan.read_bytes) for X in streamed])
         b = _block_size(r, K)
         idx = 4                                                     # int32 indices
         sparse = problem.n * 16 + K * 8                            # one-hot label matrices

@@ -682,12 +682,13 @@ class DaskSource(_ProductCounters, RowSource):
 
 def _disk_product(fn_name: str, path: str, group: str, r0: int, r1: int, V, generation: str):
     """Worker side: rows ``r0:r1`` of ``group`` read from the file (values in V's dtype) times
-    ``V``: ``X_i V`` or ``(Xᵀ)_c W`` (fn "matmat", a gather, ``V`` the whole block), or
+    ``V``: ``X_i V`` or ``(Xᵀ)_c W`` (fn "matmat", a gather, ``V`` the whole block),
     ``X_iᵀ W_i`` (fn "rmatmat", a scatter, ``V`` the range's rows of W: a corpus without its
-    stored transpose)."""
+    stored transpose), or ``X_iᵀ (X_i V)`` (fn "gram", ``V`` the whole block: the range's part of
+    the Gram product, summed over the ranges on the workers)."""
     from linxling._dask import _FILE_ERRORS, CorpusReadError, kernel_threads
     from linxling.io._chunks import read_rows
-    from linxling.kernels.spmm import csr_matmat, csr_rmatmat
+    from linxling.kernels.spmm import csr_gram_accumulate, csr_matmat, csr_rmatmat
     try:
         X = read_rows(path, group, r0, r1, V.dtype, generation)
     except _FILE_ERRORS:
@@ -698,6 +699,8 @@ def _disk_product(fn_name: str, path: str, group: str, r0: int, r1: int, V, gene
     with kernel_threads():
         if fn_name == "matmat":
             return csr_matmat(X, V)
+        if fn_name == "gram":
+            return csr_gram_accumulate(X, V, np.zeros((X.shape[1], V.shape[1]), dtype=V.dtype))
         return csr_rmatmat(X, V)
 
 
@@ -725,10 +728,10 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
     and a worker lost mid-product costs that product only: it is submitted again
     (``max_retries`` times) with the same result, since the data are in the file, not on the
     worker. ``X V`` reads the row chunks (group ``"X"``), ``Xᵀ W`` the stored transpose's
-    (``"XT"``), so both are the row-parallel gathers of the in-memory products and
-    ``Xᵀ (X V)`` is the one followed by the other (the row block ``X V`` comes back to the
-    client). A corpus written without its transpose is multiplied by a scatter per range, the
-    partial sums added on the workers.
+    (``"XT"``), so both are the row-parallel gathers of the in-memory products. ``Xᵀ (X V)``
+    (block CG's product) is made per range, ``X_iᵀ (X_i V)``, and the ranges' p × m parts are
+    summed on the workers: no n × m block travels. A corpus written without its transpose is
+    multiplied by a scatter per range, the partial sums added on the workers.
 
     The file must be readable by every worker at the same path (a shared filesystem; checked at
     construction, with its generation stamp: a rewritten file is an error, never mixed). The
@@ -777,12 +780,15 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
         """Tasks per product (ranges of stored chunks, at most ``read_bytes`` each)."""
         return len(self._row_ranges)
 
-    def _submit(self, kind: str, group: str, ranges: list, V: Any = None, per_range: list | None = None):
+    def _submit(self, kind: str, group: str, ranges: list, V: Any = None, per_range: list | None = None,
+                fn: str | None = None):
         """``_disk_product`` of every range where the scheduler puts it; summed on the workers
-        (pairwise, in range order) when ``per_range`` is given. Retried when a worker is lost."""
+        (pairwise, in range order) when ``per_range`` is given or ``fn`` is "gram". Retried when
+        a worker is lost."""
         from linxling._dask import _FILE_ERRORS
         client = self.client
-        fn = "matmat" if per_range is None else "rmatmat"
+        fn = fn or ("matmat" if per_range is None else "rmatmat")
+        summed = per_range is not None or fn == "gram"
         last: BaseException | None = None
         for _attempt in range(self.max_retries + 1):
             t0 = time.perf_counter()
@@ -794,7 +800,7 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
                     args = client.scatter(per_range, hash=False)
                 futs = [client.submit(_disk_product, fn, self.path, group, r0, r1, a, self.generation, pure=False)
                         for (r0, r1), a in zip(ranges, args, strict=True)]
-                out = client.gather(futs if per_range is None else _pairwise_on_workers(client, futs))
+                out = client.gather(_pairwise_on_workers(client, futs) if summed else futs)
             except _FILE_ERRORS:
                 raise
             except lost_errors() as exc:          # a worker died: the file is still there, again
@@ -807,6 +813,18 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
             return out
         raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
                            f"(workers lost?); last error: {last!r}")
+
+    # the products run on the workers, so ChunkedSource's products summed read by read on this
+    # process are not used (the cross-covariance's take X V and Xᵀ W whole)
+    sums_by_chunk = False
+    rmatmat_rows = RowSource.rmatmat_rows
+
+    def gram_matmat(self, V):
+        """``Xᵀ (X V)`` with each task's part ``X_iᵀ (X_i V)`` made where it reads its rows and
+        the parts summed on the workers (pairwise, in range order): ``V`` goes out once and one
+        p × m block comes back, no n × m block travels."""
+        V = np.ascontiguousarray(V)
+        return self._submit("gram", "X", self._row_ranges, V, fn="gram")[0]
 
     def matmat(self, V):
         V = np.ascontiguousarray(V)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling.kernels.spmm import csr_matmat, csr_rmatmat, csr_transpose
+from linxling.kernels.spmm import add_rows, csr_gram_accumulate, csr_matmat, csr_rmatmat, csr_transpose, rows_matmat
 
 __all__ = ["RowSource", "CSRSource", "ChunkedSource", "as_row_source", "is_row_partitioned"]
 
@@ -103,6 +103,16 @@ class RowSource:
     def gram_matmat(self, V: np.ndarray) -> np.ndarray:
         """``Xᵀ (X V)`` (p, m) in V's dtype."""
         return self.rmatmat(self.matmat(V))
+
+    def rmatmat_rows(self, V: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``Xᵀ (V[rows])`` (p, m): row i of ``X`` weighs row ``rows[i]`` of ``V`` (Cr5's ``X̂ᵀŶV``
+        with ``rows`` the documents' concepts). Here ``V[rows]`` is formed whole (n × m)."""
+        return self.rmatmat(np.ascontiguousarray(V[rows]))
+
+    #: whether the source has ``add_rows_matmat(U, rows, out)``: ``out[rows[i]] += (X U)[i]``
+    #: summed chunk by chunk (no n × m block; Cr5's ``ŶᵀX̂U`` then runs it serially). Without it
+    #: ``X U`` is formed whole and summed by one product with the one-hot matrix of ``rows``.
+    sums_by_chunk = False
 
     def solve_local(self, R: np.ndarray, alpha: float, d: np.ndarray, X0: Any = None, *, rtol: float,
                     maxiter: Any = None, krylov: str = "columns") -> Any:
@@ -215,8 +225,11 @@ class ChunkedSource(RowSource):
     (group ``"XT"``, written by :func:`linxling.io.write_chunks` by default) into *its* rows, so
     both are the row-parallel gathers of the in-memory products, with the same arithmetic. Without
     a stored transpose ``Xᵀ W`` is accumulated chunk by chunk with a scatter
-    (:func:`linxling.kernels.spmm.csr_rmatmat`). Memory: one chunk (and its cast copy) at a time,
-    plus the dense results.
+    (:func:`linxling.kernels.spmm.csr_rmatmat`). The products Cr5 repeats are summed read by
+    read instead: :meth:`gram_matmat` ``Xᵀ (X V)``, :meth:`rmatmat_rows` ``Xᵀ (V[rows])`` and
+    :meth:`add_rows_matmat` (``X U`` summed into rows), each read's rows multiplied at once, so
+    none forms an n × m block and none reads the stored transpose. Memory: one read (its cast
+    copy and transpose) at a time, plus the dense results.
 
     Parameters
     ----------
@@ -284,11 +297,48 @@ class ChunkedSource(RowSource):
                 sizes.append(8 * (r1 - r0 + 1) + (4 + src.dtype.itemsize) * int(src.indptr[r1] - src.indptr[r0]))
         return max(sizes + [0])
 
+    def max_read_rows(self, read_bytes: int | None = None) -> int:
+        """Rows of the longest read of ``X``'s row chunks at ``read_bytes`` (default: current)."""
+        rb = self.read_bytes if read_bytes is None else int(read_bytes)
+        return max([r1 - r0 for r0, r1 in self._ranges(self.chunked, rb)] + [0])
+
     def matmat(self, V):
         out = np.empty((self.shape[0], V.shape[1]), dtype=V.dtype)
         for r0, X in self._chunks(V.dtype):
             out[r0:r0 + X.shape[0]] = csr_matmat(X, V)
         return out
+
+    def gram_matmat(self, V):
+        """``Xᵀ (X V)`` summed chunk by chunk (:func:`linxling.kernels.spmm.csr_gram_accumulate`):
+        each read's ``X_i V`` is used at once, so no n × m block exists and the stored transpose
+        is not read. The sums are grouped by read (``read_bytes``): equal to the two-pass product
+        to rounding, not bitwise."""
+        V = np.ascontiguousarray(V)
+        out = np.zeros((self.shape[1], V.shape[1]), dtype=V.dtype)
+        for _, X in self._chunks(V.dtype):
+            csr_gram_accumulate(X, V, out)
+        return out
+
+    def rmatmat_rows(self, V, rows):
+        """``Xᵀ (V[rows])`` chunk by chunk: each read gathers its own rows of ``V[rows]`` and adds
+        their product with the chunk's transpose, so no n × m block exists."""
+        V = np.ascontiguousarray(V)
+        out = np.zeros((self.shape[1], V.shape[1]), dtype=V.dtype)
+        for r0, X in self._chunks(V.dtype):
+            if X.nnz:
+                XT = csr_transpose(X)
+                rows_matmat(XT.indptr[:-1], XT.indptr[1:], XT.indices, XT.data,
+                            V[rows[r0:r0 + X.shape[0]]], out, accumulate=True)
+        return out
+
+    sums_by_chunk = True
+
+    def add_rows_matmat(self, U, rows, out):
+        """``out[rows[i]] += (X U)[i]`` chunk by chunk (each read's ``X_i U`` added to its rows at
+        once, in row order), so no n × m block exists."""
+        U = np.ascontiguousarray(U, dtype=out.dtype)
+        for r0, X in self._chunks(out.dtype):
+            add_rows(out, rows[r0:r0 + X.shape[0]], csr_matmat(X, U))
 
     def rmatmat(self, W):
         out = np.empty((self.shape[1], W.shape[1]), dtype=W.dtype)

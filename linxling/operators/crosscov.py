@@ -243,7 +243,8 @@ class CrossCovariance(LinearOperator):
         Y = np.empty((self.shape[0], V.shape[1]), dtype=np.result_type(self.dtype, V.dtype))
         items = list(zip(self._sources, self._source_labels, self._col_offsets[:-1], self._col_offsets[1:],
                          strict=True))
-        outs = self._per_source(lambda it: it[0].rmatmat(np.ascontiguousarray(V[it[1]], dtype=Y.dtype)), items)
+        Vd = np.ascontiguousarray(V, dtype=Y.dtype)
+        outs = self._per_source(lambda it: it[0].rmatmat_rows(Vd, it[1]), items)
         for (_, _, a, b), out in zip(items, outs, strict=True):
             Y[a:b] = out
         return Y
@@ -251,11 +252,19 @@ class CrossCovariance(LinearOperator):
     def _source_rmatmat(self, U):
         dt = np.result_type(self.dtype, U.dtype)
         Y = np.zeros((self.n_classes, U.shape[1]), dtype=dt)
-        items = list(zip(self._sources, self._source_YT, self._col_offsets[:-1], self._col_offsets[1:],
-                         strict=True))
-        outs = self._per_source(lambda it: it[0].matmat(np.ascontiguousarray(U[it[2]:it[3]], dtype=dt)), items)
-        for (_, YT, _, _), Z in zip(items, outs, strict=True):      # summed in language order
-            Y += csr_matmat(YT.astype(dt, copy=False), Z)
+        items = list(zip(self._sources, self._source_labels, self._source_YT, self._col_offsets[:-1],
+                         self._col_offsets[1:], strict=True))
+        # sources that form X_l U whole run side by side (dask workers); those that sum it chunk by
+        # chunk into Y (on disk) run here, one after the other
+        whole = [it for it in items if not it[0].sums_by_chunk]
+        outs = dict(zip(map(id, whole), self._per_source(
+            lambda it: it[0].matmat(np.ascontiguousarray(U[it[3]:it[4]], dtype=dt)), whole), strict=True))
+        for it in items:                                             # summed in language order
+            src, lab, YT, a, b = it
+            if src.sums_by_chunk:
+                src.add_rows_matmat(U[a:b], lab, Y)
+            else:
+                Y += csr_matmat(YT.astype(dt, copy=False), outs[id(it)])
         return Y
 
     def astype(self, dtype: Any, *, shared: Any = None) -> CrossCovariance:
