@@ -286,3 +286,18 @@ def test_gram_accumulate_matches_reference(dtype, n, monkeypatch):
     assert np.all(np.abs(got - want) <= bound)
     empty = sp.csr_matrix((4, 150), dtype=dtype)            # a chunk without nonzeros adds nothing
     np.testing.assert_array_equal(csr_gram_accumulate(empty, V, out0.copy()), out0)
+
+
+def test_add_rows_sums_repeated_rows_in_order_and_checks_its_arguments():
+    from linxling.kernels.spmm import add_rows
+    rng = np.random.default_rng(6)
+    rows = np.array([3, 0, 3, 3, 1])
+    T = rng.standard_normal((5, 4))
+    out = np.ones((5, 4))
+    want = np.ones((5, 4))
+    np.add.at(want, rows, T)                  # unbuffered, in index order: the same additions
+    np.testing.assert_array_equal(add_rows(out, rows, T), want)
+    with pytest.raises(ValueError, match="do not match"):
+        add_rows(out, rows[:4], T)
+    with pytest.raises(ValueError, match=r"must lie in \[0, 5\)"):
+        add_rows(out, np.array([0, 1, 2, 3, 5]), T)
