@@ -470,3 +470,76 @@ def test_loose_tolerances_use_a_float32_basis_and_recombine_phi():
     tight = Cr5(n_components=r, alpha=alpha, eig_method="subspace", random_state=0, **TIGHT).fit_matrices(
         blocks, concepts)
     assert tight.fit_info_["memory_plan"]["basis_dtype"] is None
+
+
+# --------------------------------------------------------------------------- eig_space="features"
+@pytest.mark.parametrize("n_langs,start_steps", [(2, 4), (3, 0)])
+def test_feature_space_eigen_solve_matches_oracle(n_langs, start_steps):
+    """The p-row blocks give the dense closed form (K > p here: 150 concepts, 75 features) and
+    the concept-space fit's eigenvalues; Φ comes from the last solves, not a Φ stage."""
+    rng = np.random.default_rng(11 + n_langs)
+    blocks, concepts = random_problem(rng, n_langs=n_langs, n_concepts=150)
+    r, alpha = 6, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    kw = dict(n_components=r, alpha=alpha, random_state=0, start_steps=start_steps, **TIGHT)
+    model = Cr5(eig_space="features", **kw).fit_matrices(blocks, concepts)
+    concept = Cr5(eig_space="concepts", eig_method="subspace", **kw).fit_matrices(blocks, concepts)
+    assert model.fit_info_["memory_plan"]["eig_space"] == "features"
+    assert model.fit_info_["phi_source"] == "feature-space solves"
+    assert model.convergence_["eig"]["method"] == "feature-subspace" and model.convergence_["eig"]["converged"]
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+    np.testing.assert_allclose(model.eigenvalues_, concept.eigenvalues_, rtol=1e-8)
+    for lang in blocks:
+        np.testing.assert_allclose(model.components_[lang].T @ model.components_[lang],
+                                   Phi[lang].T @ Phi[lang], atol=1e-7)
+
+
+def test_feature_space_at_the_default_tolerances_and_its_callback():
+    """Loose defaults (float32 basis and products, eig_tol 0.1): as close to the closed form as
+    the concept-space subspace solver at the same tolerance (both within about 10 %, here 2 %
+    apart); the callback sees every iteration with the largest relative residual as its loss."""
+    rng = np.random.default_rng(3)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=300, p=(60, 50))
+    seen = []
+    model = Cr5(n_components=5, eig_space="features", random_state=0,
+                callback=lambda m, it, loss: seen.append((it, loss))).fit_matrices(blocks, concepts)
+    ref = Cr5(n_components=5, eig_method="subspace", random_state=0).fit_matrices(blocks, concepts)
+    n_iter = model.convergence_["eig"]["n_iter"]
+    assert [it for it, _ in seen] == list(range(n_iter)) and seen[-1][1] <= model.eig_tol
+    np.testing.assert_allclose(model.singular_values_, ref.singular_values_, rtol=5e-2)
+
+
+def test_eig_space_auto_takes_features_when_only_they_fit(monkeypatch):
+    """Under a budget too small for K-row blocks (K = 400 concepts, p = 35 features) "auto" plans
+    p-row blocks and still gives the closed form; "concepts" raises; bad settings are errors."""
+    from linxling.models import cr5 as cr5_mod
+    monkeypatch.setattr(cr5_mod, "current_rss", lambda: 0)       # budgets below are exact byte counts
+    rng = np.random.default_rng(5)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=400, p=(20, 15))
+    r, alpha = 4, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    probe = Cr5(n_components=r, alpha=alpha, **TIGHT)
+    problem = probe._set_up_problem(blocks, concepts)
+    leanest_concepts = cr5_mod._MemoryPlan.sizes(problem, cr5_mod._MemoryPlan(
+        copies=False, mixed_precision=False, basis_factor=2, apply_columns=8, record_bytes=0))
+    features = cr5_mod._MemoryPlan.sizes(problem, cr5_mod._MemoryPlan(record_bytes=0, eig_space="features"))
+    assert features < leanest_concepts
+    budget = int(features / 0.9) + 2
+    model = Cr5(n_components=r, alpha=alpha, memory_budget=budget, random_state=0, **TIGHT).fit_matrices(
+        blocks, concepts)
+    assert model.fit_info_["memory_plan"]["eig_space"] == "features"
+    assert model.fit_info_["memory_plan"]["estimate"] <= budget
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+    for lang in blocks:
+        np.testing.assert_allclose(model.components_[lang].T @ model.components_[lang],
+                                   Phi[lang].T @ Phi[lang], atol=1e-7)
+    assert Cr5(n_components=r, alpha=alpha, memory_budget=budget, **TIGHT).plan_memory(
+        blocks, concepts)["eig_space"] == "features"
+    with pytest.raises(MemoryError, match="is too small"):
+        Cr5(n_components=r, alpha=alpha, memory_budget=budget, eig_space="concepts", **TIGHT).fit_matrices(
+            blocks, concepts)
+    assert Cr5(n_components=r, alpha=alpha).plan_memory(blocks, concepts)["eig_space"] == "concepts"  # no budget
+    with pytest.raises(ValueError, match="eig_space='features' runs its own block subspace iteration"):
+        Cr5(n_components=r, eig_space="features", eig_method="arpack").fit_matrices(blocks, concepts)
+    with pytest.raises(ValueError, match="'eig_space' parameter of Cr5 must be a str among"):
+        Cr5(n_components=r, eig_space="words").fit_matrices(blocks, concepts)

@@ -78,13 +78,13 @@ def _chunked_problem(tmp_path, blocks, chunk_rows=13):
 
 
 @pytest.mark.parametrize("block_method", ["dense", CHOLMOD, "cg"])
-def test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, block_method):
+def test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, block_method, eig_space="concepts"):
     rng = np.random.default_rng(3)
     blocks, concepts = random_problem(rng, n_langs=3, n_concepts=50)
     r, alpha = 5, 0.5
     Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
     kw = dict(n_components=r, alpha=alpha, block_method=block_method, eig_method="subspace",
-              random_state=0, **TIGHT)
+              random_state=0, eig_space=eig_space, **TIGHT)
     streamed = Cr5(**kw).fit_matrices(_chunked_problem(tmp_path, blocks), concepts)
     in_memory = Cr5(**kw).fit_matrices(blocks, concepts)
     assert streamed.fit_info_["sources"] == {lang: "hdf5" for lang in blocks}
@@ -97,6 +97,11 @@ def test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, block_meth
         np.testing.assert_allclose(P, Phi[lang].T @ Phi[lang], atol=1e-7)
         np.testing.assert_allclose(P, in_memory.components_[lang].T @ in_memory.components_[lang], atol=1e-9)
     assert streamed.n_features_ == in_memory.n_features_
+
+
+def test_chunked_fit_in_feature_space_matches_dense_oracle(tmp_path):
+    """eig_space="features" on streamed languages (its products summed read by read)."""
+    test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, "cg", eig_space="features")
 
 
 def test_chunked_and_in_memory_languages_mix_and_file_dtype_is_cast(tmp_path):

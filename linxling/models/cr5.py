@@ -58,6 +58,7 @@ from linxling.operators._source import ChunkedSource, RowSource, as_row_source, 
 from linxling.operators.crosscov import one_document_per_concept
 from linxling.solvers import eigsh
 from linxling.solvers._orth import _cholesky_qr
+from linxling.solvers._results import EigResult
 from linxling.solvers.eigen import resolve_method
 
 __all__ = ["Cr5", "encode_concepts"]
@@ -192,6 +193,18 @@ class Cr5(ConceptEmbeddingMixin):
         this process. The choice is in ``fit_info_["memory_plan"]``; a budget below what the
         leanest plan needs raises ``MemoryError`` before any work. :meth:`plan_memory` shows the
         plan (or the error) without fitting. See docs/scale.md.
+    eig_space : {"auto", "concepts", "features"}, default "auto"
+        Where the eigen-solve keeps its blocks. "concepts": the paper's K × K problem (eq. 12),
+        blocks of K rows. "features": the same top eigenpairs from blocks of p rows (p the
+        features over all languages): a block subspace iteration on Z ↦ A⁻¹ĈĈᵀZ
+        (A = X̂ᵀX̂ + λI), whose Rayleigh-Ritz step works on ĈᵀZ without forming it, and which
+        gives Φ*ᵀ = A⁻¹ĈP_r from its last solves (no Φ stage). Worth it when K ≫ p (a
+        corpus with millions of concepts and a vocabulary of some 10⁵ words per language),
+        where the K-row blocks do not fit in memory; only the operator's products hold a
+        K × (columns applied) block at a time. CPU only, with the subspace eigen-solver.
+        "auto" keeps "concepts" (the measured default) and takes "features" only when
+        ``memory_budget`` is too small for the concept-space plan, p < K, and the feature-space
+        plan fits; ``fit_info_["memory_plan"]["eig_space"]`` records the choice.
     limit_blas_threads : bool, default True
         Limit BLAS to one thread during the fit (the numba kernels use all cores).
     random_state : None, int or numpy Generator
@@ -240,7 +253,7 @@ class Cr5(ConceptEmbeddingMixin):
                  doc_filter: Any = None,
                  min_df: int = 3, max_features: int = 200_000, norm: str | None = "l2",
                  start_steps: int = 4, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
-                 limit_blas_threads: bool = True, memory_budget: Any = None,
+                 limit_blas_threads: bool = True, memory_budget: Any = None, eig_space: str = "auto",
                  random_state: Any = None, show_progress: bool | None = None,
                  callback: Callable[..., Any] | None = None, device: Any = None):
         self.n_components = n_components
@@ -263,6 +276,7 @@ class Cr5(ConceptEmbeddingMixin):
         self.reuse_budget = reuse_budget
         self.limit_blas_threads = limit_blas_threads
         self.memory_budget = memory_budget
+        self.eig_space = eig_space
         self.random_state = random_state
         self.show_progress = show_progress
         self.callback = callback
@@ -294,6 +308,7 @@ class Cr5(ConceptEmbeddingMixin):
         "reuse_budget": [NONNEG_INT],
         "limit_blas_threads": ["boolean"],
         "memory_budget": [Interval(Real, 0, np.inf, closed="neither"), str, None],
+        "eig_space": [StrOptions({"auto", "concepts", "features"})],
         "random_state": RANDOM_STATE,
         "show_progress": ["boolean", None],
         "callback": [callable, None],
@@ -478,6 +493,9 @@ class Cr5(ConceptEmbeddingMixin):
         timings: dict[str, Any] = {}
         problem = self._set_up_problem(blocks, concepts, client)
         if self.device_ != "cpu":
+            if self.eig_space == "features":
+                raise ValueError(f"eig_space='features' runs on the CPU only; got device={self.device_!r} "
+                                 "(the GPU path keeps concept-space blocks)")
             return self._fit_on_device(problem, t_start)
         plan = self._plan_memory(problem)
         for X in problem.blocks.values():
@@ -493,10 +511,15 @@ class Cr5(ConceptEmbeddingMixin):
             A_inv = self._factor_gram(problem, plan)
         if placed > 1:                     # languages on different workers: their solves side by side
             A_inv.block_inverse.n_jobs = placed
-        eig, record = self._top_eigenvectors(problem, A_inv, plan, timings)
-        with _timed(timings, "time_phi"):
-            Phi_star_T, phi_source = self._phi_star(problem, A_inv, record, eig, plan)
-        del record
+        if plan.eig_space == "features":
+            eig, Phi_star_T = self._top_eigenvectors_features(problem, A_inv, plan, timings)
+            phi_source = "feature-space solves"
+            timings["time_phi"] = 0.0
+        else:
+            eig, record = self._top_eigenvectors(problem, A_inv, plan, timings)
+            with _timed(timings, "time_phi"):
+                Phi_star_T, phi_source = self._phi_star(problem, A_inv, record, eig, plan)
+            del record
         components, sv = self._orthonormal_map(Phi_star_T, problem)
         del Phi_star_T
         self._set_fitted(problem, A_inv, eig, components, sv)
@@ -621,10 +644,25 @@ class Cr5(ConceptEmbeddingMixin):
     def _plan_memory(self, problem: "_Problem") -> "_MemoryPlan":
         """Choose the fit's memory layout. Without ``memory_budget`` everything that saves time is
         kept; with one, the cheapest savings are taken in order until the estimated peak fits."""
-        return _MemoryPlan.choose(problem, budget=parse_budget(self.memory_budget, "memory_budget"),
-                                  reuse_budget=self.reuse_budget if self.reuse_solves else 0,
-                                  eig_tol=self.eig_tol, cg_rtol=self.cg_rtol,
-                                  record_inputs=problem.eig_method != "subspace")
+        kw = dict(budget=parse_budget(self.memory_budget, "memory_budget"),
+                  reuse_budget=self.reuse_budget if self.reuse_solves else 0,
+                  eig_tol=self.eig_tol, cg_rtol=self.cg_rtol, record_inputs=problem.eig_method != "subspace")
+        explicit = self.eig_method not in ("auto", "subspace")
+        if self.eig_space == "features":
+            if explicit:
+                raise ValueError(f"eig_space='features' runs its own block subspace iteration; "
+                                 f"eig_method={self.eig_method!r} needs eig_space='concepts' (or 'auto')")
+            return _MemoryPlan.choose(problem, eig_space="features", **kw)
+        try:
+            return _MemoryPlan.choose(problem, eig_space="concepts", **kw)
+        except MemoryError:
+            if self.eig_space == "concepts" or explicit or problem.p >= len(problem.classes):
+                raise
+            try:           # blocks of p rows instead of K: the same eigenpairs (eig_space's docstring)
+                return _MemoryPlan.choose(problem, eig_space="features", **kw)
+            except MemoryError:
+                pass
+            raise
 
     # ---- stage 2: (X̂ᵀX̂ + λI)⁻¹ = B⁻¹ + c g gᵀ (Sec. 5, Woodbury), one factor or CG per language
     def _factor_gram(self, problem: "_Problem", plan: "_MemoryPlan") -> WoodburyInverse:
@@ -645,30 +683,12 @@ class Cr5(ConceptEmbeddingMixin):
     def _top_eigenvectors(self, problem: "_Problem", A_inv: WoodburyInverse, plan: "_MemoryPlan",
                           timings: dict):
         K = len(problem.classes)
-        inverses = A_inv.block_inverse.blocks
-        # with one document per concept and language Ĉ needs no copy of its own: it reads the
-        # blocks (and CSR transposes) the block inverses hold in each dtype
-        C = CrossCovariance.from_blocks([problem.blocks[lang] for lang in problem.languages], problem.labels,
-                                        K, precompute=plan.copies, dtype=problem.dtype,
-                                        shared=[inv.csr_pair(problem.dtype) for inv in inverses])  # X̂ᵀŶ (p, K)
-        C.n_jobs = A_inv.block_inverse.n_jobs   # languages on different dask workers side by side
+        C, C32, Cm = self._cross_covariances(problem, A_inv, plan)
         # every block solve Z = A⁻¹ĈV of the eigen-solve is kept (within plan.record_bytes) so that
         # Φ*ᵀ = A⁻¹ĈP can be recombined from them afterwards (stage 4)
         subspace = problem.eig_method == "subspace"
         record = _SolveRecord(plan.record_bytes, C, keep_inputs=not subspace)
         chunk = plan.apply_columns
-        # a float32 twin of Ĉ (two float32 copies of nnz(X), or none with one document per concept:
-        # it shares the float32 blocks of the mixed-precision CG) for the starting block and, at
-        # loose tolerances, for the operator's two products: the block solves between them are
-        # float32 CG to cg_rtol anyway (measured on 5 x 20k Bible verses, r = 100: 4 products
-        # 0.2 -> 0.1 s)
-        # (row-partitioned blocks need no copy for it: their chunks are cast where they are read,
-        # on a dask cluster in the workers' own float32 copies)
-        twin_ok = _twin_ok(problem, plan)
-        loose = _loose_products(problem, plan, self.eig_tol, self.cg_rtol)
-        C32 = (C.astype(np.float32, shared=[inv.csr_pair(np.float32) for inv in inverses])
-               if twin_ok and (loose or self.start_steps > 0) else None)
-        Cm = C32 if loose else C
 
         def apply_m(V):
             V = np.asarray(V, dtype=problem.dtype)
@@ -709,6 +729,117 @@ class Cr5(ConceptEmbeddingMixin):
             assert after is not None
             timings["_dask_eig"] = {k: after[k] - counters0[k] for k in after}
         return res, record
+
+    def _cross_covariances(self, problem: "_Problem", A_inv: WoodburyInverse, plan: "_MemoryPlan"):
+        """Ĉ = X̂ᵀŶ (p, K), its float32 twin or None, and the one the operator's products use."""
+        inverses = A_inv.block_inverse.blocks
+        # with one document per concept and language Ĉ needs no copy of its own: it reads the
+        # blocks (and CSR transposes) the block inverses hold in each dtype
+        C = CrossCovariance.from_blocks([problem.blocks[lang] for lang in problem.languages], problem.labels,
+                                        len(problem.classes), precompute=plan.copies, dtype=problem.dtype,
+                                        shared=[inv.csr_pair(problem.dtype) for inv in inverses])
+        C.n_jobs = A_inv.block_inverse.n_jobs   # languages on different dask workers side by side
+        # a float32 twin of Ĉ (two float32 copies of nnz(X), or none with one document per concept:
+        # it shares the float32 blocks of the mixed-precision CG) for the starting block and, at
+        # loose tolerances, for the operator's two products: the block solves between them are
+        # float32 CG to cg_rtol anyway (measured on 5 x 20k Bible verses, r = 100: 4 products
+        # 0.2 -> 0.1 s)
+        # (row-partitioned blocks need no copy for it: their chunks are cast where they are read,
+        # on a dask cluster in the workers' own float32 copies)
+        loose = _loose_products(problem, plan, self.eig_tol, self.cg_rtol)
+        C32 = (C.astype(np.float32, shared=[inv.csr_pair(np.float32) for inv in inverses])
+               if _twin_ok(problem, plan) and (loose or self.start_steps > 0) else None)
+        return C, C32, (C32 if loose else C)
+
+    def _top_eigenvectors_features(self, problem: "_Problem", A_inv: WoodburyInverse, plan: "_MemoryPlan",
+                                   timings: dict):
+        """The top-r eigenpairs of M = ĈᵀA⁻¹Ĉ from blocks of p rows (``eig_space="features"``),
+        and Φ*ᵀ = A⁻¹ĈP_r.
+
+        A block Z (p, b) stands for the concept block V = ĈᵀZ, which is never stored: with
+        G = ĈĈᵀZ and Z' = A⁻¹G, the Rayleigh-Ritz matrices of M on span(V) are VᵀV = ZᵀG and
+        VᵀMV = GᵀZ', the Ritz vectors are V y (yᵀZᵀGy = 1), MVy = ĈᵀZ'y, so the residual's norm
+        is ‖Ĉᵀu‖ with u = Z'y − θZy, ‖Ĉᵀu‖² = uᵀ(G'y − θGy) with G' = ĈĈᵀZ' (needed for the next
+        iteration anyway), and Φ*ᵀ = A⁻¹ĈVy = Z'y. Each iteration applies the operator once
+        (b columns: one block solve) and Ĉ twice; the next block is Z'Y (subspace iteration).
+        The start: ``start_steps`` power steps Z ← D⁻¹ĈĈᵀZ, the p-space twin of the concept-space
+        start (ĈᵀZ then went through the steps of ĈᵀD⁻¹Ĉ). Holds Z, G, Z', G' (p × b each) and,
+        inside a product, one K × ``apply_columns`` block."""
+        K, p, r = len(problem.classes), problem.p, problem.r
+        b = _block_size(r, K)
+        dt = problem.dtype
+        bt = np.dtype(plan.basis_dtype or dt)
+        C, C32, Cm = self._cross_covariances(problem, A_inv, plan)
+        chunk = plan.apply_columns
+        rng = check_random_state(self.random_state)
+
+        def cct(Z, Cx):                    # Ĉ Ĉᵀ Z, a K × chunk block at a time
+            out = np.empty((p, Z.shape[1]), dtype=bt)
+            for a in range(0, Z.shape[1], chunk):
+                out[:, a:a + chunk] = Cx.matmat(Cx.rmatmat(np.ascontiguousarray(Z[:, a:a + chunk], dtype=Cx.dtype)))
+            return out
+
+        def solve(G):                      # A⁻¹ G, chunk columns at a time
+            out = np.empty((p, G.shape[1]), dtype=bt)
+            for a in range(0, G.shape[1], chunk):
+                out[:, a:a + chunk] = A_inv.matmat(np.asarray(G[:, a:a + chunk], dtype=dt))
+            return out
+
+        with _timed(timings, "time_start"):
+            Z = rng.standard_normal((p, b)).astype(bt)
+            if self.start_steps > 0:
+                sumsq = np.concatenate([_column_sumsq64(problem.blocks[lang]) for lang in problem.languages])
+                d_inv = (1.0 / (sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + self.alpha)).astype(bt)
+                for _ in range(int(self.start_steps)):
+                    Z = cct(Z, C if C32 is None else C32)
+                    Z *= d_inv[:, None]
+                    Z = _cholesky_qr(Z, passes=1, overwrite=True)
+            G = cct(Z, Cm)
+        n_matvec, converged = 0, False
+        theta = rel = np.zeros(r)
+        with _timed(timings, "time_eig"):
+            for it in range(1, int(self.eig_maxiter) + 1):
+                Zn = solve(G)
+                n_matvec += b
+                Gn = cct(Zn, Cm)
+                S = Z.T.astype(np.float64) @ G.astype(np.float64)
+                T = G.T.astype(np.float64) @ Zn.astype(np.float64)
+                theta_all, Y = _ritz(T, S)
+                if theta_all.shape[0] < r:
+                    raise np.linalg.LinAlgError(
+                        f"the feature-space eigen-solve's block spans only {theta_all.shape[0]} concept-space "
+                        f"directions, fewer than n_components={r}: the data support fewer directions; "
+                        "lower n_components")
+                theta, Yr = theta_all[:r], Y[:, :r]
+                res2 = np.empty(r)
+                for a in range(0, r, 64):           # p × 64 temporaries
+                    ya, ta = Yr[:, a:a + 64].astype(bt), theta[a:a + 64].astype(bt)
+                    u = Zn @ ya - (Z @ ya) * ta
+                    res2[a:a + 64] = np.einsum("ij,ij->j", u, Gn @ ya - (G @ ya) * ta, dtype=np.float64)
+                rel = np.sqrt(np.maximum(res2, 0.0)) / np.where(theta > 0, theta, 1.0)
+                if self.callback is not None:
+                    self._progress("eig", {"iteration": it, "eigenvalues": theta, "residuals": rel * np.abs(theta)},
+                                   r)
+                converged = bool(np.all(rel <= self.eig_tol))
+                if converged or it == int(self.eig_maxiter):
+                    break
+                # the next block Z'Y and its G'Y (scaled by 1/θ: columns of about unit size),
+                # written over Z and G row block by row block
+                Mrot = (Y / np.where(theta_all > 0, theta_all, 1.0)).astype(bt)
+                k = Mrot.shape[1]
+                step = max(1, (64 << 20) // max(1, b * bt.itemsize))
+                for i in range(0, p, step):
+                    Z[i:i + step, :k] = Zn[i:i + step] @ Mrot
+                    G[i:i + step, :k] = Gn[i:i + step] @ Mrot
+                if k < b:                           # directions lost: fresh random columns
+                    Z[:, k:] = rng.standard_normal((p, b - k))
+                    G[:, k:] = cct(Z[:, k:], Cm)
+            del Z, G, Gn
+            Phi_star_T = np.asarray(Zn @ Yr.astype(bt), dtype=dt)       # A⁻¹ĈP_r = Z'y
+        res = EigResult(eigenvalues=theta, eigenvectors=np.empty((0, r)), converged=converged, n_iter=it,
+                        n_matvec=n_matvec, residual_norms=rel * np.abs(theta),
+                        info={"method": "feature-subspace", "block_size": b, "space": "features"})
+        return res, Phi_star_T
 
     def _progress(self, stage: str, info: dict, r: int) -> None:
         """Record the fit's progress in ``fit_progress_`` and call the callback: the common
@@ -963,6 +1094,19 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
     return Y.astype(problem.dtype)
 
 
+def _ritz(T: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenpairs of the pencil (T, S), S symmetric positive semi-definite: ``T y = θ S y``,
+    θ descending, ``yᵀ S y = 1``. Directions of S below 1e-12 of its largest eigenvalue (a block
+    whose concept-space image lost rank) are dropped: fewer pairs come back."""
+    T, S = (T + T.T) / 2, (S + S.T) / 2
+    s, U = np.linalg.eigh(S)
+    keep = s > 1e-12 * max(float(s[-1]), np.finfo(np.float64).tiny)
+    W = U[:, keep] / np.sqrt(s[keep])                # S^{-1/2} on S's range
+    theta, Q = np.linalg.eigh(W.T @ T @ W)
+    order = np.argsort(theta)[::-1]
+    return theta[order], W @ Q[:, order]
+
+
 def _loose_products(problem: "_Problem", plan: "_MemoryPlan", eig_tol: float, cg_rtol: float) -> bool:
     """Whether the operator's Ĉ products run on the float32 twin (loose tolerances, float64 data)."""
     return (_twin_ok(problem, plan) and plan.mixed_precision and eig_tol >= 1e-4 and cg_rtol >= 1e-4)
@@ -1094,6 +1238,7 @@ class _MemoryPlan:
     in_use: int = 0                # resident memory when the fit started
     eig_tol: float = 1e-1          # the fit's tolerances (whether Ĉ's products run in float32)
     cg_rtol: float = 1e-2
+    eig_space: str = "concepts"    # the eigen-solve's blocks: K rows ("concepts") or p rows ("features")
 
     def eig_kwargs(self, problem: "_Problem") -> dict[str, Any]:
         """Keyword arguments for :func:`linxling.solvers.eigsh` (its subspace method)."""
@@ -1109,7 +1254,7 @@ class _MemoryPlan:
                 "basis_factor": self.basis_factor, "apply_columns": min(self.apply_columns, 1 << 30),
                 "record_bytes": self.record_bytes, "read_bytes": self.read_bytes, "budget": self.budget,
                 "estimate": self.estimate,
-                "in_use": self.in_use}
+                "in_use": self.in_use, "eig_space": self.eig_space}
 
     @staticmethod
     def sizes(problem: "_Problem", plan: "_MemoryPlan") -> int:
@@ -1152,10 +1297,16 @@ class _MemoryPlan:
         if not plan.copies and N and any(isinstance(X, RowSource) for X in problem.blocks.values()):
             sparse += N * (f + idx)     # in-memory blocks beside row sources: a transposed copy
         fb = np.dtype(plan.basis_dtype or problem.dtype).itemsize
-        basis = 2 * K * plan.basis_factor * b * fb + 2 * K * b * fb + 2 * K * b * f
         cols = min(plan.apply_columns, b)
         cg_vec = 4 if plan.mixed_precision else f
         per_col = f * (2 * p + K + (0 if plan.copies and chunk == 0 else n_max)) + (6 * cg_vec + 2 * f) * p_max
+        if plan.eig_space == "features":
+            # Z, G, Z', G' (p × b each) and a p × b row block or p × 64 temporaries; Φ*ᵀ = Z'y
+            eig_stage = 5 * p * b * fb + cols * per_col
+            phi_stage = p * b * fb + 2 * p * r * f
+            map_stage = 2 * p * r * f + p_max * r * f
+            return sparse + chunk + max(eig_stage, phi_stage, map_stage)
+        basis = 2 * K * plan.basis_factor * b * fb + 2 * K * b * fb + 2 * K * b * f
         eig_stage = basis + cols * per_col + plan.record_bytes
         phi_stage = plan.record_bytes + 2 * p * r * f + K * r * f + min(plan.apply_columns, r) * per_col
         map_stage = 2 * p * r * f + p_max * r * f + K * r * f
@@ -1163,20 +1314,23 @@ class _MemoryPlan:
 
     @classmethod
     def choose(cls, problem: "_Problem", *, budget: int | None, reuse_budget: int, eig_tol: float,
-               cg_rtol: float, record_inputs: bool = False) -> "_MemoryPlan":
+               cg_rtol: float, record_inputs: bool = False, eig_space: str = "concepts") -> "_MemoryPlan":
         in_use = current_rss()
+        if eig_space == "features":
+            reuse_budget = 0           # Φ*ᵀ comes from the last solves: nothing is recorded
         if budget is None:
             # a float32 eigen-solver basis at loose eig_tol: Rayleigh-Ritz stays float64 and the
             # Ritz residuals are good to ~1e-6, far below the tolerance; its products are twice as
             # fast (measured on 5 x 20k Bible verses, r = 100: eigen stage 2.6 -> 1.9 s)
             plan = cls(record_bytes=int(reuse_budget), in_use=in_use, eig_tol=eig_tol, cg_rtol=cg_rtol,
                        copies=not any(isinstance(X, RowSource) for X in problem.blocks.values()),
-                       basis_dtype=np.float32 if eig_tol >= 1e-4 else None)
+                       basis_dtype=np.float32 if eig_tol >= 1e-4 else None, eig_space=eig_space)
             plan.estimate = cls.sizes(problem, plan)
             return plan
         # 10% of headroom for what the estimate does not see (allocator, BLAS and numba buffers)
         avail = int(0.9 * (budget - in_use))
-        plan = cls(record_bytes=0, budget=budget, in_use=in_use, eig_tol=eig_tol, cg_rtol=cg_rtol)
+        plan = cls(record_bytes=0, budget=budget, in_use=in_use, eig_tol=eig_tol, cg_rtol=cg_rtol,
+                   eig_space=eig_space)
         if any(isinstance(X, RowSource) for X in problem.blocks.values()):
             plan.copies = False        # row-partitioned blocks are never copied
         b = _block_size(problem.r, len(problem.classes))
