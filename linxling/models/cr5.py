@@ -644,9 +644,9 @@ class Cr5(ConceptEmbeddingMixin):
     def _plan_memory(self, problem: "_Problem") -> "_MemoryPlan":
         """Choose the fit's memory layout. Without ``memory_budget`` everything that saves time is
         kept; with one, the cheapest savings are taken in order until the estimated peak fits."""
-        kw = dict(budget=parse_budget(self.memory_budget, "memory_budget"),
-                  reuse_budget=self.reuse_budget if self.reuse_solves else 0,
-                  eig_tol=self.eig_tol, cg_rtol=self.cg_rtol, record_inputs=problem.eig_method != "subspace")
+        kw: dict[str, Any] = dict(budget=parse_budget(self.memory_budget, "memory_budget"),
+                                  reuse_budget=self.reuse_budget if self.reuse_solves else 0, eig_tol=self.eig_tol,
+                                  cg_rtol=self.cg_rtol, record_inputs=problem.eig_method != "subspace")
         explicit = self.eig_method not in ("auto", "subspace")
         if self.eig_space == "features":
             if explicit:
