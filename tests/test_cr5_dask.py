@@ -68,6 +68,7 @@ def test_dask_fit_equals_in_memory_fit(client, tmp_path, block_method, source):
         assert local.fit_info_["sources"] == {"a": "hdf5", "b": "hdf5"}
         np.testing.assert_allclose(got.eigenvalues_, local.eigenvalues_, rtol=1e-12)
     assert rec["bytes_per_eig_iteration"] > 0 and rec["eig_iterations"] == got.convergence_["eig"]["n_iter"]
+
     # per product only dense blocks of the problem's size travel: never anything near nnz x n_chunks
     p = sum(X.shape[1] for X in blocks.values())
     assert rec["eig_stage"]["bytes_received"] / rec["eig_stage"]["n_products"] < 8 * p * 2 * 20 * 10
@@ -372,3 +373,18 @@ def test_disk_fit_survives_a_killed_worker(client, tmp_path):
     np.testing.assert_array_equal(got.eigenvalues_, ref.eigenvalues_)
     for lang in blocks:
         np.testing.assert_array_equal(got.components_[lang], ref.components_[lang])
+
+
+def test_dask_fit_in_feature_space_equals_the_closed_form(client):
+    """eig_space="features" with the blocks on the workers: the dense closed form."""
+    rng = np.random.default_rng(12)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
+    r, alpha = 4, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    got = Cr5(n_components=r, alpha=alpha, block_method="dense", eig_space="features", random_state=0,
+              **TIGHT).fit_matrices(_dask_blocks(blocks), concepts, client=client)
+    assert got.fit_info_["sources"] == {"a": "dask", "b": "dask"}
+    assert got.fit_info_["memory_plan"]["eig_space"] == "features"
+    np.testing.assert_allclose(got.singular_values_, sv, rtol=1e-6)
+    for lang, P in _projectors(got).items():
+        np.testing.assert_allclose(P, Phi[lang].T @ Phi[lang], atol=1e-6)

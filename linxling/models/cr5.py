@@ -190,8 +190,9 @@ class Cr5(ConceptEmbeddingMixin):
         from the blocks themselves), the float32 block copies, and down to 8 columns at a time;
         more recorded solves get half of what is left. A language given as a ChunkedCSR (on
         disk) counts two chunks instead of any copy; one given as a dask array counts nothing on
-        this process. The choice is in ``fit_info_["memory_plan"]``; a budget below what the
-        leanest plan needs raises ``MemoryError`` before any work. :meth:`plan_memory` shows the
+        this process. The choice is in ``fit_info_["memory_plan"]``; when even the leanest plan does
+        not fit, ``eig_space="auto"`` tries the eigen-solve in feature space (blocks of p rows
+        instead of K), and a budget below that too raises ``MemoryError`` before any work. :meth:`plan_memory` shows the
         plan (or the error) without fitting. See docs/scale.md.
     eig_space : {"auto", "concepts", "features"}, default "auto"
         Where the eigen-solve keeps its blocks. "concepts": the paper's K × K problem (eq. 12),
