@@ -787,7 +787,7 @@ class Cr5(ConceptEmbeddingMixin):
             return out
 
         with _timed(timings, "time_start"):
-            Z = rng.standard_normal((p, b)).astype(bt)
+            Z = rng.standard_normal((p, b), dtype=bt)         # drawn in the basis dtype: no float64 block
             if self.start_steps > 0:
                 sumsq = np.concatenate([_column_sumsq64(problem.blocks[lang]) for lang in problem.languages])
                 d_inv = (1.0 / (sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + self.alpha)).astype(bt)
