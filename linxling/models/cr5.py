@@ -798,13 +798,13 @@ class Cr5(ConceptEmbeddingMixin):
             G = cct(Z, Cm)
         n_matvec, converged = 0, False
         theta = rel = np.zeros(r)
+        step = max(1, (64 << 20) // max(1, b * 8))          # rows per block of the p × b passes
         with _timed(timings, "time_eig"):
             for it in range(1, int(self.eig_maxiter) + 1):
                 Zn = solve(G)
                 n_matvec += b
                 Gn = cct(Zn, Cm)
-                S = Z.T.astype(np.float64) @ G.astype(np.float64)
-                T = G.T.astype(np.float64) @ Zn.astype(np.float64)
+                S, T = _gram64(Z, G, step), _gram64(G, Zn, step)        # ZᵀG, GᵀZ' in float64
                 theta_all, Y = _ritz(T, S)
                 if theta_all.shape[0] < r:
                     raise np.linalg.LinAlgError(
@@ -828,7 +828,6 @@ class Cr5(ConceptEmbeddingMixin):
                 # written over Z and G row block by row block
                 Mrot = (Y / np.where(theta_all > 0, theta_all, 1.0)).astype(bt)
                 k = Mrot.shape[1]
-                step = max(1, (64 << 20) // max(1, b * bt.itemsize))
                 for i in range(0, p, step):
                     Z[i:i + step, :k] = Zn[i:i + step] @ Mrot
                     G[i:i + step, :k] = Gn[i:i + step] @ Mrot
@@ -1093,6 +1092,14 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
         Y = _cholesky_qr(C.rmatmat(U), passes=1, overwrite=True)     # rmatmat's result is ours
         del U
     return Y.astype(problem.dtype)
+
+
+def _gram64(A: np.ndarray, B: np.ndarray, step: int) -> np.ndarray:
+    """``Aᵀ B`` in float64, summed over row blocks of ``step`` rows (no float64 copy of A or B)."""
+    out = np.zeros((A.shape[1], B.shape[1]))
+    for i in range(0, A.shape[0], step):
+        out += A[i:i + step].T.astype(np.float64) @ B[i:i + step].astype(np.float64)
+    return out
 
 
 def _ritz(T: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
