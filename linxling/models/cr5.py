@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._memory import current_rss, parse_budget
+from linxling._progress import progress
 from linxling._threads import blas_single_thread
 from linxling._validation import check_float_dtype, check_random_state, check_sparse_matrix, check_value_range
 from linxling._warnings import find_stack_level
@@ -799,7 +800,10 @@ class Cr5(ConceptEmbeddingMixin):
         n_matvec, converged = 0, False
         theta = rel = np.zeros(r)
         step = max(1, (64 << 20) // max(1, b * 8))          # rows per block of the p × b passes
-        with _timed(timings, "time_eig"):
+        # true progress: the wanted Ritz pairs that meet the tolerance, out of r
+        bar = progress(total=r, show=self.show_progress, desc="eigen-solve (feature space) converged pairs",
+                       unit="pair")
+        with _timed(timings, "time_eig"), bar:
             for it in range(1, int(self.eig_maxiter) + 1):
                 Zn = solve(G)
                 n_matvec += b
@@ -822,6 +826,8 @@ class Cr5(ConceptEmbeddingMixin):
                     self._progress("eig", {"iteration": it, "eigenvalues": theta, "residuals": rel * np.abs(theta)},
                                    r)
                 converged = bool(np.all(rel <= self.eig_tol))
+                bar.n = int(np.count_nonzero(rel <= self.eig_tol))
+                bar.set_postfix(it=it, rel_res=f"{float(rel.max()):.2e}")
                 if converged or it == int(self.eig_maxiter):
                     break
                 # the next block Z'Y and its G'Y (scaled by 1/θ: columns of about unit size),
