@@ -113,9 +113,7 @@ def _csls_radii(An: Any, Bn: Any, knn: int, block_size: int, xp, show_progress=N
         S = An[start:stop] @ Bn.T
         top_a, where = _top_k_desc(S, knn, xp)
         r_a[start:stop] = xp.mean(top_a, axis=1)
-        rows = xp.arange(S.shape[0])
-        for j in range(knn):            # put back what the row pass took (the columns need it)
-            S[rows, where[:, j]] = top_a[:, j]
+        S[xp.arange(S.shape[0])[:, None], where] = top_a    # put back what the row pass took
         cols, _ = _top_k_desc(S.T, min(knn, S.shape[0]), xp)
         if top_b is not None:
             merged = xp.concatenate([top_b, cols], axis=1)

@@ -400,16 +400,21 @@ def csr_gram_accumulate(X: sp.csr_matrix, V: np.ndarray, out: np.ndarray) -> np.
     """``out += Xᵀ (X V)`` for one CSR chunk ``X`` (n_i, p), ``V`` (p, m), ``out`` (p, m).
 
     The Gram product of a row-chunked matrix, summed chunk by chunk: ``T = X V`` is the chunk's
-    rows only (n_i × m, no n × m block for the whole matrix), and ``Xᵀ T`` is a row-parallel
-    gather over an explicit transpose of the chunk (:func:`csr_transpose`, :func:`rows_matmat`
-    with ``accumulate``) into the rows of ``out`` the chunk's columns touch. ``out`` must be
-    C-contiguous with ``V``'s dtype, as must the chunk's values. Returns ``out``.
+    rows only (n_i × m, no n × m block for the whole matrix), and ``Xᵀ T`` is added by
+    :func:`csr_rmatmat_accumulate`. ``out`` must be C-contiguous with ``V``'s dtype, as must the
+    chunk's values. Returns ``out``.
     """
-    T = csr_matmat(X, V)
+    return csr_rmatmat_accumulate(X, csr_matmat(X, V), out)
+
+
+def csr_rmatmat_accumulate(X: sp.csr_matrix, W: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out += Xᵀ W`` for one CSR chunk ``X`` (n_i, p) and ``W`` (n_i, m): a row-parallel gather
+    over an explicit transpose of the chunk (:func:`csr_transpose`, :func:`rows_matmat` with
+    ``accumulate``) into the rows of ``out`` the chunk's columns touch. Returns ``out``."""
     if X.nnz == 0:
         return out
     XT = csr_transpose(X)
-    return rows_matmat(XT.indptr[:-1], XT.indptr[1:], XT.indices, XT.data, T, out, accumulate=True)
+    return rows_matmat(XT.indptr[:-1], XT.indptr[1:], XT.indices, XT.data, W, out, accumulate=True)
 
 
 def csr_gram_accumulate_reference(X: sp.csr_matrix, V: np.ndarray, out: np.ndarray) -> np.ndarray:

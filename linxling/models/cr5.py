@@ -657,14 +657,13 @@ class Cr5(ConceptEmbeddingMixin):
             return _MemoryPlan.choose(problem, eig_space="features", **kw)
         try:
             return _MemoryPlan.choose(problem, eig_space="concepts", **kw)
-        except MemoryError:
+        except MemoryError as exc:
             if self.eig_space == "concepts" or explicit or problem.p >= len(problem.classes):
                 raise
             try:           # blocks of p rows instead of K: the same eigenpairs (eig_space's docstring)
                 return _MemoryPlan.choose(problem, eig_space="features", **kw)
             except MemoryError:
-                pass
-            raise
+                raise exc from None
 
     # ---- stage 2: (X̂ᵀX̂ + λI)⁻¹ = B⁻¹ + c g gᵀ (Sec. 5, Woodbury), one factor or CG per language
     def _factor_gram(self, problem: "_Problem", plan: "_MemoryPlan") -> WoodburyInverse:
@@ -790,8 +789,7 @@ class Cr5(ConceptEmbeddingMixin):
         with _timed(timings, "time_start"):
             Z = rng.standard_normal((p, b), dtype=bt)         # drawn in the basis dtype: no float64 block
             if self.start_steps > 0:
-                sumsq = np.concatenate([_column_sumsq64(problem.blocks[lang]) for lang in problem.languages])
-                d_inv = (1.0 / (sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + self.alpha)).astype(bt)
+                d_inv = (1.0 / _jacobi_diagonal(problem, self.alpha)).astype(bt)
                 for _ in range(int(self.start_steps)):
                     Z = cct(Z, C if C32 is None else C32)
                     Z *= d_inv[:, None]
@@ -1087,10 +1085,8 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
     """
     r, K = problem.r, len(problem.classes)
     b = _block_size(r, K)
-    sumsq = np.concatenate([_column_sumsq64(problem.blocks[lang]) for lang in problem.languages])
-    d = sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + alpha
     dt = C.dtype
-    d_inv = (1.0 / d).astype(dt)[:, None]
+    d_inv = (1.0 / _jacobi_diagonal(problem, alpha)).astype(dt)[:, None]
     Y = rng.standard_normal((K, b), dtype=dt)   # drawn in C's dtype: no float64 block (1.4 GB at K = 485,000)
     for _ in range(int(steps)):
         U = C.matmat(Y)
@@ -1119,6 +1115,12 @@ def _ritz(T: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     theta, Q = np.linalg.eigh(W.T @ T @ W)
     order = np.argsort(theta)[::-1]
     return theta[order], W @ Q[:, order]
+
+
+def _jacobi_diagonal(problem: "_Problem", alpha) -> np.ndarray:
+    """D = diag(X̂ᵀX̂ + λI) (float64): the column sums of squares, centred, plus λ."""
+    sumsq = np.concatenate([_column_sumsq64(problem.blocks[lang]) for lang in problem.languages])
+    return sumsq - problem.n * problem.mean.astype(np.float64) ** 2 + alpha
 
 
 def _loose_products(problem: "_Problem", plan: "_MemoryPlan", eig_tol: float, cg_rtol: float) -> bool:

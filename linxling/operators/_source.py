@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling.kernels.spmm import add_rows, csr_gram_accumulate, csr_matmat, csr_rmatmat, csr_transpose, rows_matmat
+from linxling.kernels.spmm import (
+    add_rows,
+    csr_gram_accumulate,
+    csr_matmat,
+    csr_rmatmat,
+    csr_rmatmat_accumulate,
+    csr_transpose,
+)
 
 __all__ = ["RowSource", "CSRSource", "ChunkedSource", "as_row_source", "is_row_partitioned"]
 
@@ -325,10 +332,7 @@ class ChunkedSource(RowSource):
         V = np.ascontiguousarray(V)
         out = np.zeros((self.shape[1], V.shape[1]), dtype=V.dtype)
         for r0, X in self._chunks(V.dtype):
-            if X.nnz:
-                XT = csr_transpose(X)
-                rows_matmat(XT.indptr[:-1], XT.indptr[1:], XT.indices, XT.data,
-                            V[rows[r0:r0 + X.shape[0]]], out, accumulate=True)
+            csr_rmatmat_accumulate(X, V[rows[r0:r0 + X.shape[0]]], out)
         return out
 
     sums_by_chunk = True

@@ -256,15 +256,13 @@ class CrossCovariance(LinearOperator):
                          self._col_offsets[1:], strict=True))
         # sources that form X_l U whole run side by side (dask workers); those that sum it chunk by
         # chunk into Y (on disk) run here, one after the other
-        whole = [it for it in items if not it[0].sums_by_chunk]
-        outs = dict(zip(map(id, whole), self._per_source(
-            lambda it: it[0].matmat(np.ascontiguousarray(U[it[3]:it[4]], dtype=dt)), whole), strict=True))
-        for it in items:                                             # summed in language order
-            src, lab, YT, a, b = it
+        outs = iter(self._per_source(lambda it: it[0].matmat(np.ascontiguousarray(U[it[3]:it[4]], dtype=dt)),
+                                     [it for it in items if not it[0].sums_by_chunk]))
+        for src, lab, YT, a, b in items:                             # summed in language order
             if src.sums_by_chunk:
                 src.add_rows_matmat(U[a:b], lab, Y)
             else:
-                Y += csr_matmat(YT.astype(dt, copy=False), outs[id(it)])
+                Y += csr_matmat(YT.astype(dt, copy=False), next(outs))
         return Y
 
     def astype(self, dtype: Any, *, shared: Any = None) -> CrossCovariance:
