@@ -11,6 +11,7 @@ Usage::
     python -m benchmarks.bench_cr5 main          # the 10x comparison
     python -m benchmarks.bench_cr5 scaling       # fit time against nnz and K (log-log plot)
     python -m benchmarks.bench_cr5 scale20       # 20 languages jointly (~600k documents)
+    python -m benchmarks.bench_cr5 solvers       # eigen-solver settings on a validation split
 """
 from __future__ import annotations
 
@@ -60,13 +61,18 @@ class PeakRSS:
         self.peak = max(self.peak, self.proc.memory_info().rss)
 
 
-def prepare(languages, n_train, n_queries=1000, n_candidates=5000, seed=0, min_df=3, test_chapters=200):
-    """Verse-aligned data: n_train training verses (concepts), held-out test verses by chapter."""
+def prepare(languages, n_train, n_queries=1000, n_candidates=5000, seed=0, min_df=3, test_chapters=200,
+            validation=False):
+    """Verse-aligned data: n_train training verses (concepts), held-out test verses by chapter.
+    ``validation``: the held-out verses are ``test_chapters`` chapters of the training split
+    instead (the test chapters are set aside untouched), for choosing settings."""
     from linxling.datasets import load_bible
     from linxling.text import TfidfVectorizer
 
     corpus = load_bible(languages, unit="verse")
     train, test = corpus.split(n_test=test_chapters, by="chapter", random_state=seed)
+    if validation:
+        train, test = train.split(n_test=test_chapters, by="chapter", random_state=seed + 1)
     rng = np.random.default_rng(seed)
     tr = np.sort(rng.choice(len(train.keys), size=min(n_train, len(train.keys)), replace=False))
     cand = np.sort(rng.choice(len(test.keys), size=min(n_candidates, len(test.keys)), replace=False))
@@ -88,8 +94,10 @@ def evaluate(components, test_blocks, qpos):
     return float(np.mean([v["P@1"] for v in p1.values()])), p1
 
 
-def _run_method(method, languages, n_train, r, alpha, queue, eval_quality=True, test_chapters=200):
-    blocks, concepts, test_blocks, qpos = prepare(languages, n_train, test_chapters=test_chapters)
+def _run_method(method, languages, n_train, r, alpha, queue, eval_quality=True, test_chapters=200, params=None,
+                validation=False):
+    blocks, concepts, test_blocks, qpos = prepare(languages, n_train, test_chapters=test_chapters,
+                                                  validation=validation)
     nnz = int(sum(X.nnz for X in blocks.values()))
     p = int(sum(X.shape[1] for X in blocks.values()))
     n = int(sum(X.shape[0] for X in blocks.values()))
@@ -112,7 +120,7 @@ def _run_method(method, languages, n_train, r, alpha, queue, eval_quality=True, 
                                                     "n_cg_iterations": out["n_cg_iterations"]}
         else:
             from linxling import Cr5
-            model = Cr5(n_components=r, alpha=alpha, random_state=0, show_progress=False)
+            model = Cr5(n_components=r, alpha=alpha, random_state=0, show_progress=False, **(params or {}))
             model.fit_matrices(blocks, concepts)
             components, extra = model.components_, {"fit_info": model.fit_info_,
                                                     "convergence": model.convergence_}
@@ -126,11 +134,12 @@ def _run_method(method, languages, n_train, r, alpha, queue, eval_quality=True, 
     queue.put(json.loads(json.dumps(res, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))))
 
 
-def run_isolated(method, languages, n_train, r=100, alpha=1.0, eval_quality=True, test_chapters=200):
+def run_isolated(method, languages, n_train, r=100, alpha=1.0, eval_quality=True, test_chapters=200, params=None,
+                 validation=False):
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     proc = ctx.Process(target=_run_method,
-                       args=(method, languages, n_train, r, alpha, q, eval_quality, test_chapters))
+                       args=(method, languages, n_train, r, alpha, q, eval_quality, test_chapters, params, validation))
     proc.start()
     res = q.get()
     proc.join()
@@ -199,6 +208,35 @@ def plot_scaling(rows, where):
     print(f"plot: {where / 'cr5_scaling.png'}")
 
 
+SOLVERS = {"default": {}, "concepts": {"eig_space": "concepts"},
+           "features-subspace": {"eig_space": "features", "eig_method": "subspace"},
+           "features-lobpcg": {"eig_space": "features", "eig_method": "lobpcg"}}
+
+
+def cmd_solvers(args):
+    """Cr5's eigen-solver settings side by side on a validation split of the training chapters
+    (the test chapters untouched): fit time, operator columns and CSLS P@1, each fit in its own
+    process, the settings alternated ``--repeats`` times."""
+    langs = LANGS20 if args.languages == 20 else LANGS5
+    out = {"machine": machine(), "setup": f"{len(langs)} languages, {args.n_train:,} training verses, r={args.r}, "
+           f"validation: {args.chapters} chapters of the training split", "runs": []}
+    for rep in range(args.repeats):
+        for name in args.settings:
+            res = run_isolated("linxling", langs, args.n_train, r=args.r, test_chapters=args.chapters,
+                               params=SOLVERS[name], validation=True)
+            eig = res["convergence"]["eig"]
+            print(f"[{rep + 1}/{args.repeats}] {name}: fit {res['fit_time']:.1f}s (eigen stage "
+                  f"{res['fit_info'].get('time_eig', 0):.1f}s, {eig['method']}, {eig['n_iter']} iterations, "
+                  f"{eig['n_matvec']} columns), peak RSS {res['peak_rss_gib']:.2f} GiB, validation CSLS P@1 "
+                  f"{res['csls_p1_mean']:.4f}", flush=True)
+            out["runs"].append({"setting": name, "repeat": rep, "fit_time": res["fit_time"],
+                                "time_eig": res["fit_info"].get("time_eig"), "eig": eig,
+                                "peak_rss_gib": res["peak_rss_gib"], "csls_p1_mean": res["csls_p1_mean"],
+                                "n_documents": res["n_documents"], "n_features": res["n_features"], "nnz": res["nnz"]})
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"cr5_solvers_{len(langs)}.json").write_text(json.dumps(out, indent=1))
+
+
 def cmd_scale20(args):
     # all verses but 40 held-out chapters: ~29k verses x 20 languages ~ 590k documents
     res = run_isolated("linxling", LANGS20, 40_000, r=args.r, eval_quality=True, test_chapters=40)
@@ -224,8 +262,15 @@ def main():
                    help="write the plot beside benchmarks/README.md (default: benchmarks/results/)")
     t = sub.add_parser("scale20")
     t.add_argument("--r", type=int, default=100)
+    v = sub.add_parser("solvers")
+    v.add_argument("--languages", type=int, choices=(5, 20), default=5)
+    v.add_argument("--n-train", type=int, default=20_000)
+    v.add_argument("--r", type=int, default=100)
+    v.add_argument("--chapters", type=int, default=200, help="validation chapters taken from the training split")
+    v.add_argument("--settings", nargs="+", choices=sorted(SOLVERS), default=["concepts", "features-lobpcg"])
+    v.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args()
-    {"main": cmd_main, "scaling": cmd_scaling, "scale20": cmd_scale20}[args.cmd](args)
+    {"main": cmd_main, "scaling": cmd_scaling, "scale20": cmd_scale20, "solvers": cmd_solvers}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -473,20 +473,27 @@ def test_loose_tolerances_use_a_float32_basis_and_recombine_phi():
 
 
 # --------------------------------------------------------------------------- eig_space="features"
+@pytest.mark.parametrize("eig_method", ["subspace", "lobpcg"])
 @pytest.mark.parametrize("n_langs,start_steps", [(2, 4), (3, 0)])
-def test_feature_space_eigen_solve_matches_oracle(n_langs, start_steps):
+def test_feature_space_eigen_solve_matches_oracle(n_langs, start_steps, eig_method):
     """The p-row blocks give the dense closed form (K > p here: 150 concepts, 75 features) and
-    the concept-space fit's eigenvalues; Φ comes from the last solves, not a Φ stage."""
+    the concept-space fit's eigenvalues; Φ comes from the last solves (subspace iteration) or the
+    pencil's eigenvectors (LOBPCG, which inverts nothing), not a Φ stage."""
     rng = np.random.default_rng(11 + n_langs)
     blocks, concepts = random_problem(rng, n_langs=n_langs, n_concepts=150)
     r, alpha = 6, 0.5
     Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
     kw = dict(n_components=r, alpha=alpha, random_state=0, start_steps=start_steps, **TIGHT)
-    model = Cr5(eig_space="features", **kw).fit_matrices(blocks, concepts)
+    model = Cr5(eig_space="features", eig_method=eig_method, **kw).fit_matrices(blocks, concepts)
     concept = Cr5(eig_space="concepts", eig_method="subspace", **kw).fit_matrices(blocks, concepts)
-    assert model.fit_info_["memory_plan"]["eig_space"] == "features"
-    assert model.fit_info_["phi_source"] == "feature-space solves"
-    assert model.convergence_["eig"]["method"] == "feature-subspace" and model.convergence_["eig"]["converged"]
+    plan = model.fit_info_["memory_plan"]
+    assert plan["eig_space"] == "features" and plan["eig_solver"] == eig_method
+    assert model.fit_info_["phi_source"] == {"subspace": "feature-space solves",
+                                             "lobpcg": "feature-space eigenvectors"}[eig_method]
+    assert model.convergence_["eig"]["method"] == f"feature-{eig_method}" and model.convergence_["eig"]["converged"]
+    if eig_method == "lobpcg":
+        assert set(model.fit_info_["block_methods"].values()) == {"none"}
+        assert all(not b["cg_iterations"] for b in model.convergence_["blocks"].values())
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
     np.testing.assert_allclose(model.eigenvalues_, concept.eigenvalues_, rtol=1e-8)
     for lang in blocks:
@@ -502,14 +509,17 @@ def test_feature_space_at_the_default_tolerances_and_its_callback():
     rng = np.random.default_rng(3)
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=300, p=(60, 50))
     _, sv, _ = dense_cr5_oracle(blocks, concepts, 5, 1.0)
-    seen = []
-    model = Cr5(n_components=5, eig_space="features", random_state=0,
-                callback=lambda m, it, loss: seen.append((it, loss))).fit_matrices(blocks, concepts)
     ref = Cr5(n_components=5, eig_method="subspace", random_state=0).fit_matrices(blocks, concepts)
-    n_iter = model.convergence_["eig"]["n_iter"]
-    assert [it for it, _ in seen] == list(range(n_iter)) and seen[-1][1] <= model.eig_tol
-    assert np.max(np.abs(model.singular_values_ / sv - 1)) <= 0.15
     assert np.max(np.abs(ref.singular_values_ / sv - 1)) <= 0.15
+    seen: list = []
+    for eig_method in ("subspace", "lobpcg"):
+        seen.clear()
+        model = Cr5(n_components=5, eig_space="features", eig_method=eig_method, random_state=0,
+                    callback=lambda m, it, loss: seen.append((it, loss))).fit_matrices(blocks, concepts)
+        n_iter = model.convergence_["eig"]["n_iter"]
+        assert [it for it, _ in seen] == list(range(n_iter)) and seen[-1][1] <= model.eig_tol
+        assert model.fit_progress_["loss"] == seen[-1][1]
+        assert np.max(np.abs(model.singular_values_ / sv - 1)) <= 0.15
 
 
 def test_eig_space_auto_takes_features_when_only_they_fit(monkeypatch):
@@ -542,7 +552,7 @@ def test_eig_space_auto_takes_features_when_only_they_fit(monkeypatch):
         Cr5(n_components=r, alpha=alpha, memory_budget=budget, eig_space="concepts", **TIGHT).fit_matrices(
             blocks, concepts)
     assert Cr5(n_components=r, alpha=alpha).plan_memory(blocks, concepts)["eig_space"] == "concepts"  # no budget
-    with pytest.raises(ValueError, match="eig_space='features' runs its own block subspace iteration"):
+    with pytest.raises(ValueError, match="eig_space='features' runs its own eigen-solvers"):
         Cr5(n_components=r, eig_space="features", eig_method="arpack").fit_matrices(blocks, concepts)
     with pytest.raises(ValueError, match="'eig_space' parameter of Cr5 must be a str among"):
         Cr5(n_components=r, eig_space="words").fit_matrices(blocks, concepts)

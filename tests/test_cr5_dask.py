@@ -375,14 +375,16 @@ def test_disk_fit_survives_a_killed_worker(client, tmp_path):
         np.testing.assert_array_equal(got.components_[lang], ref.components_[lang])
 
 
-def test_dask_fit_in_feature_space_equals_the_closed_form(client):
-    """eig_space="features" with the blocks on the workers: the dense closed form."""
+@pytest.mark.parametrize("eig_method", ["subspace", "lobpcg"])
+def test_dask_fit_in_feature_space_equals_the_closed_form(client, eig_method):
+    """eig_space="features" with the blocks on the workers: the dense closed form (subspace
+    iteration with dense block factors; LOBPCG on the pencil, X̂ᵀX̂ + λI from the workers)."""
     rng = np.random.default_rng(12)
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
     r, alpha = 4, 0.5
     Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
-    got = Cr5(n_components=r, alpha=alpha, block_method="dense", eig_space="features", random_state=0,
-              **TIGHT).fit_matrices(_dask_blocks(blocks), concepts, client=client)
+    got = Cr5(n_components=r, alpha=alpha, block_method="dense", eig_space="features", eig_method=eig_method,
+              random_state=0, **TIGHT).fit_matrices(_dask_blocks(blocks), concepts, client=client)
     assert got.fit_info_["sources"] == {"a": "dask", "b": "dask"}
     assert got.fit_info_["memory_plan"]["eig_space"] == "features"
     np.testing.assert_allclose(got.singular_values_, sv, rtol=1e-6)

@@ -78,17 +78,18 @@ def _chunked_problem(tmp_path, blocks, chunk_rows=13):
 
 
 @pytest.mark.parametrize("block_method", ["dense", CHOLMOD, "cg"])
-def test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, block_method, eig_space="concepts"):
+def test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, block_method, eig_space="concepts",
+                                                             eig_method="subspace"):
     rng = np.random.default_rng(3)
     blocks, concepts = random_problem(rng, n_langs=3, n_concepts=50)
     r, alpha = 5, 0.5
     Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
-    kw = dict(n_components=r, alpha=alpha, block_method=block_method, eig_method="subspace",
+    kw = dict(n_components=r, alpha=alpha, block_method=block_method, eig_method=eig_method,
               random_state=0, eig_space=eig_space, **TIGHT)
     streamed = Cr5(**kw).fit_matrices(_chunked_problem(tmp_path, blocks), concepts)
     in_memory = Cr5(**kw).fit_matrices(blocks, concepts)
     assert streamed.fit_info_["sources"] == {lang: "hdf5" for lang in blocks}
-    assert set(streamed.fit_info_["block_methods"].values()) == {block_method}
+    assert set(streamed.fit_info_["block_methods"].values()) == {"none" if eig_method == "lobpcg" else block_method}
     assert not streamed.fit_info_["memory_plan"]["copies"]
     np.testing.assert_allclose(streamed.singular_values_, sv, rtol=1e-6)
     np.testing.assert_allclose(streamed.eigenvalues_, in_memory.eigenvalues_, rtol=1e-9)
@@ -102,6 +103,13 @@ def test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, block_meth
 def test_chunked_fit_in_feature_space_matches_dense_oracle(tmp_path):
     """eig_space="features" on streamed languages (its products summed read by read)."""
     test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, "cg", eig_space="features")
+
+
+def test_chunked_fit_by_lobpcg_on_the_pencil_matches_dense_oracle(tmp_path):
+    """eig_space="features", eig_method="lobpcg" on streamed languages: X̂ᵀX̂ + λI applied from
+    the chunks (never inverted)."""
+    test_chunked_fit_matches_dense_oracle_and_in_memory_fit(tmp_path, "cg", eig_space="features",
+                                                             eig_method="lobpcg")
 
 
 def test_chunked_and_in_memory_languages_mix_and_file_dtype_is_cast(tmp_path):

@@ -49,6 +49,7 @@ from linxling.models._estimator import (
     RANDOM_STATE,
 )
 from linxling.operators import (
+    BlockDiagonal,
     CallableOperator,
     CrossCovariance,
     GramBlockInverse,
@@ -149,6 +150,13 @@ class Cr5(ConceptEmbeddingMixin):
     eig_maxiter : int, default 250
         Maximum eigen-solver iterations (paper: T = 250).
     eig_method : {"auto", "arpack", "lobpcg", "subspace"}, default "auto"
+        The eigen-solver. In concept space (:func:`linxling.solvers.eigsh` on M = ĈᵀA⁻¹Ĉ, every
+        application a block solve): "arpack", "lobpcg" (SciPy's), "subspace" (block Krylov with
+        restarts); "auto" picks ARPACK for small r, else "subspace". With ``eig_space="features"``:
+        "subspace" (the default there) is a block subspace iteration on A⁻¹ĈĈᵀ, and "lobpcg" is
+        LOBPCG on the pencil ĈĈᵀu = θAu, which applies A = X̂ᵀX̂ + λI itself and never inverts
+        it (no block solve, no factor, Φ from the eigenvectors); see docs/cr5.md, "Millions of
+        concepts", for when it pays.
     block_method : {"auto", "dense", "cholmod", "cg"} or dict language -> method
         How each per-language block (X_lᵀX_l + λI)⁻¹ is applied; "auto" decides from the block's
         size and density (see :class:`linxling.operators.GramBlockInverse`).
@@ -509,6 +517,17 @@ class Cr5(ConceptEmbeddingMixin):
             from linxling.operators._dask import place_sources
             with _timed(timings, "time_placement"):
                 placed = place_sources(dask_sources)
+        if plan.eig_solver == "lobpcg":
+            # the pencil needs X̂ᵀX̂ + λI itself, never its inverse: no factor, no block solve
+            with _timed(timings, "time_factor"):
+                inverses = self._pencil_grams(problem, plan)
+            eig, Phi_star_T = self._top_eigenvectors_pencil(problem, inverses, max(1, placed), plan, timings)
+            phi_source = "feature-space eigenvectors"
+            timings["time_phi"] = 0.0
+            components, sv = self._orthonormal_map(Phi_star_T, problem)
+            del Phi_star_T
+            self._set_fitted(problem, inverses, eig, components, sv, inverted=False)
+            return self._finish_fit(problem, plan, timings, phi_source, dask_sources, t_start)
         with _timed(timings, "time_factor"):
             A_inv = self._factor_gram(problem, plan)
         if placed > 1:                     # languages on different workers: their solves side by side
@@ -524,7 +543,11 @@ class Cr5(ConceptEmbeddingMixin):
             del record
         components, sv = self._orthonormal_map(Phi_star_T, problem)
         del Phi_star_T
-        self._set_fitted(problem, A_inv, eig, components, sv)
+        self._set_fitted(problem, A_inv.block_inverse.blocks, eig, components, sv)
+        return self._finish_fit(problem, plan, timings, phi_source, dask_sources, t_start)
+
+    def _finish_fit(self, problem: "_Problem", plan: "_MemoryPlan", timings: dict, phi_source: str,
+                    dask_sources: list, t_start: float) -> "Cr5":
         self.fit_info_.update(timings, phi_source=phi_source, memory_plan=plan.as_dict(),
                               time_total=time.perf_counter() - t_start,
                               sources={lang: _source_kind(problem.blocks[lang]) for lang in problem.languages})
@@ -650,18 +673,21 @@ class Cr5(ConceptEmbeddingMixin):
                                   reuse_budget=self.reuse_budget if self.reuse_solves else 0, eig_tol=self.eig_tol,
                                   cg_rtol=self.cg_rtol, record_inputs=problem.eig_method != "subspace")
         explicit = self.eig_method not in ("auto", "subspace")
+        # feature space runs its own solvers: subspace iteration with inner solves, or LOBPCG on
+        # the pencil (ĈĈᵀ, A) without any
+        solver = "lobpcg" if self.eig_method == "lobpcg" else "subspace"
         if self.eig_space == "features":
-            if explicit:
-                raise ValueError(f"eig_space='features' runs its own block subspace iteration; "
-                                 f"eig_method={self.eig_method!r} needs eig_space='concepts' (or 'auto')")
-            return _MemoryPlan.choose(problem, eig_space="features", **kw)
+            if self.eig_method not in ("auto", "subspace", "lobpcg"):
+                raise ValueError(f"eig_space='features' runs its own eigen-solvers (eig_method 'subspace' or "
+                                 f"'lobpcg'); eig_method={self.eig_method!r} needs eig_space='concepts' (or 'auto')")
+            return _MemoryPlan.choose(problem, eig_space="features", eig_solver=solver, **kw)
         try:
             return _MemoryPlan.choose(problem, eig_space="concepts", **kw)
         except MemoryError as exc:
             if self.eig_space == "concepts" or explicit or problem.p >= len(problem.classes):
                 raise
             try:           # blocks of p rows instead of K: the same eigenpairs (eig_space's docstring)
-                return _MemoryPlan.choose(problem, eig_space="features", **kw)
+                return _MemoryPlan.choose(problem, eig_space="features", eig_solver=solver, **kw)
             except MemoryError:
                 raise exc from None
 
@@ -684,7 +710,8 @@ class Cr5(ConceptEmbeddingMixin):
     def _top_eigenvectors(self, problem: "_Problem", A_inv: WoodburyInverse, plan: "_MemoryPlan",
                           timings: dict):
         K = len(problem.classes)
-        C, C32, Cm = self._cross_covariances(problem, A_inv, plan)
+        C, C32, Cm = self._cross_covariances(problem, A_inv.block_inverse.blocks, A_inv.block_inverse.n_jobs,
+                                             plan)
         # every block solve Z = A⁻¹ĈV of the eigen-solve is kept (within plan.record_bytes) so that
         # Φ*ᵀ = A⁻¹ĈP can be recombined from them afterwards (stage 4)
         subspace = problem.eig_method == "subspace"
@@ -731,15 +758,15 @@ class Cr5(ConceptEmbeddingMixin):
             timings["_dask_eig"] = {k: after[k] - counters0[k] for k in after}
         return res, record
 
-    def _cross_covariances(self, problem: "_Problem", A_inv: WoodburyInverse, plan: "_MemoryPlan"):
-        """Ĉ = X̂ᵀŶ (p, K), its float32 twin or None, and the one the operator's products use."""
-        inverses = A_inv.block_inverse.blocks
+    def _cross_covariances(self, problem: "_Problem", inverses: Sequence[Any], n_jobs: int, plan: "_MemoryPlan"):
+        """Ĉ = X̂ᵀŶ (p, K), its float32 twin or None, and the one the operator's products use
+        (``inverses``: the languages' :class:`GramBlockInverse`, whose matrices Ĉ shares)."""
         # with one document per concept and language Ĉ needs no copy of its own: it reads the
         # blocks (and CSR transposes) the block inverses hold in each dtype
         C = CrossCovariance.from_blocks([problem.blocks[lang] for lang in problem.languages], problem.labels,
                                         len(problem.classes), precompute=plan.copies, dtype=problem.dtype,
                                         shared=[inv.csr_pair(problem.dtype) for inv in inverses])
-        C.n_jobs = A_inv.block_inverse.n_jobs   # languages on different dask workers side by side
+        C.n_jobs = n_jobs                   # languages on different dask workers side by side
         # a float32 twin of Ĉ (two float32 copies of nnz(X), or none with one document per concept:
         # it shares the float32 blocks of the mixed-precision CG) for the starting block and, at
         # loose tolerances, for the operator's two products: the block solves between them are
@@ -770,7 +797,8 @@ class Cr5(ConceptEmbeddingMixin):
         b = _block_size(r, K)
         dt = problem.dtype
         bt = np.dtype(plan.basis_dtype or dt)
-        C, C32, Cm = self._cross_covariances(problem, A_inv, plan)
+        C, C32, Cm = self._cross_covariances(problem, A_inv.block_inverse.blocks, A_inv.block_inverse.n_jobs,
+                                             plan)
         chunk = plan.apply_columns
         rng = check_random_state(self.random_state)
 
@@ -844,6 +872,157 @@ class Cr5(ConceptEmbeddingMixin):
                         n_matvec=n_matvec, residual_norms=rel * np.abs(theta),
                         info={"method": "feature-subspace", "block_size": b, "space": "features"})
         return res, Phi_star_T
+
+    def _pencil_grams(self, problem: "_Problem", plan: "_MemoryPlan") -> list:
+        """The languages' X_lᵀX_l + λI for the pencil eigen-solver: :class:`GramBlockInverse` in
+        "cg" mode, which costs their diagonals and, at loose tolerances on float64 blocks held in
+        memory, float32 copies (the products then run in float32, as the CG's would); they are
+        applied forwards only."""
+        loose = _loose_products(problem, plan, self.eig_tol, self.cg_rtol)
+        return [GramBlockInverse(problem.blocks[lang], self.alpha, method="cg", mixed_precision=loose,
+                                 transpose_copy=plan.copies)
+                for lang in problem.languages]
+
+    def _top_eigenvectors_pencil(self, problem: "_Problem", inverses: list, n_jobs: int, plan: "_MemoryPlan",
+                                 timings: dict):
+        """The top-r eigenpairs of M = ĈᵀA⁻¹Ĉ by LOBPCG on the pencil ĈĈᵀu = θAu
+        (``eig_space="features"``, ``eig_method="lobpcg"``), and Φ*ᵀ = A⁻¹ĈP_r.
+
+        A = X̂ᵀX̂ + λI is applied, never inverted: each iteration applies ĈĈᵀ and A once to the
+        preconditioned residuals W = D⁻¹(ĈĈᵀX − AXΘ) (D = diag A) and takes the top Ritz pairs of
+        the pencil on span[X, W, P] (P: the previous step), so an iteration costs four sparse
+        products per column where an iteration with inner CG solves costs two per CG iteration.
+        With uᵀAu = 1 the concept-space eigenvector is v = Ĉᵀu/√θ and A⁻¹Ĉv = √θ u: Φ*ᵀ needs no
+        solve. Convergence: ‖ĈĈᵀu − θAu‖_{D⁻¹} ≤ ``eig_tol`` θ for the r wanted pairs (the D⁻¹
+        norm stands in for the A⁻¹ norm, where this is the concept-space criterion
+        ‖Mv − θv‖ ≤ ``eig_tol`` θ; measured at about twice it, so the stop is conservative).
+        Holds X, W, P and their images under ĈĈᵀ and A (nine p × b blocks) and, inside a
+        product, one K × ``apply_columns`` block."""
+        K, p, r = len(problem.classes), problem.p, problem.r
+        b = _block_size(r, K)
+        dt = problem.dtype
+        bt = np.dtype(plan.basis_dtype or dt)
+        C, C32, Cm = self._cross_covariances(problem, inverses, n_jobs, plan)
+        grams = BlockDiagonal([inv.cg_gram for inv in inverses], n_jobs=n_jobs)
+        n, mu = problem.n, problem.mean.astype(bt)
+        chunk = plan.apply_columns
+        rng = check_random_state(self.random_state)
+        d = _jacobi_diagonal(problem, self.alpha)
+        d_inv = (1.0 / d).astype(bt)[:, None]
+
+        def cct(Z, Cx):                    # Ĉ Ĉᵀ Z, a K × chunk block at a time
+            out = np.empty((p, Z.shape[1]), dtype=bt)
+            for a in range(0, Z.shape[1], chunk):
+                out[:, a:a + chunk] = Cx.matmat(Cx.rmatmat(np.ascontiguousarray(Z[:, a:a + chunk], dtype=Cx.dtype)))
+            return out
+
+        def apply_a(Z):                    # (X̂ᵀX̂ + λI) Z = blocks' (X_lᵀX_l + λI) Z_l − n μ μᵀZ
+            out = np.empty((p, Z.shape[1]), dtype=bt)
+            for a in range(0, Z.shape[1], chunk):
+                Zc = np.ascontiguousarray(Z[:, a:a + chunk], dtype=grams.dtype)
+                out[:, a:a + chunk] = grams.matmat(Zc)
+                out[:, a:a + chunk] -= n * np.outer(mu, mu @ Z[:, a:a + chunk]).astype(bt)
+            return out
+
+        step = max(1, (64 << 20) // max(1, 3 * b * 8))      # rows per block of the p × 3b passes
+
+        def pencil_grams(S, SC, SA):
+            """SᵀĈĈᵀS and SᵀAS (float64), S = [X, W, (P)]: the upper blocks only (both are
+            symmetric), each a GEMM in the basis dtype per row block summed in float64 (at p =
+            400,000, b = 360 the float64 products of the whole 3b × 3b matrices took about 30 s
+            per iteration on one BLAS thread)."""
+            offs = np.cumsum([0] + [B.shape[1] for B in S])
+            GC, GA = np.zeros((offs[-1], offs[-1])), np.zeros((offs[-1], offs[-1]))
+            for i in range(0, p, step):
+                for a, Sa in enumerate(S):
+                    Sai = Sa[i:i + step]
+                    for c in range(a, len(S)):
+                        sl = (slice(offs[a], offs[a + 1]), slice(offs[c], offs[c + 1]))
+                        GC[sl] += Sai.T @ SC[c][i:i + step]
+                        GA[sl] += Sai.T @ SA[c][i:i + step]
+            for G in (GC, GA):
+                upper = np.triu(G, 1)
+                G[:] = np.diag(np.diag(G)) + upper + upper.T
+            return GC, GA
+
+        def rayleigh_ritz_x(X):            # X's images made afresh, X A-orthonormal with its Ritz values
+            CX, AX = cct(X, Cm), apply_a(X)
+            theta_all, Y = _ritz(*pencil_grams([X], [CX], [AX]))
+            if theta_all.shape[0] < b:
+                raise np.linalg.LinAlgError("the block of the feature-space eigen-solve lost rank")
+            Yb = Y[:, :b].astype(bt)
+            return X @ Yb, CX @ Yb, AX @ Yb, theta_all[:b]
+
+        with _timed(timings, "time_start"):
+            X = rng.standard_normal((p, b), dtype=bt)
+            for _ in range(int(self.start_steps)):
+                X = cct(X, C if C32 is None else C32)
+                X *= d_inv
+                X = _cholesky_qr(X, passes=1, overwrite=True)
+            X, CX, AX, theta = rayleigh_ritz_x(X)
+        # the images CX, AX (and P's) are carried by the same combinations as X, so their rounding
+        # errors add up: in a float32 basis they drift from the true products after some tens of
+        # iterations (measured on a 4-language corpus, r = 100: Ritz values above the largest
+        # eigenvalue from iteration ~45). A float32 basis makes them afresh every 10 iterations
+        # (one more application of the pencil, P dropped: a restart)
+        refresh = 10 if bt == np.float32 else 0
+        P = CP = AP = None
+        n_matvec, converged = b, False
+        bar = progress(total=r, show=self.show_progress, desc="eigen-solve (feature space, LOBPCG) converged pairs",
+                       unit="pair")
+        with _timed(timings, "time_eig"), bar:
+            for it in range(1, int(self.eig_maxiter) + 1):
+                W = CX - AX * theta.astype(bt)                 # residuals of the b Ritz pairs
+                res = np.sqrt(np.einsum("ij,ij->j", W, W * d_inv, dtype=np.float64))
+                rel = res[:r] / np.where(theta[:r] > 0, theta[:r], 1.0)
+                if self.callback is not None:
+                    self._progress("eig", {"iteration": it, "eigenvalues": theta[:r], "residuals": rel * np.abs(theta[:r])},
+                                   r)
+                converged = bool(np.all(rel <= self.eig_tol))
+                bar.n = int(np.count_nonzero(rel <= self.eig_tol))
+                bar.set_postfix(it=it, rel_res=f"{float(rel.max()):.2e}")
+                if converged or it == int(self.eig_maxiter):
+                    break
+                if refresh and it % refresh == 0:
+                    del W
+                    P = CP = AP = None
+                    X, CX, AX, theta = rayleigh_ritz_x(X)
+                    n_matvec += b
+                    W = CX - AX * theta.astype(bt)
+                W *= d_inv                                      # the preconditioned residuals
+                # A-orthogonal to X (XᵀAX = I: the coefficients are (AX)ᵀW), columns of unit
+                # size: keeps the pencil's Gram matrices of [X, W, P] well conditioned as the
+                # residuals shrink
+                W -= X @ (AX.T @ W)
+                W /= np.maximum(np.sqrt(np.einsum("ij,ij->j", W, W, dtype=np.float64)), np.finfo(bt).tiny).astype(bt)
+                CW, AW = cct(W, Cm), apply_a(W)
+                n_matvec += b
+                S, SC, SA = ([X, W], [CX, CW], [AX, AW]) if P is None else ([X, W, P], [CX, CW, CP], [AX, AW, AP])
+                theta_all, Y = _ritz(*pencil_grams(S, SC, SA))
+                if theta_all.shape[0] < b:
+                    raise np.linalg.LinAlgError(
+                        f"the feature-space eigen-solve's search space spans only {theta_all.shape[0]} directions "
+                        f"of A, fewer than its block of {b}")
+                theta = theta_all[:b]
+                Yb = Y[:, :b].astype(bt)
+                Yx, Yrest = Yb[:b], Yb[b:]                      # X's part, and W's and P's: the next P
+                if P is None:
+                    P, CP, AP = (np.empty((p, b), dtype=bt) for _ in range(3))
+                assert CP is not None and AP is not None
+                targets: list[tuple[np.ndarray, list]] = [(P, S), (CP, SC), (AP, SA)]
+                for new_p, blocks3 in targets:
+                    B0 = blocks3[0]
+                    for i in range(0, p, step):
+                        T = np.hstack([B[i:i + step] for B in blocks3[1:]]) @ Yrest
+                        B0[i:i + step] = B0[i:i + step] @ Yx + T
+                        new_p[i:i + step] = T
+                del W, CW, AW, S, SC, SA
+            Phi_star_T = (X[:, :r] * np.sqrt(np.maximum(theta[:r], 0.0)).astype(bt)).astype(dt)   # A⁻¹ĈP_r = √θ u
+        del X, CX, AX, P, CP, AP
+        res_ = EigResult(eigenvalues=theta[:r], eigenvectors=np.empty((0, r)), converged=converged, n_iter=it,
+                         n_matvec=n_matvec, residual_norms=rel * np.abs(theta[:r]),
+                         info={"method": "feature-lobpcg", "block_size": b, "space": "features"})
+        return res_, Phi_star_T
 
     def _progress(self, stage: str, info: dict, r: int) -> None:
         """Record the fit's progress in ``fit_progress_`` and call the callback: the common
@@ -925,7 +1104,8 @@ class Cr5(ConceptEmbeddingMixin):
         return components, sv
 
     # ---- fitted attributes and convergence records
-    def _set_fitted(self, problem: "_Problem", A_inv: WoodburyInverse, res, components, sv) -> None:
+    def _set_fitted(self, problem: "_Problem", inverses: Sequence[Any], res, components, sv,
+                    inverted: bool = True) -> None:
         languages, dtype = problem.languages, problem.dtype
         self.languages_ = languages
         self.classes_ = problem.classes
@@ -933,8 +1113,10 @@ class Cr5(ConceptEmbeddingMixin):
         self.components_ = components
         self.singular_values_ = sv.astype(dtype)
         self.eigenvalues_ = np.asarray(res.eigenvalues[:problem.r])
-        inverses = A_inv.block_inverse.blocks
-        block_info = [{"method": inv.method_, "reason": inv.reason_,
+        # the pencil eigen-solver (inverted=False) only applies X̂ᵀX̂ + λI: no block is inverted
+        block_info: list[dict[str, Any]] = [{"method": inv.method_ if inverted else "none",
+                       "reason": inv.reason_ if inverted else "eig_method='lobpcg' in feature space applies "
+                                                              "X_lᵀX_l + λI, never its inverse",
                        "mixed_precision": bool(getattr(inv, "mixed_precision_", False)),
                        "nonconverged": list(inv.nonconverged_),
                        "cg_iterations": list(inv.cg_iterations_),
@@ -956,7 +1138,7 @@ class Cr5(ConceptEmbeddingMixin):
         self.fit_info_ = {
             "n_documents": problem.n, "n_concepts": len(problem.classes),
             "n_features": int(problem.p), "nnz": int(problem.nnz),
-            "block_methods": {lang: inv.method_ for lang, inv in zip(languages, inverses)},
+            "block_methods": {lang: b["method"] for lang, b in zip(languages, block_info)},
         }
 
     # ------------------------------------------------------------------ inference
@@ -1255,6 +1437,7 @@ class _MemoryPlan:
     eig_tol: float = 1e-1          # the fit's tolerances (whether Ĉ's products run in float32)
     cg_rtol: float = 1e-2
     eig_space: str = "concepts"    # the eigen-solve's blocks: K rows ("concepts") or p rows ("features")
+    eig_solver: str = "subspace"   # in feature space: "subspace" (inner solves) or "lobpcg" (the pencil)
 
     def eig_kwargs(self, problem: "_Problem") -> dict[str, Any]:
         """Keyword arguments for :func:`linxling.solvers.eigsh` (its subspace method)."""
@@ -1270,7 +1453,8 @@ class _MemoryPlan:
                 "basis_factor": self.basis_factor, "apply_columns": min(self.apply_columns, 1 << 30),
                 "record_bytes": self.record_bytes, "read_bytes": self.read_bytes, "budget": self.budget,
                 "estimate": self.estimate,
-                "in_use": self.in_use, "eig_space": self.eig_space}
+                "in_use": self.in_use, "eig_space": self.eig_space,
+                "eig_solver": self.eig_solver if self.eig_space == "features" else None}
 
     @staticmethod
     def sizes(problem: "_Problem", plan: "_MemoryPlan") -> int:
@@ -1316,6 +1500,12 @@ class _MemoryPlan:
         cols = min(plan.apply_columns, b)
         cg_vec = 4 if plan.mixed_precision else f
         per_col = f * (2 * p + K + (0 if plan.copies and chunk == 0 else n_max)) + (6 * cg_vec + 2 * f) * p_max
+        if plan.eig_space == "features" and plan.eig_solver == "lobpcg":
+            # X, W, P and their images under ĈĈᵀ and A (p × b each), a product's K × cols and row
+            # blocks (no CG vectors: nothing is solved); Φ*ᵀ = √θ u
+            eig_stage = 9 * p * b * fb + cols * f * (2 * p + K + (0 if plan.copies and chunk == 0 else n_max))
+            map_stage = 2 * p * r * f + p_max * r * f
+            return sparse + chunk + max(eig_stage, map_stage)
         if plan.eig_space == "features":
             # Z, G, Z', G' (p × b each) and a p × b row block or p × 64 temporaries; Φ*ᵀ = Z'y
             eig_stage = 5 * p * b * fb + cols * per_col
@@ -1330,7 +1520,8 @@ class _MemoryPlan:
 
     @classmethod
     def choose(cls, problem: "_Problem", *, budget: int | None, reuse_budget: int, eig_tol: float,
-               cg_rtol: float, record_inputs: bool = False, eig_space: str = "concepts") -> "_MemoryPlan":
+               cg_rtol: float, record_inputs: bool = False, eig_space: str = "concepts",
+               eig_solver: str = "subspace") -> "_MemoryPlan":
         in_use = current_rss()
         if eig_space == "features":
             reuse_budget = 0           # Φ*ᵀ comes from the last solves: nothing is recorded
@@ -1340,13 +1531,14 @@ class _MemoryPlan:
             # fast (measured on 5 x 20k Bible verses, r = 100: eigen stage 2.6 -> 1.9 s)
             plan = cls(record_bytes=int(reuse_budget), in_use=in_use, eig_tol=eig_tol, cg_rtol=cg_rtol,
                        copies=not any(isinstance(X, RowSource) for X in problem.blocks.values()),
-                       basis_dtype=np.float32 if eig_tol >= 1e-4 else None, eig_space=eig_space)
+                       basis_dtype=np.float32 if eig_tol >= 1e-4 else None, eig_space=eig_space,
+                       eig_solver=eig_solver)
             plan.estimate = cls.sizes(problem, plan)
             return plan
         # 10% of headroom for what the estimate does not see (allocator, BLAS and numba buffers)
         avail = int(0.9 * (budget - in_use))
         plan = cls(record_bytes=0, budget=budget, in_use=in_use, eig_tol=eig_tol, cg_rtol=cg_rtol,
-                   eig_space=eig_space)
+                   eig_space=eig_space, eig_solver=eig_solver)
         if any(isinstance(X, RowSource) for X in problem.blocks.values()):
             plan.copies = False        # row-partitioned blocks are never copied
         b = _block_size(problem.r, len(problem.classes))

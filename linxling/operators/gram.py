@@ -410,6 +410,12 @@ class GramBlockInverse(LinearOperator):
         if self.source is not None and self.method_ == "cg":
             self.source.release_gram()      # an XᵀX assembled only to count its nonzeros
 
+    @property
+    def cg_gram(self) -> LinearOperator:
+        """``X_lᵀX_l + alpha I`` as the operator the CG runs on (float32 values on float64 data with
+        ``mixed_precision_`` and ``method_ == "cg"``; else :attr:`gram`)."""
+        return self._gram_cg
+
     def csr_pair(self, dtype: Any):
         """``(X_l, X_lᵀ or None)`` in ``dtype`` as this inverse already holds them (the Gram the CG
         runs on builds its CSR transpose here if it keeps one), or None when it holds no such
