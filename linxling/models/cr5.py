@@ -901,7 +901,7 @@ class Cr5(ConceptEmbeddingMixin):
         K, p, r = len(problem.classes), problem.p, problem.r
         b = _block_size(r, K)
         dt = problem.dtype
-        bt = np.dtype(plan.basis_dtype or dt)
+        bt = _pencil_basis_dtype(problem, plan)
         C, C32, Cm = self._cross_covariances(problem, inverses, n_jobs, plan)
         grams = BlockDiagonal([inv.cg_gram for inv in inverses], n_jobs=n_jobs)
         n, mu = problem.n, problem.mean.astype(bt)
@@ -945,9 +945,14 @@ class Cr5(ConceptEmbeddingMixin):
                 G[:] = np.diag(np.diag(G)) + upper + upper.T
             return GC, GA
 
+        # directions of [X, W, P] closer than the products' rounding are noise (their Ritz values
+        # are spurious, above the largest eigenvalue): dropped at 100 eps of the products' dtype
+        drop = max(1e-12, 100 * float(np.finfo(np.result_type(Cm.dtype, grams.dtype)).eps))
+
         def rayleigh_ritz_x(X):            # X's images made afresh, X A-orthonormal with its Ritz values
             CX, AX = cct(X, Cm), apply_a(X)
-            theta_all, Y = _ritz(*pencil_grams([X], [CX], [AX]))
+            GC, GA = pencil_grams([X], [CX], [AX])
+            theta_all, Y = _ritz(GC, GA, drop=drop)
             if theta_all.shape[0] < b:
                 raise np.linalg.LinAlgError("the block of the feature-space eigen-solve lost rank")
             Yb = Y[:, :b].astype(bt)
@@ -998,7 +1003,8 @@ class Cr5(ConceptEmbeddingMixin):
                 CW, AW = cct(W, Cm), apply_a(W)
                 n_matvec += b
                 S, SC, SA = ([X, W], [CX, CW], [AX, AW]) if P is None else ([X, W, P], [CX, CW, CP], [AX, AW, AP])
-                theta_all, Y = _ritz(*pencil_grams(S, SC, SA))
+                GC, GA = pencil_grams(S, SC, SA)
+                theta_all, Y = _ritz(GC, GA, drop=drop)
                 if theta_all.shape[0] < b:
                     raise np.linalg.LinAlgError(
                         f"the feature-space eigen-solve's search space spans only {theta_all.shape[0]} directions "
@@ -1278,6 +1284,15 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
     return Y.astype(problem.dtype)
 
 
+def _pencil_basis_dtype(problem: "_Problem", plan: "_MemoryPlan") -> np.dtype:
+    """The basis dtype of LOBPCG on the pencil: float32 (the plan's basis or float32 data) only at
+    ``eig_tol >= 1e-2``, where it converges in a few iterations; below, float64 (measured on two
+    small float32 problems, K = 400, r = 8: at eig_tol=1e-3 65–79 iterations against 81–93 in
+    float32, at 1e-4 143–173 against 161–184)."""
+    bt = np.dtype(plan.basis_dtype or problem.dtype)
+    return bt if plan.eig_tol >= 1e-2 else np.dtype(np.float64)
+
+
 def _gram64(A: np.ndarray, B: np.ndarray, step: int) -> np.ndarray:
     """``Aᵀ B`` in float64, summed over row blocks of ``step`` rows (no float64 copy of A or B)."""
     out = np.zeros((A.shape[1], B.shape[1]))
@@ -1286,13 +1301,14 @@ def _gram64(A: np.ndarray, B: np.ndarray, step: int) -> np.ndarray:
     return out
 
 
-def _ritz(T: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _ritz(T: np.ndarray, S: np.ndarray, drop: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """Eigenpairs of the pencil (T, S), S symmetric positive semi-definite: ``T y = θ S y``,
-    θ descending, ``yᵀ S y = 1``. Directions of S below 1e-12 of its largest eigenvalue (a block
-    whose concept-space image lost rank) are dropped: fewer pairs come back."""
+    θ descending, ``yᵀ S y = 1``. Directions of S below ``drop`` times its largest eigenvalue (a
+    block whose concept-space image lost rank, or directions of a search space that its products'
+    rounding cannot tell apart) are dropped: fewer pairs come back."""
     T, S = (T + T.T) / 2, (S + S.T) / 2
     s, U = np.linalg.eigh(S)
-    keep = s > 1e-12 * max(float(s[-1]), np.finfo(np.float64).tiny)
+    keep = s > drop * max(float(s[-1]), np.finfo(np.float64).tiny)
     W = U[:, keep] / np.sqrt(s[keep])                # S^{-1/2} on S's range
     theta, Q = np.linalg.eigh(W.T @ T @ W)
     order = np.argsort(theta)[::-1]
@@ -1503,6 +1519,7 @@ class _MemoryPlan:
         if plan.eig_space == "features" and plan.eig_solver == "lobpcg":
             # X, W, P and their images under ĈĈᵀ and A (p × b each), a product's K × cols and row
             # blocks (no CG vectors: nothing is solved); Φ*ᵀ = √θ u
+            fb = _pencil_basis_dtype(problem, plan).itemsize
             eig_stage = 9 * p * b * fb + cols * f * (2 * p + K + (0 if plan.copies and chunk == 0 else n_max))
             map_stage = 2 * p * r * f + p_max * r * f
             return sparse + chunk + max(eig_stage, map_stage)
