@@ -211,7 +211,8 @@ class Cr5(ConceptEmbeddingMixin):
         gives Φ*ᵀ = A⁻¹ĈP_r from its last solves (no Φ stage). Worth it when K ≫ p (a
         corpus with millions of concepts and a vocabulary of some 10⁵ words per language),
         where the K-row blocks do not fit in memory; only the operator's products hold a
-        K × (columns applied) block at a time. CPU only, with the subspace eigen-solver.
+        K × (columns applied) block at a time. CPU only; ``eig_method="lobpcg"`` runs LOBPCG on
+        the pencil ĈĈᵀu = θAu there instead (no inverse; nine p-row blocks instead of four).
         "auto" keeps "concepts" (the measured default) and takes "features" only when
         ``memory_budget`` is too small for the concept-space plan, p < K, and the feature-space
         plan fits; ``fit_info_["memory_plan"]["eig_space"]`` records the choice.
