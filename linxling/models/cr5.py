@@ -38,6 +38,7 @@ from linxling._threads import blas_single_thread
 from linxling._validation import check_float_dtype, check_random_state, check_sparse_matrix, check_value_range
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
+from linxling.kernels.dense import add_outer
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 from linxling.models._estimator import (
     DEVICE,
@@ -518,37 +519,32 @@ class Cr5(ConceptEmbeddingMixin):
             from linxling.operators._dask import place_sources
             with _timed(timings, "time_placement"):
                 placed = place_sources(dask_sources)
-        if plan.eig_solver == "lobpcg":
+        inverted = plan.eig_solver != "lobpcg"
+        if not inverted:
             # the pencil needs X̂ᵀX̂ + λI itself, never its inverse: no factor, no block solve
             with _timed(timings, "time_factor"):
                 inverses = self._pencil_grams(problem, plan)
             eig, Phi_star_T = self._top_eigenvectors_pencil(problem, inverses, max(1, placed), plan, timings)
             phi_source = "feature-space eigenvectors"
             timings["time_phi"] = 0.0
-            components, sv = self._orthonormal_map(Phi_star_T, problem)
-            del Phi_star_T
-            self._set_fitted(problem, inverses, eig, components, sv, inverted=False)
-            return self._finish_fit(problem, plan, timings, phi_source, dask_sources, t_start)
-        with _timed(timings, "time_factor"):
-            A_inv = self._factor_gram(problem, plan)
-        if placed > 1:                     # languages on different workers: their solves side by side
-            A_inv.block_inverse.n_jobs = placed
-        if plan.eig_space == "features":
-            eig, Phi_star_T = self._top_eigenvectors_features(problem, A_inv, plan, timings)
-            phi_source = "feature-space solves"
-            timings["time_phi"] = 0.0
         else:
-            eig, record = self._top_eigenvectors(problem, A_inv, plan, timings)
-            with _timed(timings, "time_phi"):
-                Phi_star_T, phi_source = self._phi_star(problem, A_inv, record, eig, plan)
-            del record
+            with _timed(timings, "time_factor"):
+                A_inv = self._factor_gram(problem, plan)
+            if placed > 1:                 # languages on different workers: their solves side by side
+                A_inv.block_inverse.n_jobs = placed
+            inverses = A_inv.block_inverse.blocks
+            if plan.eig_space == "features":
+                eig, Phi_star_T = self._top_eigenvectors_features(problem, A_inv, plan, timings)
+                phi_source = "feature-space solves"
+                timings["time_phi"] = 0.0
+            else:
+                eig, record = self._top_eigenvectors(problem, A_inv, plan, timings)
+                with _timed(timings, "time_phi"):
+                    Phi_star_T, phi_source = self._phi_star(problem, A_inv, record, eig, plan)
+                del record
         components, sv = self._orthonormal_map(Phi_star_T, problem)
         del Phi_star_T
-        self._set_fitted(problem, A_inv.block_inverse.blocks, eig, components, sv)
-        return self._finish_fit(problem, plan, timings, phi_source, dask_sources, t_start)
-
-    def _finish_fit(self, problem: "_Problem", plan: "_MemoryPlan", timings: dict, phi_source: str,
-                    dask_sources: list, t_start: float) -> "Cr5":
+        self._set_fitted(problem, inverses, eig, components, sv, inverted=inverted)
         self.fit_info_.update(timings, phi_source=phi_source, memory_plan=plan.as_dict(),
                               time_total=time.perf_counter() - t_start,
                               sources={lang: _source_kind(problem.blocks[lang]) for lang in problem.languages})
@@ -804,10 +800,7 @@ class Cr5(ConceptEmbeddingMixin):
         rng = check_random_state(self.random_state)
 
         def cct(Z, Cx):                    # Ĉ Ĉᵀ Z, a K × chunk block at a time
-            out = np.empty((p, Z.shape[1]), dtype=bt)
-            for a in range(0, Z.shape[1], chunk):
-                out[:, a:a + chunk] = Cx.matmat(Cx.rmatmat(np.ascontiguousarray(Z[:, a:a + chunk], dtype=Cx.dtype)))
-            return out
+            return _c_ct(Cx, Z, chunk, bt)
 
         def solve(G):                      # A⁻¹ G, chunk columns at a time
             out = np.empty((p, G.shape[1]), dtype=bt)
@@ -912,22 +905,19 @@ class Cr5(ConceptEmbeddingMixin):
         d_inv = (1.0 / d).astype(bt)[:, None]
 
         def cct(Z, Cx):                    # Ĉ Ĉᵀ Z, a K × chunk block at a time
-            out = np.empty((p, Z.shape[1]), dtype=bt)
-            for a in range(0, Z.shape[1], chunk):
-                out[:, a:a + chunk] = Cx.matmat(Cx.rmatmat(np.ascontiguousarray(Z[:, a:a + chunk], dtype=Cx.dtype)))
-            return out
+            return _c_ct(Cx, Z, chunk, bt)
 
         def apply_a(Z):                    # (X̂ᵀX̂ + λI) Z = blocks' (X_lᵀX_l + λI) Z_l − n μ μᵀZ
             out = np.empty((p, Z.shape[1]), dtype=bt)
             for a in range(0, Z.shape[1], chunk):
                 Zc = np.ascontiguousarray(Z[:, a:a + chunk], dtype=grams.dtype)
-                out[:, a:a + chunk] = grams.matmat(Zc)
-                out[:, a:a + chunk] -= n * np.outer(mu, mu @ Z[:, a:a + chunk]).astype(bt)
+                part = grams.matmat(Zc).astype(bt, copy=False)
+                out[:, a:a + chunk] = add_outer(part, mu, mu @ Z[:, a:a + chunk], -float(n))
             return out
 
         step = max(1, (64 << 20) // max(1, 3 * b * 8))      # rows per block of the p × 3b passes
 
-        def pencil_grams(S, SC, SA):
+        def rayleigh_ritz_matrices(S, SC, SA):
             """SᵀĈĈᵀS and SᵀAS (float64), S = [X, W, (P)]: the upper blocks only (both are
             symmetric), each a GEMM in the basis dtype per row block summed in float64 (at p =
             400,000, b = 360 the float64 products of the whole 3b × 3b matrices took about 30 s
@@ -952,7 +942,7 @@ class Cr5(ConceptEmbeddingMixin):
 
         def rayleigh_ritz_x(X):            # X's images made afresh, X A-orthonormal with its Ritz values
             CX, AX = cct(X, Cm), apply_a(X)
-            GC, GA = pencil_grams([X], [CX], [AX])
+            GC, GA = rayleigh_ritz_matrices([X], [CX], [AX])
             theta_all, Y = _ritz(GC, GA, drop=drop)
             if theta_all.shape[0] < b:
                 raise np.linalg.LinAlgError("the block of the feature-space eigen-solve lost rank")
@@ -1004,7 +994,7 @@ class Cr5(ConceptEmbeddingMixin):
                 CW, AW = cct(W, Cm), apply_a(W)
                 n_matvec += b
                 S, SC, SA = ([X, W], [CX, CW], [AX, AW]) if P is None else ([X, W, P], [CX, CW, CP], [AX, AW, AP])
-                GC, GA = pencil_grams(S, SC, SA)
+                GC, GA = rayleigh_ritz_matrices(S, SC, SA)
                 theta_all, Y = _ritz(GC, GA, drop=drop)
                 if theta_all.shape[0] < b:
                     raise np.linalg.LinAlgError(
@@ -1283,6 +1273,14 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
         Y = _cholesky_qr(C.rmatmat(U), passes=1, overwrite=True)     # rmatmat's result is ours
         del U
     return Y.astype(problem.dtype)
+
+
+def _c_ct(C, Z: np.ndarray, chunk: int, dtype: Any) -> np.ndarray:
+    """``Ĉ Ĉᵀ Z`` (p, m) in ``dtype``, ``chunk`` columns at a time (one K × chunk block held)."""
+    out = np.empty((Z.shape[0], Z.shape[1]), dtype=dtype)
+    for a in range(0, Z.shape[1], chunk):
+        out[:, a:a + chunk] = C.matmat(C.rmatmat(np.ascontiguousarray(Z[:, a:a + chunk], dtype=C.dtype)))
+    return out
 
 
 def _pencil_basis_dtype(problem: "_Problem", plan: "_MemoryPlan") -> np.dtype:
