@@ -336,6 +336,25 @@ def test_default_blocking_honours_memory_budget(monkeypatch, similarity):
     assert peak < full_matrix / 20
 
 
+def test_default_block_on_a_gpu_follows_free_device_memory():
+    """On a GPU the score block is sized from DEVICE_BLOCK_MEMORY, capped by a quarter of the
+    free device memory and never below the CPU's budget (an array module stand-in: no GPU needed)."""
+    from types import SimpleNamespace
+
+    from linxling.evaluate._retrieval import BLOCK_MEMORY, DEVICE_BLOCK_MEMORY, _auto_block_size
+
+    def fake_xp(free):
+        return SimpleNamespace(cuda=SimpleNamespace(Device=lambda: SimpleNamespace(mem_info=(free, 2 * free))))
+
+    n, item = 200_000, 4
+    assert _auto_block_size(None, n, item) == BLOCK_MEMORY // (3 * n * item) == 223
+    assert _auto_block_size(None, n, item, fake_xp(100 * 2 ** 30)) == DEVICE_BLOCK_MEMORY // (3 * n * item) == 2684
+    assert _auto_block_size(None, n, item, fake_xp(8 * 2 ** 30)) == 2 * 2 ** 30 // (3 * n * item)
+    assert _auto_block_size(None, n, item, fake_xp(2 ** 20)) == 223          # nearly full device
+    assert _auto_block_size(None, 10, item, fake_xp(100 * 2 ** 30)) == 4096  # row cap
+    assert _auto_block_size(7, n, item, fake_xp(100 * 2 ** 30)) == 7
+
+
 def test_word_translation_directionless_words_are_misses(rng):
     from linxling.evaluate import word_translation
     words = [f"w{i}" for i in range(20)]

@@ -144,7 +144,7 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     S, T = _check_embedding_pair(src_vectors, tgt_vectors, "src_vectors", "tgt_vectors", ns)
     ks = _check_ks(ks)
     similarity = _check_similarity(similarity)
-    block_size = _auto_block_size(block_size, max(S.shape[0], T.shape[0], 1), S.dtype.itemsize)
+    block_size = _auto_block_size(block_size, max(S.shape[0], T.shape[0], 1), S.dtype.itemsize, xp)
     if similarity == "csls":
         knn = check_int(knn, "knn", high=min(S.shape[0], T.shape[0]), what=" (min(n_src, n_tgt))")
     src_index = _vocab_index(src_words, "src_words", S.shape[0], "src_vectors")

@@ -16,14 +16,22 @@ _SIMILARITIES = ("cosine", "csls")
 
 # --------------------------------------------------------------------------- validation helpers
 BLOCK_MEMORY = 512 * 2 ** 20
+# on a GPU: larger score blocks, fewer kernel launches per score (CSLS 200,000² on an H200:
+# 21.7 s at 223-row blocks, 4.5 s at 2,048 rows), capped by a quarter of the free device memory
+DEVICE_BLOCK_MEMORY = 6 * 2 ** 30
 # entries of a score row per chunk of the CSLS top-k kernel (see topk_block_update)
 TOPK_CHUNK = 64
 
 
-def _auto_block_size(block_size: Any, n_cols: int, itemsize: int) -> int:
-    """``block_size`` checked, or (None) chosen so ~3 score blocks of n_cols fit BLOCK_MEMORY."""
+def _auto_block_size(block_size: Any, n_cols: int, itemsize: int, xp: Any = np) -> int:
+    """``block_size`` checked, or (None) chosen so ~3 score blocks of n_cols fit the memory budget:
+    BLOCK_MEMORY on the CPU, DEVICE_BLOCK_MEMORY (at most a quarter of the free memory) on a GPU."""
     if block_size is None:
-        return int(min(4096, max(64, BLOCK_MEMORY // (3 * n_cols * itemsize))))
+        budget = BLOCK_MEMORY
+        if xp is not np:
+            free = int(xp.cuda.Device().mem_info[0])
+            budget = max(BLOCK_MEMORY, min(DEVICE_BLOCK_MEMORY, free // 4))
+        return int(min(4096, max(64, budget // (3 * n_cols * itemsize))))
     return check_int(block_size, "block_size")
 
 
@@ -275,7 +283,10 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
     block_size : int, optional
         Number of query rows scored at a time. Default: as many as keep the score block and its
         temporaries (about 3 x block_size x n_c numbers) under 512 MiB, between 64 and 4096
-        rows (about 220 rows for 200,000 float32 candidates).
+        rows (about 220 rows for 200,000 float32 candidates). With CuPy arrays the budget is
+        6 GiB or a quarter of the free device memory, whichever is less (about 2,700 rows at
+        that size): fewer, larger kernel launches (measured on an H200, 200,000² CSLS: 21.7 s
+        at 223-row blocks, 4.5 s at 2,048).
     return_ranks : bool
         Also return the per-query ranks under key ``"ranks"``.
     show_progress : bool, optional
@@ -312,7 +323,7 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
     n_q, n_c = Q.shape[0], C.shape[0]
     ks = _check_ks(ks)
     similarity = _check_similarity(similarity)
-    block_size = _auto_block_size(block_size, max(C.shape[0], 1), C.dtype.itemsize)
+    block_size = _auto_block_size(block_size, max(C.shape[0], 1), C.dtype.itemsize, xp)
     if similarity == "csls":
         knn = check_int(knn, "knn", high=min(n_q, n_c), what=" (min(n_queries, n_candidates))")
     if gold is None:
