@@ -111,14 +111,14 @@ def passes(workdir: Path, langs: list, b: int, repeats: int = 5, memory_too: boo
     return out
 
 
-def _plan_only(workdir: Path, langs: list, r: int, budget: str) -> dict:
+def _plan_only(workdir: Path, langs: list, r: int, budget: str, cr5: dict | None = None) -> dict:
     """The memory plan Cr5 would choose for this corpus under ``budget`` (its problem set-up, one
     pass of column statistics, and the planner; no fit), or the planner's MemoryError."""
     from linxling import Cr5
     from linxling.io import ChunkedCSR
     files = {lang: ChunkedCSR(workdir / f"{lang}.h5") for lang in langs}
     concepts = {lang: _concepts(workdir, lang, C.shape[0]) for lang, C in files.items()}
-    model = Cr5(n_components=r, alpha=1.0, random_state=0, memory_budget=budget)
+    model = Cr5(n_components=r, alpha=1.0, random_state=0, memory_budget=budget, **(cr5 or {}))
     t0 = time.perf_counter()
     out: dict = {}
     try:
@@ -135,7 +135,8 @@ def _concepts(workdir: Path, lang: str, n: int) -> np.ndarray:
     return np.load(f) if f.exists() else np.arange(n)
 
 
-def child(mode: str, workdir: Path, langs: list, r: int, budget: str | None, out: str) -> None:
+def child(mode: str, workdir: Path, langs: list, r: int, budget: str | None, out: str,
+          cr5: dict | None = None) -> None:
     import scipy.sparse as sp
 
     from linxling import Cr5
@@ -153,7 +154,7 @@ def child(mode: str, workdir: Path, langs: list, r: int, budget: str | None, out
     hwm_ok = _reset_hwm()
     load0 = os.getloadavg()
     model = Cr5(n_components=r, alpha=1.0, random_state=0,
-                memory_budget=budget if mode == "stream" else None)
+                memory_budget=budget if mode == "stream" else None, **(cr5 or {}))
     c0, t0 = time.process_time(), time.perf_counter()
     model.fit_matrices(blocks, concepts)
     fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -181,7 +182,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--corpus-dtype", default="float64", choices=["float64", "float32"],
                     help="dtype of the values written to the HDF5 files (float32: 8 bytes per nonzero)")
     ap.add_argument("--modes", default="passes,stream,stream-nobudget,memory",
-                    help="comma-separated, run in order: passes (one pass streamed vs in memory), "
+                    help="comma-separated, run in order: plan (the memory plan only), passes (one pass "
+                         "streamed vs in memory), "
                          "stream-pass (streamed only, float32, twice: a corpus larger than memory), "
                          "stream, stream-nobudget, memory")
     ap.add_argument("--paper-languages", type=int, default=0, metavar="N_DOCUMENTS",
@@ -193,8 +195,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--transpose-budget", default="2G",
                     help="memory for gathering a language's transpose while writing it")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cr5_ooc.json"))
+    ap.add_argument("--cr5", default="{}", help='more Cr5 arguments as JSON, e.g. '
+                    '\'{"eig_space": "features", "eig_method": "lobpcg"}\'')
     ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    cr5 = json.loads(args.cr5)
     workdir = Path(args.workdir)
     from benchmarks.wiki_synth import PAPER_SIZES
     langs = list(PAPER_SIZES) if args.paper_languages else ["l0", "l1"]
@@ -207,10 +212,13 @@ def main(argv=None) -> dict:
             hwm_ok = _reset_hwm()
             res = passes(workdir, langs, b, repeats=2, memory_too=False, dtypes=(np.float32,))
             peak = _hwm() if hwm_ok else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-            res.update(rss_before=rss0, peak_rss=peak, plan=_plan_only(workdir, langs, args.r, args.budget))
+            res.update(rss_before=rss0, peak_rss=peak, plan=_plan_only(workdir, langs, args.r, args.budget, cr5))
             Path(args.child[1]).write_text(json.dumps(res, default=str))
+        elif args.child[0] == "plan":             # the memory plan only (set-up, no fit)
+            Path(args.child[1]).write_text(json.dumps(_plan_only(workdir, langs, args.r, args.budget, cr5),
+                                                      default=str))
         else:
-            child(args.child[0], workdir, langs, args.r, args.budget, args.child[1])
+            child(args.child[0], workdir, langs, args.r, args.budget, args.child[1], cr5)
         return {}
     from benchmarks._machine import machine
     from linxling._memory import parse_budget
@@ -249,15 +257,15 @@ def main(argv=None) -> dict:
           f"{sum(C.shape[1] for C in files.values()):,}, nnz {nnz:,}, {corpus / 2**20:.0f} MiB as CSR "
           f"(budget {budget / 2**20:.0f} MiB); ready in {write_s:.0f} s", flush=True)
     res: dict = {"machine": machine(), "concepts": n_concepts, "documents": docs, "nnz": nnz, "corpus_bytes": corpus,
-                 "budget_bytes": budget, "r": args.r, "runs": {}}
+                 "budget_bytes": budget, "r": args.r, "cr5": cr5, "runs": {}}
     for mode in [m for m in args.modes.split(",") if m]:
         out = f"/tmp/linxling_cr5_ooc_{mode}.json"
         subprocess.run([sys.executable, __file__, "--workdir", str(workdir), "--r", str(args.r),
                         "--budget", args.budget, "--paper-languages", str(args.paper_languages),
-                        "--child", mode, out], check=True)
+                        "--cr5", args.cr5, "--child", mode, out], check=True)
         run = json.loads(Path(out).read_text())
         res["runs"][mode] = run
-        if mode in ("passes", "stream-pass"):
+        if mode in ("passes", "stream-pass", "plan"):
             print(f"one pass Xᵀ(X V) ({mode}): {run}", flush=True)
             continue
         print(f"{mode}: fit {run['fit_s']:.1f} s (CPU {run['fit_cpu_s']:.1f} s), "
@@ -267,7 +275,7 @@ def main(argv=None) -> dict:
     if "memory" in res["runs"]:
         m = res["runs"]["memory"]
         for mode, run in res["runs"].items():
-            if mode not in ("memory", "passes", "stream-pass"):
+            if mode not in ("memory", "passes", "stream-pass", "plan"):
                 sv = np.load(f"/tmp/linxling_cr5_ooc_{mode}.json.npy")
                 sv_mem = np.load("/tmp/linxling_cr5_ooc_memory.json.npy")
                 run["sv_max_rel_diff_vs_memory"] = float(np.max(np.abs(sv / sv_mem - 1)))

@@ -211,3 +211,69 @@ def test_paper_shaped_languages_out_of_core_equal_in_memory(tmp_path):
     np.testing.assert_allclose(got.singular_values_, ref.singular_values_, rtol=1e-6)
     for lang in blocks:
         np.testing.assert_allclose(got.components_[lang], ref.components_[lang], atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("read_bytes", [0, 300, 1 << 20])
+def test_pencil_images_in_one_read_match_the_dense_products(tmp_path, dtype, read_bytes):
+    """Ĉ Ĉᵀ Z and (X̂ᵀX̂ + αI) Z from one concept-ordered read of on-disk blocks equal the dense
+    centred products, for several documents per concept, concepts missing from a block, and
+    concept ranges from one concept (read_bytes=0) to all of them."""
+    from linxling.operators import CrossCovariance
+    rng = np.random.default_rng(3)
+    K, alpha = 40, 0.7
+    blocks, labels = [], []
+    for i, (n, p) in enumerate(((61, 23), (35, 17), (8, 11))):
+        blocks.append(_matrix(rng, n=n, p=p, density=0.3))
+        labels.append(np.sort(rng.integers(0, K if i < 2 else K // 3, size=n)))  # sorted, with repeats
+    sources = [ChunkedSource(write_chunks(tmp_path / f"x{i}.h5", X, chunk_rows=7), read_bytes=read_bytes)
+               for i, X in enumerate(blocks)]
+    C = CrossCovariance.from_blocks(sources, labels, K, dtype=dtype)
+    assert not C.concept_ordered()
+    C.order_concepts(labels)
+    assert C.concept_ordered()
+    X = sp.block_diag(blocks).toarray()
+    Y = np.zeros((X.shape[0], K))
+    Y[np.arange(X.shape[0]), np.concatenate(labels)] = 1
+    Xc, Yc = X - X.mean(0), Y - Y.mean(0)
+    Cd = Xc.T @ Yc
+    Z = rng.standard_normal((X.shape[1], 6)).astype(dtype)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    for _ in range(2):                                      # g is made in the first call, then kept
+        CZ, AZ = C.pencil_images(Z, alpha=alpha)
+        for got, want in ((CZ, Cd @ (Cd.T @ Z)), (AZ, Xc.T @ (Xc @ Z) + alpha * Z)):
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    CZ_only, none = C.pencil_images(Z)
+    assert none is None
+    np.testing.assert_allclose(CZ_only, CZ, rtol=tol, atol=tol * np.abs(CZ).max())
+    unsorted = [labels[0][::-1].copy(), labels[1], labels[2]]
+    with pytest.raises(ValueError, match="non-decreasing"):
+        CrossCovariance.from_blocks(sources, unsorted, K, dtype=dtype).order_concepts(unsorted)
+    with pytest.raises(ValueError, match="sorted by concept"):
+        CrossCovariance.from_blocks(sources, unsorted, K, dtype=dtype).pencil_images(Z)
+    with pytest.raises(ValueError, match="on disk"):
+        CrossCovariance.from_blocks(blocks, labels, K, dtype=dtype).order_concepts(labels)
+
+
+@pytest.mark.parametrize("eig_method", ["subspace", "lobpcg"])
+def test_concept_ordered_corpus_fits_in_feature_space_from_one_read_per_product(tmp_path, eig_method):
+    """Languages on disk with rows sorted by concept: eig_space="features" forms Ĉ Ĉᵀ Z (and the
+    pencil's A Z) from one read with no K-row block, and matches the dense oracle and the
+    in-memory fit at tight tolerances."""
+    rng = np.random.default_rng(7)
+    blocks, concepts = random_problem(rng, n_langs=3, n_concepts=50)
+    concepts = {lang: [f"c{int(c[1:]):03d}" for c in cs] for lang, cs in concepts.items()}   # sorted names
+    r, alpha = 5, 0.5
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    kw = dict(n_components=r, alpha=alpha, block_method="cg", eig_method=eig_method, random_state=0,
+              eig_space="features", **TIGHT)
+    streamed = Cr5(**kw).fit_matrices(_chunked_problem(tmp_path, blocks), concepts)
+    assert streamed.convergence_["eig"]["one_read_products"]
+    in_memory = Cr5(**kw).fit_matrices(blocks, concepts)
+    assert not in_memory.convergence_["eig"]["one_read_products"]
+    np.testing.assert_allclose(streamed.singular_values_, sv, rtol=1e-6)
+    np.testing.assert_allclose(streamed.eigenvalues_, in_memory.eigenvalues_, rtol=1e-9)
+    for lang in blocks:
+        P = streamed.components_[lang].T @ streamed.components_[lang]
+        np.testing.assert_allclose(P, Phi[lang].T @ Phi[lang], atol=1e-7)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["add_outer", "add_outer_reference"]
+__all__ = ["add_outer", "add_outer_reference", "gram64"]
 
 # below this many entries the NumPy expression is as fast (thread start-up)
 _MIN_PARALLEL = 100_000
@@ -43,3 +43,12 @@ def add_outer(Y, a, b, scale: float = 1.0):
         return add_outer_reference(Y, a, b, scale)
     _add_outer(Y, np.ascontiguousarray(scale * a, dtype=Y.dtype), np.ascontiguousarray(b, dtype=Y.dtype))
     return Y
+
+
+def gram64(A: np.ndarray, B: np.ndarray, step: int = 1 << 16) -> np.ndarray:
+    """``Aᵀ B`` in float64, summed over row blocks of ``step`` rows (no float64 copy of A or B:
+    at p = 800,000 rows and 360 columns such a copy of a float32 block is 2.3 GB)."""
+    out = np.zeros((A.shape[1], B.shape[1]))
+    for i in range(0, A.shape[0], step):
+        out += A[i:i + step].T.astype(np.float64) @ B[i:i + step].astype(np.float64)
+    return out

@@ -38,7 +38,7 @@ from linxling._threads import blas_single_thread
 from linxling._validation import check_float_dtype, check_random_state, check_sparse_matrix, check_value_range
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
-from linxling.kernels.dense import add_outer
+from linxling.kernels.dense import add_outer, gram64
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 from linxling.models._estimator import (
     DEVICE,
@@ -619,7 +619,8 @@ class Cr5(ConceptEmbeddingMixin):
         return _Problem(blocks=blocks, languages=languages, classes=classes, labels=labs,
                         mean=mean.astype(dtype), n=n, r=r, dtype=dtype,
                         nnz=sum(int(X.nnz) for X in blocks.values()), p=p_total, one_doc=one_doc,
-                        eig_method=resolve_method(self.eig_method, len(classes), r))
+                        eig_method=resolve_method(self.eig_method, len(classes), r),
+                        concept_keys=_concept_keys(blocks, languages, classes, labs))
 
     # ---- the array-namespace path (a GPU with device="cuda")
     def _fit_on_device(self, problem: "_Problem", t_start: float) -> "Cr5":
@@ -764,6 +765,8 @@ class Cr5(ConceptEmbeddingMixin):
                                         len(problem.classes), precompute=plan.copies, dtype=problem.dtype,
                                         shared=[inv.csr_pair(problem.dtype) for inv in inverses])
         C.n_jobs = n_jobs                   # languages on different dask workers side by side
+        if problem.concept_keys is not None:
+            C.order_concepts(problem.concept_keys)
         # a float32 twin of Ĉ (two float32 copies of nnz(X), or none with one document per concept:
         # it shares the float32 blocks of the mixed-precision CG) for the starting block and, at
         # loose tolerances, for the operator's two products: the block solves between them are
@@ -828,7 +831,7 @@ class Cr5(ConceptEmbeddingMixin):
                 Zn = solve(G)
                 n_matvec += b
                 Gn = cct(Zn, Cm)
-                S, T = _gram64(Z, G, step), _gram64(G, Zn, step)        # ZᵀG, GᵀZ' in float64
+                S, T = gram64(Z, G, step), gram64(G, Zn, step)        # ZᵀG, GᵀZ' in float64
                 theta_all, Y = _ritz(T, S)
                 if theta_all.shape[0] < r:
                     raise np.linalg.LinAlgError(
@@ -864,7 +867,8 @@ class Cr5(ConceptEmbeddingMixin):
             Phi_star_T = np.asarray(Zn @ Yr.astype(bt), dtype=dt)       # A⁻¹ĈP_r = Z'y
         res = EigResult(eigenvalues=theta, eigenvectors=np.empty((0, r)), converged=converged, n_iter=it,
                         n_matvec=n_matvec, residual_norms=rel * np.abs(theta),
-                        info={"method": "feature-subspace", "block_size": b, "space": "features"})
+                        info={"method": "feature-subspace", "block_size": b, "space": "features",
+                              "one_read_products": bool(Cm.concept_ordered())})
         return res, Phi_star_T
 
     def _pencil_grams(self, problem: "_Problem", plan: "_MemoryPlan") -> list:
@@ -890,10 +894,11 @@ class Cr5(ConceptEmbeddingMixin):
         solve. Convergence: ‖ĈĈᵀu − θAu‖_{D⁻¹} ≤ ``eig_tol`` θ for the r wanted pairs (the D⁻¹
         norm stands in for the A⁻¹ norm, where this is the concept-space criterion
         ‖Mv − θv‖ ≤ ``eig_tol`` θ; measured at about twice it, so the stop is conservative).
-        Holds X, W, P and their images under ĈĈᵀ and A (nine p × b blocks) and, inside a
-        product, one K × ``apply_columns`` block."""
-        K, p, r = len(problem.classes), problem.p, problem.r
-        b = _block_size(r, K)
+        Holds X, W, P and their images under ĈĈᵀ and A (nine p × b blocks; b from the memory
+        plan) and, inside a product, one K × ``apply_columns`` block (none for a corpus on disk
+        sorted by concept: :meth:`CrossCovariance.pencil_images`)."""
+        p, r = problem.p, problem.r
+        b = plan.block_size(problem)
         dt = problem.dtype
         bt = _pencil_basis_dtype(problem, plan)
         C, C32, Cm = self._cross_covariances(problem, inverses, n_jobs, plan)
@@ -904,8 +909,17 @@ class Cr5(ConceptEmbeddingMixin):
         d = _jacobi_diagonal(problem, self.alpha)
         d_inv = (1.0 / d).astype(bt)[:, None]
 
+        # a corpus on disk sorted by concept: both images from one read, no K × chunk block
+        fused = Cm.concept_ordered()
+
         def cct(Z, Cx):                    # Ĉ Ĉᵀ Z, a K × chunk block at a time
             return _c_ct(Cx, Z, chunk, bt)
+
+        def images(Z):                     # Ĉ Ĉᵀ Z and A Z
+            if fused:
+                CZ, AZ = Cm.pencil_images(Z, alpha=self.alpha)
+                return CZ.astype(bt, copy=False), AZ.astype(bt, copy=False)
+            return cct(Z, Cm), apply_a(Z)
 
         def apply_a(Z):                    # (X̂ᵀX̂ + λI) Z = blocks' (X_lᵀX_l + λI) Z_l − n μ μᵀZ
             out = np.empty((p, Z.shape[1]), dtype=bt)
@@ -941,7 +955,7 @@ class Cr5(ConceptEmbeddingMixin):
         drop = max(1e-12, 100 * float(np.finfo(np.result_type(Cm.dtype, grams.dtype)).eps))
 
         def rayleigh_ritz_x(X):            # X's images made afresh, X A-orthonormal with its Ritz values
-            CX, AX = cct(X, Cm), apply_a(X)
+            CX, AX = images(X)
             GC, GA = rayleigh_ritz_matrices([X], [CX], [AX])
             theta_all, Y = _ritz(GC, GA, drop=drop)
             if theta_all.shape[0] < b:
@@ -991,7 +1005,7 @@ class Cr5(ConceptEmbeddingMixin):
                 # residuals shrink
                 W -= X @ (AX.T @ W)
                 W /= np.maximum(np.sqrt(np.einsum("ij,ij->j", W, W, dtype=np.float64)), np.finfo(bt).tiny).astype(bt)
-                CW, AW = cct(W, Cm), apply_a(W)
+                CW, AW = images(W)
                 n_matvec += b
                 S, SC, SA = ([X, W], [CX, CW], [AX, AW]) if P is None else ([X, W, P], [CX, CW, CP], [AX, AW, AP])
                 GC, GA = rayleigh_ritz_matrices(S, SC, SA)
@@ -1013,12 +1027,17 @@ class Cr5(ConceptEmbeddingMixin):
                         T = np.hstack([B[i:i + step] for B in blocks3[1:]]) @ Yrest
                         B0[i:i + step] = B0[i:i + step] @ Yx + T
                         new_p[i:i + step] = T
-                del W, CW, AW, S, SC, SA
-            Phi_star_T = (X[:, :r] * np.sqrt(np.maximum(theta[:r], 0.0)).astype(bt)).astype(dt)   # A⁻¹ĈP_r = √θ u
-        del X, CX, AX, P, CP, AP
+                # no reference to W and its images may outlive the iteration: the next one makes
+                # its own before these would be freed (three p × b blocks too many)
+                del W, CW, AW, S, SC, SA, targets, blocks3, B0, new_p
+            del CX, AX, P, CP, AP
+            Phi_star_T = np.empty((p, r), dtype=dt)                  # A⁻¹ĈP_r = √θ u
+            np.multiply(X[:, :r], np.sqrt(np.maximum(theta[:r], 0.0)).astype(bt), out=Phi_star_T)
+        del X
         res_ = EigResult(eigenvalues=theta[:r], eigenvectors=np.empty((0, r)), converged=converged, n_iter=it,
                          n_matvec=n_matvec, residual_norms=rel * np.abs(theta[:r]),
-                         info={"method": "feature-lobpcg", "block_size": b, "space": "features"})
+                         info={"method": "feature-lobpcg", "block_size": b, "space": "features",
+                              "one_read_products": fused})
         return res_, Phi_star_T
 
     def _progress(self, stage: str, info: dict, r: int) -> None:
@@ -1121,7 +1140,8 @@ class Cr5(ConceptEmbeddingMixin):
         n_block_failures = sum(len(b["nonconverged"]) for b in block_info)
         self.convergence_ = {
             "eig": {"converged": bool(np.all(res.converged)), "n_iter": int(res.n_iter),
-                    "n_matvec": int(res.n_matvec), "method": res.info.get("method", self.eig_method)},
+                    "n_matvec": int(res.n_matvec), "method": res.info.get("method", self.eig_method),
+                    "one_read_products": bool(res.info.get("one_read_products", False))},
             "blocks": dict(zip(languages, block_info)),
         }
         if n_block_failures:
@@ -1276,7 +1296,11 @@ def _jacobi_start(problem: "_Problem", C, alpha, steps, rng):
 
 
 def _c_ct(C, Z: np.ndarray, chunk: int, dtype: Any) -> np.ndarray:
-    """``Ĉ Ĉᵀ Z`` (p, m) in ``dtype``, ``chunk`` columns at a time (one K × chunk block held)."""
+    """``Ĉ Ĉᵀ Z`` (p, m) in ``dtype``, ``chunk`` columns at a time (one K × chunk block held), or,
+    for a corpus on disk sorted by concept, all columns from one read and no K-row block
+    (:meth:`CrossCovariance.pencil_images`)."""
+    if C.concept_ordered():
+        return C.pencil_images(Z)[0].astype(dtype, copy=False)
     out = np.empty((Z.shape[0], Z.shape[1]), dtype=dtype)
     for a in range(0, Z.shape[1], chunk):
         out[:, a:a + chunk] = C.matmat(C.rmatmat(np.ascontiguousarray(Z[:, a:a + chunk], dtype=C.dtype)))
@@ -1290,14 +1314,6 @@ def _pencil_basis_dtype(problem: "_Problem", plan: "_MemoryPlan") -> np.dtype:
     float32, at 1e-4 143–173 against 161–184)."""
     bt = np.dtype(plan.basis_dtype or problem.dtype)
     return bt if plan.eig_tol >= 1e-2 else np.dtype(np.float64)
-
-
-def _gram64(A: np.ndarray, B: np.ndarray, step: int) -> np.ndarray:
-    """``Aᵀ B`` in float64, summed over row blocks of ``step`` rows (no float64 copy of A or B)."""
-    out = np.zeros((A.shape[1], B.shape[1]))
-    for i in range(0, A.shape[0], step):
-        out += A[i:i + step].T.astype(np.float64) @ B[i:i + step].astype(np.float64)
-    return out
 
 
 def _ritz(T: np.ndarray, S: np.ndarray, drop: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
@@ -1323,6 +1339,30 @@ def _jacobi_diagonal(problem: "_Problem", alpha) -> np.ndarray:
 def _loose_products(problem: "_Problem", plan: "_MemoryPlan", eig_tol: float, cg_rtol: float) -> bool:
     """Whether the operator's Ĉ products run on the float32 twin (loose tolerances, float64 data)."""
     return (_twin_ok(problem, plan) and plan.mixed_precision and eig_tol >= 1e-4 and cg_rtol >= 1e-4)
+
+
+def _concept_keys(blocks: Mapping[str, Any], languages: list, classes: list, labels: list) -> list | None:
+    """When every block is a corpus on disk whose rows are sorted by concept id (the ids' own
+    order: numbers, strings), each block's rows' ranks of their ids in that order; else None.
+    With them the feature-space products ``Ĉ Ĉᵀ Z`` (and ``A Z``) come from one read with no
+    K-row block (:meth:`CrossCovariance.pencil_images`)."""
+    if not all(isinstance(blocks[lang], ChunkedSource) and blocks[lang].kind == "hdf5" for lang in languages):
+        return None
+    try:
+        ids = np.asarray(classes)
+        if ids.ndim != 1 or ids.dtype == object:
+            return None
+        rank = np.empty(len(classes), dtype=np.int64)
+        rank[np.argsort(ids, kind="stable")] = np.arange(len(classes))
+    except (TypeError, ValueError):
+        return None
+    keys = [rank[lab] for lab in labels]
+    return keys if all(k.size < 2 or bool(np.all(k[1:] >= k[:-1])) for k in keys) else None
+
+
+def _concept_ordered(problem: "_Problem") -> bool:
+    """Whether the feature-space products come from one concept-ordered read (see _concept_keys)."""
+    return problem.concept_keys is not None
 
 
 def _twin_ok(problem: "_Problem", plan: "_MemoryPlan") -> bool:
@@ -1412,6 +1452,11 @@ def _check_block_shape(shape, lang, concepts) -> None:
         raise ValueError(f"concepts[{lang!r}] has {len(concepts[lang])} entries but {name} has {shape[0]} rows")
 
 
+# guard columns of the pencil LOBPCG's block (a fraction of r) when its nine p × b blocks do not
+# fit the memory budget with the usual 20 %
+_PENCIL_LEAN_GUARD = 0.1
+
+
 def _block_size(r: int, K: int | None = None) -> int:
     """Columns of the eigen-solver's block: r + max(10, 20 %), at most K when given (as in
     linxling.solvers.eigsh)."""
@@ -1434,6 +1479,8 @@ class _Problem:
     p: int
     one_doc: bool = False          # at most one document per concept in every language
     eig_method: str = "subspace"   # the eigen-solver linxling.solvers.eigsh runs (never "auto")
+    concept_keys: list | None = None   # per block, its rows' concept ranks when every block is on
+                                       # disk sorted by concept (see _concept_keys), else None
 
 
 @dataclass
@@ -1453,6 +1500,12 @@ class _MemoryPlan:
     cg_rtol: float = 1e-2
     eig_space: str = "concepts"    # the eigen-solve's blocks: K rows ("concepts") or p rows ("features")
     eig_solver: str = "subspace"   # in feature space: "subspace" (inner solves) or "lobpcg" (the pencil)
+    pencil_block: int = 0          # LOBPCG on the pencil: columns of its block (0: _block_size)
+
+    def block_size(self, problem: "_Problem") -> int:
+        """Columns of the eigen-solver's block: ``_block_size``, or the pencil LOBPCG's own."""
+        b = _block_size(problem.r, len(problem.classes))
+        return min(b, self.pencil_block) if self.eig_solver == "lobpcg" and self.pencil_block else b
 
     def eig_kwargs(self, problem: "_Problem") -> dict[str, Any]:
         """Keyword arguments for :func:`linxling.solvers.eigsh` (its subspace method)."""
@@ -1469,7 +1522,8 @@ class _MemoryPlan:
                 "record_bytes": self.record_bytes, "read_bytes": self.read_bytes, "budget": self.budget,
                 "estimate": self.estimate,
                 "in_use": self.in_use, "eig_space": self.eig_space,
-                "eig_solver": self.eig_solver if self.eig_space == "features" else None}
+                "eig_solver": self.eig_solver if self.eig_space == "features" else None,
+                "pencil_block": self.pencil_block or None}
 
     @staticmethod
     def sizes(problem: "_Problem", plan: "_MemoryPlan") -> int:
@@ -1515,16 +1569,29 @@ class _MemoryPlan:
         cols = min(plan.apply_columns, b)
         cg_vec = 4 if plan.mixed_precision else f
         per_col = f * (2 * p + K + (0 if plan.copies and chunk == 0 else n_max)) + (6 * cg_vec + 2 * f) * p_max
+        ordered = plan.eig_space == "features" and _concept_ordered(problem)
+        pf = 4 if _loose_products(problem, plan, plan.eig_tol, plan.cg_rtol) else f
+
+        def fused(basis_bytes: int) -> int:
+            # Ĉ Ĉᵀ Z from one read of a concept-ordered corpus, all b columns at once: a concept
+            # range's rows X_i Z, its concept sums and their gather (no K-row block); the input
+            # and the images in the products' dtype when the basis has another
+            return 3 * n_max * b * pf + (3 * p * b * pf if pf != basis_bytes else 0)
+
         if plan.eig_space == "features" and plan.eig_solver == "lobpcg":
             # X, W, P and their images under ĈĈᵀ and A (p × b each), a product's K × cols and row
             # blocks (no CG vectors: nothing is solved); Φ*ᵀ = √θ u
             fb = _pencil_basis_dtype(problem, plan).itemsize
-            eig_stage = 9 * p * b * fb + cols * f * (2 * p + K + (0 if plan.copies and chunk == 0 else n_max))
+            b = plan.block_size(problem)
+            products = (fused(fb) if ordered
+                        else cols * f * (2 * p + K + (0 if plan.copies and chunk == 0 else n_max)))
+            eig_stage = 9 * p * b * fb + products
             map_stage = 2 * p * r * f + p_max * r * f
             return sparse + chunk + max(eig_stage, map_stage)
         if plan.eig_space == "features":
             # Z, G, Z', G' (p × b each) and a p × b row block or p × 64 temporaries; Φ*ᵀ = Z'y
-            eig_stage = 5 * p * b * fb + cols * per_col
+            eig_stage = (5 * p * b * fb + cols * (per_col - (f * K if ordered else 0))
+                         + (fused(fb) if ordered else 0))
             phi_stage = p * b * fb + 2 * p * r * f
             map_stage = 2 * p * r * f + p_max * r * f
             return sparse + chunk + max(eig_stage, phi_stage, map_stage)
@@ -1588,6 +1655,10 @@ class _MemoryPlan:
         if not fits():
             plan.read_bytes = 0          # streamed blocks: one stored chunk per read
         fewer_columns(128)
+        if not fits() and eig_solver == "lobpcg":
+            # the pencil LOBPCG's nine p × b blocks: guard columns r + max(10, 10 %) instead of
+            # 20 % (measured: see _PENCIL_LEAN_GUARD)
+            plan.pencil_block = problem.r + max(10, int(np.ceil(_PENCIL_LEAN_GUARD * problem.r)))
         if not fits():
             plan.basis_factor = 2
         fewer_columns(64)

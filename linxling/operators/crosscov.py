@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling.kernels.dense import add_outer
+from linxling.kernels.dense import add_outer, gram64
 from linxling.kernels.spmm import csr_matmat, csr_rmatmat, csr_transpose, rows_matmat
 from linxling._backend import get_namespace
 from linxling._validation import check_sparse_matrix
@@ -264,6 +264,117 @@ class CrossCovariance(LinearOperator):
             else:
                 Y += csr_matmat(YT.astype(dt, copy=False), next(outs))
         return Y
+
+    def order_concepts(self, keys: list) -> None:
+        """Declare the blocks' rows sorted by concept: ``keys[l]`` (n_l,) ranks of the rows'
+        concepts in one order of the K concepts, non-decreasing in every block (each block on
+        disk, :class:`~linxling.operators._source.ChunkedSource`); enables :meth:`pencil_images`."""
+        from linxling.operators._source import ChunkedSource
+        sources = getattr(self, "_sources", None)
+        if sources is None or not all(isinstance(X, ChunkedSource) for X in sources):
+            raise ValueError("order_concepts needs every block on disk (ChunkedSource)")
+        keys = [np.asarray(k, dtype=np.int64) for k in keys]
+        if len(keys) != len(sources) or any(k.shape != lab.shape for k, lab in zip(keys, self._source_labels,
+                                                                                      strict=True)):
+            raise ValueError("keys must give one rank per row of every block")
+        if any(k.size and (k.min() < 0 or k.max() >= self.n_classes) for k in keys):
+            raise ValueError(f"keys must lie in [0, {self.n_classes})")
+        if not all(k.size < 2 or bool(np.all(k[1:] >= k[:-1])) for k in keys):
+            raise ValueError("keys must be non-decreasing within every block (rows sorted by concept)")
+        self._keys = keys
+
+    def concept_ordered(self) -> bool:
+        """Whether :meth:`pencil_images` applies: :meth:`order_concepts` was called."""
+        return self.__dict__.get("_keys") is not None
+
+    def _concept_ranges(self, read_bytes: int) -> tuple[list[list[tuple[int, int]]], np.ndarray]:
+        """Per block, the row ranges of consecutive concept ranges (each range's rows of all blocks
+        together about ``read_bytes``, at least one concept), and the ranges' concept bounds."""
+        weight = np.zeros(self.n_classes)
+        for X, lab in zip(self._sources, self._keys, strict=True):
+            row_bytes = 8 + (4 + X.dtype.itemsize) * np.diff(X.chunked.indptr)
+            weight += np.bincount(lab, weights=row_bytes, minlength=self.n_classes)
+        cum = np.cumsum(weight)
+        del weight
+        cuts = np.searchsorted(cum, np.arange(1, int(cum[-1] // max(1, read_bytes)) + 1) * float(read_bytes),
+                               side="right") if cum.size else np.zeros(0, dtype=np.int64)
+        bounds = np.unique(np.concatenate([[0], np.clip(cuts, 1, self.n_classes), [self.n_classes]]))
+        return [list(zip(r[:-1].tolist(), r[1:].tolist(), strict=True))
+                for r in (np.searchsorted(key, bounds) for key in self._keys)], bounds
+
+    def pencil_images(self, Z: Any, alpha: float | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """``Ĉ Ĉᵀ Z`` and, with ``alpha``, ``(X̂ᵀX̂ + alpha I) Z`` from **one read** of the corpus
+        (:meth:`concept_ordered` blocks only), in this operator's dtype.
+
+        The blocks are read side by side in ranges of concepts: for each range, every block's rows
+        ``X_i`` give ``Q_i = X_i Z_l``, their concept sums ``T = Σ Y_iᵀQ_i`` (the range's rows of
+        ``Ĉ``'s adjoint) and ``X_iᵀQ_i`` (the Gram's product); then ``X_iᵀ T[labels_i]`` (the
+        forward product). No K × m (or n × m) block exists, where two reads with a K × m block
+        in between make ``Ĉ Ĉᵀ Z`` otherwise. Centring, with ``g = Xᵀ ȳ[labels]`` (kept after the
+        first call): ``Ĉ Ĉᵀ Z = Xᵀ T[labels] − n g μᵀZ − n μ (gᵀZ − n ‖ȳ‖² μᵀZ)`` and
+        ``X̂ᵀX̂ Z = XᵀX Z − n μ μᵀZ``.
+        """
+        from linxling.kernels.spmm import add_rows
+        from linxling.operators._source import _cast
+        if not self.concept_ordered():
+            raise ValueError("pencil_images needs on-disk blocks whose rows are sorted by concept "
+                             "(order_concepts)")
+        dt = self.dtype
+        Z = np.ascontiguousarray(Z, dtype=dt)
+        m = Z.shape[1]
+        offs = self._col_offsets
+        CZ = np.zeros((self.shape[0], m), dtype=dt)
+        AZ = np.zeros((self.shape[0], m), dtype=dt) if alpha is not None else None
+        g = getattr(self, "_g", None)
+        g_new = np.zeros((self.shape[0], 1), dtype=np.float64) if g is None else None
+        # each range's rows about one read of the sources (one stored chunk when read_bytes is 0)
+        read_bytes = max(X.read_bytes or X.max_chunk_nbytes(0) for X in self._sources)
+        ranges, bounds = self._concept_ranges(read_bytes)
+        readers = [X.chunked.read_ranges(rng, dt) for X, rng in zip(self._sources, ranges, strict=True)]
+        for j in range(len(bounds) - 1):
+            k0, k1 = int(bounds[j]), int(bounds[j + 1])
+            T = np.zeros((k1 - k0, m), dtype=dt)
+            parts = []
+            for li, (X, lab, key, reader) in enumerate(zip(self._sources, self._source_labels, self._keys, readers,
+                                                          strict=True)):
+                r0, r1, Xi = next(reader)
+                X.n_reads += 1
+                if r1 == r0 or Xi.nnz == 0:
+                    continue
+                Xi = _cast(Xi, dt)
+                XiT = csr_transpose(Xi)
+                rows = key[r0:r1] - k0
+                Q = csr_matmat(Xi, Z[offs[li]:offs[li + 1]])
+                add_rows(T, rows, Q)
+                if AZ is not None:
+                    rows_matmat(XiT.indptr[:-1], XiT.indptr[1:], XiT.indices, XiT.data, Q,
+                                AZ[offs[li]:offs[li + 1]], accumulate=True)
+                if g_new is not None:
+                    w = self.class_mean_[lab[r0:r1]].astype(np.float64)[:, None]
+                    rows_matmat(XiT.indptr[:-1], XiT.indptr[1:], XiT.indices, XiT.data.astype(np.float64), w,
+                                g_new[offs[li]:offs[li + 1]], accumulate=True)
+                del Q
+                parts.append((li, XiT, rows))
+            for li, XiT, rows in parts:
+                rows_matmat(XiT.indptr[:-1], XiT.indptr[1:], XiT.indices, XiT.data, np.ascontiguousarray(T[rows]),
+                            CZ[offs[li]:offs[li + 1]], accumulate=True)
+            del parts, T
+        for reader in readers:
+            reader.close()
+        if g_new is not None:
+            g = self._g = g_new[:, 0]
+        n = float(self.n_samples)
+        mu = self.mean_.astype(np.float64)
+        ybar = self.class_mean_.astype(np.float64)
+        muZ, gZ = gram64(np.stack([mu, g], axis=1), Z)       # row blocks: no float64 copy of Z
+        add_outer(CZ, g.astype(dt), muZ.astype(dt), -n)
+        add_outer(CZ, mu.astype(dt), (gZ - n * float(ybar @ ybar) * muZ).astype(dt), -n)
+        if AZ is not None:
+            step = 1 << 16
+            for i in range(0, Z.shape[0], step):              # + αZ, a row block at a time
+                AZ[i:i + step] += dt.type(alpha) * Z[i:i + step]
+            add_outer(AZ, mu.astype(dt), muZ.astype(dt), -n)
+        return CZ, AZ
 
     def astype(self, dtype: Any, *, shared: Any = None) -> CrossCovariance:
         """The same operator with its matrices in ``dtype`` (copies; e.g. a float32 twin for cheap
