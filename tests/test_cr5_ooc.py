@@ -277,3 +277,31 @@ def test_concept_ordered_corpus_fits_in_feature_space_from_one_read_per_product(
     for lang in blocks:
         P = streamed.components_[lang].T @ streamed.components_[lang]
         np.testing.assert_allclose(P, Phi[lang].T @ Phi[lang], atol=1e-7)
+
+
+def test_pencil_lobpcg_takes_a_leaner_block_when_its_nine_blocks_do_not_fit(tmp_path, monkeypatch):
+    """Under a budget that the pencil LOBPCG's usual block (r + 20 %) misses and r + 10 % meets,
+    the plan takes the leaner block and the fit still gives the dense closed form."""
+    from linxling.models import cr5 as cr5_mod
+    monkeypatch.setattr(cr5_mod, "current_rss", lambda: 0)       # budgets below are exact byte counts
+    rng = np.random.default_rng(11)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=200, p=(90, 80))
+    concepts = {lang: [f"c{int(c[1:]):03d}" for c in cs] for lang, cs in concepts.items()}
+    r, alpha = 60, 0.5
+    files = _chunked_problem(tmp_path, blocks)
+    kw = dict(n_components=r, alpha=alpha, eig_space="features", eig_method="lobpcg", random_state=0, **TIGHT)
+    problem = Cr5(**kw)._set_up_problem(files, concepts)
+    assert problem.concept_keys is not None
+    plan = cr5_mod._MemoryPlan(copies=False, read_bytes=0, eig_space="features", eig_solver="lobpcg",
+                               eig_tol=TIGHT["eig_tol"], cg_rtol=TIGHT["cg_rtol"], apply_columns=128)
+    usual = cr5_mod._MemoryPlan.sizes(problem, plan)
+    plan.pencil_block = r + 10
+    lean = cr5_mod._MemoryPlan.sizes(problem, plan)
+    assert lean < usual
+    budget = int(lean / 0.9) + 2                                  # the planner keeps 10 % of headroom
+    model = Cr5(memory_budget=budget, **kw).fit_matrices(files, concepts)
+    got = model.fit_info_["memory_plan"]
+    assert got["pencil_block"] == r + 10 and got["estimate"] <= budget
+    assert model.convergence_["eig"]["one_read_products"]
+    _, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)

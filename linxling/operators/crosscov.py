@@ -314,23 +314,50 @@ class CrossCovariance(LinearOperator):
         first call): ``Ĉ Ĉᵀ Z = Xᵀ T[labels] − n g μᵀZ − n μ (gᵀZ − n ‖ȳ‖² μᵀZ)`` and
         ``X̂ᵀX̂ Z = XᵀX Z − n μ μᵀZ``.
         """
-        from linxling.kernels.spmm import add_rows
-        from linxling.operators._source import _cast
         if not self.concept_ordered():
             raise ValueError("pencil_images needs on-disk blocks whose rows are sorted by concept "
                              "(order_concepts)")
         dt = self.dtype
         Z = np.ascontiguousarray(Z, dtype=dt)
         m = Z.shape[1]
-        offs = self._col_offsets
         CZ = np.zeros((self.shape[0], m), dtype=dt)
         AZ = np.zeros((self.shape[0], m), dtype=dt) if alpha is not None else None
         g = getattr(self, "_g", None)
         g_new = np.zeros((self.shape[0], 1), dtype=np.float64) if g is None else None
         # each range's rows about one read of the sources (one stored chunk when read_bytes is 0)
         read_bytes = max(X.read_bytes or X.max_chunk_nbytes(0) for X in self._sources)
-        ranges, bounds = self._concept_ranges(read_bytes)
+        cached = self.__dict__.get("_ranges")
+        if cached is None or cached[0] != read_bytes:
+            cached = self._ranges = (read_bytes, *self._concept_ranges(read_bytes))
+        _, ranges, bounds = cached
         readers = [X.chunked.read_ranges(rng, dt) for X, rng in zip(self._sources, ranges, strict=True)]
+        try:
+            self._pencil_pass(Z, readers, bounds, CZ, AZ, g_new)
+        finally:
+            for reader in readers:
+                reader.close()
+        if g_new is not None:
+            g = self._g = g_new[:, 0]
+        n = float(self.n_samples)
+        mu = self.mean_.astype(np.float64)
+        ybar = self.class_mean_.astype(np.float64)
+        muZ, gZ = gram64(np.stack([mu, g], axis=1), Z)       # row blocks: no float64 copy of Z
+        add_outer(CZ, g.astype(dt), muZ.astype(dt), -n)
+        add_outer(CZ, mu.astype(dt), (gZ - n * float(ybar @ ybar) * muZ).astype(dt), -n)
+        if AZ is not None:
+            step = 1 << 16
+            for i in range(0, Z.shape[0], step):              # + αZ, a row block at a time
+                AZ[i:i + step] += dt.type(alpha) * Z[i:i + step]
+            add_outer(AZ, mu.astype(dt), muZ.astype(dt), -n)
+        return CZ, AZ
+
+    def _pencil_pass(self, Z: np.ndarray, readers: list, bounds: np.ndarray, CZ: np.ndarray,
+                     AZ: np.ndarray | None, g_new: np.ndarray | None) -> None:
+        """The read of :meth:`pencil_images`: uncentred ``Xᵀ T[labels]`` into ``CZ``, ``XᵀX Z``
+        into ``AZ`` and ``Xᵀ ȳ[labels]`` into ``g_new`` (when given), range by range."""
+        from linxling.kernels.spmm import add_rows
+        from linxling.operators._source import _cast
+        dt, m, offs = self.dtype, Z.shape[1], self._col_offsets
         for j in range(len(bounds) - 1):
             k0, k1 = int(bounds[j]), int(bounds[j + 1])
             T = np.zeros((k1 - k0, m), dtype=dt)
@@ -359,22 +386,6 @@ class CrossCovariance(LinearOperator):
                 rows_matmat(XiT.indptr[:-1], XiT.indptr[1:], XiT.indices, XiT.data, np.ascontiguousarray(T[rows]),
                             CZ[offs[li]:offs[li + 1]], accumulate=True)
             del parts, T
-        for reader in readers:
-            reader.close()
-        if g_new is not None:
-            g = self._g = g_new[:, 0]
-        n = float(self.n_samples)
-        mu = self.mean_.astype(np.float64)
-        ybar = self.class_mean_.astype(np.float64)
-        muZ, gZ = gram64(np.stack([mu, g], axis=1), Z)       # row blocks: no float64 copy of Z
-        add_outer(CZ, g.astype(dt), muZ.astype(dt), -n)
-        add_outer(CZ, mu.astype(dt), (gZ - n * float(ybar @ ybar) * muZ).astype(dt), -n)
-        if AZ is not None:
-            step = 1 << 16
-            for i in range(0, Z.shape[0], step):              # + αZ, a row block at a time
-                AZ[i:i + step] += dt.type(alpha) * Z[i:i + step]
-            add_outer(AZ, mu.astype(dt), muZ.astype(dt), -n)
-        return CZ, AZ
 
     def astype(self, dtype: Any, *, shared: Any = None) -> CrossCovariance:
         """The same operator with its matrices in ``dtype`` (copies; e.g. a float32 twin for cheap
