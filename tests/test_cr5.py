@@ -527,7 +527,8 @@ def test_pencil_lobpcg_with_float32_products_converges_at_a_middle_tolerance(dty
     """At eig_tol=1e-3 with cg_rtol=1e-2 the pencil's products run in float32 (the float32 twin of
     float64 data, or float32 data) and its basis in float64: directions of the search space that
     float32 rounding cannot tell apart are dropped, so no spurious Ritz pair (without that it
-    diverged here: singular values 36-144 % off after 250 iterations)."""
+    diverged here: singular values 36-144 % off after 250 iterations). P is kept A-orthonormal
+    and A-orthogonal to X, so those drops do not stall it (65 iterations here before, 23-24 now)."""
     rng = np.random.default_rng(4)
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=400, p=(80, 70))
     _, sv, _ = dense_cr5_oracle(blocks, concepts, 8, 1.0)
@@ -535,6 +536,7 @@ def test_pencil_lobpcg_with_float32_products_converges_at_a_middle_tolerance(dty
                 dtype=dtype, eig_tol=1e-3, cg_rtol=1e-2).fit_matrices(
         {lang: X.astype(dtype) for lang, X in blocks.items()}, concepts)
     assert model.convergence_["eig"]["converged"]
+    assert model.convergence_["eig"]["n_iter"] <= 40
     assert np.max(np.abs(model.singular_values_ / sv - 1)) <= 1e-3
 
 

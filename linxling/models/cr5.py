@@ -217,7 +217,7 @@ class Cr5(ConceptEmbeddingMixin):
         When every language is a file on disk whose rows are sorted by concept id, both
         solvers form ĈĈᵀZ (and the pencil's AZ) from one read of the corpus with no K-row block
         (measured: K = 5.58M concepts, 2.22 billion nonzeros, r = 300, ``memory_budget="12G"``,
-        with ``eig_method="lobpcg"``: 22.0 min within 10.46 GiB on 2 cores).
+        with ``eig_method="lobpcg"``: 22.0–22.5 min within 10.46 GiB on 2 cores).
         "auto" keeps "concepts" (the measured default) and takes "features" only when
         ``memory_budget`` is too small for the concept-space plan, p < K, and the feature-space
         plan fits; ``fit_info_["memory_plan"]["eig_space"]`` records the choice.
@@ -1008,6 +1008,8 @@ class Cr5(ConceptEmbeddingMixin):
                 # size: keeps the pencil's Gram matrices of [X, W, P] well conditioned as the
                 # residuals shrink
                 W -= X @ (AX.T @ W)
+                if P is not None and AP is not None:           # and to P (A-orthonormal, below)
+                    W -= P @ (AP.T @ W)
                 W /= np.maximum(np.sqrt(np.einsum("ij,ij->j", W, W, dtype=np.float64)), np.finfo(bt).tiny).astype(bt)
                 CW, AW = images(W)
                 n_matvec += b
@@ -1019,8 +1021,20 @@ class Cr5(ConceptEmbeddingMixin):
                         f"the feature-space eigen-solve's search space spans only {theta_all.shape[0]} directions "
                         f"of A, fewer than its block of {b}")
                 theta = theta_all[:b]
-                Yb = Y[:, :b].astype(bt)
-                Yx, Yrest = Yb[:b], Yb[b:]                      # X's part, and W's and P's: the next P
+                # the next X is S y for the top b Ritz vectors; the next P spans W's and P's parts
+                # of them (LOBPCG), taken A-orthogonal to the next X and A-orthonormal (the basis
+                # selection of Hetmaniuk & Lehoucq 2006): span[X, P] is LOBPCG's, and the next
+                # Rayleigh-Ritz matrices stay well conditioned as the residuals shrink, where a
+                # P nearly inside span(X) had its directions dropped (steepest descent, slow)
+                Y1 = Y[:, :b]
+                Zp = np.zeros_like(Y1)
+                Zp[b:] = Y1[b:]
+                Zp -= Y1 @ (Y1.T @ (GA @ Zp))
+                s_p, U_p = np.linalg.eigh(Zp.T @ GA @ Zp)
+                keep = s_p > drop * max(float(s_p[-1]), np.finfo(np.float64).tiny)
+                Zp_n = np.zeros_like(Zp)
+                Zp_n[:, :int(keep.sum())] = Zp @ (U_p[:, keep] / np.sqrt(s_p[keep]))
+                Yx, Yp = Y1.astype(bt), Zp_n.astype(bt)
                 if P is None:
                     P, CP, AP = (np.empty((p, b), dtype=bt) for _ in range(3))
                 assert CP is not None and AP is not None
@@ -1028,9 +1042,9 @@ class Cr5(ConceptEmbeddingMixin):
                 for new_p, blocks3 in targets:
                     B0 = blocks3[0]
                     for i in range(0, p, step):
-                        T = np.hstack([B[i:i + step] for B in blocks3[1:]]) @ Yrest
-                        B0[i:i + step] = B0[i:i + step] @ Yx + T
-                        new_p[i:i + step] = T
+                        Si = np.hstack([B[i:i + step] for B in blocks3])
+                        B0[i:i + step] = Si @ Yx
+                        new_p[i:i + step] = Si @ Yp
                 # no reference to W and its images may outlive the iteration: the next one makes
                 # its own before these would be freed (three p × b blocks too many)
                 del W, CW, AW, S, SC, SA, targets, blocks3, B0, new_p
@@ -1314,8 +1328,8 @@ def _c_ct(C, Z: np.ndarray, chunk: int, dtype: Any) -> np.ndarray:
 def _pencil_basis_dtype(problem: "_Problem", plan: "_MemoryPlan") -> np.dtype:
     """The basis dtype of LOBPCG on the pencil: float32 (the plan's basis or float32 data) only at
     ``eig_tol >= 1e-2``, where it converges in a few iterations; below, float64 (measured on two
-    small float32 problems, K = 400, r = 8: at eig_tol=1e-3 65–79 iterations against 81–93 in
-    float32, at 1e-4 143–173 against 161–184)."""
+    small float32 problems, K = 400, r = 8, before P was kept A-orthonormal: at eig_tol=1e-3
+    65–79 iterations against 81–93 in float32, at 1e-4 143–173 against 161–184)."""
     bt = np.dtype(plan.basis_dtype or problem.dtype)
     return bt if plan.eig_tol >= 1e-2 else np.dtype(np.float64)
 
