@@ -58,7 +58,7 @@ from linxling.operators import (
     woodbury_from_blocks,
 )
 from linxling.operators._source import ChunkedSource, RowSource, as_row_source, is_row_partitioned
-from linxling.operators.crosscov import one_document_per_concept
+from linxling.operators.crosscov import one_document_per_concept, sorted_by_concept
 from linxling.solvers import eigsh
 from linxling.solvers._orth import _cholesky_qr
 from linxling.solvers._results import EigResult
@@ -1030,10 +1030,9 @@ class Cr5(ConceptEmbeddingMixin):
                 Zp = np.zeros_like(Y1)
                 Zp[b:] = Y1[b:]
                 Zp -= Y1 @ (Y1.T @ (GA @ Zp))
-                s_p, U_p = np.linalg.eigh(Zp.T @ GA @ Zp)
-                keep = s_p > drop * max(float(s_p[-1]), np.finfo(np.float64).tiny)
-                Zp_n = np.zeros_like(Zp)
-                Zp_n[:, :int(keep.sum())] = Zp @ (U_p[:, keep] / np.sqrt(s_p[keep]))
+                R = _range_basis(Zp.T @ GA @ Zp, drop)
+                Zp_n = np.zeros_like(Zp)                       # lost directions: zero columns
+                Zp_n[:, :R.shape[1]] = Zp @ R
                 Yx, Yp = Y1.astype(bt), Zp_n.astype(bt)
                 if P is None:
                     P, CP, AP = (np.empty((p, b), dtype=bt) for _ in range(3))
@@ -1334,15 +1333,21 @@ def _pencil_basis_dtype(problem: "_Problem", plan: "_MemoryPlan") -> np.dtype:
     return bt if plan.eig_tol >= 1e-2 else np.dtype(np.float64)
 
 
+def _range_basis(S: np.ndarray, drop: float) -> np.ndarray:
+    """``U_k / sqrt(s_k)`` for the eigenpairs of the symmetric positive semi-definite ``S`` above
+    ``drop`` times its largest eigenvalue: a basis W of S's range with ``Wᵀ S W = I``."""
+    s, U = np.linalg.eigh((S + S.T) / 2)
+    keep = s > drop * max(float(s[-1]), np.finfo(np.float64).tiny)
+    return U[:, keep] / np.sqrt(s[keep])
+
+
 def _ritz(T: np.ndarray, S: np.ndarray, drop: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """Eigenpairs of the pencil (T, S), S symmetric positive semi-definite: ``T y = θ S y``,
     θ descending, ``yᵀ S y = 1``. Directions of S below ``drop`` times its largest eigenvalue (a
     block whose concept-space image lost rank, or directions of a search space that its products'
     rounding cannot tell apart) are dropped: fewer pairs come back."""
-    T, S = (T + T.T) / 2, (S + S.T) / 2
-    s, U = np.linalg.eigh(S)
-    keep = s > drop * max(float(s[-1]), np.finfo(np.float64).tiny)
-    W = U[:, keep] / np.sqrt(s[keep])                # S^{-1/2} on S's range
+    T = (T + T.T) / 2
+    W = _range_basis(S, drop)                        # S^{-1/2} on S's range
     theta, Q = np.linalg.eigh(W.T @ T @ W)
     order = np.argsort(theta)[::-1]
     return theta[order], W @ Q[:, order]
@@ -1375,7 +1380,7 @@ def _concept_keys(blocks: Mapping[str, Any], languages: list, classes: list, lab
     except (TypeError, ValueError):
         return None
     keys = [rank[lab] for lab in labels]
-    return keys if all(k.size < 2 or bool(np.all(k[1:] >= k[:-1])) for k in keys) else None
+    return keys if sorted_by_concept(keys) else None
 
 
 def _concept_ordered(problem: "_Problem") -> bool:

@@ -279,7 +279,7 @@ class CrossCovariance(LinearOperator):
             raise ValueError("keys must give one rank per row of every block")
         if any(k.size and (k.min() < 0 or k.max() >= self.n_classes) for k in keys):
             raise ValueError(f"keys must lie in [0, {self.n_classes})")
-        if not all(k.size < 2 or bool(np.all(k[1:] >= k[:-1])) for k in keys):
+        if not sorted_by_concept(keys):
             raise ValueError("keys must be non-decreasing within every block (rows sorted by concept)")
         self._keys = keys
 
@@ -457,6 +457,12 @@ class CrossCovariance(LinearOperator):
     def one_hot(self) -> sp.csr_matrix:
         """The n x K one-hot matrix ``Y`` (CSR)."""
         return csr_transpose(self._YT)
+
+
+def sorted_by_concept(keys: Any) -> bool:
+    """Whether every block's concept keys (a sequence of int arrays) are non-decreasing: the rows
+    of each block sorted by concept, as :meth:`CrossCovariance.order_concepts` needs."""
+    return all(k.size < 2 or bool(np.all(k[1:] >= k[:-1])) for k in keys)
 
 
 def one_document_per_concept(labels: Any, n_classes: int) -> bool:
