@@ -8,7 +8,9 @@
    scale 16) and the GEMM rate (float64 and float32, ``n x k`` times ``k x k`` for k = 100 and
    300 and a square 2048 product; GFLOP/s, with all threads and with one: the fits limit BLAS to
    one thread, numba uses the cores). The CSR SpMM rate is *not* part of the floor: it is what
-   the floor is compared with.
+   the floor is compared with. One such rate is measured all the same, to split the gap: the
+   row kernel with every gathered row from the cache (:func:`sparse_cached_rate`, at the fit's
+   widths), the best a gather-based sparse product reaches here.
 2. **The work a fit does, counted from the algorithm** (not from timing):
 
    - WMF, the benchmark of ``benchmarks/bench_wmf.py`` part (a) (binary 200,000 x 50,000, Zipf
@@ -24,6 +26,9 @@
    Each part's floor is a roofline, ``max(flops / GEMM rate, bytes / triad bandwidth)``; the
    fit's floor is their sum. Bytes are the DRAM traffic the part cannot avoid (see
    :func:`wmf_iteration_parts` for how gathered factor rows are counted).
+   For Cr5 the sparse row kernels are timed too (every call: nonzeros, width, seconds), and the
+   gap from the floor to the fit is split in steps: the sparse products at the cache-resident
+   rate instead of the GEMM rate, then as measured, then everything else.
 3. Writes ``floor.json`` and ``floor.md`` (a table shaped for benchmarks/README.md, "### The
    machine's floor") under ``--out`` (default benchmarks/results/floor/, git-ignored).
 
@@ -198,6 +203,8 @@ def measure_machine(quick: bool = False) -> dict:
             for th in sorted({1, cores}):
                 gemm.append({"dtype": np.dtype(dt).name, "m": m, "k": k, "n": n, "threads": th,
                              "GFLOPs": gemm_rate(m, k, n, dt, repeats=2 if quick else 3, threads=th)})
+    sparse = [sparse_cached_rate(w, np.float32, n_rows=20_000 if quick else 200_000, repeats=2 if quick else 3)
+              for w in SPARSE_WIDTHS]
     load1 = os.getloadavg()
     rates = {}
     for dt in ("float64", "float32"):
@@ -206,8 +213,62 @@ def measure_machine(quick: bool = False) -> dict:
         rates[f"gemm_{dt}_1thread_GFLOPs"] = max(g["GFLOPs"] for g in rows_dt if g["threads"] == 1)
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": cores, "llc_bytes": llc,
             "loadavg_before": load0, "loadavg_after": load1, "seconds": time.perf_counter() - t0,
-            "stream": st, "gemm": gemm, **rates,
+            "stream": st, "gemm": gemm, "sparse_cached": sparse, **rates,
             "triad_GBps": max(st["triad_GBps"], st.get("one_thread", {}).get("triad_GBps", 0.0))}
+
+
+# the widths (dense columns) of the Cr5 fit's sparse products: its inner block CG's chunks and
+# its eigen-solver block
+SPARSE_WIDTHS = (16, 64, 128, 360)
+
+
+def sparse_cached_rate(width: int, dtype=np.float32, n_rows: int = 200_000, per_row: int = 170,
+                       repeats: int = 3, operand_bytes: int | None = None) -> dict:
+    """GFLOP/s (2 flops per nonzero and column) of linxling's CSR x dense row kernel
+    (:func:`linxling.kernels.spmm.tiled_rows_matmat`) when **every gathered row comes from the
+    cache**: a random CSR of ``n_rows`` rows with ``per_row`` sorted nonzeros each (Cr5's
+    Wikipedia-shaped blocks have about 170), whose columns index a dense operand of
+    ``operand_bytes`` (default: one cache tile at this width, :func:`linxling.kernels.spmm.tile_rows`), so
+    the product runs in one tile with no repeated pass over its output. It is the best case of
+    the tiled kernels on this machine; the fit's products gather from operands of hundreds of MB
+    in many tiles, and the floor charges them at the GEMM rate. Not part of the floor: the
+    step between the two in the table of where a fit's time goes."""
+    import scipy.sparse as sp
+
+    from linxling.kernels.spmm import tile_rows, tiled_rows_matmat
+    dt = np.dtype(dtype)
+    if operand_bytes is None:
+        q = tile_rows(1 << 40, width, dt.itemsize)
+    else:
+        q = max(per_row, int(operand_bytes) // (width * dt.itemsize))
+    rng = np.random.default_rng(0)
+    cols = np.sort(rng.integers(0, q, size=(n_rows, per_row)), axis=1).astype(np.int32).ravel()
+    data = rng.random(n_rows * per_row).astype(dt)
+    indptr = np.arange(0, n_rows * per_row + 1, per_row, dtype=np.int64)
+    X = sp.csr_matrix((data, cols, indptr), shape=(n_rows, q))
+    V = rng.standard_normal((q, width)).astype(dt)
+    out = np.empty((n_rows, width), dtype=dt)
+
+    def run():
+        tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, out, width=q)
+    run()                                           # compile / first touch
+    best = math.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - t)
+    ref = X[:64] @ V
+    if not np.allclose(out[:64], ref, rtol=1e-4, atol=1e-3):
+        raise AssertionError("the row kernel computed a wrong product")
+    return {"width": int(width), "dtype": dt.name, "rows": int(n_rows), "per_row": int(per_row),
+            "operand_rows": int(q), "operand_MiB": q * width * dt.itemsize / 2**20,
+            "seconds": best, "GFLOPs": 2.0 * X.nnz * width / best / 1e9}
+
+
+def nearest_width(rates: list, width: int) -> dict:
+    """The measured cache-resident CSR rate (:func:`sparse_cached_rate`) at the width nearest
+    ``width`` (by ratio)."""
+    return min(rates, key=lambda r: abs(math.log(max(1, width) / r["width"])))
 
 
 # =============================================================================== rooflines
@@ -406,6 +467,7 @@ class Cr5Counter:
         self.solves: list[dict] = []       # block inverse applications
         self.problem = None
         self.stage_seconds: dict[str, float] = {}
+        self.kernels: list[dict] = []      # every CSR x dense kernel call: stage, nonzeros, width, seconds
 
     def _set(self, stage):
         self.stage = stage
@@ -467,6 +529,26 @@ class Cr5Counter:
             self._saved.append((CC, name, CC.__dict__.get(name)))
             setattr(CC, name, w)
 
+        # the sparse row kernels themselves (numba dispatchers looked up in the module's globals
+        # by their Python wrappers): nonzeros, width and seconds of every call
+        from linxling.kernels import spmm
+        for kname, v_arg in (("_tiled_rows", 4), ("_tiled_rows_mapped", 5), ("_rows_matmat", 5),
+                             ("_csr_rmatmat", 3)):
+            korig = getattr(spmm, kname)
+
+            def kw_(*a, __orig=korig, __name=kname, __v=v_arg):
+                if __name == "_csr_rmatmat":
+                    nnz = int(a[0][-1] - a[0][0])
+                else:
+                    nnz = int(np.asarray(a[1], dtype=np.int64).sum() - np.asarray(a[0], dtype=np.int64).sum())
+                t = time.perf_counter()
+                res = __orig(*a)
+                cnt.kernels.append({"stage": cnt.stage, "kernel": __name, "nnz": nnz,
+                                    "width": int(a[__v].shape[1]), "seconds": time.perf_counter() - t})
+                return res
+            self._saved.append((spmm, kname, korig))
+            setattr(spmm, kname, kw_)
+
         GBI = gram.GramBlockInverse
         orig_solve = GBI.solve
 
@@ -498,6 +580,29 @@ class Cr5Counter:
         for name in ("_set_up_problem", "_factor_gram", "_phi_star", "_orthonormal_map", "_top_eigenvectors"):
             self.model.__dict__.pop(name, None)
         return False
+
+    def sparse_kernels(self, rates: dict) -> dict:
+        """The fit's CSR x dense kernel calls summed: seconds measured, GFLOP (2 per nonzero and
+        column), and the seconds they would take at the float32 GEMM rate (how the floor charges
+        them) and at the cache-resident CSR rate of the nearest measured width
+        (:func:`sparse_cached_rate`); ``by_width`` groups the calls by that width."""
+        gemm = rates["gemm_float32_GFLOPs"] * 1e9
+        out = {"calls": len(self.kernels), "seconds": 0.0, "flops": 0.0, "gemm_s": 0.0, "cached_s": 0.0,
+               "by_width": {}}
+        for k in self.kernels:
+            f = 2.0 * k["nnz"] * k["width"]
+            out["seconds"] += k["seconds"]
+            out["flops"] += f
+            out["gemm_s"] += f / gemm
+            near = nearest_width(rates["sparse_cached"], k["width"])
+            out["cached_s"] += f / (near["GFLOPs"] * 1e9)
+            w = out["by_width"].setdefault(f"~{near['width']}", {"calls": 0, "seconds": 0.0, "flops": 0.0,
+                                                                 "cached_GFLOPs": near["GFLOPs"]})
+            w["calls"] += 1
+            w["seconds"] += k["seconds"]
+            w["flops"] += f
+        out["GFLOPs"] = out["flops"] / out["seconds"] / 1e9 if out["seconds"] else 0.0
+        return out
 
     def operator_columns(self, stage: str = "eig") -> int:
         """Columns the operator M = ĈᵀA⁻¹Ĉ was applied to in ``stage`` (one Ĉᵀ column each). For
@@ -627,6 +732,17 @@ def measure_cr5(rates: dict, quick: bool = False, cache: str | None = None) -> d
         measured[f"{st}: rest (orthonormalisation, Rayleigh-Ritz, copies)"] = max(0.0, stage_s[st] - inside)
     measured["other (setup, factor rest, Φ, map, fitted attributes)"] = max(
         0.0, seconds - sum(measured.values()))
+    # the gap in steps: the floor; the sparse products at the cache-resident CSR rate instead of
+    # the GEMM rate; the sparse kernels as measured; the fit
+    kern = cnt.sparse_kernels(rates)
+    floor_s = floors["total"]["floor_s"]
+    steps = [("the floor (every part at the GEMM rate or the triad bandwidth)", floor_s),
+             ("+ the sparse products at the cache-resident CSR rate instead of the GEMM rate",
+              floor_s - kern["gemm_s"] + kern["cached_s"]),
+             ("+ the sparse kernels as measured in the fit (operands of 100s of MB: many cache tiles, "
+              "the output rows streamed once per tile)", floor_s - kern["gemm_s"] + kern["seconds"]),
+             ("+ everything else as measured (block-CG and eigen-solver dense work on one BLAS thread, "
+              "copies, setup): the fit", seconds)]
     return {"K": len(model.classes_), "documents": sum(X.shape[0] for X in blocks.values()),
             "features": sum(X.shape[1] for X in blocks.values()),
             "nnz": int(sum(X.nnz for X in blocks.values())), "r": r, "dtype": "float32",
@@ -638,6 +754,8 @@ def measure_cr5(rates: dict, quick: bool = False, cache: str | None = None) -> d
             "block_methods": model.fit_info_.get("block_methods"),
             "parts": parts, "floors": floors, "floor_s": floors["total"]["floor_s"],
             "measured_seconds": measured, "multiple_of_floor": seconds / floors["total"]["floor_s"],
+            "sparse_kernels": kern, "steps": [{"step": n, "seconds": v, "multiple_of_floor": v / floor_s}
+                                              for n, v in steps],
             "loadavg_before": load0, "loadavg_after": load1}
 
 
@@ -665,6 +783,10 @@ def markdown(res: dict) -> str:
          f"| GEMM float32, best shape and thread count (best with 1 thread) "
          f"| **{m['gemm_float32_GFLOPs']:.1f} GFLOP/s** "
          f"({m['gemm_float32_1thread_GFLOPs']:.1f}) |", ""]
+    if m.get("sparse_cached"):
+        L[-1:-1] = ["| CSR x dense, every gathered row from the cache (linxling's row kernel, float32, "
+                    + ", ".join(f"{r['width']}" for r in m["sparse_cached"]) + " columns; not part of the floor) | "
+                    + ", ".join(f"**{r['GFLOPs']:.1f}**" for r in m["sparse_cached"]) + " GFLOP/s |"]
     heads = [f"{g['dtype']} {g['m']}x{g['k']}x{g['n']} {g['threads']}t" for g in m["gemm"]]
     L += ["| GEMM | " + " | ".join(heads) + " |",
           "|---" * (len(m["gemm"]) + 1) + "|",
@@ -710,6 +832,20 @@ def markdown(res: dict) -> str:
         for name, t in c["measured_seconds"].items():
             L.append(f"| {name} | {_fmt_s(t)} | {t / c['fit_seconds']:.0%} |")
         L.append("")
+        if "steps" in c:
+            k = c["sparse_kernels"]
+            L += [f"The sparse kernels: {k['calls']} calls, {k['flops'] / 1e9:.0f} GFLOP in "
+                  f"**{k['seconds']:.1f} s** ({k['seconds'] / c['fit_seconds']:.0%} of the fit, "
+                  f"{k['GFLOPs']:.1f} GFLOP/s; by width: "
+                  + ", ".join(f"{w} columns {v['calls']} calls, {v['seconds']:.1f} s at "
+                              f"{v['flops'] / v['seconds'] / 1e9:.1f} GFLOP/s (cache-resident {v['cached_GFLOPs']:.1f})"
+                              for w, v in sorted(k["by_width"].items(), key=lambda kv: int(kv[0][1:]))
+                              if v["seconds"] > 0)
+                  + f"); at the GEMM rate {k['gemm_s']:.1f} s, at the cache-resident CSR rate {k['cached_s']:.1f} s.",
+                  "", "| from the floor to the fit | s | x floor |", "|---|---|---|"]
+            for st in c["steps"]:
+                L.append(f"| {st['step']} | {_fmt_s(st['seconds'])} | {st['multiple_of_floor']:.2f} |")
+            L.append("")
     return "\n".join(L)
 
 

@@ -152,6 +152,16 @@ def test_triad_kernel_and_rates():
         assert math.isfinite(g) and g > 0
 
 
+def test_cache_resident_sparse_rate_and_nearest_width():
+    r = floor.sparse_cached_rate(16, np.float32, n_rows=2_000, per_row=20, repeats=1, operand_bytes=1 << 16)
+    # the operand is the bytes asked for (rows of 16 float32), the rate a positive number
+    assert r["operand_rows"] == (1 << 16) // 64 and r["width"] == 16
+    assert math.isfinite(r["GFLOPs"]) and r["GFLOPs"] > 0
+    rates = [{"width": 16, "GFLOPs": 1.0}, {"width": 128, "GFLOPs": 2.0}]
+    assert floor.nearest_width(rates, 40)["width"] == 16       # 40/16 = 2.5 < 128/40 = 3.2
+    assert floor.nearest_width(rates, 60)["width"] == 128      # 60/16 = 3.75 > 128/60 = 2.1
+
+
 def test_roofline_takes_the_larger_bound():
     rates = {"gemm_float64_GFLOPs": 10.0, "triad_GBps": 5.0}
     t = floor.floor_table({"a": {"flops": 2e10, "bytes": 5e9}, "b": {"flops": 1e9, "bytes": 1e10}}, rates, "float64")
@@ -183,7 +193,22 @@ def test_cr5_counter_matches_the_fit_diagnostics():
     nnz = sum(X.nnz for X in blocks.values())
     eig_cols = sum(p["columns"] for p in cnt.products if p["stage"] == "eig")
     assert parts["eig: Ĉ products"]["flops"] == 2 * nnz * eig_cols
-    # the class attributes are restored
+    # the sparse row kernels were timed in every stage that multiplies, and their flops cover the
+    # eigen-stage's Ĉ products (which run on them)
+    stages = {k["stage"] for k in cnt.kernels}
+    assert {"start", "eig"} <= stages
+    assert all(k["nnz"] >= 0 and k["width"] >= 1 and k["seconds"] >= 0 for k in cnt.kernels)
+    assert sum(2 * k["nnz"] * k["width"] for k in cnt.kernels if k["stage"] == "eig") >= \
+        parts["eig: Ĉ products"]["flops"]
+    rates = {"gemm_float32_GFLOPs": 100.0, "sparse_cached": [{"width": 16, "GFLOPs": 10.0}]}
+    summary = cnt.sparse_kernels(rates)
+    assert summary["calls"] == len(cnt.kernels)
+    assert summary["cached_s"] == pytest.approx(summary["flops"] / 1e10)
+    assert summary["gemm_s"] == pytest.approx(summary["flops"] / 1e11)
+    # the class attributes and the kernels are restored
+    from linxling.kernels import spmm
+    assert all(hasattr(getattr(spmm, k), "py_func")
+               for k in ("_tiled_rows", "_tiled_rows_mapped", "_rows_matmat", "_csr_rmatmat"))
     assert CrossCovariance.matmat is LinearOperator.matmat
     assert "solve" in GramBlockInverse.__dict__ and GramBlockInverse.solve.__name__ == "solve"
     assert "_top_eigenvectors" not in model.__dict__

@@ -196,8 +196,10 @@ def test_tile_sizes(monkeypatch):
     monkeypatch.setenv("LINXLING_TILE_BYTES", str(16 << 20))
     assert tile_bytes() == 16 << 20
     assert tile_rows(485_000, 360, 4) == (16 << 20) // (360 * 4)        # 11,650 rows of 1,440 bytes
-    assert tile_rows(20_000, 120, 4) == 20_000                          # fits: one tile
-    assert tile_rows(485_000, 64, 4) == 24_576                          # at most TILE_MAX_ROWS
+    assert tile_rows(20_000, 200, 4) == 20_000                          # fits: one tile
+    assert tile_rows(485_000, 128, 4) == (8 << 20) // 512               # narrow rows: half the bytes
+    assert tile_rows(485_000, 129, 4) == (16 << 20) // (129 * 4)        # wider: all of them
+    assert tile_rows(485_000, 16, 4) == 131_072
     assert tile_rows(10 ** 7, 10 ** 6, 8) == 1024                       # never below 1,024 rows
     monkeypatch.delenv("LINXLING_TILE_BYTES")
     assert 4 << 20 <= tile_bytes() <= 64 << 20

@@ -36,14 +36,15 @@ import scipy.sparse as sp
 
 __all__ = ["csr_matmat", "csr_matmat_reference", "csr_rmatmat", "csr_rmatmat_reference", "csr_transpose",
            "rows_matmat", "rows_matmat_reference", "tiled_rows_matmat", "tile_rows", "tile_bytes",
-           "MIN_PARALLEL_WORK"]
+           "MIN_PARALLEL_WORK", "NARROW_ROW_BYTES"]
 
 # below this many multiply-adds (nnz * n_cols) the thread start-up costs more than it saves
 MIN_PARALLEL_WORK = 200_000
 
 
 def tile_bytes() -> int:
-    """Bytes of the gathered dense operand that one tile of :func:`tiled_rows_matmat` reads:
+    """Bytes of the gathered dense operand that one tile of :func:`tiled_rows_matmat` reads
+    (rows of more than ``NARROW_ROW_BYTES``; narrower rows get half, see :func:`tile_rows`):
     ``LINXLING_TILE_BYTES`` when set, else half the last-level cache (Linux sysfs), clamped to
     4-64 MiB, else 16 MiB. Only speed depends on it, never the result."""
     env = os.environ.get("LINXLING_TILE_BYTES")
@@ -72,16 +73,21 @@ def _cache_half() -> int:
     return int(min(max(max(sizes) // 2, 4 << 20), 64 << 20))
 
 
-# at most this many rows per tile: measured on one K = 485,000 block (82.4M nonzeros, 48 MB L3),
-# `Xᵀ T` took 1.59 s with 24,000-row tiles against 2.86 s with the 98,000 rows (25 MB) that half
-# the cache holds at 64 float32 columns; at 360 columns 16,000 rows (23 MB) were best (7.9 s)
-TILE_MAX_ROWS = 24_576
+# rows of at most this many bytes get half of tile_bytes() per tile. Measured on one K = 485,000
+# block (82.4M nonzeros, float32, a 2-core AMD EPYC with 32 MB L3, tiles of 4-24 MB, 2026-11-26):
+# up to 128 columns (512 bytes) the best tiles held 6-12 MB (`X P` at 16 columns 0.437 s in the
+# earlier tiles of at most 24,576 rows, 0.177 s in 8 MB; `Xᵀ T` 0.632 -> 0.409 s; at 64 columns
+# 0.610 -> 0.526 and 0.879 -> 0.843 s), from 192 columns on 12-24 MB, as half the cache holds
+NARROW_ROW_BYTES = 512
 
 
 def tile_rows(n_rows: int, n_cols: int, itemsize: int) -> int:
     """Rows of a gathered (n_rows, n_cols) operand per tile (``n_rows``: one tile, no tiling):
-    :func:`tile_bytes` of it, at most ``TILE_MAX_ROWS`` and at least 1,024 rows."""
-    width = max(1024, min(TILE_MAX_ROWS, tile_bytes() // max(1, n_cols * itemsize)))
+    :func:`tile_bytes` of it, half of that for rows of at most ``NARROW_ROW_BYTES``, and at
+    least 1,024 rows."""
+    row = max(1, n_cols * itemsize)
+    budget = tile_bytes() if row > NARROW_ROW_BYTES else tile_bytes() // 2
+    width = max(1024, budget // row)
     return n_rows if width >= n_rows else int(width)
 
 
