@@ -303,3 +303,20 @@ def test_add_rows_sums_repeated_rows_in_order_and_checks_its_arguments():
         add_rows(out, rows[:4], T)
     with pytest.raises(ValueError, match=r"must lie in \[0, 5\)"):
         add_rows(out, np.array([0, 1, 2, 3, 5]), T)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_sumsq_matches_bincount(dtype):
+    from linxling.kernels.spmm import csr_column_sumsq, csr_column_sumsq_reference
+    X = sp.random(3_000, 4_000, density=0.1, format="csr", dtype=dtype, random_state=0)     # 1.2M nonzeros
+    X.data -= dtype(0.5)
+    assert X.nnz >= 1_000_000                       # the parallel kernel, not the small-input fallback
+    want = csr_column_sumsq_reference(X)
+    got = csr_column_sumsq(X)
+    assert got.dtype == np.float64
+    # float64 sums of the same squares in another order: rounding of about nnz_j * eps only
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(want, np.asarray(X.multiply(X).sum(axis=0), dtype=np.float64).ravel(),
+                               rtol=1e-4 if dtype == np.float32 else 1e-12)
+    small = X[:10]
+    np.testing.assert_array_equal(csr_column_sumsq(small), csr_column_sumsq_reference(small))

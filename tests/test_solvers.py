@@ -362,3 +362,15 @@ def test_subspace_progress_counts_converged_pairs_not_the_iteration_cap(monkeypa
     res = eig.eigsh(A, 6, tol=1e-8, method="subspace", maxiter=250, random_state=0)
     assert np.all(res.converged) and res.n_iter < 250
     assert bars[0].total == 6 and bars[0].n == 6
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_subspace_column_norms_match_float64_reference(dtype):
+    from linxling.solvers.eigen import _column_norms
+    R = np.random.default_rng(0).standard_normal((20_000, 60)).astype(dtype)     # 1.2M entries: the kernel
+    want = np.linalg.norm(R.astype(np.float64), axis=0)
+    got = _column_norms(R)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-12)          # float64 sums of the same products
+    np.testing.assert_allclose(_column_norms(R[:50]), np.linalg.norm(R[:50].astype(np.float64), axis=0),
+                               rtol=1e-14)                    # small: the reference itself

@@ -31,8 +31,8 @@ def _column_sumsq(X) -> np.ndarray:
     out = xp.zeros(X.shape[1], dtype=X.dtype)
     if X.nnz:
         if xp is np:
-            out = np.bincount(X.indices, weights=X.data.astype(np.float64) ** 2,
-                              minlength=X.shape[1]).astype(X.dtype)
+            from linxling.kernels.spmm import csr_column_sumsq
+            out = csr_column_sumsq(X).astype(X.dtype)
         else:  # pragma: no cover - GPU
             out = xp.asarray(X.multiply(X).sum(axis=0)).ravel().astype(X.dtype)
     return out

@@ -280,6 +280,21 @@ def _rotate_in_place(B: np.ndarray, m: int, S: np.ndarray, rows: int = 65536) ->
         B[a:a + rows, :k] = B[a:a + rows, :m] @ S
 
 
+def _column_norms(R: np.ndarray) -> np.ndarray:
+    """Column norms of a (n, m) block, summed in float64: on all cores in fixed row chunks
+    (:func:`linxling.kernels.blockcg.column_dots`) for a large contiguous float block (at
+    K = 485,000 and 360 float32 columns 1.3 s in ``np.linalg.norm``, which also sums in float32),
+    else ``np.linalg.norm`` in float64, the reference."""
+    if (isinstance(R, np.ndarray) and R.ndim == 2 and R.flags.c_contiguous and R.size >= 1 << 20
+            and R.dtype in (np.float32, np.float64)):
+        from linxling.kernels.blockcg import column_dots, row_chunk
+        chunk = row_chunk(R.shape[0])
+        part = np.empty((-(-R.shape[0] // chunk), R.shape[1]))
+        column_dots(R, R, part, chunk)
+        return np.sqrt(part.sum(axis=0))
+    return np.linalg.norm(np.asarray(R, dtype=np.float64), axis=0)
+
+
 def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, show_progress,
                   max_basis, start, basis_dtype=None, expand="wanted", track_applied=0) -> EigResult:
     n = op.shape[0]
@@ -355,7 +370,7 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             T_of_V = None if T is None else T @ Sfull[:, o[:min(k, nr)]]    # V[:, :k] = [B_1..B_j] T_of_V
             Rr = Wbuf[:, :m] @ S                 # A V, turned into the residuals in place
             _subtract_scaled(Rr, V, theta.astype(dt))
-            res = np.linalg.norm(Rr, axis=0).astype(np.float64)
+            res = _column_norms(Rr)
             kk = min(k, nr)
             res_k = res[:kk]
             scale = float(np.max(np.abs(theta))) if theta.size else 0.0
