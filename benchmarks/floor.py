@@ -133,6 +133,19 @@ def triad(a: np.ndarray, b: np.ndarray, c: np.ndarray, s: float) -> np.ndarray:
     return a
 
 
+def best_seconds(fn, repeats: int, warmup: bool = True) -> float:
+    """The shortest of ``repeats`` timed calls of ``fn``, after one untimed call (compilation,
+    first touch of the memory) unless ``warmup`` is False."""
+    if warmup:
+        fn()
+    best = math.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
 def stream_bandwidth(n: int | None = None, repeats: int = 10) -> dict:
     """Best-of-``repeats`` bandwidth (GB/s, 1e9 bytes) of the STREAM kernels on float64 arrays of
     ``n`` elements (default: each array 4x the last-level cache), over numba's threads."""
@@ -149,13 +162,7 @@ def stream_bandwidth(n: int | None = None, repeats: int = 10) -> dict:
     out = {"elements": int(n), "array_bytes": int(8 * n), "threads": numba.get_num_threads(),
            "repeats": repeats}
     for name, (fn, per) in runs.items():
-        fn()                                    # compile / first touch
-        best = math.inf
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - t)
-        out[f"{name}_GBps"] = per * n / best / 1e9
+        out[f"{name}_GBps"] = per * n / best_seconds(fn, repeats) / 1e9
     if not np.allclose(a[:5], b[:5] + s * c[:5]):     # the last kernel run was the triad
         raise AssertionError("triad kernel computed a wrong array")
     return out
@@ -249,14 +256,8 @@ def sparse_cached_rate(width: int, dtype=np.float32, n_rows: int = 200_000, per_
     V = rng.standard_normal((q, width)).astype(dt)
     out = np.empty((n_rows, width), dtype=dt)
 
-    def run():
-        tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, out, width=q)
-    run()                                           # compile / first touch
-    best = math.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - t)
+    best = best_seconds(lambda: tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, out,
+                                                  width=q), repeats)
     ref = X[:64] @ V
     if not np.allclose(out[:64], ref, rtol=1e-4, atol=1e-3):
         raise AssertionError("the row kernel computed a wrong product")
@@ -380,12 +381,7 @@ def _time_wmf(X, XT, E0, V0, k: int, n_iter: int, dtype, w_m: float, lam: float,
     reps = 2 if quick else 3
 
     def best(fn):
-        b = math.inf
-        for _ in range(reps):
-            t = time.perf_counter()
-            fn()
-            b = min(b, time.perf_counter() - t)
-        return b
+        return best_seconds(fn, reps, warmup=False)
 
     with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)   # the quick size warns that alpha = 20 is large for it
