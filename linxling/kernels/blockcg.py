@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["row_chunk", "column_dots", "cg_update", "cg_direction", "cg_direction_pack"]
+__all__ = ["row_chunk", "column_dots", "column_norms", "cg_update", "cg_direction", "cg_direction_pack"]
 
 
 def row_chunk(n_rows: int) -> int:
@@ -44,6 +44,18 @@ def column_dots(P, Q, part, chunk):  # pragma: no cover - compiled
         for i in range(c * chunk, min(p, (c + 1) * chunk)):
             for j in range(m):
                 part[c, j] += np.float64(P[i, j]) * np.float64(Q[i, j])
+
+
+def column_norms(R: np.ndarray, part: np.ndarray | None = None) -> np.ndarray:
+    """Column norms of a C-contiguous float block ``R`` (n, m): :func:`column_dots` of ``R`` with
+    itself in chunks of :func:`row_chunk` rows, the float64 chunk sums added in chunk order (the
+    same result for any thread count). ``part``: a float64 buffer of at least (n_chunks, m)."""
+    chunk = row_chunk(R.shape[0])
+    k = R.shape[1]
+    if part is None:
+        part = np.empty((-(-R.shape[0] // chunk), k))
+    column_dots(R, R, part[:, :k], chunk)
+    return np.sqrt(part[:, :k].sum(axis=0))
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -462,7 +462,7 @@ def csr_column_sumsq_reference(X: sp.csr_matrix) -> np.ndarray:
 
 
 def csr_column_sumsq(X: sp.csr_matrix) -> np.ndarray:
-    """``diag(Xᵀ X)`` (the column sums of squares) of a CSR (or CSC-transposed) ``X`` in float64,
+    """``diag(Xᵀ X)`` (the column sums of squares) of a sparse ``X`` (made CSR) in float64,
     on all numba threads: the nonzeros in 16 fixed parts, each summed into its own row of a
     (16, p) float64 block, the rows added in order (the same result for any thread count; it
     differs from :func:`csr_column_sumsq_reference`'s order by float64 rounding only). Measured

@@ -465,9 +465,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     part = np.empty((-(-n // chunk) if n else 0, m))
 
     def norms(R):                                   # column norms, summed in float64 in fixed chunks
-        k = R.shape[1]
-        kern.column_dots(R, R, part[:, :k], chunk)
-        return np.sqrt(part[:, :k].sum(axis=0))
+        return kern.column_norms(R, part)
 
     if X0 is None:
         X = np.zeros((n, m), dtype=dt)
