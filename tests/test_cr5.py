@@ -286,6 +286,21 @@ def test_fit_texts_sib200_beats_chance(shared_data):
     assert len(words) == vecs.shape[0] and vecs.shape[1] == 100
 
 
+@pytest.mark.parametrize("eig_space,guard", [("concepts", 0.1), ("features", 0.2)])
+def test_eigen_block_guard_columns_and_exactness(eig_space, guard):
+    """The eigen-solver's block is r + max(10, 10 %) columns in concept space (measured faster at
+    K = 485,000 and 60,000, equal on Bible verses: see _GUARD) and r + max(10, 20 %) in feature
+    space, recorded in convergence_; the fit still gives the dense closed form."""
+    rng = np.random.default_rng(17)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=260, p=(200, 190), density=0.1)
+    r, alpha = 120, 0.7
+    Phi, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
+    model = Cr5(n_components=r, alpha=alpha, eig_method="subspace", eig_space=eig_space, random_state=0,
+                **TIGHT).fit_matrices(blocks, concepts)
+    assert model.convergence_["eig"]["block_size"] == r + int(np.ceil(guard * r))
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+
+
 @pytest.mark.parametrize("start_steps,reuse", [(0, False), (0, True), (6, True), (6, False)])
 def test_start_block_and_solve_reuse_keep_exactness(start_steps, reuse):
     """The Jacobi starting block and the recombined Φ solves are accelerations only."""
