@@ -301,6 +301,23 @@ def test_eigen_block_guard_columns_and_exactness(eig_space, guard):
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
 
 
+def test_jacobi_diagonal_is_summed_in_float64_for_float32_blocks():
+    """The start's D = diag(X̂ᵀX̂ + λI) from float32 blocks: the float64 sums of the float32 values
+    (not rounded to float32 on the way), the centring and λ; blocks of over a million nonzeros take
+    the parallel kernel."""
+    from linxling.models import cr5 as cr5_mod
+    rng = np.random.default_rng(19)
+    blocks = {lang: sp.random(3000, 500, density=0.4, format="csr", random_state=rng, dtype=np.float32)
+              for lang in ("a", "b")}
+    concepts = {lang: np.arange(3000) for lang in blocks}
+    problem = Cr5(n_components=4, dtype="float32")._set_up_problem(blocks, concepts)
+    d = cr5_mod._jacobi_diagonal(problem, 0.5)
+    want = np.concatenate([np.asarray(X.astype(np.float64).power(2).sum(axis=0)).ravel() for X in blocks.values()])
+    want += 0.5 - problem.n * problem.mean.astype(np.float64) ** 2
+    assert d.dtype == np.float64
+    np.testing.assert_allclose(d, want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("start_steps,reuse", [(0, False), (0, True), (6, True), (6, False)])
 def test_start_block_and_solve_reuse_keep_exactness(start_steps, reuse):
     """The Jacobi starting block and the recombined Φ solves are accelerations only."""
