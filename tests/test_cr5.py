@@ -299,6 +299,9 @@ def test_eigen_block_guard_columns_and_exactness(eig_space, guard):
                 **TIGHT).fit_matrices(blocks, concepts)
     assert model.convergence_["eig"]["block_size"] == r + int(np.ceil(guard * r))
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+    for lang in blocks:
+        P = model.components_[lang].T @ model.components_[lang]
+        np.testing.assert_allclose(P, Phi[lang].T @ Phi[lang], atol=1e-7)
 
 
 def test_jacobi_diagonal_is_summed_in_float64_for_float32_blocks():
@@ -307,9 +310,10 @@ def test_jacobi_diagonal_is_summed_in_float64_for_float32_blocks():
     the parallel kernel."""
     from linxling.models import cr5 as cr5_mod
     rng = np.random.default_rng(19)
-    blocks = {lang: sp.random(3000, 500, density=0.4, format="csr", random_state=rng, dtype=np.float32)
+    blocks = {lang: sp.random(3000, 900, density=0.4, format="csr", random_state=rng, dtype=np.float32)
               for lang in ("a", "b")}
     concepts = {lang: np.arange(3000) for lang in blocks}
+    assert min(X.nnz for X in blocks.values()) > 1_000_000
     problem = Cr5(n_components=4, dtype="float32")._set_up_problem(blocks, concepts)
     d = cr5_mod._jacobi_diagonal(problem, 0.5)
     want = np.concatenate([np.asarray(X.astype(np.float64).power(2).sum(axis=0)).ravel() for X in blocks.values()])
