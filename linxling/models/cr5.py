@@ -1411,7 +1411,7 @@ def _column_sumsq64(X) -> np.ndarray:
     not rounded to float32 on the way)."""
     if isinstance(X, RowSource):
         return X.column_sumsq()
-    if sp.issparse(X) and X.dtype in (np.float32, np.float64):
+    if sp.issparse(X):
         return csr_column_sumsq(X)
     from linxling.operators.gram import _column_sumsq
     return np.asarray(_column_sumsq(X), dtype=np.float64)
