@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["blas_single_thread"]
+__all__ = ["blas_single_thread", "blas_held"]
 
 _LOCK = threading.Lock()
 _STATE: dict = {"depth": 0, "limiter": None}
@@ -45,3 +45,10 @@ def blas_single_thread(enabled: bool = True) -> Iterator[None]:
             if _STATE["depth"] == 0:
                 _STATE["limiter"].restore_original_limits()
                 _STATE["limiter"] = None
+
+
+def blas_held() -> bool:
+    """Whether BLAS is held to one thread now (some fit runs :func:`blas_single_thread`): the
+    solvers' dense products then split their rows over a thread pool
+    (:mod:`linxling.kernels.dense`)."""
+    return _STATE["depth"] > 0

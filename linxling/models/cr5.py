@@ -38,7 +38,7 @@ from linxling._threads import blas_single_thread
 from linxling._validation import check_float_dtype, check_random_state, check_sparse_matrix, check_value_range
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
-from linxling.kernels.dense import add_outer, gram64
+from linxling.kernels.dense import add_outer, gemm_acc, gram64, gram_tn
 from linxling.kernels.spmm import csr_column_sumsq
 from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
 from linxling.models._estimator import (
@@ -1118,7 +1118,7 @@ class Cr5(ConceptEmbeddingMixin):
         """Φ*Φ*ᵀ = QΛQᵀ, Φ = Λ^{-1/2} QᵀΦ* (orthonormal rows); singular values of W are Λ^{1/2}.
 
         Returns Φ per language (each (r, p_l), C-contiguous), built one language at a time."""
-        G = Phi_star_T.T @ Phi_star_T
+        G = gram_tn(Phi_star_T, Phi_star_T)
         lam, Q = np.linalg.eigh((G + G.T) / 2)
         order = np.argsort(lam)[::-1]
         lam, Q = lam[order], Q[:, order]
@@ -1245,7 +1245,7 @@ class _SolveRecord:
         a = 0
         for Zi in self.Z:
             b = a + Zi.shape[1]
-            out += Zi @ coef[a:b].astype(Zi.dtype)
+            gemm_acc(out, Zi, np.ascontiguousarray(coef[a:b], dtype=Zi.dtype), 1.0)
             a = b
         return out, "recorded"
 

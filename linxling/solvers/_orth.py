@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
+from linxling.kernels.dense import gram64, gram_tn, matmul_rows, trmm_rows
+
 __all__ = ["orthonormalize"]
 
 
@@ -46,12 +48,12 @@ def orthonormalize(Y: Any, *, drop: float | None = None, against: Any = None) ->
     if has_q:
         n0 = np.linalg.norm(Y, axis=0)
         for _ in range(2):
-            Y = Y - against @ (against.T @ Y)
+            Y = Y - matmul_rows(against, gram_tn(against, Y).astype(against.dtype))
         n1 = np.linalg.norm(Y, axis=0)
         Y = Y[:, n1 > 0.1 * drop * n0]
     U = _svqb(Y, drop)
     if has_q and U.shape[1]:
-        U = U - against @ (against.T @ U)
+        U = U - matmul_rows(against, gram_tn(against, U).astype(against.dtype))
     return _svqb(U, drop)
 
 
@@ -61,32 +63,17 @@ def _cholesky_qr(Y: np.ndarray, passes: int = 2, overwrite: bool = False) -> np.
     not PD. ``overwrite``: ``Y`` may be overwritten with the result (it is then returned)."""
     for i in range(passes):
         try:
-            R = sla.cholesky(Y.T @ Y, lower=False, check_finite=False)
+            R = sla.cholesky(_gram(Y), lower=False, check_finite=False)
         except np.linalg.LinAlgError:
             return np.linalg.qr(Y)[0]
         # Y R⁻¹ with the (m, m) inverse instead of a triangular solve with the block (measured:
         # the 6 CholQR2 calls of Cr5's start on (20000, 120) float32 blocks, one BLAS thread,
         # 0.28 -> 0.17 s); the second pass has R ≈ I, where both are exact to rounding
         R_inv = sla.solve_triangular(R, np.eye(R.shape[0], dtype=R.dtype), lower=False, check_finite=False)
-        if (overwrite or i > 0) and _trmm_in_place(Y, R_inv):
+        if (overwrite or i > 0) and trmm_rows(Y, R_inv):
             continue
-        Y = Y @ R_inv
+        Y = matmul_rows(Y, R_inv)
     return Y
-
-
-def _trmm_in_place(Y: np.ndarray, U: np.ndarray) -> bool:
-    """``Y <- Y U`` in place for a C-contiguous float32/float64 ``Y`` and upper-triangular ``U``
-    (BLAS trmm on ``Yᵀ``, which is Fortran-ordered); False (nothing done) for other arrays.
-    Half the flops of the GEMM and no new block: measured, one BLAS thread, (485000, 360) float32
-    1.55-2.92 s -> 0.83 s, (20000, 120) float32 6.6 -> 4.0 ms, with the same result."""
-    if Y.dtype not in (np.float32, np.float64) or not Y.flags.c_contiguous or not Y.flags.writeable:
-        return False
-    from scipy.linalg import blas
-    trmm = blas.strmm if Y.dtype == np.float32 else blas.dtrmm
-    out = trmm(1.0, np.asarray(U, dtype=Y.dtype), Y.T, side=0, lower=0, trans_a=1, overwrite_b=1)
-    if not np.shares_memory(out, Y):       # the wrapper made a copy after all
-        Y[...] = out.T
-    return True
 
 
 def _svqb(Y: np.ndarray, drop: float) -> np.ndarray:
@@ -105,17 +92,20 @@ def _svqb(Y: np.ndarray, drop: float) -> np.ndarray:
     w, Z = np.linalg.eigh(G / np.outer(d, d))
     keep = w > drop * max(float(w[-1]), np.finfo(np.float64).tiny)
     T = (Z[:, keep] / np.sqrt(w[keep])) / d[:, None]
-    return Y @ T.astype(Y.dtype)
+    return matmul_rows(Y, T.astype(Y.dtype))
 
 
 def _gram64(Y: np.ndarray, rows: int = 16_384) -> np.ndarray:
     """``YᵀY`` accumulated in float64. A float32 ``Y`` is cast a block of rows at a time, so no
     float64 copy of the whole block is made (at 485,000 x 360 two such copies took 1.4 GB each,
-    and 12 s of page faults and casts in Cr5's eigen-solve)."""
+    and 12 s of page faults and casts in Cr5's eigen-solve); the row parts run on all cores in a
+    fit (:func:`linxling.kernels.dense.gram64`)."""
     if Y.dtype == np.float64:
-        return Y.T @ Y
-    G = np.zeros((Y.shape[1], Y.shape[1]))
-    for a in range(0, Y.shape[0], rows):
-        Yb = Y[a:a + rows].astype(np.float64)
-        G += Yb.T @ Yb
-    return G
+        return gram_tn(Y, Y)
+    return gram64(Y, Y, rows)
+
+
+def _gram(Y: np.ndarray) -> np.ndarray:
+    """``YᵀY`` in ``Y``'s dtype for Cholesky-QR: the row parts' products added in float64
+    (:func:`linxling.kernels.dense.gram_tn`), then cast back (R and R⁻¹ stay in ``Y``'s dtype)."""
+    return gram_tn(Y, Y).astype(Y.dtype, copy=False) if Y.dtype.kind == "f" else Y.T @ Y

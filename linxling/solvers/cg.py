@@ -441,6 +441,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         ``info["rank"]`` the search directions kept of them.
     """
     from linxling.kernels import blockcg as kern
+    from linxling.kernels.dense import gemm_acc, gram_tn
     from linxling.kernels.spmm import tiled_rows_matmat
 
     op = _as_operator_sq(A)
@@ -507,7 +508,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
             op.n_matvec_equiv += w
         else:
             Q = np.ascontiguousarray(op.matmat(P), dtype=dt)
-        G = np.asarray(P.T @ Q, dtype=np.float64)
+        G = gram_tn(P, Q)
         lam, U = np.linalg.eigh(0.5 * (G + G.T))
         top = float(lam[-1]) if lam.size else 0.0
         keep = lam > floor * top
@@ -522,9 +523,9 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         # the earlier blocks
         Gp = (U[:, keep] / lam[keep]) @ U[:, keep].T
         ranks.append(int(keep.sum()))
-        a = (Gp @ np.asarray(P.T @ Ra, dtype=np.float64)).astype(dt)
-        _gemm_acc(Xa, P, a, 1.0)
-        _gemm_acc(Ra, Q, a, -1.0)
+        a = (Gp @ gram_tn(P, Ra)).astype(dt)
+        gemm_acc(Xa, P, a, 1.0)
+        gemm_acc(Ra, Q, a, -1.0)
         rn[cols] = norms(Ra)
         hist.append(rn.astype(dt))
         done = rn[cols] <= thresh[cols]
@@ -543,7 +544,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
                 break
         # next directions: A-conjugate to this block (and, in exact arithmetic, to all earlier ones)
         Z = Ra * dinv
-        _gemm_acc(Z, P, (Gp @ np.asarray(Q.T @ Z, dtype=np.float64)).astype(dt), -1.0)
+        gemm_acc(Z, P, (Gp @ gram_tn(Q, Z)).astype(dt), -1.0)
         P = Z
         del Q
     else:
@@ -554,18 +555,3 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
             "n_matvec": int(op.n_matvec_equiv - start_count), "fused": gram is not None, "krylov": "block"}
     _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, np)
     return SolveResult(X, converged, it, np.asarray(hist), info)
-
-
-def _gemm_acc(C: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float) -> None:
-    """``C += alpha A B`` in place (BLAS gemm with beta = 1 on the transposes, which are
-    Fortran-ordered for C-contiguous arrays: no temporary block); plain NumPy otherwise."""
-    if (C.dtype in (np.float32, np.float64) and C.flags.c_contiguous and C.flags.writeable
-            and A.dtype == C.dtype and B.dtype == C.dtype):
-        from scipy.linalg import blas
-        gemm = blas.sgemm if C.dtype == np.float32 else blas.dgemm
-        # Cᵀ += alpha Bᵀ Aᵀ
-        out = gemm(alpha, np.ascontiguousarray(B).T, np.ascontiguousarray(A).T, beta=1.0, c=C.T, overwrite_c=1)
-        if not np.shares_memory(out, C):     # the wrapper made a copy after all
-            C[...] = out.T
-        return
-    C += alpha * (A @ B)

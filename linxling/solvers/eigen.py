@@ -24,6 +24,7 @@ from linxling._linop import LinearOperator, as_operator
 from linxling._progress import progress
 from linxling._validation import check_positive, check_random_state
 from linxling._warnings import find_stack_level
+from linxling.kernels.dense import each_row_part, gram_tn, matmul_rows
 from linxling.solvers._orth import orthonormalize
 from linxling.solvers._results import ConvergenceWarning, EigResult
 
@@ -273,11 +274,16 @@ def _subtract_scaled(R: np.ndarray, V: np.ndarray, theta: np.ndarray, rows: int 
 
 
 def _rotate_in_place(B: np.ndarray, m: int, S: np.ndarray, rows: int = 65536) -> None:
-    """``B[:, :k] = B[:, :m] @ S`` (k = S.shape[1]) one block of rows at a time, so the only
-    temporary is (rows, k) instead of (n, k)."""
+    """``B[:, :k] = B[:, :m] @ S`` (k = S.shape[1]) one block of at most ``rows`` rows at a time
+    in each row part (:func:`linxling.kernels.dense.each_row_part`), so the temporaries are
+    (rows, k) per thread instead of (n, k)."""
     k = S.shape[1]
-    for a in range(0, B.shape[0], rows):
-        B[a:a + rows, :k] = B[a:a + rows, :m] @ S
+
+    def part(a0, a1):
+        for a in range(a0, a1, rows):
+            e = min(a1, a + rows)
+            B[a:e, :k] = B[a:e, :m] @ S
+    each_row_part(part, B.shape[0], float(B.shape[0]) * m * k)
 
 
 def _column_norms(R: np.ndarray) -> np.ndarray:
@@ -341,10 +347,10 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             nb = Qnew.shape[1]
             Wnew = np.asarray(op.matmat(Qnew), dtype=dt)     # the one block application
             if m:
-                C = Qbuf[:, :m].T @ Wnew
+                C = gram_tn(Qbuf[:, :m], Wnew)
                 H[:m, m:m + nb] = C
                 H[m:m + nb, :m] = C.T
-            Hnn = Qnew.T @ Wnew
+            Hnn = gram_tn(Qnew, Wnew)
             H[m:m + nb, m:m + nb] = (Hnn + Hnn.T) / 2
             Qbuf[:, m:m + nb] = Qnew
             Wbuf[:, m:m + nb] = Wnew
@@ -363,9 +369,9 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             nr = min(b, m)
             theta = w[o[:nr]]
             S = Sfull[:, o[:nr]].astype(dt)
-            V = Qbuf[:, :m] @ S
+            V = matmul_rows(Qbuf[:, :m], S)
             T_of_V = None if T is None else T @ Sfull[:, o[:min(k, nr)]]    # V[:, :k] = [B_1..B_j] T_of_V
-            Rr = Wbuf[:, :m] @ S                 # A V, turned into the residuals in place
+            Rr = matmul_rows(Wbuf[:, :m], S)     # A V, turned into the residuals in place
             _subtract_scaled(Rr, V, theta.astype(dt))
             res = _column_norms(Rr)
             kk = min(k, nr)
@@ -400,7 +406,7 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
                 _rotate_in_place(Wbuf, m, Sk)
                 T = None if T is None else T @ Sfull[:, o[:keep]]
                 H[:, :] = 0.0
-                Hk = Qbuf[:, :keep].T @ Wbuf[:, :keep]
+                Hk = gram_tn(Qbuf[:, :keep], Wbuf[:, :keep])
                 H[:keep, :keep] = (Hk + Hk.T) / 2
                 m = keep
                 Rexp = Rexp[:, :mb - m]
