@@ -737,8 +737,8 @@ def measure_cr5(rates: dict, quick: bool = False, cache: str | None = None) -> d
               floor_s - kern["gemm_s"] + kern["cached_s"]),
              ("+ the sparse kernels as measured in the fit (operands of 100s of MB: many cache tiles, "
               "the output rows streamed once per tile)", floor_s - kern["gemm_s"] + kern["seconds"]),
-             ("+ everything else as measured (block-CG and eigen-solver dense work: single-threaded BLAS calls on row parts, "
-              "copies, setup): the fit", seconds)]
+             ("+ everything else as measured (block-CG and eigen-solver dense work: single-threaded "
+              "BLAS calls on row parts, copies, setup): the fit", seconds)]
     return {"K": len(model.classes_), "documents": sum(X.shape[0] for X in blocks.values()),
             "features": sum(X.shape[1] for X in blocks.values()),
             "nnz": int(sum(X.nnz for X in blocks.values())), "r": r, "dtype": "float32",

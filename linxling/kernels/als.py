@@ -43,6 +43,7 @@ from numba import njit, prange
 
 from linxling.kernels._prefetch import PREFETCH_DISTANCE as PD
 from linxling.kernels._prefetch import prefetch_row
+from linxling.kernels.dense import gram_tn
 
 __all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_sums",
            "SOLVERS"]
@@ -400,8 +401,9 @@ def _csr_parts(X: sp.csr_matrix, dtype) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def gram(Y: np.ndarray, weight: float = 1.0, regularization: float = 0.0) -> np.ndarray:
-    """``weight · YᵀY + regularization · I`` (k × k, C order, dtype of Y), one BLAS call."""
-    G = Y.T @ Y
+    """``weight · YᵀY + regularization · I`` (k × k, C order, dtype of Y): BLAS products of fixed
+    row parts, on all cores inside a fit (:func:`linxling.kernels.dense.gram_tn`)."""
+    G = gram_tn(Y, Y).astype(Y.dtype) if isinstance(Y, np.ndarray) and Y.dtype.kind == "f" else Y.T @ Y
     if weight != 1.0:
         G *= Y.dtype.type(weight)
     if regularization:
@@ -551,8 +553,8 @@ def wmf_loss(X, E: np.ndarray, V: np.ndarray, *, missing_weight: float,
     V : ndarray (n_cols, k)   column factors (word vectors, P transposed)
     """
     res, pred = nonzero_sums(X, E, V, parts)
-    GE = (E.T @ E).astype(np.float64)   # one BLAS call each, in the factor dtype
-    GV = (V.T @ V).astype(np.float64)
+    GE = gram_tn(E, E)                  # BLAS products of row parts in the factor dtype, summed
+    GV = gram_tn(V, V)                  # in float64
     total = float(np.sum(GE * GV))      # tr((EᵀE)(VᵀV)) = Σ_{u,i} (e_u·v_i)²
     reg = float(np.trace(GE) + np.trace(GV))
     return float(res + missing_weight * (total - pred) + regularization * reg)

@@ -118,7 +118,8 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
         tqdm bar over the subspace iterations (``None`` follows the global setting).
     max_basis : int, optional
         ``"subspace"`` only: the largest basis before a thick restart (default
-        ``min(n, 3 b)``). Memory is about ``2 * n * max_basis`` numbers.
+        ``min(n, 3 b)``). Memory is about ``2 * n * max_basis`` numbers once the basis outgrows
+        its first block (a solve that converges on its first block holds ``2 * n * b``).
     basis_dtype : float32 or float64, optional
         ``"subspace"`` only: the dtype the basis ``Q`` and ``W = A Q`` are stored in (default the
         operator's). float32 halves the solver's memory; Rayleigh-Ritz still runs in float64,
@@ -324,8 +325,12 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
     if n0 < b:
         Y[:, n0:] = rng.standard_normal((n, b - n0), dtype=dt)
     Qnew = orthonormalize(Y, drop=1e4 * eps).astype(dt, copy=False)
-    Qbuf = np.empty((n, mb), dtype=dt)
-    Wbuf = np.empty((n, mb), dtype=dt)
+    # the basis Q[:, :m] and its image W[:, :m] = A Q: the first block itself until the basis
+    # grows past it, then (n, mb) buffers (a solve that converges on its first block, as Cr5's at
+    # K = 485,000, never makes them: 2 x 1.9 GB there, and 6.8 s of copies into fresh pages)
+    Qbuf: np.ndarray | None = None
+    Wbuf: np.ndarray | None = None
+    Qm = Wm = np.zeros((n, 0), dtype=dt)
     H = np.zeros((mb, mb), dtype=np.float64)
     m = 0
     theta = np.zeros(0)
@@ -347,13 +352,18 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             nb = Qnew.shape[1]
             Wnew = np.asarray(op.matmat(Qnew), dtype=dt)     # the one block application
             if m:
-                C = gram_tn(Qbuf[:, :m], Wnew)
+                C = gram_tn(Qm, Wnew)
                 H[:m, m:m + nb] = C
                 H[m:m + nb, :m] = C.T
             Hnn = gram_tn(Qnew, Wnew)
             H[m:m + nb, m:m + nb] = (Hnn + Hnn.T) / 2
-            Qbuf[:, m:m + nb] = Qnew
-            Wbuf[:, m:m + nb] = Wnew
+            if m == 0:
+                Qm, Wm = Qnew, Wnew                 # the first block is the basis
+            else:
+                assert Qbuf is not None and Wbuf is not None     # made before the basis grew
+                Qbuf[:, m:m + nb] = Qnew
+                Wbuf[:, m:m + nb] = Wnew
+                Qm, Wm = Qbuf[:, :m + nb], Wbuf[:, :m + nb]
             if T is not None and applied + nb <= track_applied:
                 T2 = np.zeros((applied + nb, m + nb))
                 T2[:applied, :m] = T
@@ -369,9 +379,9 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             nr = min(b, m)
             theta = w[o[:nr]]
             S = Sfull[:, o[:nr]].astype(dt)
-            V = matmul_rows(Qbuf[:, :m], S)
+            V = matmul_rows(Qm, S)
             T_of_V = None if T is None else T @ Sfull[:, o[:min(k, nr)]]    # V[:, :k] = [B_1..B_j] T_of_V
-            Rr = matmul_rows(Wbuf[:, :m], S)     # A V, turned into the residuals in place
+            Rr = matmul_rows(Wm, S)              # A V, turned into the residuals in place
             _subtract_scaled(Rr, V, theta.astype(dt))
             res = _column_norms(Rr)
             kk = min(k, nr)
@@ -398,6 +408,12 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
             # among the top b with expand="block")
             grow = np.flatnonzero(~done[:kk] if expand == "wanted" else ~done)
             Rexp = Rr[:, grow]
+            if Qbuf is None or Wbuf is None:        # the basis outgrows its first block: copied
+                Qbuf = np.empty((n, mb), dtype=dt)  # before the operator is applied again (it may
+                Wbuf = np.empty((n, mb), dtype=dt)  # reuse the array it returned)
+                Qbuf[:, :m] = Qm
+                Wbuf[:, :m] = Wm
+                Qm, Wm = Qbuf[:, :m], Wbuf[:, :m]
             if m + Rexp.shape[1] > mb:         # thick restart from the top Ritz vectors
                 n_restarts += 1
                 keep = max(kk, min(m, restart_size, mb - Rexp.shape[1]))
@@ -406,11 +422,12 @@ def _eig_subspace(op, k, tol, maxiter, v0, which, rng, block_size, callback, sho
                 _rotate_in_place(Wbuf, m, Sk)
                 T = None if T is None else T @ Sfull[:, o[:keep]]
                 H[:, :] = 0.0
-                Hk = gram_tn(Qbuf[:, :keep], Wbuf[:, :keep])
+                Qm, Wm = Qbuf[:, :keep], Wbuf[:, :keep]
+                Hk = gram_tn(Qm, Wm)
                 H[:keep, :keep] = (Hk + Hk.T) / 2
                 m = keep
                 Rexp = Rexp[:, :mb - m]
-            Qnew = orthonormalize(Rexp, drop=1e4 * eps, against=Qbuf[:, :m]).astype(dt, copy=False)
+            Qnew = orthonormalize(Rexp, drop=1e4 * eps, against=Qm).astype(dt, copy=False)
             if Qnew.shape[1] == 0:   # no new direction survives: Ritz pairs are as good as they get
                 break
     finally:
