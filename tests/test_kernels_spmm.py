@@ -320,3 +320,40 @@ def test_column_sumsq_matches_bincount(dtype):
                                rtol=1e-4 if dtype == np.float32 else 1e-12)
     small = X[:10]
     np.testing.assert_array_equal(csr_column_sumsq(small), csr_column_sumsq_reference(small))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_csr_column_stats_matches_bincount_reference(dtype):
+    """The one-pass statistics of a streamed chunk against NumPy's bincount: the sums to float64
+    rounding, the largest value and the non-finite count exactly; the same bits on 1 and 2
+    threads (fixed parts); small chunks go to the reference."""
+    import numba
+    rng = np.random.default_rng(4)
+    X = sp.random(20_000, 3_000, density=0.03, format="csr", dtype=dtype, random_state=rng)
+    X.data -= dtype(0.5)
+    assert X.nnz >= 1_000_000
+    s_ref, q_ref, mx_ref, bad_ref = spmm.csr_column_stats_reference(X)
+    before = numba.get_num_threads()
+    runs = []
+    try:
+        for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(threads)
+            runs.append(spmm.csr_column_stats(X))
+    finally:
+        numba.set_num_threads(before)
+    for s, q, mx, bad in runs:
+        np.testing.assert_array_equal(s, runs[0][0])
+        np.testing.assert_array_equal(q, runs[0][1])
+        abs_sum = np.bincount(X.indices, np.abs(X.data.astype(np.float64)), minlength=X.shape[1])
+        bound = 4 * np.finfo(np.float64).eps * np.sqrt(X.nnz) * abs_sum
+        assert np.all(np.abs(s - s_ref) <= bound)
+        np.testing.assert_allclose(q, q_ref, rtol=1e-12)
+        assert (mx, bad) == (mx_ref, bad_ref) == (float(np.abs(X.data).max()), 0)
+    Y = X.copy()
+    Y.data[[5, 77, 12_345]] = [np.nan, np.inf, -np.inf]
+    got, want = spmm.csr_column_stats(Y), spmm.csr_column_stats_reference(Y)
+    assert got[3] == want[3] == 3 and got[2] == want[2]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    small = X[:100]
+    for a, b in zip(spmm.csr_column_stats(small), spmm.csr_column_stats_reference(small), strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from linxling.kernels.spmm import (
     add_rows,
+    csr_column_stats,
     csr_gram_accumulate,
     csr_matmat,
     csr_rmatmat,
@@ -45,18 +46,18 @@ class ColumnStats:
         self.n_nonfinite = 0
 
     def add(self, X: sp.csr_matrix) -> None:
-        d = X.data
-        if not d.size:
+        """Add one chunk's statistics (one pass over its values on all cores,
+        :func:`linxling.kernels.spmm.csr_column_stats`); a chunk with non-finite values only
+        adds to the count (the fit then refuses the data)."""
+        if not X.data.size:
             return
-        finite = np.isfinite(d)
-        bad = int(d.size - np.count_nonzero(finite))
+        s, q, mx, bad = csr_column_stats(X)
         self.n_nonfinite += bad
         if bad:
             return
-        d64 = d.astype(np.float64, copy=False)
-        self.sum += np.bincount(X.indices, weights=d64, minlength=X.shape[1])
-        self.sumsq += np.bincount(X.indices, weights=d64 * d64, minlength=X.shape[1])
-        self.max_abs = max(self.max_abs, float(np.max(np.abs(d64))))
+        self.sum += s
+        self.sumsq += q
+        self.max_abs = max(self.max_abs, mx)
 
     def merge(self, other: ColumnStats) -> None:
         self.sum += other.sum
