@@ -8,18 +8,19 @@ writes the (p, m) outer product first and adds it in a second pass on one thread
 (:func:`add_outer_reference`).
 
 While a fit runs, BLAS is held to one thread (:mod:`linxling._threads`: a multi-threaded BLAS
-between the numba kernels oversubscribes the cores, and its idle threads spin). The solvers'
-dense products are tall and skinny (Cr5 at K = 485,000: ``PᵀQ`` and ``P a`` on 200,000 x 120
-blocks in every block-CG iteration, ``QᵀW`` and ``Q S`` on 485,000 x 330 blocks in the
-eigen-solver), so :func:`gram_tn`, :func:`matmul_rows`, :func:`gemm_acc`, :func:`trmm_rows` and
-:func:`gram64` cut them into at most ``ROW_PARTS`` fixed parts of rows, one single-threaded BLAS
-call each, run by a pool of ``numba.get_num_threads()`` Python threads (BLAS releases the GIL)
-when BLAS is held to one thread, in order otherwise. The parts depend on the number of rows only,
-and partial ``Aᵀ B`` products are added in float64 in part order, so with BLAS on one thread the
-result never depends on the thread count (BLAS's own threads, outside a fit, may round
-differently). Measured on this project's 2-core AMD EPYC, one
-BLAS thread, float32: ``PᵀQ`` at 200,000 x 120 0.057 -> 0.029 s, at 485,000 x 330 0.94 -> 0.47 s
-(BLAS's own two threads: 0.041 and 0.48 s).
+between the numba kernels oversubscribes the cores; the whole Cr5 fit with BLAS on two threads
+measured no faster). The solvers' dense products are tall and skinny (Cr5 at K = 485,000: ``PᵀQ``
+and ``P a`` on 200,000 x 120 blocks in every block-CG iteration, ``QᵀW`` and ``Q S`` on
+485,000 x 330 blocks in the eigen-solver), so :func:`gram_tn`, :func:`matmul_rows`,
+:func:`gemm_acc`, :func:`trmm_rows` and :func:`gram64` cut them into at most ``ROW_PARTS`` fixed
+parts of rows, one single-threaded BLAS call each, run by a pool of ``numba.get_num_threads()``
+Python threads (BLAS releases the GIL) when BLAS is held to one thread, in order otherwise. The
+parts depend on the number of rows only, and partial ``Aᵀ B`` products are added in float64 in
+part order, so with BLAS on one thread the result never depends on the thread count (BLAS's own
+threads, outside a fit, may round differently). Measured on a 2-core AMD EPYC, float32:
+``PᵀQ`` at 200,000 x 120 0.057 s in one call on one BLAS thread, 0.029 s in parts, at
+485,000 x 330 0.94 -> 0.47 s (one call on BLAS's own two threads: 0.041 and 0.48 s); the whole
+K = 485,000 Cr5 fit 8 % faster (benchmarks/README.md, "The machine's floor").
 """
 from __future__ import annotations
 
