@@ -135,18 +135,13 @@ def gram64(A: np.ndarray, B: np.ndarray, step: int = 1 << 16) -> np.ndarray:
     return _sum64(each_row_part(part, n, float(n) * A.shape[1] * B.shape[1]), (A.shape[1], B.shape[1]))
 
 
-def matmul_rows(A: Any, S: Any, out: Any = None) -> np.ndarray:
-    """``A @ S`` (A tall, S small) into ``out`` (new when None, A's dtype), row part by row part;
-    every output row comes from one BLAS call, as in the plain ``A @ S``."""
-    if not _plain(A, S) or (out is not None and not isinstance(out, np.ndarray)):
-        res = A @ S
-        if out is None:
-            return res
-        out[...] = res
-        return out
+def matmul_rows(A: Any, S: Any) -> np.ndarray:
+    """``A @ S`` (A tall, S small; A's dtype), row part by row part; every output row comes from
+    one BLAS call, as in the plain ``A @ S``."""
+    if not _plain(A, S):
+        return A @ S
     S = np.asarray(S, dtype=A.dtype)
-    if out is None:
-        out = np.empty((A.shape[0], S.shape[1]), dtype=A.dtype)
+    out = np.empty((A.shape[0], S.shape[1]), dtype=A.dtype)
 
     def part(a, b):
         np.matmul(A[a:b], S, out=out[a:b])
