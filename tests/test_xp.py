@@ -4,6 +4,9 @@ tight tolerances; nothing crosses between host and device inside an iteration. T
 ``gpu`` run the same comparisons with CuPy and skip without a CUDA device."""
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -73,6 +76,68 @@ def test_wmf_on_the_gpu_equals_the_cpu():
     X = sentence_matrix(300, 80, seed=0, density=0.08)
     kw = dict(n_components=8, alpha=0.5, max_iter=3, random_state=0, show_progress=False)
     _close(WMF(**kw, device="cuda").fit(X).embedding_, WMF(**kw).fit(X).embedding_, 1e-8)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("k", [8, 40])
+def test_fused_cg_kernel_equals_the_array_path_and_the_cpu_kernel(dtype, k):
+    """The fused CUDA half-step (linxling.xp._cuda_cg) against the array path on the GPU and the
+    numba kernel on the CPU: rows empty, short and longer than LONG_ROW (the block teams), every
+    row sent to one kind of team (long_row 0 / huge) or split by the default."""
+    import cupy
+
+    from linxling.kernels import als
+    from linxling.xp import als as xals
+    from linxling.xp._cuda_cg import LONG_ROW, fused_cg_half_step
+    rng = np.random.default_rng(0)
+    n_cols = 3 * LONG_ROW
+    X = sp.random(60, n_cols, density=0.03, random_state=1, format="lil", dtype=dtype)
+    X[3] = 0
+    for u in (1, 20, 41):                                    # rows longer than LONG_ROW
+        X[u, rng.choice(n_cols, 2 * LONG_ROW, replace=False)] = rng.random(2 * LONG_ROW) + 0.5
+    X = X.tocsr()
+    Y = (rng.standard_normal((n_cols, k)) * 0.3).astype(dtype)
+    E0 = (rng.standard_normal((60, k)) * 0.1).astype(dtype)
+    w, lam = 0.1, 0.5
+    ref, ref_obj = als.als_half_step(X, Y, E0.copy(), missing_weight=w, regularization=lam, solver="cg",
+                                     cg_steps=3, return_objective=True)
+    dev = Device("cupy")
+    DX = xals.DeviceCSR(dev, X, dtype)
+    Yd = cupy.asarray(Y)
+    G = xals.gram(dev, Yd, w, lam)
+    dw = cupy.full(n_cols, 1 - w, dtype=dtype)
+    tol = 1e-10 if dtype == np.float64 else 2e-4
+    arr = cupy.asarray(E0)
+    arr_obj = xals.half_step(dev, DX, Yd, arr, G, dw, "cg", 3, fused=False)
+    got = {}
+    for long_row in (None, 0, 10 ** 9):
+        out = cupy.asarray(E0)
+        obj = fused_cg_half_step(DX, Yd, out, G, dw, 3, long_row=long_row)
+        got[long_row] = out.get(), obj
+        _close(out.get(), ref, tol)
+        _close(out.get(), arr.get(), tol)
+        assert not out.get()[3].any()                        # the empty row solves to zero
+        np.testing.assert_allclose([obj, arr_obj], [ref_obj, ref_obj], rtol=tol)
+    out = cupy.asarray(E0)                                   # the default on CuPy: fused, the same bits
+    assert xals.half_step(dev, DX, Yd, out, G, dw, "cg", 3) == got[None][1]
+    np.testing.assert_array_equal(out.get(), got[None][0])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no CUDA toolkit (nvcc) to compile the fused kernel")
+@pytest.mark.parametrize("dtype,k", [("float32", 100), ("float64", 40), ("float32", 8)])
+def test_fused_cg_kernel_compiles_for_both_kinds_of_team(tmp_path, dtype, k):
+    """The fused kernel's CUDA source compiles (nvcc, no device needed) for one-warp teams and
+    block teams, within the launch bounds (a GPU run would fail on the first half-step)."""
+    from linxling.xp._cuda_cg import SHORT_TEAMS, kernel_source, team_warps
+    warps = team_warps(k, np.dtype(dtype).itemsize)
+    assert warps >= 2
+    for nw, block in ((1, 32 * SHORT_TEAMS), (warps, 32 * warps)):
+        src = tmp_path / f"k{nw}.cu"
+        src.write_text(kernel_source(dtype, k, nw, block))
+        res = subprocess.run(["nvcc", "-arch=sm_80", "-cubin", "-o", str(tmp_path / "k.cubin"), str(src)],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
 
 
 def _numpy_as_another_namespace():

@@ -11,7 +11,8 @@ tolerances, WMF loss and factors to 1e-6, CSLS ranks exactly).
   iteration nothing crosses: the tests count both through :class:`CountingDevice`.
 - :mod:`linxling.xp.als`: the WMF family's ALS half-step as batched per-row CG (and Cholesky),
   the dense Gram products as GEMMs and the sparse corrections as SpMM, and an executor for the
-  ALS driver (:mod:`linxling.models._als`).
+  ALS driver (:mod:`linxling.models._als`); on CuPy the CG half-step is one fused CUDA kernel
+  (:mod:`linxling.xp._cuda_cg`), checked against the array path by the ``gpu`` tests.
 - :mod:`linxling.xp.cr5`: Cr5's fit: centred products, per-language dense Cholesky or block CG,
   the rank-one Woodbury correction, a block subspace eigen-solver with Cholesky-QR, Φ.
 """

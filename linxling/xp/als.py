@@ -12,6 +12,8 @@ Row u solves ``A_u x = b_u`` with ``A_u = G + Σ_{i∈nz(u)} dw_i y_i y_iᵀ`` (
   outer products) and solved in one batched call.
 
 Rows are taken in chunks so that the gathered ``Y[indices]`` stays within ``CHUNK_ELEMENTS``.
+On CuPy, ``solver="cg"`` runs as one fused CUDA kernel instead (:mod:`linxling.xp._cuda_cg`, 17x
+this path's speed on the WMF benchmark); this path is its reference and what NumPy runs.
 Each returns the solved rows' objective as the kernels do (``x·(A x - 2 b) + Σ X²``).
 """
 from __future__ import annotations
@@ -69,6 +71,15 @@ class DeviceCSR:
         self.empty = dev.put(lengths == 0)
         self.xp = xp
         self.nnz = int(self.indptr_host[-1])
+        self._long: dict[int, Any] = {}
+
+    def long_rows(self, limit: int) -> Any:
+        """The rows with more than ``limit`` nonzeros, on the device (None when there are none):
+        the block teams' rows of the fused CG kernel (:mod:`linxling.xp._cuda_cg`)."""
+        if limit not in self._long:
+            rows = np.flatnonzero(np.diff(self.indptr_host) > limit).astype(np.int64)
+            self._long[limit] = self.dev.put(rows) if rows.size else None
+        return self._long[limit]
 
     def part(self, a: int, b: int):
         """Rows a:b: (local indptr, indices, data, local row of each nonzero)."""
@@ -81,11 +92,19 @@ class DeviceCSR:
 
 
 def half_step(dev: Device, X: DeviceCSR, Y: Any, out: Any, G: Any, dw: Any, solver: str,
-              cg_steps: int) -> float:
+              cg_steps: int, *, fused: bool | None = None) -> float:
     """Solve every row of ``X`` into ``out`` (in place; CG warm-started from it) with ``Y``
     fixed; return the rows' objective (float64), as :func:`linxling.kernels.als.als_half_step`
-    with ``return_objective=True``."""
+    with ``return_objective=True``.
+
+    ``fused``: ``solver="cg"`` as one CUDA kernel (:mod:`linxling.xp._cuda_cg`); the default on
+    CuPy. ``False`` takes the array path below (any ``xp``; what the CPU tests run)."""
     xp = dev.xp
+    if fused is None:
+        fused = dev.name == "cupy"
+    if fused and solver == "cg":
+        from linxling.xp._cuda_cg import fused_cg_half_step
+        return fused_cg_half_step(X, Y, out, G, dw, cg_steps)
     k = Y.shape[1]
     total = 0.0
     per_nz = k * k if solver == "cholesky" else 2 * k
