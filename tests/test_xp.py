@@ -124,6 +124,28 @@ def test_fused_cg_kernel_equals_the_array_path_and_the_cpu_kernel(dtype, k):
     np.testing.assert_array_equal(out.get(), got[None][0])
 
 
+def test_fused_cg_kernel_sizes_its_teams_to_the_shared_memory(monkeypatch):
+    """Team sizes follow the 48 KiB of shared memory; a k beyond it takes the array path (here:
+    the limit patched down, so a NumPy device asked for the fused kernel runs the array path)."""
+    from linxling.xp import _cuda_cg as cc
+    from linxling.xp import als as xals
+    assert (cc.team_warps(100, 4), cc.short_teams(100, 4), cc.fits(100, 4)) == (16, 4, True)
+    assert (cc.team_warps(300, 8), cc.short_teams(3000, 8)) == (16, 1)
+    assert cc.team_warps(3000, 8) == 1 and cc.fits(3072, 8) and not cc.fits(3073, 8)
+    X = sentence_matrix(40, 30, seed=0, density=0.2)
+    dev = CountingDevice()
+    DX = xals.DeviceCSR(dev, X, np.float64)
+    Y = np.random.default_rng(0).standard_normal((30, 8)) * 0.3
+    G = xals.gram(dev, Y, 0.1, 0.5)
+    dw = np.full(30, 0.9)
+    ref = np.zeros((40, 8))
+    ref_obj = xals.half_step(dev, DX, Y, ref, G, dw, "cg", 3, fused=False)
+    monkeypatch.setattr(cc, "SHARED_BYTES", 64)
+    got = np.zeros((40, 8))
+    assert xals.half_step(dev, DX, Y, got, G, dw, "cg", 3, fused=True) == ref_obj
+    np.testing.assert_array_equal(got, ref)
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no CUDA toolkit (nvcc) to compile the fused kernel")
 @pytest.mark.parametrize("dtype,k", [("float32", 100), ("float64", 40), ("float32", 8)])
 def test_fused_cg_kernel_compiles_for_both_kinds_of_team(tmp_path, dtype, k):

@@ -268,6 +268,18 @@ def team_warps(k: int, itemsize: int) -> int:
     return int(min(MAX_TEAM_WARPS, fit)) if fit >= 2 else 1
 
 
+def short_teams(k: int, itemsize: int) -> int:
+    """One-warp teams per thread block: :data:`SHORT_TEAMS`, fewer when their shared memory
+    (``2 k`` values each, as the kernel lays it out for any team) would pass :data:`SHARED_BYTES`."""
+    return int(max(1, min(SHORT_TEAMS, SHARED_BYTES // (2 * itemsize * max(int(k), 1)))))
+
+
+def fits(k: int, itemsize: int) -> bool:
+    """Whether the fused kernel takes ``k`` factors (a one-warp team's ``2 k`` values in shared
+    memory); larger ``k`` takes the array path."""
+    return 2 * int(k) * itemsize <= SHARED_BYTES
+
+
 @functools.cache
 def _kernel(dtype_name: str, k: int, warps: int, block: int):
     import cupy
@@ -295,15 +307,16 @@ def fused_cg_half_step(X: Any, Y: Any, out: Any, G: Any, dw: Any, cg_steps: int,
     warps = team_warps(k, dtype.itemsize)
     if warps < 2:
         limit = np.iinfo(np.int64).max                # no room for block teams: one warp per row
+    teams = short_teams(k, dtype.itemsize)
     quad = xp.empty(n, dtype=xp.float64)
     steps = np.int32(cg_steps)
     kk = np.int32(k)
     # one-warp teams: every row of at most `limit` nonzeros
-    grid = max(1, min(-(-n // SHORT_TEAMS), 1 << 16))
-    shared = SHORT_TEAMS * 2 * k * dtype.itemsize
-    _kernel(dtype.name, k, 1, 32 * SHORT_TEAMS)((grid,), (32 * SHORT_TEAMS,),
-                              (X.indptr, X.indices, X.data, Y, G, dw, out, quad, X.indptr, np.int32(0),
-                               np.int64(n), kk, steps, np.int64(limit)), shared_mem=shared)
+    grid = max(1, min(-(-n // teams), 1 << 16))
+    _kernel(dtype.name, k, 1, 32 * teams)((grid,), (32 * teams,),
+                                          (X.indptr, X.indices, X.data, Y, G, dw, out, quad, X.indptr, np.int32(0),
+                                           np.int64(n), kk, steps, np.int64(limit)),
+                                          shared_mem=teams * 2 * k * dtype.itemsize)
     long_rows = X.long_rows(limit)
     if long_rows is not None:
         m = int(long_rows.shape[0])

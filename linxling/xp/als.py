@@ -103,8 +103,9 @@ def half_step(dev: Device, X: DeviceCSR, Y: Any, out: Any, G: Any, dw: Any, solv
     if fused is None:
         fused = dev.name == "cupy"
     if fused and solver == "cg":
-        from linxling.xp._cuda_cg import fused_cg_half_step
-        return fused_cg_half_step(X, Y, out, G, dw, cg_steps)
+        from linxling.xp import _cuda_cg
+        if _cuda_cg.fits(Y.shape[1], Y.dtype.itemsize):      # else (k > 3,072 float64) the array path
+            return _cuda_cg.fused_cg_half_step(X, Y, out, G, dw, cg_steps)
     k = Y.shape[1]
     total = 0.0
     per_nz = k * k if solver == "cholesky" else 2 * k
