@@ -333,6 +333,60 @@ def _load_implicit_gpu():
         return None, f"{type(e).__name__}: {e}"
 
 
+#: settings of the fused CG kernel tried by the `wmf` measurement besides its defaults:
+#: (LONG_ROW, MAX_TEAM_WARPS, SHORT_TEAMS), None for no block teams
+FUSED_SETTINGS = ((64, 16, 4), (1024, 16, 4), (None, 16, 4), (256, 4, 4), (256, 8, 4), (256, 32, 4),
+                  (256, 16, 2), (256, 16, 8))
+
+
+def _fused_sweep(dev, X, E0, V0, w_m: float, lam: float, cg_steps: int = 3) -> dict:
+    """One half-step of each side (rows: sentences, cols: words), best of 3, for each setting of
+    the fused CG kernel (:mod:`linxling.xp._cuda_cg`; ``None``: no block teams) and for the array
+    path, with each setting's factors against the array path's (the same start)."""
+    from linxling.xp import _cuda_cg as cc
+    from linxling.xp import als as xals
+    xp = dev.xp
+    dt = E0.dtype
+    sides = (("rows", xals.DeviceCSR(dev, X, dt), dev.put(V0), dev.put(E0)),
+             ("cols", xals.DeviceCSR(dev, X.T.tocsr(), dt), dev.put(E0), dev.put(V0)))
+    saved = cc.MAX_TEAM_WARPS, cc.SHORT_TEAMS
+    default = (cc.LONG_ROW, cc.MAX_TEAM_WARPS, cc.SHORT_TEAMS)
+    settings = [default] + [st for st in FUSED_SETTINGS if st != default]
+    out: dict = {"default": f"long_row={default[0]} team_warps={default[1]} short_teams={default[2]}"}
+    try:
+        for side, Xd, Y, start in sides:
+            G = xals.gram(dev, Y, w_m, lam)
+            dw = xp.full(Y.shape[0], 1.0 - w_m, dtype=Y.dtype)
+
+            def once(fused, long_row=None, Xd=Xd, Y=Y, G=G, dw=dw, start=start):
+                sol = start.copy()
+                if fused:
+                    cc.fused_cg_half_step(Xd, Y, sol, G, dw, cg_steps, long_row=long_row)
+                else:
+                    xals.half_step(dev, Xd, Y, sol, G, dw, "cg", cg_steps, fused=False)
+                return sol
+
+            once(False)
+            t_arr, ref = timed(dev, lambda: once(False), repeats=3)
+            ref = dev.get(ref)
+            res = {"array_path_ms": 1e3 * t_arr}
+            for long_row, warps, teams in settings:
+                cc.MAX_TEAM_WARPS, cc.SHORT_TEAMS = warps, teams
+                key = f"long_row={long_row} team_warps={warps} short_teams={teams}"
+                try:
+                    lim = 1 << 62 if long_row is None else long_row
+                    once(True, lim)
+                    t, sol = timed(dev, lambda lim=lim: once(True, lim), repeats=3)
+                    err = float(np.linalg.norm(dev.get(sol) - ref) / np.linalg.norm(ref))
+                    res[key] = {"ms": 1e3 * t, "rel_diff_vs_array_path": err}
+                except Exception as e:  # noqa: BLE001 (a setting that fails is recorded, the rest go on)
+                    res[key] = {"error": f"{type(e).__name__}: {e}"}
+            out[side] = res
+    finally:
+        cc.MAX_TEAM_WARPS, cc.SHORT_TEAMS = saved
+    return out
+
+
 def m_wmf(dev, size, args) -> dict:
     from benchmarks._gpu_peer import PeerALS
     from benchmarks.bench_wmf import zipf_binary
@@ -366,6 +420,13 @@ def m_wmf(dev, size, args) -> dict:
     ours(1)                                                  # kernels set up outside the clock
     s, tot, (E, V) = per_iter(ours)
     out["linxling"] = {"s_per_iteration": s, "total_s": tot, "loss": loss(E, V)}
+    if dev.name == "cupy":
+        try:
+            out["fused_kernel_sweep"] = _fused_sweep(dev, X, E0, V0, w_m, lam)
+        except Exception:  # noqa: BLE001 (the sweep is extra: its failure must not lose the row)
+            out["fused_kernel_sweep"] = {"error": traceback.format_exc()}
+    else:
+        out["fused_kernel_sweep"] = {"skipped": "the fused kernel is CUDA: no sweep in a rehearsal"}
 
     def peer(it):
         p = PeerALS(dev.xp, X, E0, V0, w_m, lam, cg_steps=3, min_threads=1 if args.rehearse else 32)
@@ -482,6 +543,13 @@ def table(res: dict) -> str:
                                and v[p]["loss_ratio_linxling_over_peer"] <= 1.001)
                 else:
                     parts.append(f"{p}: {v[p].get('skipped')}")
+            sw = v.get("fused_kernel_sweep", {})
+            for side in ("rows", "cols"):
+                timed_ = {kk: b["ms"] for kk, b in sw.get(side, {}).items() if isinstance(b, dict) and "ms" in b}
+                if timed_:
+                    best = min(timed_, key=timed_.get)
+                    parts.append(f"{side} half-step: array path {sw[side]['array_path_ms']:.1f} ms, fused default "
+                                 f"{timed_.get(sw['default'], float('nan')):.1f} ms, best {best} {timed_[best]:.1f} ms")
             row(f"WMF {v['shape'][0]:,} x {v['shape'][1]:,}, k = {v['k']}", "; ".join(parts), GOALS[key], met)
         elif key == "csls":
             sweep = ", ".join(f"{rows} rows {b['seconds']:.2f} s" for rows, b in v["block_sweep"].items())

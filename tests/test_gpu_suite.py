@@ -95,3 +95,36 @@ def test_the_numba_cuda_peer_equals_linxlings_als_in_the_simulator():
     for line in proc.stdout.strip().splitlines():
         solver, de, dv = line.split()
         assert float(de) < 1e-9 and float(dv) < 1e-9, line
+
+
+def test_the_fused_kernel_sweep_runs_its_settings_and_tables_them(monkeypatch):
+    """The `wmf` measurement's sweep of the fused CG kernel's settings, its plumbing run here with
+    NumPy and a stand-in for the CUDA kernel (the array path, recording the settings it is called
+    with); the table names the default and the best."""
+    from benchmarks import gpu
+    from benchmarks.bench_wmf import zipf_binary
+    from linxling.xp import _cuda_cg as cc
+    from linxling.xp import als as xals
+    from linxling.xp import device
+    seen = []
+
+    def stand_in(X, Y, out, G, dw, cg_steps, *, long_row=None):
+        seen.append((long_row, cc.MAX_TEAM_WARPS, cc.SHORT_TEAMS))
+        return xals.half_step(dev, X, Y, out, G, dw, "cg", cg_steps, fused=False)
+
+    monkeypatch.setattr(cc, "fused_cg_half_step", stand_in)
+    dev = device("cpu")
+    X = zipf_binary(60, 30, 4, seed=0)
+    rng = np.random.default_rng(0)
+    E0, V0 = rng.random((60, 4)) * 0.1, rng.random((30, 4)) * 0.1
+    sw = gpu._fused_sweep(dev, X, E0, V0, 0.1, 1.0)
+    assert sw["default"] == f"long_row={cc.LONG_ROW} team_warps={cc.MAX_TEAM_WARPS} short_teams={cc.SHORT_TEAMS}"
+    for side in ("rows", "cols"):
+        assert sw[side][sw["default"]]["rel_diff_vs_array_path"] == 0.0
+        assert len(sw[side]) == 2 + len(gpu.FUSED_SETTINGS)        # the array path, the default, the others
+    assert (1 << 62, 16, 4) in seen and (cc.MAX_TEAM_WARPS, cc.SHORT_TEAMS) == (16, 4)   # restored
+    v = {"linxling": {"s_per_iteration": 0.04}, "implicit_gpu": {"skipped": "x"}, "peer_numba_cuda": {"skipped": "y"},
+         "shape": [60, 30], "k": 4, "fused_kernel_sweep": sw}
+    text = gpu.table({"results": {"wmf": v}, "rehearse": True,
+                      "machine": {"gpu": None, "cpu": "c", "cores": 2, "date": "d"}})
+    assert "rows half-step: array path" in text and "fused default" in text and "best long_row=" in text
