@@ -267,6 +267,25 @@ def test_cr5_on_the_array_path_equals_the_numba_fit_and_the_oracle(dense_max, mo
         "dense" if dense_max else "cg")
 
 
+@pytest.mark.parametrize("maxiter,max_basis", [(200, None), (200, 12), (2, 12)])
+def test_eig_subspace_carries_linear_blocks_through_restarts(maxiter, max_basis):
+    """``carry=True``: blocks linear in the applied columns come back as those of the Ritz vectors
+    (B V for carried B Y), through thick restarts (a small basis) and a stop before convergence."""
+    from linxling.xp.linalg import eig_subspace
+    rng = np.random.default_rng(5)
+    n, k = 60, 4
+    Qr, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    A = (Qr * np.geomspace(1, 1e-3, n)) @ Qr.T
+    B1, B2 = rng.standard_normal((7, n)), rng.standard_normal((3, n))
+    dev = Device("numpy")
+    res = eig_subspace(dev, lambda Y: (A @ Y, [B1 @ Y, B2 @ Y]), n, k, 1e-10, maxiter, np.float64,
+                       np.random.default_rng(0), block_size=6, max_basis=max_basis, carry=True)
+    V = res["eigenvectors"]
+    assert res["converged"] == (maxiter > 2)
+    np.testing.assert_allclose(res["carried"][0], B1 @ V, atol=1e-12)
+    np.testing.assert_allclose(res["carried"][1], B2 @ V, atol=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore:Cr5. the eigen-solve did not converge")   # maxiter=1 on purpose
 def test_cr5_on_the_array_path_moves_data_only_at_set_up_and_end():
     from linxling import Cr5

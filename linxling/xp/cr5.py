@@ -114,8 +114,9 @@ def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: floa
         muz = sum(b.mu @ Z for b, Z in zip(parts, Zs, strict=True))
         return out - n * ybar[:, None] * muz[None, :]
 
-    def m_apply(V):
-        return ct_apply(a_inv(c_apply(V)))
+    def m_apply(V):                  # M V and the solves A⁻¹ĈV, carried for Φ
+        Zs = a_inv(c_apply(V))
+        return ct_apply(Zs), Zs
 
     # the diagonal of the centred X̂ᵀX̂ + λI per block: column sums of squares − n μ²
     d_inv = [1.0 / (xp.asarray(b.XT.multiply(b.XT).sum(axis=1)).ravel() - n * b.mu * b.mu + b.alpha)
@@ -128,9 +129,10 @@ def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: floa
         return Y
 
     rng = np.random.default_rng(random_state)
-    eig = eig_subspace(dev, m_apply, K, r, eig_tol, eig_maxiter, dtype, rng, start=start)
-    P = eig["eigenvectors"]
-    phi_star = a_inv(c_apply(P))                                   # Φ*ᵀ per block (p_l x r)
+    eig = eig_subspace(dev, m_apply, K, r, eig_tol, eig_maxiter, dtype, rng, start=start, carry=True)
+    # Φ*ᵀ = A⁻¹ĈP per block (p_l x r) from the carried solves (P = Q S: the solves of Q's
+    # columns combined by S), not solved again: one application of the operator less
+    phi_star = eig["carried"]
     G = sum(Z.T @ Z for Z in phi_star)
     lam, Q = xp.linalg.eigh((G + G.T) / 2)
     order = xp.argsort(-lam)

@@ -82,7 +82,8 @@ def cg_columns(dev: Device, apply: Callable[[Any], Any], B: Any, diag: Any, rtol
 
 def eig_subspace(dev: Device, apply: Callable[[Any], Any], n: int, k: int, tol: float, maxiter: int,
                  dtype: Any, rng: np.random.Generator, block_size: int | None = None,
-                 max_basis: int | None = None, start: Callable[[int], Any] | None = None) -> dict:
+                 max_basis: int | None = None, start: Callable[[int], Any] | None = None,
+                 carry: bool = False) -> dict:
     """The ``k`` largest eigenpairs of a symmetric positive semi-definite operator of order ``n``
     given by ``apply`` (an ``n x b`` block in, ``n x b`` out): block Rayleigh-Ritz on a basis
     grown by the residuals of the unconverged Ritz vectors, thickly restarted from the best
@@ -91,8 +92,13 @@ def eig_subspace(dev: Device, apply: Callable[[Any], Any], n: int, k: int, tol: 
     ``start(b)``, when given, returns the starting block (n x b, on the device; default a random
     one): only the start changes, convergence is judged on ``apply`` itself.
 
+    ``carry``: ``apply`` returns ``(A Y, [Z_1, ...])``, blocks with Y's columns that are linear
+    in Y (Cr5's solves A⁻¹ĈY); they are combined as the basis is (restarts included) and
+    returned for the Ritz vectors as ``"carried"``: ``[Z_i S]`` for ``eigenvectors = Q S``, the
+    solves of the eigenvectors without applying anything again (as the CPU's ``reuse_solves``).
+
     Returns ``{"eigenvalues", "eigenvectors" (n x k, device), "converged", "n_iter",
-    "n_applied"}`` with eigenvalues in decreasing order.
+    "n_applied"}`` (and ``"carried"``) with eigenvalues in decreasing order.
     """
     xp = dev.xp
     dt = np.dtype(dtype)
@@ -103,7 +109,11 @@ def eig_subspace(dev: Device, apply: Callable[[Any], Any], n: int, k: int, tol: 
     keep_size = math.ceil(1.5 * b)
     Q0 = dev.put(rng.standard_normal((n, b)), dtype=dt) if start is None else start(b)
     Q = orthonormalize(dev, Q0)
-    W = apply(Q)
+
+    def applied(Y):
+        return apply(Y) if carry else (apply(Y), [])
+
+    W, E = applied(Q)
     n_applied = Q.shape[1]
     theta = V = None
     converged = False
@@ -116,6 +126,7 @@ def eig_subspace(dev: Device, apply: Callable[[Any], Any], n: int, k: int, tol: 
         nr = min(b, Q.shape[1])
         theta, S = lam[:nr], U[:, :nr]
         V = Q @ S
+        E_v = E                                      # the carried blocks of this basis (V = Q S)
         R = W @ S - V * theta[None, :]
         res = xp.sqrt(xp.sum(R * R, axis=0))
         scale = float(xp.max(xp.abs(theta))) if theta.shape[0] else 0.0
@@ -127,13 +138,19 @@ def eig_subspace(dev: Device, apply: Callable[[Any], Any], n: int, k: int, tol: 
         if Q.shape[1] + new.shape[1] > mb:          # thick restart from the best Ritz vectors
             keep = max(k, min(Q.shape[1], keep_size, mb - new.shape[1]))
             Q, W = Q @ U[:, :keep], W @ U[:, :keep]   # A (Q U) = (A Q) U: no new application
+            E = [Z @ U[:, :keep] for Z in E]
         Y = orthonormalize(dev, new, against=Q)
         if Y.shape[1] == 0:
             break
+        WY, EY = applied(Y)
         Q = xp.concatenate([Q, Y], axis=1)
-        W = xp.concatenate([W, apply(Y)], axis=1)
+        W = xp.concatenate([W, WY], axis=1)
+        E = [xp.concatenate([Z, ZY], axis=1) for Z, ZY in zip(E, EY, strict=True)]
         n_applied += Y.shape[1]
     vals = theta[:k]
     vecs = V[:, :k]                                  # the Ritz vectors of the last Rayleigh-Ritz
-    return {"eigenvalues": vals, "eigenvectors": vecs, "converged": converged, "n_iter": n_iter,
-            "n_applied": n_applied}
+    out = {"eigenvalues": vals, "eigenvectors": vecs, "converged": converged, "n_iter": n_iter,
+           "n_applied": n_applied}
+    if carry:
+        out["carried"] = [Z @ S[:, :k] for Z in E_v]
+    return out
