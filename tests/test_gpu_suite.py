@@ -128,3 +128,18 @@ def test_the_fused_kernel_sweep_runs_its_settings_and_tables_them(monkeypatch):
     text = gpu.table({"results": {"wmf": v}, "rehearse": True,
                       "machine": {"gpu": None, "cpu": "c", "cores": 2, "date": "d"}})
     assert "rows half-step: array path" in text and "fused default" in text and "best long_row=" in text
+
+
+def test_the_spmm_row_tables_the_kernel_beside_cusparse():
+    """The `spmm` row with linxling's kernel timed beside cuSPARSE (one product) and failed (the
+    other): both named, the goal judged on the better of the two."""
+    from benchmarks import gpu
+    v = {"X @ V": {"seconds": 0.03, "GB_per_s": 26.0, "fraction_of_copy": 0.01,
+                   "kernel": {"seconds": 0.01, "GB_per_s": 78.0, "rel_diff_vs_cusparse": 1e-7, "fraction_of_copy": 0.03}},
+         "X.T @ W": {"seconds": 0.045, "GB_per_s": 18.0, "fraction_of_copy": 0.006,
+                     "kernel": {"error": "Traceback ...\nCUDADriverError: launch failed\n"}},
+         "fraction_of_copy": 0.006}
+    text = gpu.table({"results": {"spmm": v}, "rehearse": False,
+                      "machine": {"gpu": "G", "cpu": "c", "cores": 2, "date": "d"}})
+    assert "X V 10.0 ms against cuSPARSE's 30.0 ms" in text
+    assert "Xᵀ W: kernel failed (CUDADriverError: launch failed)" in text and "**missed**" in text

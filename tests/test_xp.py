@@ -162,6 +162,43 @@ def test_fused_cg_kernel_compiles_for_both_kinds_of_team(tmp_path, dtype, k):
         assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no CUDA toolkit (nvcc) to compile the SpMM kernel")
+@pytest.mark.parametrize("dtype,m", [("float32", 64), ("float64", 300), ("float32", 5)])
+def test_spmm_kernel_compiles(tmp_path, dtype, m):
+    """The CSR x dense kernel's CUDA source compiles (nvcc, no device needed)."""
+    from linxling.xp._cuda_spmm import columns_per_lane, kernel_source
+    src = tmp_path / "s.cu"
+    src.write_text(kernel_source(dtype, columns_per_lane(m)))
+    res = subprocess.run(["nvcc", "-arch=sm_80", "-cubin", "-o", str(tmp_path / "s.cubin"), str(src)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m", [1, 5, 64, 300])
+def test_spmm_kernel_equals_cusparse(dtype, m):
+    """The CSR x dense kernel (linxling.xp._cuda_spmm) against cuSPARSE (cupyx) and SciPy: rows
+    empty and long (more than 32 nonzeros: several passes of a warp), one and two column panels."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    from linxling.xp._cuda_spmm import csr_matmat
+    rng = np.random.default_rng(1)
+    X = sp.random(500, 700, density=0.02, random_state=2, format="lil", dtype=dtype)
+    X[7] = 0
+    X[11, rng.choice(700, 300, replace=False)] = rng.standard_normal(300)
+    X = X.tocsr()
+    V = rng.standard_normal((700, m)).astype(dtype)
+    Xd = csp.csr_matrix(X)
+    got = csr_matmat(Xd, cupy.asarray(V)).get()
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    _close(got, (Xd @ cupy.asarray(V)).get(), tol)
+    _close(got, X @ V, tol)
+    assert not got[7].any()
+    np.testing.assert_array_equal(csr_matmat(Xd, cupy.asarray(V)).get(), got)     # the same bits again
+
+
 def _numpy_as_another_namespace():
     """NumPy behind a module-like object that is not ``numpy`` itself: the retrieval code then
     takes its array-namespace (CuPy) branch instead of the numba kernels."""

@@ -1,0 +1,121 @@
+"""CSR times a dense row-major block on a GPU as one CUDA kernel (CuPy ``RawKernel``): a
+candidate for Cr5's sparse products on the device, measured against cuSPARSE (what
+``cupyx.scipy.sparse`` calls) by the GPU suite's ``spmm`` row before any fit uses it.
+
+cuSPARSE reached 1 % of the device's copy bandwidth on Cr5's products (a 485,000 x 200,000 block,
+82.4M nonzeros, 64 float32 columns: X V 27-33 ms, Xᵀ W 34-45 ms on an H200 and an H100;
+benchmarks/README.md, "The GPU suite"). Each nonzero gathers a whole row of the dense block, so
+the products are gather-bound; this kernel gathers rows the way the CPU kernels do:
+
+- one warp per output row (several rows per thread block, a grid-stride loop over the rows);
+- the row's nonzeros read 32 at a time, one per lane (coalesced), then broadcast by warp
+  shuffles; for each, the lanes read the gathered row's columns consecutively (128 bytes per
+  32 columns: coalesced) into ``MPL`` accumulators each, in registers;
+- columns in panels of ``32 MPL`` (``MPL`` at most 8: 256 columns), one panel per ``blockIdx.y``;
+- the nonzeros of a row are added in their stored order (the result does not depend on
+  scheduling: the same bits on every run).
+
+:func:`csr_matmat` is checked against cuSPARSE by the ``gpu`` tests (``tests/test_xp.py``) and
+compiled by ``nvcc`` in the CPU tests where a CUDA toolkit is installed.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+__all__ = ["csr_matmat", "kernel_source", "MAX_MPL", "ROWS_PER_BLOCK"]
+
+#: at most this many columns per lane in a panel (panels of 32 MAX_MPL columns)
+MAX_MPL = 8
+#: output rows (warps) per thread block
+ROWS_PER_BLOCK = 8
+
+_SOURCE = r"""
+#define T __T__
+#define MPL __MPL__
+#define BLOCK __BLOCK__
+
+extern "C" __global__ void __launch_bounds__(BLOCK) csr_spmm(
+    const int* __restrict__ indptr, const int* __restrict__ indices, const T* __restrict__ data,
+    const T* __restrict__ V, T* __restrict__ out, const long long n_rows, const int m)
+{
+    const int lane = threadIdx.x & 31;
+    const long long first = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long stride = ((long long)gridDim.x * blockDim.x) >> 5;
+    const int c0 = blockIdx.y * 32 * MPL;                 /* this panel's first column */
+    bool on[MPL];
+#pragma unroll
+    for (int t = 0; t < MPL; ++t) on[t] = c0 + lane + 32 * t < m;
+    for (long long u = first; u < n_rows; u += stride) {
+        T acc[MPL];
+#pragma unroll
+        for (int t = 0; t < MPL; ++t) acc[t] = (T)0;
+        const int s = indptr[u], e = indptr[u + 1];
+        for (int base = s; base < e; base += 32) {
+            int col = 0;
+            T val = (T)0;
+            if (base + lane < e) { col = indices[base + lane]; val = data[base + lane]; }
+            const int cnt = min(32, e - base);
+#pragma unroll 4
+            for (int l = 0; l < cnt; ++l) {
+                const long long c = __shfl_sync(0xffffffffu, col, l);
+                const T a = __shfl_sync(0xffffffffu, val, l);
+                const T* v = V + c * m + c0 + lane;
+#pragma unroll
+                for (int t = 0; t < MPL; ++t)
+                    if (on[t]) acc[t] += a * v[32 * t];
+            }
+        }
+        T* o = out + u * m + c0 + lane;
+#pragma unroll
+        for (int t = 0; t < MPL; ++t)
+            if (on[t]) o[32 * t] = acc[t];
+    }
+}
+"""
+
+
+def columns_per_lane(m: int) -> int:
+    """``MPL`` for ``m`` columns: ``ceil(m / 32)``, at most :data:`MAX_MPL`."""
+    return int(max(1, min(MAX_MPL, -(-int(m) // 32))))
+
+
+def kernel_source(dtype: Any, mpl: int, block: int = 32 * ROWS_PER_BLOCK) -> str:
+    """The CUDA source for ``dtype`` (float32 / float64), ``mpl`` columns per lane and thread
+    blocks of ``block`` threads."""
+    name = {"float32": "float", "float64": "double"}[np.dtype(dtype).name]
+    return _SOURCE.replace("__T__", name).replace("__MPL__", str(int(mpl))).replace("__BLOCK__", str(int(block)))
+
+
+@functools.cache
+def _kernel(dtype_name: str, mpl: int, block: int):
+    import cupy
+    return cupy.RawKernel(kernel_source(dtype_name, mpl, block), "csr_spmm")
+
+
+def csr_matmat(A: Any, V: Any) -> Any:
+    """``A @ V`` for a ``cupyx.scipy.sparse`` CSR ``A`` (n, p) and a CuPy block ``V`` (p, m) of
+    ``A``'s dtype (float32 or float64), by the kernel above; C-contiguous (n, m) result."""
+    import cupy
+    if V.ndim != 2 or V.shape[0] != A.shape[1]:
+        raise ValueError(f"csr_matmat: V must be 2-D with {A.shape[1]} rows, got shape {V.shape}")
+    dtype = np.dtype(A.dtype)
+    if V.dtype != dtype or dtype not in (np.float32, np.float64):
+        raise ValueError(f"csr_matmat: A and V must share a float dtype, got {A.dtype} and {V.dtype}")
+    V = cupy.ascontiguousarray(V)
+    n, m = int(A.shape[0]), int(V.shape[1])
+    out = cupy.empty((n, m), dtype=dtype)
+    if n == 0 or m == 0:
+        return out
+    if A.nnz == 0:
+        out.fill(0)
+        return out
+    mpl = columns_per_lane(m)
+    block = 32 * ROWS_PER_BLOCK
+    grid = (max(1, min(-(-n // ROWS_PER_BLOCK), 1 << 20)), -(-m // (32 * mpl)))
+    indptr = A.indptr.astype(cupy.int32, copy=False)
+    indices = A.indices.astype(cupy.int32, copy=False)
+    _kernel(dtype.name, mpl, block)(grid, (block,), (indptr, indices, A.data, V, out, np.int64(n), np.int32(m)))
+    return out
