@@ -135,7 +135,8 @@ def test_the_spmm_row_tables_the_kernel_beside_cusparse():
     other): both named, the goal judged on the better of the two."""
     from benchmarks import gpu
     v = {"X @ V": {"seconds": 0.03, "GB_per_s": 26.0, "fraction_of_copy": 0.01,
-                   "kernel": {"seconds": 0.01, "GB_per_s": 78.0, "rel_diff_vs_cusparse": 1e-7, "fraction_of_copy": 0.03}},
+                   "kernel": {"seconds": 0.01, "GB_per_s": 78.0, "rel_diff_vs_cusparse": 1e-7,
+                              "fraction_of_copy": 0.03}},
          "X.T @ W": {"seconds": 0.045, "GB_per_s": 18.0, "fraction_of_copy": 0.006,
                      "kernel": {"error": "Traceback ...\nCUDADriverError: launch failed\n"}},
          "fraction_of_copy": 0.006}
