@@ -337,6 +337,43 @@ def test_cr5_on_the_array_path_moves_data_only_at_set_up_and_end():
     assert counts[0] == counts[1]
 
 
+def test_cr5_kernel_products_dispatch_dense_blocks_to_the_kernel(monkeypatch):
+    """``linxling.xp.cr5.PRODUCTS = "kernel"``: the wrapper sends products with dense 2-D blocks to
+    the SpMM kernel (a recording stand-in here) and the rest to the matrix; a bad value is named."""
+    import linxling.xp._cuda_spmm as ks
+    import linxling.xp.cr5 as xc
+    from tests.test_cr5 import random_problem
+    calls = []
+    monkeypatch.setattr(ks, "csr_matmat", lambda A, V: calls.append(V.shape) or np.asarray(A @ V))
+    X = sp.random(20, 9, density=0.3, random_state=0, format="csr")
+    K = xc._KernelCSR(X)
+    V = np.arange(18.0).reshape(9, 2)
+    np.testing.assert_array_equal(K @ V, X @ V)
+    np.testing.assert_array_equal(K @ V[:, 0], X @ V[:, 0])               # 1-D: the matrix's own product
+    np.testing.assert_array_equal((xc._KernelCSR(X.T.tocsr()) @ K).toarray(), (X.T @ X).toarray())
+    assert calls == [(9, 2)] and K.shape == X.shape and K.multiply(X).nnz == X.nnz
+    blocks, _ = random_problem(np.random.default_rng(4), n_langs=2, n_concepts=40)
+    monkeypatch.setattr(xc, "PRODUCTS", "nope")
+    with pytest.raises(ValueError, match="PRODUCTS must be"):
+        xc.fit_cr5(Device("numpy"), list(blocks.values()), [np.arange(X.shape[0]) % 40 for X in blocks.values()],
+                   40, 3, 1.0, np.float64)
+
+
+@gpu
+@pytest.mark.parametrize("dense_max", [8192, 0])
+def test_cr5_on_the_gpu_with_the_spmm_kernel_equals_cusparse(dense_max, monkeypatch):
+    import linxling.xp.cr5 as xc
+    from linxling import Cr5
+    from tests.test_cr5 import TIGHT, random_problem
+    monkeypatch.setattr(xc, "DENSE_MAX", dense_max)
+    blocks, concepts = random_problem(np.random.default_rng(3), n_langs=3, n_concepts=60)
+    kw = dict(n_components=6, alpha=0.5, random_state=0, device="cuda", **TIGHT)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    monkeypatch.setattr(xc, "PRODUCTS", "kernel")
+    got = Cr5(**kw).fit_matrices(blocks, concepts)
+    np.testing.assert_allclose(got.singular_values_, ref.singular_values_, rtol=1e-8)
+
+
 @gpu
 def test_cr5_on_the_gpu_equals_the_cpu():
     from linxling import Cr5

@@ -30,6 +30,30 @@ __all__ = ["fit_cr5"]
 
 #: blocks with at most this many features get a dense inverse (p_l^2 values on the device)
 DENSE_MAX = 8192
+#: Cr5's sparse products with dense blocks on CuPy: "cusparse" (cupyx.scipy.sparse, the default)
+#: or "kernel" (:func:`linxling.xp._cuda_spmm.csr_matmat`, timed against cuSPARSE by the GPU
+#: suite, which fits with it too when it is the faster; read at each fit)
+PRODUCTS = "cusparse"
+
+
+class _KernelCSR:
+    """A device CSR whose products with dense 2-D blocks run :mod:`linxling.xp._cuda_spmm`;
+    everything else (sparse operands, attributes such as ``multiply``) goes to the matrix."""
+
+    def __init__(self, A: Any) -> None:
+        self.A = A
+
+    def __matmul__(self, V: Any) -> Any:
+        if isinstance(V, _KernelCSR):
+            return self.A @ V.A
+        if getattr(V, "ndim", 0) == 2 and not hasattr(V, "tocsr"):
+            from linxling.xp._cuda_spmm import csr_matmat
+            return csr_matmat(self.A, V)
+        return self.A @ V
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.A, name)
+
 
 
 class _Block:
@@ -49,6 +73,10 @@ class _Block:
         self.cg_rtol, self.cg_maxiter = cg_rtol, cg_maxiter
         self.cg_iterations: list[int] = []
         self.nonconverged = 0
+        if dev.name == "cupy" and PRODUCTS == "kernel":
+            self.X, self.XT = _KernelCSR(self.X), _KernelCSR(self.XT)
+        elif PRODUCTS not in ("cusparse", "kernel"):
+            raise ValueError(f"linxling.xp.cr5.PRODUCTS must be 'cusparse' or 'kernel', got {PRODUCTS!r}")
         if self.p <= dense_max:
             G = self.XT @ self.X
             G = G.toarray() if hasattr(G, "toarray") else G
