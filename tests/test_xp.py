@@ -350,6 +350,7 @@ def test_cr5_kernel_products_dispatch_dense_blocks_to_the_kernel(monkeypatch):
     V = np.arange(18.0).reshape(9, 2)
     np.testing.assert_array_equal(K @ V, X @ V)
     np.testing.assert_array_equal(K @ V[:, 0], X @ V[:, 0])               # 1-D: the matrix's own product
+    np.testing.assert_array_equal(K @ V.astype(np.float32), X @ V.astype(np.float32))   # another dtype: too
     np.testing.assert_array_equal((xc._KernelCSR(X.T.tocsr()) @ K).toarray(), (X.T @ X).toarray())
     assert calls == [(9, 2)] and K.shape == X.shape and K.multiply(X).nnz == X.nnz
     blocks, _ = random_problem(np.random.default_rng(4), n_langs=2, n_concepts=40)

@@ -46,7 +46,7 @@ class _KernelCSR:
     def __matmul__(self, V: Any) -> Any:
         if isinstance(V, _KernelCSR):
             return self.A @ V.A
-        if getattr(V, "ndim", 0) == 2 and not hasattr(V, "tocsr"):
+        if getattr(V, "ndim", 0) == 2 and not hasattr(V, "tocsr") and V.dtype == self.A.dtype:
             from linxling.xp._cuda_spmm import csr_matmat
             return csr_matmat(self.A, V)
         return self.A @ V
