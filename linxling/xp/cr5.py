@@ -3,16 +3,16 @@
 With X = diag(X_1, ..., X_L) (n x p), the concept indicators Y (n x K), the column means μ, ȳ and
 λ = ``alpha``:
 
-- ``A = X̂ᵀX̂ + λI = B − n μμᵀ`` with ``B = diag(X_lᵀX_l + λI)``: each block inverted by a dense
-  Cholesky-based inverse when ``p_l <= dense_max`` (one GEMM per application), else by
+- ``A = X̂ᵀX̂ + λI = B − n μμᵀ`` with ``B = diag(X_lᵀX_l + λI)``: each block inverted by its dense
+  Cholesky factor when ``p_l <= dense_max`` (two triangular solves per application), else by
   Jacobi-preconditioned CG on ``v -> X_lᵀ(X_l v) + λv`` (two SpMMs per iteration); the rank-one
   term by Woodbury, ``A⁻¹ = B⁻¹ + c g gᵀ``, ``g = B⁻¹μ``, ``c = n / (1 − n μᵀg)``;
 - ``Ĉ = X̂ᵀŶ`` applied matrix-free: ``Ĉ v = Xᵀ(v[labels]) − n μ (ȳᵀv)``, ``Ĉᵀ z = S(X z) − n ȳ
   (μᵀz)`` with S the concept selector (a sparse K x n matrix);
 - the top-r eigenvectors P of ``M = ĈᵀA⁻¹Ĉ`` by the block subspace solver of
   :mod:`linxling.xp.linalg`;
-- ``Φ*ᵀ = A⁻¹ĈP``; ``Φ*Φ*ᵀ = QΛQᵀ``; ``Φ = Λ^{-1/2}QᵀΦ*`` (orthonormal rows), singular values
-  ``Λ^{1/2}`` (eq. 15).
+- ``Φ*ᵀ = A⁻¹ĈP`` from the solves the eigen-solver carried; ``Φ*Φ*ᵀ = QΛQᵀ``;
+  ``Φ = Λ^{-1/2}QᵀΦ*`` (orthonormal rows), singular values ``Λ^{1/2}`` (eq. 15).
 
 Tested against the CPU fit (:class:`linxling.Cr5`, numba path) in ``tests/test_xp.py``.
 """
@@ -28,7 +28,7 @@ from linxling.xp.linalg import cg_columns, eig_subspace, orthonormalize
 
 __all__ = ["fit_cr5"]
 
-#: blocks with at most this many features get a dense inverse (p_l^2 values on the device)
+#: blocks with at most this many features get a dense Cholesky factor (p_l^2 values on the device)
 DENSE_MAX = 8192
 #: Cr5's sparse products with dense blocks on CuPy: "cusparse" (cupyx.scipy.sparse, the default)
 #: or "kernel" (:func:`linxling.xp._cuda_spmm.csr_matmat`, timed against cuSPARSE by the GPU
@@ -83,19 +83,24 @@ class _Block:
             G = xp.asarray(G, dtype=dtype)
             idx = xp.arange(self.p)
             G[idx, idx] += dtype.type(alpha)
-            L = xp.linalg.cholesky(G)
-            Linv = xp.linalg.inv(L)
-            self.inv = Linv.T @ Linv
+            # the Cholesky factor, applied by two triangular solves (2 p² flops a column): forming
+            # the inverse (an LU inverse of L and LᵀL, about 15x the factor's flops) cost more
+            # than every application of a fit together
+            self.L = xp.linalg.cholesky(G)
             self.method = "dense"
         else:
-            self.inv = None
+            self.L = None
             self.diag = xp.asarray((self.XT.multiply(self.XT)).sum(axis=1)).ravel() + dtype.type(alpha)
             self.method = "cg"
 
     def solve(self, V: Any) -> Any:
         """(X_lᵀX_l + λI)⁻¹ V."""
-        if self.inv is not None:
-            return self.inv @ V
+        if self.L is not None:
+            if self.dev.name == "cupy":
+                from cupyx.scipy.linalg import solve_triangular
+            else:
+                from scipy.linalg import solve_triangular
+            return solve_triangular(self.L, solve_triangular(self.L, V, lower=True), lower=True, trans="T")
         X, XT, lam = self.X, self.XT, self.alpha
 
         def apply(P):
