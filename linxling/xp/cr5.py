@@ -100,7 +100,8 @@ class _Block:
                 from cupyx.scipy.linalg import solve_triangular
             else:
                 from scipy.linalg import solve_triangular
-            return solve_triangular(self.L, solve_triangular(self.L, V, lower=True), lower=True, trans="T")
+            Y = solve_triangular(self.L, V, lower=True, check_finite=False)
+            return solve_triangular(self.L, Y, lower=True, trans="T", check_finite=False)
         X, XT, lam = self.X, self.XT, self.alpha
 
         def apply(P):
