@@ -55,6 +55,13 @@ class _KernelCSR:
         return getattr(self.A, name)
 
 
+def _concept_block(r: int, K: int) -> int:
+    """The eigen-solver's block in concept space, as the CPU fit's (:func:`linxling.models.cr5._block_size`:
+    r + max(10, 10 % of r), at most K)."""
+    from linxling.models.cr5 import _block_size
+    return _block_size(r, K)
+
+
 class _Block:
     def __init__(self, dev: Device, X: sp.csr_matrix, labels: np.ndarray, K: int, n: int, alpha: float,
                  dtype: Any, dense_max: int, cg_rtol: float, cg_maxiter: int) -> None:
@@ -162,7 +169,8 @@ def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: floa
         return Y
 
     rng = np.random.default_rng(random_state)
-    eig = eig_subspace(dev, m_apply, K, r, eig_tol, eig_maxiter, dtype, rng, start=start, carry=True)
+    eig = eig_subspace(dev, m_apply, K, r, eig_tol, eig_maxiter, dtype, rng, start=start, carry=True,
+                       block_size=_concept_block(r, K))
     # Φ*ᵀ = A⁻¹ĈP per block (p_l x r) from the carried solves (P = Q S: the solves of Q's
     # columns combined by S), not solved again: one application of the operator less
     phi_star = eig["carried"]
