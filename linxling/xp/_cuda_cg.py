@@ -324,5 +324,4 @@ def fused_cg_half_step(X: Any, Y: Any, out: Any, G: Any, dw: Any, cg_steps: int,
                                       (X.indptr, X.indices, X.data, Y, G, dw, out, quad, long_rows,
                                        np.int32(1), np.int64(m), kk, steps, np.int64(np.iinfo(np.int64).max)),
                                       shared_mem=(warps + 1) * k * dtype.itemsize)
-    total = -float(xp.sum(quad)) + float(xp.sum(X.data.astype(xp.float64) ** 2))
-    return total
+    return -float(xp.sum(quad)) + X.data_sumsq()

@@ -72,6 +72,13 @@ class DeviceCSR:
         self.xp = xp
         self.nnz = int(self.indptr_host[-1])
         self._long: dict[int, Any] = {}
+        self._sumsq: float | None = None
+
+    def data_sumsq(self) -> float:
+        """``Σ X²`` over the nonzeros (float64), once per matrix: the objective's constant term."""
+        if self._sumsq is None:
+            self._sumsq = float(self.xp.sum(self.data.astype(self.xp.float64) ** 2))
+        return self._sumsq
 
     def long_rows(self, limit: int) -> Any:
         """The rows with more than ``limit`` nonzeros, on the device (None when there are none):

@@ -55,13 +55,6 @@ class _KernelCSR:
         return getattr(self.A, name)
 
 
-def _concept_block(r: int, K: int) -> int:
-    """The eigen-solver's block in concept space, as the CPU fit's (:func:`linxling.models.cr5._block_size`:
-    r + max(10, 10 % of r), at most K)."""
-    from linxling.models.cr5 import _block_size
-    return _block_size(r, K)
-
-
 class _Block:
     def __init__(self, dev: Device, X: sp.csr_matrix, labels: np.ndarray, K: int, n: int, alpha: float,
                  dtype: Any, dense_max: int, cg_rtol: float, cg_maxiter: int) -> None:
@@ -168,9 +161,11 @@ def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: floa
             Y = orthonormalize(dev, ct_apply([d[:, None] * U for d, U in zip(d_inv, c_apply(Y), strict=True)]))
         return Y
 
+    from linxling.models.cr5 import _block_size  # the CPU fit's block: r + max(10, 10 % of r)
+
     rng = np.random.default_rng(random_state)
     eig = eig_subspace(dev, m_apply, K, r, eig_tol, eig_maxiter, dtype, rng, start=start, carry=True,
-                       block_size=_concept_block(r, K))
+                       block_size=_block_size(r, K))
     # Φ*ᵀ = A⁻¹ĈP per block (p_l x r) from the carried solves (P = Q S: the solves of Q's
     # columns combined by S), not solved again: one application of the operator less
     phi_star = eig["carried"]
