@@ -12,6 +12,7 @@ Usage::
     python -m benchmarks.bench_cr5 scaling       # fit time against nnz and K (log-log plot)
     python -m benchmarks.bench_cr5 scale20       # 20 languages jointly (~600k documents)
     python -m benchmarks.bench_cr5 solvers       # eigen-solver settings on a validation split
+    python -m benchmarks.bench_cr5 tolerance     # the inner CG tolerance on a validation split
 """
 from __future__ import annotations
 
@@ -120,7 +121,8 @@ def _run_method(method, languages, n_train, r, alpha, queue, eval_quality=True, 
                                                     "n_cg_iterations": out["n_cg_iterations"]}
         else:
             from linxling import Cr5
-            model = Cr5(n_components=r, alpha=alpha, random_state=0, show_progress=False, **(params or {}))
+            model = Cr5(**{"n_components": r, "alpha": alpha, "random_state": 0, "show_progress": False,
+                           **(params or {})})
             model.fit_matrices(blocks, concepts)
             components, extra = model.components_, {"fit_info": model.fit_info_,
                                                     "convergence": model.convergence_}
@@ -237,6 +239,33 @@ def cmd_solvers(args):
     (RESULTS / f"cr5_solvers_{len(langs)}.json").write_text(json.dumps(out, indent=1))
 
 
+def cmd_tolerance(args):
+    """Cr5's inner CG tolerance ``cg_rtol`` on a validation split of the training chapters (the
+    test chapters untouched): fit time, CG iterations and CSLS P@1 at each value, each fit in its
+    own process, for each seed of the starting block (the order of the values reversed on every
+    other seed)."""
+    out = {"machine": machine(), "setup": f"5 languages, {args.n_train:,} training verses, r={args.r}, "
+           f"validation: {args.chapters} chapters of the training split", "runs": []}
+    for i, seed in enumerate(args.seeds):
+        for rtol in (args.rtols if i % 2 == 0 else args.rtols[::-1]):
+            res = run_isolated("linxling", LANGS5, args.n_train, r=args.r, test_chapters=args.chapters,
+                               params={"cg_rtol": rtol, "random_state": seed}, validation=True)
+            eig = res["convergence"]["eig"]
+            cg = sum(sum(b["cg_iterations"]) for b in res["convergence"]["blocks"].values())
+            print(f"cg_rtol {rtol:g}, seed {seed}: fit {res['fit_time']:.2f}s, eigen stage "
+                  f"{res['fit_info'].get('time_eig', 0):.2f}s ({eig['n_iter']} iterations, {eig['n_matvec']} "
+                  f"columns), CG iterations {cg}, validation CSLS P@1 {res['csls_p1_mean']:.4f}", flush=True)
+            out["runs"].append({"cg_rtol": rtol, "seed": seed, "fit_time": res["fit_time"], "eig": eig,
+                                "cg_iterations": cg, "csls_p1_mean": res["csls_p1_mean"]})
+    for rtol in args.rtols:
+        runs = [x for x in out["runs"] if x["cg_rtol"] == rtol]
+        print(f"cg_rtol {rtol:g}: mean over {len(runs)} seeds: P@1 {np.mean([x['csls_p1_mean'] for x in runs]):.4f}, "
+              f"CG iterations {np.mean([x['cg_iterations'] for x in runs]):.0f}, "
+              f"fit {np.mean([x['fit_time'] for x in runs]):.2f}s")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"cr5_tolerance_r{args.r}.json").write_text(json.dumps(out, indent=1))
+
+
 def cmd_scale20(args):
     # all verses but 40 held-out chapters: ~29k verses x 20 languages ~ 590k documents
     res = run_isolated("linxling", LANGS20, 40_000, r=args.r, eval_quality=True, test_chapters=40)
@@ -269,8 +298,15 @@ def main():
     v.add_argument("--chapters", type=int, default=200, help="validation chapters taken from the training split")
     v.add_argument("--settings", nargs="+", choices=sorted(SOLVERS), default=["concepts", "features-lobpcg"])
     v.add_argument("--repeats", type=int, default=1)
+    o = sub.add_parser("tolerance")
+    o.add_argument("--n-train", type=int, default=20_000)
+    o.add_argument("--r", type=int, default=100)
+    o.add_argument("--chapters", type=int, default=200, help="validation chapters taken from the training split")
+    o.add_argument("--rtols", type=float, nargs="+", default=[0.003, 0.01, 0.02, 0.03, 0.05, 0.1])
+    o.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = ap.parse_args()
-    {"main": cmd_main, "scaling": cmd_scaling, "scale20": cmd_scale20, "solvers": cmd_solvers}[args.cmd](args)
+    {"main": cmd_main, "tolerance": cmd_tolerance, "scaling": cmd_scaling, "scale20": cmd_scale20,
+     "solvers": cmd_solvers}[args.cmd](args)
 
 
 if __name__ == "__main__":
