@@ -12,7 +12,7 @@ Usage::
     python -m benchmarks.bench_cr5 scaling       # fit time against nnz and K (log-log plot)
     python -m benchmarks.bench_cr5 scale20       # 20 languages jointly (~600k documents)
     python -m benchmarks.bench_cr5 solvers       # eigen-solver settings on a validation split
-    python -m benchmarks.bench_cr5 tolerance     # the inner CG tolerance on a validation split
+    python -m benchmarks.bench_cr5 tolerance     # cg_rtol (or --param eig_tol) on a validation split
 """
 from __future__ import annotations
 
@@ -240,30 +240,32 @@ def cmd_solvers(args):
 
 
 def cmd_tolerance(args):
-    """Cr5's inner CG tolerance ``cg_rtol`` on a validation split of the training chapters (the
-    test chapters untouched): fit time, CG iterations and CSLS P@1 at each value, each fit in its
-    own process, for each seed of the starting block (the order of the values reversed on every
-    other seed)."""
+    """Cr5's tolerances (``--param cg_rtol`` or ``eig_tol``) on a validation split of the training
+    chapters (the test chapters untouched): fit time, CG iterations and CSLS P@1 at each value,
+    each fit in its own process, for each seed of the starting block (the order of the values
+    reversed on every other seed)."""
     out = {"machine": machine(), "setup": f"5 languages, {args.n_train:,} training verses, r={args.r}, "
            f"validation: {args.chapters} chapters of the training split", "runs": []}
+    values = args.values or {"cg_rtol": [0.003, 0.01, 0.02, 0.03, 0.05, 0.1], "eig_tol": [0.03, 0.1, 0.3]}[args.param]
     for i, seed in enumerate(args.seeds):
-        for rtol in (args.rtols if i % 2 == 0 else args.rtols[::-1]):
+        for value in (values if i % 2 == 0 else values[::-1]):
             res = run_isolated("linxling", LANGS5, args.n_train, r=args.r, test_chapters=args.chapters,
-                               params={"cg_rtol": rtol, "random_state": seed}, validation=True)
+                               params={args.param: value, "random_state": seed}, validation=True)
             eig = res["convergence"]["eig"]
             cg = sum(sum(b["cg_iterations"]) for b in res["convergence"]["blocks"].values())
-            print(f"cg_rtol {rtol:g}, seed {seed}: fit {res['fit_time']:.2f}s, eigen stage "
+            print(f"{args.param} {value:g}, seed {seed}: fit {res['fit_time']:.2f}s, eigen stage "
                   f"{res['fit_info'].get('time_eig', 0):.2f}s ({eig['n_iter']} iterations, {eig['n_matvec']} "
                   f"columns), CG iterations {cg}, validation CSLS P@1 {res['csls_p1_mean']:.4f}", flush=True)
-            out["runs"].append({"cg_rtol": rtol, "seed": seed, "fit_time": res["fit_time"], "eig": eig,
+            out["runs"].append({args.param: value, "seed": seed, "fit_time": res["fit_time"], "eig": eig,
                                 "cg_iterations": cg, "csls_p1_mean": res["csls_p1_mean"]})
-    for rtol in args.rtols:
-        runs = [x for x in out["runs"] if x["cg_rtol"] == rtol]
-        print(f"cg_rtol {rtol:g}: mean over {len(runs)} seeds: P@1 {np.mean([x['csls_p1_mean'] for x in runs]):.4f}, "
+    for value in values:
+        runs = [x for x in out["runs"] if x[args.param] == value]
+        print(f"{args.param} {value:g}: mean over {len(runs)} seeds: "
+              f"P@1 {np.mean([x['csls_p1_mean'] for x in runs]):.4f}, "
               f"CG iterations {np.mean([x['cg_iterations'] for x in runs]):.0f}, "
               f"fit {np.mean([x['fit_time'] for x in runs]):.2f}s")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"cr5_tolerance_r{args.r}.json").write_text(json.dumps(out, indent=1))
+    (RESULTS / f"cr5_{args.param}_r{args.r}.json").write_text(json.dumps(out, indent=1))
 
 
 def cmd_scale20(args):
@@ -302,7 +304,8 @@ def main():
     o.add_argument("--n-train", type=int, default=20_000)
     o.add_argument("--r", type=int, default=100)
     o.add_argument("--chapters", type=int, default=200, help="validation chapters taken from the training split")
-    o.add_argument("--rtols", type=float, nargs="+", default=[0.003, 0.01, 0.02, 0.03, 0.05, 0.1])
+    o.add_argument("--param", choices=("cg_rtol", "eig_tol"), default="cg_rtol")
+    o.add_argument("--values", type=float, nargs="+", help="default: 3e-3 to 1e-1 (cg_rtol), 0.03 to 0.3 (eig_tol)")
     o.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = ap.parse_args()
     {"main": cmd_main, "tolerance": cmd_tolerance, "scaling": cmd_scaling, "scale20": cmd_scale20,
