@@ -240,13 +240,16 @@ def cmd_solvers(args):
 
 
 def cmd_tolerance(args):
-    """Cr5's tolerances (``--param cg_rtol`` or ``eig_tol``) on a validation split of the training
+    """Cr5's tolerances (``--param cg_rtol`` or ``eig_tol``) or ``start_steps`` on a validation split of the training
     chapters (the test chapters untouched): fit time, CG iterations and CSLS P@1 at each value,
     each fit in its own process, for each seed of the starting block (the order of the values
     reversed on every other seed)."""
     out = {"machine": machine(), "setup": f"5 languages, {args.n_train:,} training verses, r={args.r}, "
            f"validation: {args.chapters} chapters of the training split", "runs": []}
-    values = args.values or {"cg_rtol": [0.003, 0.01, 0.02, 0.03, 0.05, 0.1], "eig_tol": [0.03, 0.1, 0.3]}[args.param]
+    values = args.values or {"cg_rtol": [0.003, 0.01, 0.02, 0.03, 0.05, 0.1], "eig_tol": [0.03, 0.1, 0.3],
+                             "start_steps": [2, 3, 4, 6]}[args.param]
+    if args.param == "start_steps":
+        values = [int(v) for v in values]
     for i, seed in enumerate(args.seeds):
         for value in (values if i % 2 == 0 else values[::-1]):
             res = run_isolated("linxling", LANGS5, args.n_train, r=args.r, test_chapters=args.chapters,
@@ -304,8 +307,9 @@ def main():
     o.add_argument("--n-train", type=int, default=20_000)
     o.add_argument("--r", type=int, default=100)
     o.add_argument("--chapters", type=int, default=200, help="validation chapters taken from the training split")
-    o.add_argument("--param", choices=("cg_rtol", "eig_tol"), default="cg_rtol")
-    o.add_argument("--values", type=float, nargs="+", help="default: 3e-3 to 1e-1 (cg_rtol), 0.03 to 0.3 (eig_tol)")
+    o.add_argument("--param", choices=("cg_rtol", "eig_tol", "start_steps"), default="cg_rtol")
+    o.add_argument("--values", type=float, nargs="+",
+                   help="default: 3e-3 to 1e-1 (cg_rtol), 0.03 to 0.3 (eig_tol), 2 to 6 (start_steps)")
     o.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = ap.parse_args()
     {"main": cmd_main, "tolerance": cmd_tolerance, "scaling": cmd_scaling, "scale20": cmd_scale20,

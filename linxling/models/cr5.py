@@ -183,15 +183,19 @@ class Cr5(ConceptEmbeddingMixin):
         the bounds (``None`` for an open end). A filter that drops more than half of a
         language's documents raises ``ValueError``.
     min_df, max_features, norm : vectoriser settings used by :meth:`fit` (paper: 3, 200k, "l2").
-    start_steps : int, default 4
+    start_steps : int, default 3
         Power steps on the cheap surrogate ĈᵀD⁻¹Ĉ (D the diagonal of X̂ᵀX̂ + λI; no inner solves)
         that build the eigen-solver's starting block. 0 starts from a random block. Only the
         start changes: convergence is always judged on the exact operator. Each step costs about
-        a tenth of one application of the operator to the same block; how many pay depends on
-        the data (measured, r = 100 on 5 x 20,000 Bible verses: 3, 4, 6 and 10 steps gave 246,
-        205, 199 and 193 operator columns; r = 300 on Wikipedia-shaped data at K = 60,000 and
-        485,000: 3 steps gave a block that converged in one iteration, 2 did not at 60,000).
-        ``start_steps=3`` is the faster choice at that scale.
+        a tenth of one application of the operator to the same block. Chosen by held-out
+        quality (``python -m benchmarks.bench_cr5 tolerance --param start_steps``: 5 x 20,000
+        Bible verses, validation chapters of the training split, 3 seeds): at r = 300, 2 / 3 /
+        4 / 6 steps gave CSLS P@1 0.8824 / 0.8823 / 0.8813 / 0.8793 (3 above 4 at every seed,
+        in about the same time; more steps, fewer eigen-solver iterations, lower P@1); at
+        r = 100, 3 steps 0.8509 against 0.8472 for 4 at every seed, for 13 % more fit time (245
+        against 202 operator columns). On Wikipedia-shaped data (r = 300, K = 60,000 and
+        485,000) 3 steps give a block that converges in one iteration (2 did not at 60,000), one
+        step less than 4 (about 5 % of the fit there).
     reuse_solves : bool, default True
         Keep the block solves A⁻¹ĈV made during the eigen-solve and combine Φ*ᵀ = A⁻¹ĈP_r from
         them instead of solving again: with the subspace eigen-solver (the default for
@@ -279,7 +283,7 @@ class Cr5(ConceptEmbeddingMixin):
                  scale: str = "orthonormal", dtype: Any = np.float64,
                  doc_filter: Any = None,
                  min_df: int = 3, max_features: int = 200_000, norm: str | None = "l2",
-                 start_steps: int = 4, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
+                 start_steps: int = 3, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
                  limit_blas_threads: bool = True, memory_budget: Any = None, eig_space: str = "auto",
                  random_state: Any = None, show_progress: bool | None = None,
                  callback: Callable[..., Any] | None = None, device: Any = None):
@@ -746,9 +750,9 @@ class Cr5(ConceptEmbeddingMixin):
         rng = check_random_state(self.random_state)
         # starting block: power steps on the cheap surrogate ĈᵀD⁻¹Ĉ, D = diag(X̂ᵀX̂ + λI) (no inner
         # solves). Measured on 5 x 20k Bible verses, r = 100: 6 steps (0.9 s) cut the eigen-solve
-        # from 676 to 217 matvecs at the same accuracy; 4 steps (the default since) gave 205, 3
-        # gave 246. At K = 485,000 (r = 300) 3, 4 and 6 steps all converged in one iteration, and
-        # each step cost ≈ 33 s (see the start_steps docstring)
+        # from 676 to 217 matvecs; 4 steps gave 205, 3 gave 246, but 3 (the default) the best
+        # held-out P@1 (see the start_steps docstring). At K = 485,000 (r = 300) 3, 4 and 6 steps
+        # all converged in one iteration
         with _timed(timings, "time_start"):
             v0 = None
             if self.start_steps > 0:

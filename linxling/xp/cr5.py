@@ -113,7 +113,7 @@ class _Block:
 
 def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: float, dtype: Any, *,
             cg_rtol: float = 1e-2, cg_maxiter: int = 500, eig_tol: float = 1e-1, eig_maxiter: int = 250,
-            random_state: Any = None, dense_max: int | None = None, start_steps: int = 4) -> dict:
+            random_state: Any = None, dense_max: int | None = None, start_steps: int = 3) -> dict:
     """Fit Cr5 on ``dev``; ``blocks`` are the languages' host CSR matrices, ``labels`` each
     row's concept (0..K-1). Returns host arrays: ``components`` (list of (r, p_l)),
     ``singular_values``, ``eigenvalues`` and an ``info`` dict (methods, CG iterations,
