@@ -12,7 +12,7 @@ Usage::
     python -m benchmarks.bench_cr5 scaling       # fit time against nnz and K (log-log plot)
     python -m benchmarks.bench_cr5 scale20       # 20 languages jointly (~600k documents)
     python -m benchmarks.bench_cr5 solvers       # eigen-solver settings on a validation split
-    python -m benchmarks.bench_cr5 tolerance     # cg_rtol (or --param eig_tol) on a validation split
+    python -m benchmarks.bench_cr5 tolerance     # cg_rtol, eig_tol or start_steps on a validation split
 """
 from __future__ import annotations
 
@@ -240,8 +240,8 @@ def cmd_solvers(args):
 
 
 def cmd_tolerance(args):
-    """Cr5's tolerances (``--param cg_rtol`` or ``eig_tol``) or ``start_steps`` on a validation split of the training
-    chapters (the test chapters untouched): fit time, CG iterations and CSLS P@1 at each value,
+    """Cr5's ``cg_rtol``, ``eig_tol`` or ``start_steps`` (``--param``) on a validation split of
+    the training chapters (the test chapters untouched): fit time, CG iterations and CSLS P@1 at each value,
     each fit in its own process, for each seed of the starting block (the order of the values
     reversed on every other seed)."""
     out = {"machine": machine(), "setup": f"5 languages, {args.n_train:,} training verses, r={args.r}, "

@@ -141,10 +141,11 @@ class Cr5(ConceptEmbeddingMixin):
         Relative residual tolerance of the iterative equation solves (paper Sec. 4.1: ε = 0.01).
         Only used by blocks solved with CG (dense/CHOLMOD factors are exact). Kept at the
         paper's value by measurement (``python -m benchmarks.bench_cr5 tolerance``: 5 x 20,000
-        Bible verses, validation chapters of the training split, 3 seeds): at r = 300 a looser
-        3e-2 saves a third of the CG iterations but loses 0.0025 validation CSLS P@1 at every
-        seed, a tighter 3e-3 needs 26 % more iterations for +0.0005 (within the seeds' spread);
-        at r = 100, 1e-1 loses 0.007. See benchmarks/README.md, "Cr5: the tolerances".
+        Bible verses, validation chapters of the training split, 3 seeds, start_steps=4): at
+        r = 300 a looser 3e-2 saves a third of the CG iterations but loses 0.0025 validation
+        CSLS P@1 at every seed, a tighter 3e-3 needs 26 % more iterations for +0.0005 (within
+        the seeds' spread); at r = 100, 1e-1 loses 0.007. See benchmarks/README.md, "Cr5: the
+        tolerances and the start".
     cg_maxiter : int, default 500
         Maximum CG iterations (paper: T = 500).
     cg_krylov : {"auto", "columns", "block"}, default "auto"
@@ -155,7 +156,7 @@ class Cr5(ConceptEmbeddingMixin):
     eig_tol : float, default 1e-1
         Tolerance of the eigen-solve (paper: ε = 0.1). Kept at the paper's value by measurement
         (``python -m benchmarks.bench_cr5 tolerance --param eig_tol``, the validation split of
-        ``cg_rtol``, 3 seeds): the best of 0.03, 0.1 and 0.3 at r = 100 and 300. A tighter
+        ``cg_rtol``): the best of 0.03, 0.1 and 0.3 at r = 100 and 300. A tighter
         solve *lowers* held-out P@1 (0.8762 against 0.8813 at r = 300 with 0.03): the top
         eigenvalues cluster near 1 for sentence-level concepts, and resolving those directions
         exactly picks among them by training noise.
