@@ -751,8 +751,8 @@ class Cr5(ConceptEmbeddingMixin):
         rng = check_random_state(self.random_state)
         # starting block: power steps on the cheap surrogate ĈᵀD⁻¹Ĉ, D = diag(X̂ᵀX̂ + λI) (no inner
         # solves). Measured on 5 x 20k Bible verses, r = 100: 6 steps (0.9 s) cut the eigen-solve
-        # from 676 to 217 matvecs; 4 steps gave 205, 3 gave 246, but 3 (the default) the best
-        # held-out P@1 (see the start_steps docstring). At K = 485,000 (r = 300) 3, 4 and 6 steps
+        # from 676 to 217 matvecs; 4 steps gave 205, 3 gave 246, but 3 (the default) gave the
+        # best held-out P@1 (see the start_steps docstring). At K = 485,000 (r = 300) 3, 4 and 6 steps
         # all converged in one iteration
         with _timed(timings, "time_start"):
             v0 = None
