@@ -1,4 +1,4 @@
-"""Every neural model learns at its defaults on a small real slice, scored on held-out data (issue
+"""Every neural model, and Cr5, learns at its defaults on a small real slice, scored on held-out data (issue
 #25): Bible New Testament verses, 20 whole chapters held out (BibleCorpus.split), so no tested
 verse or its chapter is seen in training. Floors sit well above chance (1 / 659 for P@1) and
 below what the defaults reach (the measured values are in each test's docstring)."""
@@ -26,6 +26,19 @@ def _p1(model, test, a="en", b="de"):
     from linxling.evaluate import retrieval
     return retrieval(model.transform(test.texts[a], a), model.transform(test.texts[b], b), ks=(1,),
                      show_progress=False)["P@1"]
+
+
+def test_cr5_defaults_learn(nt):
+    """Default Cr5 (r = 300, λ = 1, start_steps = 3, the paper's tolerances) fitted from the NT
+    texts of three languages, one concept per training verse: held-out P@1 measured 0.976 en->de,
+    0.974 en->fr, 0.973 de->fr (chance 0.0015; 5 s on 2 cores)."""
+    from linxling import Cr5
+    train, test = nt
+    langs = ["en", "de", "fr"]
+    m = Cr5(random_state=0, show_progress=False).fit(
+        [t for lang in langs for t in train.texts[lang]], [lang for lang in langs for _ in train.texts[lang]],
+        [k for _ in langs for k in train.keys])
+    assert _p1(m, test) > 0.9 and _p1(m, test, "de", "fr") > 0.9
 
 
 def test_bicvm_defaults_learn(nt):
