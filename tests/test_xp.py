@@ -129,7 +129,8 @@ def test_fused_cg_kernel_sizes_its_teams_to_the_shared_memory(monkeypatch):
     the limit patched down, so a NumPy device asked for the fused kernel runs the array path)."""
     from linxling.xp import _cuda_cg as cc
     from linxling.xp import als as xals
-    assert (cc.team_warps(100, 4), cc.short_teams(100, 4), cc.fits(100, 4)) == (16, 4, True)
+    assert (cc.team_warps(100, 4), cc.short_teams(100, 4), cc.fits(100, 4)) == (32, 4, True)
+    assert cc.team_warps(128, 8) == 32 and cc.team_warps(129, 4) == 16
     assert (cc.team_warps(300, 8), cc.short_teams(3000, 8)) == (16, 1)
     assert cc.team_warps(3000, 8) == 1 and cc.fits(3072, 8) and not cc.fits(3073, 8)
     X = sentence_matrix(40, 30, seed=0, density=0.2)
@@ -174,16 +175,47 @@ def test_spmm_kernel_compiles(tmp_path, dtype, m):
     assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.parametrize("max_row", [1, 3, 7, 50, 299, 10_000])
+def test_spmm_split_plan_sums_back_to_the_product(max_row):
+    """The long-row plan of the SpMM kernel: segments of at most ``max_row`` nonzeros that tile
+    every row in order (empty rows: one empty segment), whose partial products, added per row by
+    the CSR of ones, are the product (SciPy here: the same arithmetic the kernel runs twice)."""
+    from linxling.xp._cuda_spmm import split_plan
+    rng = np.random.default_rng(5)
+    X = sp.random(40, 400, density=0.05, random_state=6, format="lil")
+    X[3] = 0
+    X[39] = 0
+    X[11, rng.choice(400, 300, replace=False)] = rng.standard_normal(300)
+    X = X.tocsr()
+    plan = split_plan(X.indptr, max_row)
+    if max_row >= np.diff(X.indptr).max():
+        assert plan is None and split_plan(X.indptr, None) is None
+        return
+    seg_indptr, row_segs = plan
+    lengths = np.diff(seg_indptr)
+    assert lengths.max() <= max_row and seg_indptr[0] == 0 and seg_indptr[-1] == X.nnz
+    assert np.all(lengths >= 0) and row_segs[-1] == seg_indptr.size - 1
+    np.testing.assert_array_equal(seg_indptr[row_segs], X.indptr)        # rows start where segments do
+    segs = sp.csr_matrix((X.data, X.indices, seg_indptr), shape=(seg_indptr.size - 1, 400))
+    ones = sp.csr_matrix((np.ones(segs.shape[0]), np.arange(segs.shape[0]), row_segs), shape=(40, segs.shape[0]))
+    V = rng.standard_normal((400, 3))
+    np.testing.assert_allclose(ones @ (segs @ V), X @ V, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="max_row"):
+        split_plan(X.indptr, 0)
+
+
 @gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m", [1, 5, 64, 300])
-def test_spmm_kernel_equals_cusparse(dtype, m):
+@pytest.mark.parametrize("max_row", [None, 64])
+def test_spmm_kernel_equals_cusparse(dtype, m, max_row):
     """The CSR x dense kernel (linxling.xp._cuda_spmm) against cuSPARSE (cupyx) and SciPy: rows
-    empty and long (more than 32 nonzeros: several passes of a warp), one and two column panels."""
+    empty and long (more than 32 nonzeros: several passes of a warp), one and two column panels;
+    rows kept whole and split into segments of 64 nonzeros (row 11 holds 300)."""
     import cupy
     import cupyx.scipy.sparse as csp
 
-    from linxling.xp._cuda_spmm import csr_matmat
+    from linxling.xp._cuda_spmm import csr_matmat, make_plan
     rng = np.random.default_rng(1)
     X = sp.random(500, 700, density=0.02, random_state=2, format="lil", dtype=dtype)
     X[7] = 0
@@ -191,12 +223,14 @@ def test_spmm_kernel_equals_cusparse(dtype, m):
     X = X.tocsr()
     V = rng.standard_normal((700, m)).astype(dtype)
     Xd = csp.csr_matrix(X)
-    got = csr_matmat(Xd, cupy.asarray(V)).get()
+    plan = make_plan(Xd, max_row)
+    assert plan.split == (max_row is not None)
+    got = csr_matmat(Xd, cupy.asarray(V), plan=plan).get()
     tol = 1e-12 if dtype == np.float64 else 1e-5
     _close(got, (Xd @ cupy.asarray(V)).get(), tol)
     _close(got, X @ V, tol)
     assert not got[7].any()
-    np.testing.assert_array_equal(csr_matmat(Xd, cupy.asarray(V)).get(), got)     # the same bits again
+    np.testing.assert_array_equal(csr_matmat(Xd, cupy.asarray(V), max_row=max_row).get(), got)   # the same bits again
 
 
 def _numpy_as_another_namespace():
@@ -344,7 +378,8 @@ def test_cr5_kernel_products_dispatch_dense_blocks_to_the_kernel(monkeypatch):
     import linxling.xp.cr5 as xc
     from tests.test_cr5 import random_problem
     calls = []
-    monkeypatch.setattr(ks, "csr_matmat", lambda A, V: calls.append(V.shape) or np.asarray(A @ V))
+    monkeypatch.setattr(ks, "csr_matmat", lambda A, V, plan=None: calls.append(V.shape) or np.asarray(A @ V))
+    monkeypatch.setattr(ks, "make_plan", lambda A: None)
     X = sp.random(20, 9, density=0.3, random_state=0, format="csr")
     K = xc._KernelCSR(X)
     V = np.arange(18.0).reshape(9, 2)
@@ -353,11 +388,24 @@ def test_cr5_kernel_products_dispatch_dense_blocks_to_the_kernel(monkeypatch):
     np.testing.assert_array_equal(K @ V.astype(np.float32), X @ V.astype(np.float32))   # another dtype: too
     np.testing.assert_array_equal((xc._KernelCSR(X.T.tocsr()) @ K).toarray(), (X.T @ X).toarray())
     assert calls == [(9, 2)] and K.shape == X.shape and K.multiply(X).nnz == X.nnz
-    blocks, _ = random_problem(np.random.default_rng(4), n_langs=2, n_concepts=40)
+    np.testing.assert_array_equal(K.multiply(K).toarray(), X.multiply(X).toarray())
+    # the whole fit through the wrapper (forced on the NumPy device, the stand-in kernel is SciPy's
+    # product): every block kind (dense Cholesky, block CG) against the fit without it
+    blocks, concepts = random_problem(np.random.default_rng(4), n_langs=2, n_concepts=40)
+    labels = [np.unique(concepts[lang], return_inverse=True)[1] for lang in blocks]
+    for dense_max in (xc.DENSE_MAX, 0):
+        ref = xc.fit_cr5(Device("numpy"), list(blocks.values()), labels, 40, 3, 1.0, np.float64, dense_max=dense_max,
+                         random_state=0)
+        with monkeypatch.context() as mp:
+            mp.setattr(xc, "_kernel_products", lambda dev: True)
+            calls.clear()
+            got = xc.fit_cr5(Device("numpy"), list(blocks.values()), labels, 40, 3, 1.0, np.float64,
+                             dense_max=dense_max, random_state=0)
+        assert calls and got["info"] == ref["info"]
+        np.testing.assert_array_equal(got["singular_values"], ref["singular_values"])
     monkeypatch.setattr(xc, "PRODUCTS", "nope")
     with pytest.raises(ValueError, match="PRODUCTS must be"):
-        xc.fit_cr5(Device("numpy"), list(blocks.values()), [np.arange(X.shape[0]) % 40 for X in blocks.values()],
-                   40, 3, 1.0, np.float64)
+        xc.fit_cr5(Device("numpy"), list(blocks.values()), labels, 40, 3, 1.0, np.float64)
 
 
 @gpu
@@ -369,6 +417,7 @@ def test_cr5_on_the_gpu_with_the_spmm_kernel_equals_cusparse(dense_max, monkeypa
     monkeypatch.setattr(xc, "DENSE_MAX", dense_max)
     blocks, concepts = random_problem(np.random.default_rng(3), n_langs=3, n_concepts=60)
     kw = dict(n_components=6, alpha=0.5, random_state=0, device="cuda", **TIGHT)
+    monkeypatch.setattr(xc, "PRODUCTS", "cusparse")
     ref = Cr5(**kw).fit_matrices(blocks, concepts)
     monkeypatch.setattr(xc, "PRODUCTS", "kernel")
     got = Cr5(**kw).fit_matrices(blocks, concepts)

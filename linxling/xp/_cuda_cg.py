@@ -36,8 +36,9 @@ __all__ = ["fused_cg_half_step", "LONG_ROW", "kernel_source"]
 LONG_ROW = 256
 #: one-warp teams per thread block of the short rows' launch
 SHORT_TEAMS = 4
-#: at most this many warps in a long row's team (:func:`team_warps`)
-MAX_TEAM_WARPS = 16
+#: at most this many warps in a long row's team (:func:`team_warps`): 32 (1,024 threads) for
+#: k <= 128, 16 above
+MAX_TEAM_WARPS = 32
 #: at most this much shared memory per block (the default limit of every CUDA device)
 SHARED_BYTES = 48 * 1024
 
@@ -261,11 +262,19 @@ def kernel_source(dtype: Any, k: int, warps: int, block: int) -> str:
 
 
 def team_warps(k: int, itemsize: int) -> int:
-    """Warps of a long row's team: at most 16 (512 threads, 128 registers each: no spills at
-    k = 100), as many as the shared memory holds (``(warps + 1) k`` values); 1 (no block teams)
-    when fewer than 2 fit."""
+    """Warps of a long row's team: as many as the shared memory holds (``(warps + 1) k`` values),
+    at most :data:`MAX_TEAM_WARPS` (32: 1,024 threads, 64 registers each) for k <= 128 and 16
+    (512 threads, 128 registers) above; 1 (no block teams) when fewer than 2 fit.
+
+    Measured by the GPU suite's sweep (NVIDIA H200, 2026-11-27; WMF 200,000 x 50,000, k = 100,
+    float32, benchmarks/README.md): the column half-step (1,647 long rows) took 7.2 ms with teams
+    of 32 warps against 10.9 ms with 16, 21.1 ms with 8 and 40.3 ms with 4 (the row half-step,
+    without long rows, 3.4 ms with each); at k = 100 the 32-warp build spills 240 bytes a thread
+    (``nvcc -Xptxas -v``) and is still the fastest. Larger k, where a 1,024-thread team would spill
+    more (580 bytes at k = 128 float64, more above), keep 16: not measured."""
     fit = SHARED_BYTES // (itemsize * max(int(k), 1)) - 1
-    return int(min(MAX_TEAM_WARPS, fit)) if fit >= 2 else 1
+    cap = MAX_TEAM_WARPS if int(k) <= 128 else 16
+    return int(min(cap, fit)) if fit >= 2 else 1
 
 
 def short_teams(k: int, itemsize: int) -> int:

@@ -13,7 +13,13 @@ the products are gather-bound; this kernel gathers rows the way the CPU kernels 
   32 columns: coalesced) into ``MPL`` accumulators each, in registers;
 - columns in panels of ``32 MPL`` (``MPL`` at most 8: 256 columns), one panel per ``blockIdx.y``;
 - the nonzeros of a row are added in their stored order (the result does not depend on
-  scheduling: the same bits on every run).
+  scheduling: the same bits on every run);
+- rows of more than ``max_row`` nonzeros (:data:`MAX_ROW`; Xᵀ's rows are features, Zipfian:
+  one warp walking a frequent word's hundreds of thousands of nonzeros held the whole product,
+  83 ms against cuSPARSE's 35 ms on an H200) are cut into segments of at most ``max_row``
+  (:func:`split_plan`: a finer row pointer over the same indices and values, nothing copied);
+  the kernel writes one partial row per segment and a second launch of the same kernel adds
+  each row's partials in order (a CSR of ones), so the result is still the same bits every run.
 
 :func:`csr_matmat` is checked against cuSPARSE by the ``gpu`` tests (``tests/test_xp.py``) and
 compiled by ``nvcc`` in the CPU tests where a CUDA toolkit is installed.
@@ -25,12 +31,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["csr_matmat", "kernel_source", "MAX_MPL", "ROWS_PER_BLOCK"]
+__all__ = ["csr_matmat", "kernel_source", "make_plan", "split_plan", "MAX_MPL", "MAX_ROW", "ROWS_PER_BLOCK"]
 
 #: at most this many columns per lane in a panel (panels of 32 MAX_MPL columns)
 MAX_MPL = 8
 #: output rows (warps) per thread block
 ROWS_PER_BLOCK = 8
+#: rows with more nonzeros are cut into segments of at most this many (:func:`split_plan`)
+MAX_ROW = 1024
 
 _SOURCE = r"""
 #define T __T__
@@ -95,9 +103,64 @@ def _kernel(dtype_name: str, mpl: int, block: int):
     return cupy.RawKernel(kernel_source(dtype_name, mpl, block), "csr_spmm")
 
 
-def csr_matmat(A: Any, V: Any) -> Any:
+def split_plan(indptr: np.ndarray, max_row: int | None = MAX_ROW):
+    """Segments of at most ``max_row`` nonzeros for a CSR's row pointer ``indptr`` (host array):
+    ``(seg_indptr, row_segs)`` with segment ``s`` holding nonzeros ``seg_indptr[s]:seg_indptr[s + 1]``
+    and row ``i`` its segments ``row_segs[i]:row_segs[i + 1]`` (an empty row has one empty
+    segment); ``None`` when no row is longer than ``max_row`` (or ``max_row`` is None)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    lengths = np.diff(indptr)
+    if max_row is None or lengths.size == 0 or int(lengths.max()) <= int(max_row):
+        return None
+    if int(max_row) < 1:
+        raise ValueError(f"split_plan: max_row must be a positive integer or None, got {max_row!r}")
+    per_row = np.maximum(1, -(-lengths // int(max_row)))
+    row_segs = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(per_row, out=row_segs[1:])
+    seg_row = np.repeat(np.arange(lengths.size), per_row)
+    seg_indptr = np.empty(int(row_segs[-1]) + 1, dtype=np.int64)
+    seg_indptr[:-1] = indptr[seg_row] + (np.arange(seg_row.size) - row_segs[seg_row]) * int(max_row)
+    seg_indptr[-1] = indptr[-1]
+    return seg_indptr, row_segs
+
+
+class _Plan:
+    """:func:`split_plan` on the device: the segments' row pointer and the CSR of ones that adds
+    each row's partial rows."""
+
+    def __init__(self, A: Any, max_row: int | None) -> None:
+        import cupy
+        import cupyx.scipy.sparse as csp
+        plan = split_plan(A.indptr.get(), max_row)
+        self.split = plan is not None
+        if self.split:
+            seg_indptr, row_segs = plan
+            n_seg = seg_indptr.size - 1
+            self.seg_indptr = cupy.asarray(seg_indptr, dtype=cupy.int32)
+            self.sum = csp.csr_matrix((cupy.ones(n_seg, dtype=A.dtype), cupy.arange(n_seg, dtype=cupy.int32),
+                                       cupy.asarray(row_segs, dtype=cupy.int32)), shape=(A.shape[0], n_seg))
+
+
+def make_plan(A: Any, max_row: int | None = MAX_ROW) -> _Plan:
+    """The long-row plan of the device CSR ``A`` for :func:`csr_matmat` (made once per matrix:
+    it reads the row pointer back to the host)."""
+    return _Plan(A, max_row)
+
+
+def _launch(indptr: Any, indices: Any, data: Any, n: int, V: Any, out: Any) -> None:
+    m = int(V.shape[1])
+    mpl = columns_per_lane(m)
+    block = 32 * ROWS_PER_BLOCK
+    grid = (max(1, min(-(-n // ROWS_PER_BLOCK), 1 << 20)), -(-m // (32 * mpl)))
+    _kernel(np.dtype(V.dtype).name, mpl, block)(grid, (block,),
+                                                (indptr, indices, data, V, out, np.int64(n), np.int32(m)))
+
+
+def csr_matmat(A: Any, V: Any, *, plan: _Plan | None = None, max_row: int | None = MAX_ROW) -> Any:
     """``A @ V`` for a ``cupyx.scipy.sparse`` CSR ``A`` (n, p) and a CuPy block ``V`` (p, m) of
-    ``A``'s dtype (float32 or float64), by the kernel above; C-contiguous (n, m) result."""
+    ``A``'s dtype (float32 or float64), by the kernel above; C-contiguous (n, m) result. Rows of
+    more than ``max_row`` nonzeros are split (:func:`split_plan`); pass ``plan`` (from
+    :func:`make_plan`) to reuse one matrix's plan across products."""
     import cupy
     if V.ndim != 2 or V.shape[0] != A.shape[1]:
         raise ValueError(f"csr_matmat: V must be 2-D with {A.shape[1]} rows, got shape {V.shape}")
@@ -112,10 +175,14 @@ def csr_matmat(A: Any, V: Any) -> Any:
     if A.nnz == 0:
         out.fill(0)
         return out
-    mpl = columns_per_lane(m)
-    block = 32 * ROWS_PER_BLOCK
-    grid = (max(1, min(-(-n // ROWS_PER_BLOCK), 1 << 20)), -(-m // (32 * mpl)))
-    indptr = A.indptr.astype(cupy.int32, copy=False)
     indices = A.indices.astype(cupy.int32, copy=False)
-    _kernel(dtype.name, mpl, block)(grid, (block,), (indptr, indices, A.data, V, out, np.int64(n), np.int32(m)))
+    if plan is None:
+        plan = _Plan(A, max_row)
+    if not plan.split:
+        _launch(A.indptr.astype(cupy.int32, copy=False), indices, A.data, n, V, out)
+        return out
+    S = plan.sum
+    partial = cupy.empty((S.shape[1], m), dtype=dtype)
+    _launch(plan.seg_indptr, indices, A.data, S.shape[1], V, partial)
+    _launch(S.indptr, S.indices, S.data, n, partial, out)
     return out

@@ -30,10 +30,13 @@ __all__ = ["fit_cr5"]
 
 #: blocks with at most this many features get a dense Cholesky factor (p_l^2 values on the device)
 DENSE_MAX = 8192
-#: Cr5's sparse products with dense blocks on CuPy: "cusparse" (cupyx.scipy.sparse, the default)
-#: or "kernel" (:func:`linxling.xp._cuda_spmm.csr_matmat`, timed against cuSPARSE by the GPU
-#: suite, which fits with it too when it is the faster; read at each fit)
-PRODUCTS = "cusparse"
+#: Cr5's sparse products with dense blocks on CuPy: "kernel" (the default:
+#: :func:`linxling.xp._cuda_spmm.csr_matmat`, long rows split) or "cusparse" (cupyx.scipy.sparse);
+#: read at each fit. Measured by the GPU suite's ``spmm`` row (NVIDIA H200, 2026-11-27; Cr5's
+#: products on a 485,000 x 200,000 block, 82.4M nonzeros, 64 float32 columns, benchmarks/README.md):
+#: X V 3.0 ms against cuSPARSE's 28.6 ms, Xᵀ W 3.9 ms against 34.1 ms, equal to 7e-7. The suite's
+#: ``cr5_wiki`` row fits with both settings.
+PRODUCTS = "kernel"
 
 
 class _KernelCSR:
@@ -42,17 +45,30 @@ class _KernelCSR:
 
     def __init__(self, A: Any) -> None:
         self.A = A
+        self._plan = None                 # the kernel's long-row plan, made at the first product
 
     def __matmul__(self, V: Any) -> Any:
         if isinstance(V, _KernelCSR):
             return self.A @ V.A
         if getattr(V, "ndim", 0) == 2 and not hasattr(V, "tocsr") and V.dtype == self.A.dtype:
-            from linxling.xp._cuda_spmm import csr_matmat
-            return csr_matmat(self.A, V)
+            from linxling.xp import _cuda_spmm
+            if self._plan is None:
+                self._plan = _cuda_spmm.make_plan(self.A)
+            return _cuda_spmm.csr_matmat(self.A, V, plan=self._plan)
         return self.A @ V
+
+    def multiply(self, other: Any) -> Any:
+        return self.A.multiply(other.A if isinstance(other, _KernelCSR) else other)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.A, name)
+
+
+def _kernel_products(dev: Device) -> bool:
+    """Whether Cr5's products go to linxling's SpMM kernel (:data:`PRODUCTS`; CuPy only)."""
+    if PRODUCTS not in ("cusparse", "kernel"):
+        raise ValueError(f"linxling.xp.cr5.PRODUCTS must be 'cusparse' or 'kernel', got {PRODUCTS!r}")
+    return dev.name == "cupy" and PRODUCTS == "kernel"
 
 
 class _Block:
@@ -72,10 +88,7 @@ class _Block:
         self.cg_rtol, self.cg_maxiter = cg_rtol, cg_maxiter
         self.cg_iterations: list[int] = []
         self.nonconverged = 0
-        if dev.name == "cupy" and PRODUCTS == "kernel":
-            self.X, self.XT = _KernelCSR(self.X), _KernelCSR(self.XT)
-        elif PRODUCTS not in ("cusparse", "kernel"):
-            raise ValueError(f"linxling.xp.cr5.PRODUCTS must be 'cusparse' or 'kernel', got {PRODUCTS!r}")
+        wrap = _kernel_products(dev)
         if self.p <= dense_max:
             G = self.XT @ self.X
             G = G.toarray() if hasattr(G, "toarray") else G
@@ -91,6 +104,8 @@ class _Block:
             self.L = None
             self.diag = xp.asarray((self.XT.multiply(self.XT)).sum(axis=1)).ravel() + dtype.type(alpha)
             self.method = "cg"
+        if wrap:
+            self.X, self.XT = _KernelCSR(self.X), _KernelCSR(self.XT)
 
     def solve(self, V: Any) -> Any:
         """(X_lᵀX_l + λI)⁻¹ V."""
