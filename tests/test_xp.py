@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import types
 
 import numpy as np
 import pytest
@@ -389,6 +390,13 @@ def test_cr5_kernel_products_dispatch_dense_blocks_to_the_kernel(monkeypatch):
     np.testing.assert_array_equal((xc._KernelCSR(X.T.tocsr()) @ K).toarray(), (X.T @ X).toarray())
     assert calls == [(9, 2)] and K.shape == X.shape and K.multiply(X).nnz == X.nnz
     np.testing.assert_array_equal(K.multiply(K).toarray(), X.multiply(X).toarray())
+    big = xc._KernelCSR(X)
+    big.small = False                                    # as for a block of more than 2**31 - 1 nonzeros
+    calls.clear()
+    np.testing.assert_array_equal(big @ V, X @ V)
+    assert calls == []
+    assert ks.fits_int32(X) and not ks.fits_int32(types.SimpleNamespace(nnz=2**31, shape=(5, 5)))
+    assert not ks.fits_int32(types.SimpleNamespace(nnz=5, shape=(5, 2**31)))
     # the whole fit through the wrapper (forced on the NumPy device, the stand-in kernel is SciPy's
     # product): every block kind (dense Cholesky, block CG) against the fit without it
     blocks, concepts = random_problem(np.random.default_rng(4), n_langs=2, n_concepts=40)

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["csr_matmat", "kernel_source", "make_plan", "split_plan", "MAX_MPL", "MAX_ROW", "ROWS_PER_BLOCK"]
+__all__ = ["csr_matmat", "fits_int32", "kernel_source", "make_plan", "split_plan", "MAX_MPL", "MAX_ROW",
+           "ROWS_PER_BLOCK"]
 
 #: at most this many columns per lane in a panel (panels of 32 MAX_MPL columns)
 MAX_MPL = 8
@@ -103,6 +104,14 @@ def _kernel(dtype_name: str, mpl: int, block: int):
     return cupy.RawKernel(kernel_source(dtype_name, mpl, block), "csr_spmm")
 
 
+INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def fits_int32(A: Any) -> bool:
+    """Whether the kernel's 32-bit row pointers and column indices can address ``A``."""
+    return int(A.nnz) <= INT32_MAX and int(A.shape[1]) <= INT32_MAX
+
+
 def split_plan(indptr: np.ndarray, max_row: int | None = MAX_ROW):
     """Segments of at most ``max_row`` nonzeros for a CSR's row pointer ``indptr`` (host array):
     ``(seg_indptr, row_segs)`` with segment ``s`` holding nonzeros ``seg_indptr[s]:seg_indptr[s + 1]``
@@ -167,6 +176,9 @@ def csr_matmat(A: Any, V: Any, *, plan: _Plan | None = None, max_row: int | None
     dtype = np.dtype(A.dtype)
     if V.dtype != dtype or dtype not in (np.float32, np.float64):
         raise ValueError(f"csr_matmat: A and V must share a float dtype, got {A.dtype} and {V.dtype}")
+    if not fits_int32(A):
+        raise ValueError(f"csr_matmat: the kernel indexes with 32-bit integers; A has {A.nnz:,} nonzeros and "
+                         f"{A.shape[1]:,} columns (at most {INT32_MAX:,} each): use cuSPARSE (A @ V)")
     V = cupy.ascontiguousarray(V)
     n, m = int(A.shape[0]), int(V.shape[1])
     out = cupy.empty((n, m), dtype=dtype)

@@ -44,13 +44,15 @@ class _KernelCSR:
     everything else (sparse operands, attributes such as ``multiply``) goes to the matrix."""
 
     def __init__(self, A: Any) -> None:
+        from linxling.xp._cuda_spmm import fits_int32
         self.A = A
         self._plan = None                 # the kernel's long-row plan, made at the first product
+        self.small = fits_int32(A)        # beyond 32-bit indices: cuSPARSE's product
 
     def __matmul__(self, V: Any) -> Any:
         if isinstance(V, _KernelCSR):
             return self.A @ V.A
-        if getattr(V, "ndim", 0) == 2 and not hasattr(V, "tocsr") and V.dtype == self.A.dtype:
+        if getattr(V, "ndim", 0) == 2 and not hasattr(V, "tocsr") and V.dtype == self.A.dtype and self.small:
             from linxling.xp import _cuda_spmm
             if self._plan is None:
                 self._plan = _cuda_spmm.make_plan(self.A)
