@@ -262,6 +262,11 @@ def _verse_quality(components, test, qpos) -> float:
                           for a, b in itertools.permutations(test, 2)]))
 
 
+def _stages(model) -> dict:
+    """A Cr5 fit's stage seconds (``fit_info_``'s ``time_*``: factor, start, eig, phi, total)."""
+    return {k[5:]: float(v) for k, v in model.fit_info_.items() if k.startswith("time_")}
+
+
 def m_cr5_verse(dev, size, args) -> dict:
     from linxling import Cr5
     path = Path(args.inputs)
@@ -296,6 +301,7 @@ def m_cr5_verse(dev, size, args) -> dict:
         out[f"gpu_{name}_p1"] = _verse_quality(m.components_, test, qpos)
         out[f"gpu_{name}_speedup"] = t_cpu / t_gpu
         out[f"gpu_{name}_converged"] = bool(m.convergence_["eig"]["converged"])
+        out[f"gpu_{name}_stages_s"] = _stages(m)
     out["speedup"] = max(out["gpu_float32_speedup"], out["gpu_float64_speedup"])
     out["p1_difference"] = max(abs(out[f"gpu_{d}_p1"] - out["cpu_p1"]) for d in ("float32", "float64"))
     if ref:
@@ -336,7 +342,7 @@ def m_cr5_wiki(dev, size, args) -> dict:
     out = {"K": size["wiki_concepts"], "r": size["wiki_r"], "nnz": int(sum(X.nnz for X in blocks.values())),
            "widths": [X.shape[1] for X in blocks.values()], "generate_s": t_gen, "fit_s": t_fit,
            "converged": bool(m.convergence_["eig"]["converged"]), "eig_iterations": m.convergence_["eig"]["n_iter"],
-           "block_methods": m.fit_info_["block_methods"],
+           "block_methods": m.fit_info_["block_methods"], "stages_s": _stages(m),
            "cg_iterations": {k: int(np.sum(v["cg_iterations"])) for k, v in m.convergence_["blocks"].items()}}
     if dev.name == "cupy" or args.rehearse:   # the same fit with the other sparse products
         import linxling.xp.cr5 as xc
@@ -346,7 +352,7 @@ def m_cr5_wiki(dev, size, args) -> dict:
         try:
             t_o, mo = timed(dev, fit)
             out["other_products"] = {
-                "products": other, "default_products": saved, "fit_s": t_o,
+                "products": other, "default_products": saved, "fit_s": t_o, "stages_s": _stages(mo),
                 "converged": bool(mo.convergence_["eig"]["converged"]),
                 "max_rel_diff_singular_values": float(np.max(np.abs(mo.singular_values_ - m.singular_values_)
                                                              / m.singular_values_))}

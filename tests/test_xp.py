@@ -337,6 +337,8 @@ def test_cr5_on_the_array_path_equals_the_numba_fit_and_the_oracle(dense_max, mo
                                embedded_cosines(ref.transform_matrix, test), atol=1e-8)
     assert got.convergence_["eig"]["converged"] and got.fit_info_["block_methods"]["a"] == (
         "dense" if dense_max else "cg")
+    stages = [got.fit_info_[f"time_{k}"] for k in ("factor", "start", "eig", "phi")]   # the CPU fit's names
+    assert min(stages) >= 0 and sum(stages) <= got.fit_info_["time_total"]
 
 
 @pytest.mark.parametrize("maxiter,max_basis", [(200, None), (200, 12), (2, 12)])
@@ -409,7 +411,10 @@ def test_cr5_kernel_products_dispatch_dense_blocks_to_the_kernel(monkeypatch):
             calls.clear()
             got = xc.fit_cr5(Device("numpy"), list(blocks.values()), labels, 40, 3, 1.0, np.float64,
                              dense_max=dense_max, random_state=0)
+        stages = got["info"].pop("timings"), ref["info"].pop("timings")
         assert calls and got["info"] == ref["info"]
+        assert all(set(t) == {"time_factor", "time_start", "time_eig", "time_phi"} and min(t.values()) >= 0
+                   for t in stages)
         np.testing.assert_array_equal(got["singular_values"], ref["singular_values"])
     monkeypatch.setattr(xc, "PRODUCTS", "nope")
     with pytest.raises(ValueError, match="PRODUCTS must be"):

@@ -680,7 +680,8 @@ class Cr5(ConceptEmbeddingMixin):
         self.fit_info_ = {"n_documents": problem.n, "n_concepts": len(problem.classes),
                           "n_features": int(problem.p), "nnz": int(problem.nnz),
                           "block_methods": dict(zip(problem.languages, info["methods"], strict=True)),
-                          "device": str(self.device_), "time_total": time.perf_counter() - t_start}
+                          "device": str(self.device_), **info["timings"],
+                          "time_total": time.perf_counter() - t_start}
         return self
 
     # ---- memory: what to keep and what to recompute
