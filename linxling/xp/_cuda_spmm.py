@@ -117,12 +117,12 @@ def split_plan(indptr: np.ndarray, max_row: int | None = MAX_ROW):
     ``(seg_indptr, row_segs)`` with segment ``s`` holding nonzeros ``seg_indptr[s]:seg_indptr[s + 1]``
     and row ``i`` its segments ``row_segs[i]:row_segs[i + 1]`` (an empty row has one empty
     segment); ``None`` when no row is longer than ``max_row`` (or ``max_row`` is None)."""
+    if max_row is not None and int(max_row) < 1:
+        raise ValueError(f"split_plan: max_row must be a positive integer or None, got {max_row!r}")
     indptr = np.asarray(indptr, dtype=np.int64)
     lengths = np.diff(indptr)
     if max_row is None or lengths.size == 0 or int(lengths.max()) <= int(max_row):
         return None
-    if int(max_row) < 1:
-        raise ValueError(f"split_plan: max_row must be a positive integer or None, got {max_row!r}")
     per_row = np.maximum(1, -(-lengths // int(max_row)))
     row_segs = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(per_row, out=row_segs[1:])
