@@ -13,6 +13,7 @@ Usage::
     python -m benchmarks.bench_cr5 scale20       # 20 languages jointly (~600k documents)
     python -m benchmarks.bench_cr5 solvers       # eigen-solver settings on a validation split
     python -m benchmarks.bench_cr5 tolerance     # cg_rtol, eig_tol or start_steps on a validation split
+    python -m benchmarks.bench_cr5 classify      # the eigen-solve's settings on validation classification
 """
 from __future__ import annotations
 
@@ -271,6 +272,102 @@ def cmd_tolerance(args):
     (RESULTS / f"cr5_{args.param}_r{args.r}.json").write_text(json.dumps(out, indent=1))
 
 
+CLASSIFY_SETTINGS = {
+    # name: (Cr5 parameters, the concept-space guard columns' fraction of r)
+    "default": ({}, None),
+    "2026-11-25": ({"start_steps": 4}, 0.2),       # the settings of the 2026-11-25 leaderboard
+    "eig_tol=0.03": ({"eig_tol": 0.03}, None),
+}
+
+
+def _classify_run(setting, seed, train, valid, r):
+    """One Cr5 fit on ``train`` (the leaderboard's training verses less the validation chapters)
+    with ``setting``; SIB-200 accuracy on the X *dev* sentences (perceptron trained on English
+    train), Bible-genre accuracy on the X validation chapters (trained on the English training
+    chapters), and en<->X CSLS P@1 over the validation verses."""
+    import linxling.models.cr5 as cr5mod
+    from benchmarks.suite.tasks import SIB_LANGS, _chapter_documents, _cldc
+    from benchmarks.suite.config import Config
+    from linxling.datasets import load_sib200
+    from linxling.evaluate import retrieval
+    params, guard = CLASSIFY_SETTINGS[setting]
+    old = dict(cr5mod._GUARD)
+    if guard is not None:
+        cr5mod._GUARD["concepts"] = guard
+    try:
+        model = cr5mod.Cr5(**{"n_components": r, "alpha": 1.0, "random_state": seed,
+                              "show_progress": False, **params})
+        texts, langs, concepts = train.concept_documents()
+        t0 = time.perf_counter()
+        model.fit(texts, langs, concepts)
+        fit_time = time.perf_counter() - t0
+    finally:
+        cr5mod._GUARD.clear()
+        cr5mod._GUARD.update(old)
+    cfg = Config()
+    langs_x = [x for x in SIB_LANGS if x in train.languages]
+    _, ytr, xtr = load_sib200("en", "train")
+    Xtr = model.transform(xtr, "en")
+    sib = {x: _cldc(Xtr, ytr, model.transform(load_sib200(x, "dev")[2], x), load_sib200(x, "dev")[1], cfg)
+           for x in langs_x}
+    tr_texts, gtr = _chapter_documents(train, "en")
+    Gtr = model.transform(tr_texts, "en")
+    genres = {}
+    for x in langs_x:
+        te_texts, gte = _chapter_documents(valid, x)
+        genres[x] = _cldc(Gtr, gtr, model.transform(te_texts, x), gte, cfg)
+    rng = np.random.default_rng(0)
+    q = np.sort(rng.choice(len(valid.keys), size=min(1000, len(valid.keys)), replace=False))
+    emb = {lang: np.asarray(model.transform([valid.texts[lang][i] for i in q], lang))
+           for lang in ["en", *langs_x]}
+    gold = np.arange(len(q))
+    p1 = [retrieval(emb[a], emb[b], gold=gold, ks=(1,), similarity="csls")["P@1"]
+          for x in langs_x for a, b in (("en", x), (x, "en"))]
+    eig = model.convergence_["eig"]
+    return {"setting": setting, "seed": seed, "fit_time": fit_time,
+            "eig_iterations": eig.get("n_iter"), "operator_columns": eig.get("n_matvec"),
+            "sib200_dev": float(np.mean([v["accuracy"] for v in sib.values()])),
+            "sib200_dev_per_language": {x: v["accuracy"] for x, v in sib.items()},
+            "genres_validation": float(np.mean([v["accuracy"] for v in genres.values()])),
+            "genres_validation_per_language": {x: v["accuracy"] for x, v in genres.items()},
+            "verse_csls_p1": float(np.mean(p1)),
+            "n_sib_dev": int(sum(v["n_test"] for v in sib.values())),
+            "n_genre_chapters": int(sum(v["n_test"] for v in genres.values()))}
+
+
+def cmd_classify(args):
+    """Cr5's eigen-solve settings on validation *classification*, the leaderboard's setup (6
+    languages, its training split, r = 300) with ``--chapters`` chapters of the training split held
+    out as validation (the leaderboard's test chapters and SIB-200's test sentences untouched):
+    SIB-200 on the dev sentences, Bible genres on the validation chapters, verse CSLS P@1."""
+    from benchmarks.suite.config import Config
+    from linxling.datasets import load_bible
+    cfg = Config()
+    corpus = load_bible(list(cfg.languages), unit="verse")
+    train, _test = corpus.split(n_test=cfg.test_chapters, by="chapter", random_state=cfg.split_seed)
+    train, valid = train.split(n_test=args.chapters, by="chapter", random_state=cfg.split_seed + 1)
+    out = {"machine": machine(), "setup": f"leaderboard training split ({len(cfg.languages)} languages), "
+           f"{len(train.keys):,} verses for training, {args.chapters} validation chapters "
+           f"({len(valid.keys):,} verses), r = {args.r}", "settings": {k: {"params": v[0], "guard": v[1]}
+                                                                       for k, v in CLASSIFY_SETTINGS.items()},
+           "runs": []}
+    for i, seed in enumerate(args.seeds):
+        for setting in (args.settings if i % 2 == 0 else args.settings[::-1]):
+            res = _classify_run(setting, seed, train, valid, args.r)
+            print(f"{setting}, seed {seed}: fit {res['fit_time']:.1f}s ({res['eig_iterations']} eigen "
+                  f"iterations, {res['operator_columns']} columns); SIB-200 dev {res['sib200_dev']:.4f}, "
+                  f"genres {res['genres_validation']:.4f}, verse P@1 {res['verse_csls_p1']:.4f}", flush=True)
+            out["runs"].append(res)
+    for setting in args.settings:
+        runs = [x for x in out["runs"] if x["setting"] == setting]
+        print(f"{setting}: mean over {len(runs)} seeds: SIB-200 dev "
+              f"{np.mean([x['sib200_dev'] for x in runs]):.4f}, genres "
+              f"{np.mean([x['genres_validation'] for x in runs]):.4f}, verse P@1 "
+              f"{np.mean([x['verse_csls_p1'] for x in runs]):.4f}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"cr5_classify_r{args.r}.json").write_text(json.dumps(out, indent=1, default=str))
+
+
 def cmd_scale20(args):
     # all verses but 40 held-out chapters: ~29k verses x 20 languages ~ 590k documents
     res = run_isolated("linxling", LANGS20, 40_000, r=args.r, eval_quality=True, test_chapters=40)
@@ -311,8 +408,13 @@ def main():
     o.add_argument("--values", type=float, nargs="+",
                    help="default: 3e-3 to 1e-1 (cg_rtol), 0.03 to 0.3 (eig_tol), 2 to 6 (start_steps)")
     o.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    c = sub.add_parser("classify")
+    c.add_argument("--r", type=int, default=300)
+    c.add_argument("--chapters", type=int, default=150, help="validation chapters taken from the training split")
+    c.add_argument("--settings", nargs="+", choices=sorted(CLASSIFY_SETTINGS), default=["default", "2026-11-25"])
+    c.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = ap.parse_args()
-    {"main": cmd_main, "tolerance": cmd_tolerance, "scaling": cmd_scaling, "scale20": cmd_scale20,
+    {"main": cmd_main, "classify": cmd_classify, "tolerance": cmd_tolerance, "scaling": cmd_scaling, "scale20": cmd_scale20,
      "solvers": cmd_solvers}[args.cmd](args)
 
 
