@@ -576,6 +576,24 @@ def test_pencil_lobpcg_with_float32_products_converges_at_a_middle_tolerance(dty
     assert np.max(np.abs(model.singular_values_ / sv - 1)) <= 1e-3
 
 
+def test_feature_solver_rule_compares_nonzeros_with_the_dense_blocks():
+    """eig_method="auto" in feature space: LOBPCG on the pencil when nnz >= p b (b = r + max(10,
+    20 %) columns), else the subspace iteration; the measured cases of its docstring fall on the
+    sides they were measured on."""
+    from types import SimpleNamespace
+
+    from linxling.models.cr5 import _feature_solver
+
+    def rule(nnz, p, r, K):
+        return _feature_solver(SimpleNamespace(nnz=nnz, p=p, r=r, classes=range(K)))
+    assert rule(1_770_000, 40_256, 100, 20_000) == "subspace"          # Bible verses, 5 languages
+    assert rule(39_000_000, 40_000, 100, 99_451) == "lobpcg"           # Wikipedia-shaped, 4 languages
+    assert rule(2_220_470_622, 800_000, 300, 5_584_879) == "lobpcg"    # the 22.5M-document corpus
+    assert rule(164_800_000, 400_000, 300, 485_000) == "lobpcg"        # one Wikipedia pair's shape
+    b = 300 + 60
+    assert rule(1000 * b, 1000, 300, 10**6) == "lobpcg" and rule(1000 * b - 1, 1000, 300, 10**6) == "subspace"
+
+
 def test_eig_space_auto_takes_features_when_only_they_fit(monkeypatch):
     """Under a budget too small for K-row blocks (K = 400 concepts, p = 35 features) "auto" plans
     p-row blocks and still gives the closed form; "concepts" raises; bad settings are errors."""
@@ -592,9 +610,13 @@ def test_eig_space_auto_takes_features_when_only_they_fit(monkeypatch):
     features = cr5_mod._MemoryPlan.sizes(problem, cr5_mod._MemoryPlan(record_bytes=0, eig_space="features"))
     assert features < leanest_concepts
     budget = int(features / 0.9) + 2
+    # this corpus has more nonzeros than p b: "auto" takes LOBPCG on the pencil (its plan shed
+    # to fit the budget)
+    assert cr5_mod._feature_solver(problem) == "lobpcg"
     model = Cr5(n_components=r, alpha=alpha, memory_budget=budget, random_state=0, **TIGHT).fit_matrices(
         blocks, concepts)
     assert model.fit_info_["memory_plan"]["eig_space"] == "features"
+    assert model.fit_info_["memory_plan"]["eig_solver"] == "lobpcg"
     assert model.fit_info_["memory_plan"]["estimate"] <= budget
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
     for lang in blocks:
@@ -602,6 +624,29 @@ def test_eig_space_auto_takes_features_when_only_they_fit(monkeypatch):
                                    Phi[lang].T @ Phi[lang], atol=1e-7)
     assert Cr5(n_components=r, alpha=alpha, memory_budget=budget, **TIGHT).plan_memory(
         blocks, concepts)["eig_space"] == "features"
+    # eig_method="lobpcg" with eig_space="auto" goes to the pencil too (it raised before), a
+    # solver asked for is kept (subspace), and ARPACK, which has no feature-space form, raises
+    model = Cr5(n_components=r, alpha=alpha, memory_budget=budget, eig_method="lobpcg", random_state=0,
+                **TIGHT).fit_matrices(blocks, concepts)
+    assert (model.fit_info_["memory_plan"]["eig_space"], model.fit_info_["memory_plan"]["eig_solver"]) == (
+        "features", "lobpcg")
+    np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+    plan = Cr5(n_components=r, alpha=alpha, memory_budget=budget, eig_method="subspace", **TIGHT).plan_memory(
+        blocks, concepts)
+    assert (plan["eig_space"], plan["eig_solver"]) == ("features", "subspace")
+    with pytest.raises(MemoryError, match="is too small"):
+        Cr5(n_components=r, alpha=alpha, memory_budget=budget, eig_method="arpack", **TIGHT).fit_matrices(
+            blocks, concepts)
+    # when the preferred solver's plan does not fit either, "auto" takes the other one
+    choose = cr5_mod._MemoryPlan.choose.__func__
+
+    def no_pencil(cls, problem, **kw):
+        if kw.get("eig_solver") == "lobpcg":
+            raise MemoryError("the pencil's plan is too small (test)")
+        return choose(cls, problem, **kw)
+    monkeypatch.setattr(cr5_mod._MemoryPlan, "choose", classmethod(no_pencil))
+    plan = Cr5(n_components=r, alpha=alpha, memory_budget=budget, **TIGHT).plan_memory(blocks, concepts)
+    assert (plan["eig_space"], plan["eig_solver"]) == ("features", "subspace")
     with pytest.raises(MemoryError, match="is too small"):
         Cr5(n_components=r, alpha=alpha, memory_budget=budget, eig_space="concepts", **TIGHT).fit_matrices(
             blocks, concepts)
