@@ -280,14 +280,13 @@ CLASSIFY_SETTINGS = {
 }
 
 
-def _classify_run(setting, seed, train, valid, r):
+def _classify_run(setting, seed, train, valid, r, cfg):
     """One Cr5 fit on ``train`` (the leaderboard's training verses less the validation chapters)
     with ``setting``; SIB-200 accuracy on the X *dev* sentences (perceptron trained on English
     train), Bible-genre accuracy on the X validation chapters (trained on the English training
     chapters), and en<->X CSLS P@1 over the validation verses."""
     import linxling.models.cr5 as cr5mod
     from benchmarks.suite.tasks import SIB_LANGS, _chapter_documents, _cldc
-    from benchmarks.suite.config import Config
     from linxling.datasets import load_sib200
     from linxling.evaluate import retrieval
     params, guard = CLASSIFY_SETTINGS[setting]
@@ -304,12 +303,13 @@ def _classify_run(setting, seed, train, valid, r):
     finally:
         cr5mod._GUARD.clear()
         cr5mod._GUARD.update(old)
-    cfg = Config()
     langs_x = [x for x in SIB_LANGS if x in train.languages]
     _, ytr, xtr = load_sib200("en", "train")
     Xtr = model.transform(xtr, "en")
-    sib = {x: _cldc(Xtr, ytr, model.transform(load_sib200(x, "dev")[2], x), load_sib200(x, "dev")[1], cfg)
-           for x in langs_x}
+    sib = {}
+    for x in langs_x:
+        _, ydv, xdv = load_sib200(x, "dev")
+        sib[x] = _cldc(Xtr, ytr, model.transform(xdv, x), ydv, cfg)
     tr_texts, gtr = _chapter_documents(train, "en")
     Gtr = model.transform(tr_texts, "en")
     genres = {}
@@ -353,7 +353,7 @@ def cmd_classify(args):
            "runs": []}
     for i, seed in enumerate(args.seeds):
         for setting in (args.settings if i % 2 == 0 else args.settings[::-1]):
-            res = _classify_run(setting, seed, train, valid, args.r)
+            res = _classify_run(setting, seed, train, valid, args.r, cfg)
             print(f"{setting}, seed {seed}: fit {res['fit_time']:.1f}s ({res['eig_iterations']} eigen "
                   f"iterations, {res['operator_columns']} columns); SIB-200 dev {res['sib200_dev']:.4f}, "
                   f"genres {res['genres_validation']:.4f}, verse P@1 {res['verse_csls_p1']:.4f}", flush=True)

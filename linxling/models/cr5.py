@@ -714,11 +714,14 @@ class Cr5(ConceptEmbeddingMixin):
                 raise
             # blocks of p rows instead of K: the same eigenpairs (eig_space's docstring), by the
             # solver asked for, else by the one _feature_solver expects to be faster, else the other
-            solvers = [solver] if self.eig_method != "auto" else \
-                sorted(("lobpcg", "subspace"), key=lambda s: s != _feature_solver(problem))
-            for solver in solvers:
+            if self.eig_method == "auto":
+                first = _feature_solver(problem)
+                candidates = [first, "subspace" if first == "lobpcg" else "lobpcg"]
+            else:
+                candidates = [solver]
+            for candidate in candidates:
                 try:
-                    return _MemoryPlan.choose(problem, eig_space="features", eig_solver=solver, **kw)
+                    return _MemoryPlan.choose(problem, eig_space="features", eig_solver=candidate, **kw)
                 except MemoryError:
                     continue
             raise exc from None
