@@ -10,7 +10,8 @@
    one thread, numba uses the cores). The CSR SpMM rate is *not* part of the floor: it is what
    the floor is compared with. One such rate is measured all the same, to split the gap: the
    row kernel with every gathered row from the cache (:func:`sparse_cached_rate`, at the fit's
-   widths), the best a gather-based sparse product reaches here.
+   widths), the best a gather-based sparse product reaches here; and the cache's read bandwidth
+   at a tile's size (:func:`cache_read_bandwidth`), the most any gather-based product can read.
 2. **The work a fit does, counted from the algorithm** (not from timing):
 
    - WMF, the benchmark of ``benchmarks/bench_wmf.py`` part (a) (binary 200,000 x 50,000, Zipf
@@ -27,8 +28,9 @@
    fit's floor is their sum. Bytes are the DRAM traffic the part cannot avoid (see
    :func:`wmf_iteration_parts` for how gathered factor rows are counted).
    For Cr5 the sparse row kernels are timed too (every call: nonzeros, width, seconds), and the
-   gap from the floor to the fit is split in steps: the sparse products at the cache-resident
-   rate instead of the GEMM rate, then as measured, then everything else.
+   gap from the floor to the fit is split in steps: the sparse products at the cache's read
+   bandwidth (a row of the dense operand per nonzero), at the cache-resident kernel rate, then as
+   measured, then everything else.
 3. Writes ``floor.json`` and ``floor.md`` (a table shaped for benchmarks/README.md, "### The
    machine's floor") under ``--out`` (default benchmarks/results/floor/, git-ignored).
 
@@ -113,14 +115,24 @@ def _kernels():
         for i in prange(a.shape[0]):
             a[i] = b[i] + c[i]
 
-    return triad, copy, scale, add
+    @njit(parallel=True, fastmath=True, cache=True)
+    def read(a, reps, out):
+        # each thread sums its own row of a, reps times (fastmath: vector accumulators)
+        for t in prange(a.shape[0]):
+            acc = np.float32(0.0)
+            for _ in range(reps):
+                for j in range(a.shape[1]):
+                    acc += a[t, j]
+            out[t] = acc
+
+    return triad, copy, scale, add, read
 
 
 _KERNELS = None
 
 
 def stream_kernels():
-    """The numba STREAM kernels ``(triad, copy, scale, add)`` (compiled on first use)."""
+    """The numba STREAM kernels ``(triad, copy, scale, add, read)`` (compiled on first use)."""
     global _KERNELS
     if _KERNELS is None:
         _KERNELS = _kernels()
@@ -150,7 +162,7 @@ def stream_bandwidth(n: int | None = None, repeats: int = 10) -> dict:
     """Best-of-``repeats`` bandwidth (GB/s, 1e9 bytes) of the STREAM kernels on float64 arrays of
     ``n`` elements (default: each array 4x the last-level cache), over numba's threads."""
     import numba
-    tri, cp, sc, ad = stream_kernels()
+    tri, cp, sc, ad, _ = stream_kernels()
     if n is None:
         n = 4 * llc_bytes() // 8
     a = np.zeros(n)
@@ -166,6 +178,26 @@ def stream_bandwidth(n: int | None = None, repeats: int = 10) -> dict:
     if not np.allclose(a[:5], b[:5] + s * c[:5]):     # the last kernel run was the triad
         raise AssertionError("triad kernel computed a wrong array")
     return out
+
+
+def cache_read_bandwidth(nbytes: int, repeats: int = 5, total: float = 2e9) -> dict:
+    """Best-of-``repeats`` read bandwidth (GB/s, 1e9 bytes) of a working set of ``nbytes`` float32
+    held in the cache: each numba thread sums its own ``nbytes / threads`` slice again and again
+    (about ``total`` bytes read per timed call). At a cache tile's size (:func:`linxling.kernels.spmm.tile_bytes`)
+    this is the most a gather-based sparse product can read from the cache, as each nonzero reads
+    one contiguous row of the dense operand: the bound of the step "the sparse products at the
+    cache's read bandwidth" (not part of the floor)."""
+    import numba
+    read = stream_kernels()[4]
+    threads = numba.get_num_threads()
+    n = max(16, int(nbytes) // (4 * threads))
+    a = np.ones((threads, n), dtype=np.float32)
+    out = np.zeros(threads, dtype=np.float32)
+    reps = max(1, int(total // (a.nbytes)))
+    best = best_seconds(lambda: read(a, reps, out), repeats)
+    if not np.all(out == np.float32(n * reps)) and n * reps < (1 << 24):   # exact below 2^24
+        raise AssertionError("read kernel computed a wrong sum")
+    return {"bytes": int(a.nbytes), "threads": threads, "GBps": a.nbytes * reps / best / 1e9}
 
 
 def gemm_rate(m: int, k: int, n: int, dtype, repeats: int = 3, threads: int | None = None) -> float:
@@ -212,6 +244,9 @@ def measure_machine(quick: bool = False) -> dict:
                              "GFLOPs": gemm_rate(m, k, n, dt, repeats=2 if quick else 3, threads=th)})
     sparse = [sparse_cached_rate(w, np.float32, n_rows=20_000 if quick else 200_000, repeats=2 if quick else 3)
               for w in SPARSE_WIDTHS]
+    from linxling.kernels.spmm import tile_bytes
+    cache_read = [cache_read_bandwidth(nb, repeats=2 if quick else 5, total=2e8 if quick else 2e9)
+                  for nb in (tile_bytes() // 2, tile_bytes())]
     load1 = os.getloadavg()
     rates = {}
     for dt in ("float64", "float32"):
@@ -220,7 +255,9 @@ def measure_machine(quick: bool = False) -> dict:
         rates[f"gemm_{dt}_1thread_GFLOPs"] = max(g["GFLOPs"] for g in rows_dt if g["threads"] == 1)
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": cores, "llc_bytes": llc,
             "loadavg_before": load0, "loadavg_after": load1, "seconds": time.perf_counter() - t0,
-            "stream": st, "gemm": gemm, "sparse_cached": sparse, **rates,
+            "stream": st, "gemm": gemm, "sparse_cached": sparse, "cache_read": cache_read,
+            # the slower of the two tile sizes: the wide rows' tile, most of the fit's gathers
+            "cache_read_GBps": min(c["GBps"] for c in cache_read), **rates,
             "triad_GBps": max(st["triad_GBps"], st.get("one_thread", {}).get("triad_GBps", 0.0))}
 
 
@@ -540,7 +577,8 @@ class Cr5Counter:
                 t = time.perf_counter()
                 res = __orig(*a)
                 cnt.kernels.append({"stage": cnt.stage, "kernel": __name, "nnz": nnz,
-                                    "width": int(a[__v].shape[1]), "seconds": time.perf_counter() - t})
+                                    "width": int(a[__v].shape[1]), "itemsize": int(a[__v].dtype.itemsize),
+                                    "seconds": time.perf_counter() - t})
                 return res
             self._saved.append((spmm, kname, korig))
             setattr(spmm, kname, kw_)
@@ -583,13 +621,17 @@ class Cr5Counter:
         them) and at the cache-resident CSR rate of the nearest measured width
         (:func:`sparse_cached_rate`); ``by_width`` groups the calls by that width."""
         gemm = rates["gemm_float32_GFLOPs"] * 1e9
+        cache_bw = rates.get("cache_read_GBps", math.inf) * 1e9
         out = {"calls": len(self.kernels), "seconds": 0.0, "flops": 0.0, "gemm_s": 0.0, "cached_s": 0.0,
-               "by_width": {}}
+               "gathered_bytes": 0.0, "cache_bw_s": 0.0, "by_width": {}}
         for k in self.kernels:
             f = 2.0 * k["nnz"] * k["width"]
             out["seconds"] += k["seconds"]
             out["flops"] += f
             out["gemm_s"] += f / gemm
+            gathered = float(k["nnz"]) * k["width"] * k.get("itemsize", 4)   # one row read per nonzero
+            out["gathered_bytes"] += gathered
+            out["cache_bw_s"] += gathered / cache_bw
             near = nearest_width(rates["sparse_cached"], k["width"])
             out["cached_s"] += f / (near["GFLOPs"] * 1e9)
             w = out["by_width"].setdefault(f"~{near['width']}", {"calls": 0, "seconds": 0.0, "flops": 0.0,
@@ -733,6 +775,9 @@ def measure_cr5(rates: dict, quick: bool = False, cache: str | None = None) -> d
     kern = cnt.sparse_kernels(rates)
     floor_s = floors["total"]["floor_s"]
     steps = [("the floor (every part at the GEMM rate or the triad bandwidth)", floor_s),
+             ("+ the sparse products at the cache's read bandwidth instead of the GEMM rate (a row of "
+              "the dense operand read per nonzero, every one from the cache: the bound of any "
+              "gather-based product)", floor_s - kern["gemm_s"] + kern["cache_bw_s"]),
              ("+ the sparse products at the cache-resident CSR rate instead of the GEMM rate",
               floor_s - kern["gemm_s"] + kern["cached_s"]),
              ("+ the sparse kernels as measured in the fit (operands of 100s of MB: many cache tiles, "
@@ -783,6 +828,12 @@ def markdown(res: dict) -> str:
         L[-1:-1] = ["| CSR x dense, every gathered row from the cache (linxling's row kernel, float32, "
                     + ", ".join(f"{r['width']}" for r in m["sparse_cached"]) + " columns; not part of the floor) | "
                     + ", ".join(f"**{r['GFLOPs']:.1f}**" for r in m["sparse_cached"]) + " GFLOP/s |"]
+    if m.get("cache_read"):
+        L[-1:-1] = ["| cache read bandwidth, float32, a working set of "
+                    + " and ".join(f"{c['bytes'] / 2**20:.0f} MiB" for c in m["cache_read"])
+                    + f" over {m['cache_read'][0]['threads']} threads (one cache tile of the sparse kernels; "
+                    "not part of the floor) | " + ", ".join(f"**{c['GBps']:.1f}**" for c in m["cache_read"])
+                    + " GB/s |"]
     heads = [f"{g['dtype']} {g['m']}x{g['k']}x{g['n']} {g['threads']}t" for g in m["gemm"]]
     L += ["| GEMM | " + " | ".join(heads) + " |",
           "|---" * (len(m["gemm"]) + 1) + "|",
@@ -837,7 +888,10 @@ def markdown(res: dict) -> str:
                               f"{v['flops'] / v['seconds'] / 1e9:.1f} GFLOP/s (cache-resident {v['cached_GFLOPs']:.1f})"
                               for w, v in sorted(k["by_width"].items(), key=lambda kv: int(kv[0][1:]))
                               if v["seconds"] > 0)
-                  + f"); at the GEMM rate {k['gemm_s']:.1f} s, at the cache-resident CSR rate {k['cached_s']:.1f} s.",
+                  + f"); at the GEMM rate {k['gemm_s']:.1f} s, at the cache-resident CSR rate {k['cached_s']:.1f} s"
+                  + (f"; {k['gathered_bytes'] / 1e12:.2f} TB of gathered rows, {k['cache_bw_s']:.1f} s at the "
+                     f"cache's read bandwidth ({m['cache_read_GBps']:.1f} GB/s)" if "cache_read_GBps" in m else "")
+                  + ".",
                   "", "| from the floor to the fit | s | x floor |", "|---|---|---|"]
             for st in c["steps"]:
                 L.append(f"| {st['step']} | {_fmt_s(st['seconds'])} | {st['multiple_of_floor']:.2f} |")

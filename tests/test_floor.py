@@ -162,6 +162,17 @@ def test_cache_resident_sparse_rate_and_nearest_width():
     assert floor.nearest_width(rates, 60)["width"] == 128      # 60/16 = 3.75 > 128/60 = 2.1
 
 
+def test_cache_read_bandwidth_sums_the_working_set():
+    r = floor.cache_read_bandwidth(1 << 16, repeats=1, total=1e6)
+    # the working set is the bytes asked for, split over the threads; the rate a positive number
+    assert r["bytes"] == 4 * r["threads"] * ((1 << 16) // (4 * r["threads"]))
+    assert math.isfinite(r["GBps"]) and r["GBps"] > 0
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = np.zeros(2, dtype=np.float32)
+    floor.stream_kernels()[4](a, 2, out)
+    np.testing.assert_array_equal(out, [6.0, 24.0])       # each row summed twice
+
+
 def test_roofline_takes_the_larger_bound():
     rates = {"gemm_float64_GFLOPs": 10.0, "triad_GBps": 5.0}
     t = floor.floor_table({"a": {"flops": 2e10, "bytes": 5e9}, "b": {"flops": 1e9, "bytes": 1e10}}, rates, "float64")
@@ -200,9 +211,14 @@ def test_cr5_counter_matches_the_fit_diagnostics():
     assert all(k["nnz"] >= 0 and k["width"] >= 1 and k["seconds"] >= 0 for k in cnt.kernels)
     assert sum(2 * k["nnz"] * k["width"] for k in cnt.kernels if k["stage"] == "eig") >= \
         parts["eig: Ĉ products"]["flops"]
-    rates = {"gemm_float32_GFLOPs": 100.0, "sparse_cached": [{"width": 16, "GFLOPs": 10.0}]}
+    rates = {"gemm_float32_GFLOPs": 100.0, "sparse_cached": [{"width": 16, "GFLOPs": 10.0}],
+             "cache_read_GBps": 50.0}
     summary = cnt.sparse_kernels(rates)
     assert summary["calls"] == len(cnt.kernels)
+    # one float32 row of the dense operand gathered per nonzero
+    assert all(k["itemsize"] == 4 for k in cnt.kernels)
+    assert summary["gathered_bytes"] == pytest.approx(sum(4.0 * k["nnz"] * k["width"] for k in cnt.kernels))
+    assert summary["cache_bw_s"] == pytest.approx(summary["gathered_bytes"] / 5e10)
     assert summary["cached_s"] == pytest.approx(summary["flops"] / 1e10)
     assert summary["gemm_s"] == pytest.approx(summary["flops"] / 1e11)
     # the class attributes and the kernels are restored
@@ -232,4 +248,6 @@ def test_quick_end_to_end_writes_only_its_output(tmp_path):
         assert run["floor_s"] > 0 and run["multiple_of_floor"] > 0
     assert data["cr5"]["operator_columns_eig"] == data["cr5"]["eig"]["n_matvec"]
     assert res["cr5"]["floor_s"] > 0
+    assert data["machine"]["cache_read_GBps"] > 0 and "cache's read bandwidth" in md
+    assert len(data["cr5"]["steps"]) == 5
     assert status() == before
