@@ -11,7 +11,8 @@
    the floor is compared with. One such rate is measured all the same, to split the gap: the
    row kernel with every gathered row from the cache (:func:`sparse_cached_rate`, at the fit's
    widths), the best a gather-based sparse product reaches here; and the cache's read bandwidth
-   at a tile's size (:func:`cache_read_bandwidth`), the most any gather-based product can read.
+   at a tile's size (:func:`cache_read_bandwidth`), the most any gather-based product can read
+   (and, for comparison, a loop that only sums uniformly random rows of a tile: :func:`gather_rate`).
 2. **The work a fit does, counted from the algorithm** (not from timing):
 
    - WMF, the benchmark of ``benchmarks/bench_wmf.py`` part (a) (binary 200,000 x 50,000, Zipf
@@ -125,14 +126,27 @@ def _kernels():
                     acc += a[t, j]
             out[t] = acc
 
-    return triad, copy, scale, add, read
+    @njit(parallel=True, fastmath=True, cache=True)
+    def gather(V, idx, acc):
+        # thread t sums the rows V[idx[k]] of its share of idx into acc[t], four rows per pass
+        nt = acc.shape[0]
+        n = idx.shape[0]
+        for t in prange(nt):
+            k0 = t * n // nt
+            k1 = k0 + ((t + 1) * n // nt - k0) // 4 * 4
+            for k in range(k0, k1, 4):
+                r0, r1, r2, r3 = idx[k], idx[k + 1], idx[k + 2], idx[k + 3]
+                for j in range(V.shape[1]):
+                    acc[t, j] += (V[r0, j] + V[r1, j]) + (V[r2, j] + V[r3, j])
+
+    return triad, copy, scale, add, read, gather
 
 
 _KERNELS = None
 
 
 def stream_kernels():
-    """The numba STREAM kernels ``(triad, copy, scale, add, read)`` (compiled on first use)."""
+    """The numba STREAM kernels ``(triad, copy, scale, add, read, gather)`` (compiled on first use)."""
     global _KERNELS
     if _KERNELS is None:
         _KERNELS = _kernels()
@@ -162,7 +176,7 @@ def stream_bandwidth(n: int | None = None, repeats: int = 10) -> dict:
     """Best-of-``repeats`` bandwidth (GB/s, 1e9 bytes) of the STREAM kernels on float64 arrays of
     ``n`` elements (default: each array 4x the last-level cache), over numba's threads."""
     import numba
-    tri, cp, sc, ad, _ = stream_kernels()
+    tri, cp, sc, ad = stream_kernels()[:4]
     if n is None:
         n = 4 * llc_bytes() // 8
     a = np.zeros(n)
@@ -198,6 +212,30 @@ def cache_read_bandwidth(nbytes: int, repeats: int = 5, total: float = 2e9) -> d
     if not np.all(out == np.float32(n * reps)) and n * reps < (1 << 24):   # exact below 2^24
         raise AssertionError("read kernel computed a wrong sum")
     return {"bytes": int(a.nbytes), "threads": threads, "GBps": a.nbytes * reps / best / 1e9}
+
+
+def gather_rate(width: int, nbytes: int | None = None, repeats: int = 3, total: float = 2e9) -> dict:
+    """Best-of-``repeats`` rate (GB/s of gathered rows) of a loop that only **sums random rows**
+    of a float32 operand of ``nbytes`` held in the cache (default: one cache tile at this width,
+    :func:`linxling.kernels.spmm.tile_rows`), four rows per pass as the sparse row kernels take
+    their nonzeros, into one accumulator row per thread: the access pattern of a sparse product
+    with its operand in the cache, without its multiplications or its output, and without the
+    order a document's sorted columns give its gathers. Not part of the floor, nor a step of the
+    Cr5 table: on the development machine it ran slower than the row kernel itself
+    (:func:`sparse_cached_rate`), so it bounds nothing; it is reported for comparison."""
+    import numba
+
+    from linxling.kernels.spmm import tile_rows
+    gather = stream_kernels()[5]
+    q = tile_rows(1 << 40, width, 4) if nbytes is None else max(4, int(nbytes) // (4 * width))
+    rng = np.random.default_rng(0)
+    V = np.ones((q, width), dtype=np.float32)
+    idx = rng.integers(0, q, size=max(64, int(total // (4 * width)) // 4 * 4)).astype(np.int32)
+    acc = np.zeros((numba.get_num_threads(), width), dtype=np.float32)
+    gather(V, idx[:64], acc)
+    best = best_seconds(lambda: gather(V, idx, acc), repeats, warmup=False)
+    return {"width": int(width), "operand_MiB": V.nbytes / 2**20, "gathers": int(idx.size),
+            "GBps": idx.size * width * 4 / best / 1e9}
 
 
 def gemm_rate(m: int, k: int, n: int, dtype, repeats: int = 3, threads: int | None = None) -> float:
@@ -247,6 +285,7 @@ def measure_machine(quick: bool = False) -> dict:
     from linxling.kernels.spmm import tile_bytes
     cache_read = [cache_read_bandwidth(nb, repeats=2 if quick else 5, total=2e8 if quick else 2e9)
                   for nb in (tile_bytes() // 2, tile_bytes())]
+    gather = [gather_rate(w, repeats=2 if quick else 3, total=2e8 if quick else 2e9) for w in SPARSE_WIDTHS]
     load1 = os.getloadavg()
     rates = {}
     for dt in ("float64", "float32"):
@@ -256,6 +295,7 @@ def measure_machine(quick: bool = False) -> dict:
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": cores, "llc_bytes": llc,
             "loadavg_before": load0, "loadavg_after": load1, "seconds": time.perf_counter() - t0,
             "stream": st, "gemm": gemm, "sparse_cached": sparse, "cache_read": cache_read,
+            "gather": gather,
             # the slower of the two tile sizes: the wide rows' tile, most of the fit's gathers
             "cache_read_GBps": min(c["GBps"] for c in cache_read), **rates,
             "triad_GBps": max(st["triad_GBps"], st.get("one_thread", {}).get("triad_GBps", 0.0))}
@@ -828,6 +868,11 @@ def markdown(res: dict) -> str:
         L[-1:-1] = ["| CSR x dense, every gathered row from the cache (linxling's row kernel, float32, "
                     + ", ".join(f"{r['width']}" for r in m["sparse_cached"]) + " columns; not part of the floor) | "
                     + ", ".join(f"**{r['GFLOPs']:.1f}**" for r in m["sparse_cached"]) + " GFLOP/s |"]
+    if m.get("gather"):
+        L[-1:-1] = ["| random rows summed from the cache, four per pass (float32, "
+                    + ", ".join(f"{g['width']}" for g in m["gather"]) + " columns, one cache tile each; "
+                    "not part of the floor) | " + ", ".join(f"**{g['GBps']:.1f}**" for g in m["gather"])
+                    + " GB/s |"]
     if m.get("cache_read"):
         L[-1:-1] = ["| cache read bandwidth, float32, a working set of "
                     + " and ".join(f"{c['bytes'] / 2**20:.0f} MiB" for c in m["cache_read"])

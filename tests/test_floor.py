@@ -173,6 +173,17 @@ def test_cache_read_bandwidth_sums_the_working_set():
     np.testing.assert_array_equal(out, [6.0, 24.0])       # each row summed twice
 
 
+def test_gather_rate_sums_random_rows():
+    r = floor.gather_rate(16, nbytes=1 << 16, repeats=1, total=1e6)
+    assert r["width"] == 16 and r["operand_MiB"] == pytest.approx((1 << 16) / 2**20)
+    assert r["gathers"] % 4 == 0 and math.isfinite(r["GBps"]) and r["GBps"] > 0
+    V = np.arange(12, dtype=np.float32).reshape(6, 2)
+    idx = np.array([0, 5, 5, 2, 1, 1, 3, 4, 0], dtype=np.int32)     # the 9th row is left over
+    acc = np.zeros((1, 2), dtype=np.float32)
+    floor.stream_kernels()[5](V, idx, acc)
+    np.testing.assert_array_equal(acc[0], V[idx[:8]].sum(axis=0))
+
+
 def test_roofline_takes_the_larger_bound():
     rates = {"gemm_float64_GFLOPs": 10.0, "triad_GBps": 5.0}
     t = floor.floor_table({"a": {"flops": 2e10, "bytes": 5e9}, "b": {"flops": 1e9, "bytes": 1e10}}, rates, "float64")
@@ -249,5 +260,5 @@ def test_quick_end_to_end_writes_only_its_output(tmp_path):
     assert data["cr5"]["operator_columns_eig"] == data["cr5"]["eig"]["n_matvec"]
     assert res["cr5"]["floor_s"] > 0
     assert data["machine"]["cache_read_GBps"] > 0 and "cache's read bandwidth" in md
-    assert len(data["cr5"]["steps"]) == 5
+    assert len(data["cr5"]["steps"]) == 5 and len(data["machine"]["gather"]) == len(floor.SPARSE_WIDTHS)
     assert status() == before
