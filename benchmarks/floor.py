@@ -209,7 +209,7 @@ def cache_read_bandwidth(nbytes: int, repeats: int = 5, total: float = 2e9) -> d
     out = np.zeros(threads, dtype=np.float32)
     reps = max(1, int(total // (a.nbytes)))
     best = best_seconds(lambda: read(a, reps, out), repeats)
-    if not np.all(out == np.float32(n * reps)) and n * reps < (1 << 24):   # exact below 2^24
+    if n * reps < (1 << 24) and not np.all(out == np.float32(n * reps)):   # checked where exact
         raise AssertionError("read kernel computed a wrong sum")
     return {"bytes": int(a.nbytes), "threads": threads, "GBps": a.nbytes * reps / best / 1e9}
 
@@ -230,8 +230,10 @@ def gather_rate(width: int, nbytes: int | None = None, repeats: int = 3, total: 
     q = tile_rows(1 << 40, width, 4) if nbytes is None else max(4, int(nbytes) // (4 * width))
     rng = np.random.default_rng(0)
     V = np.ones((q, width), dtype=np.float32)
-    idx = rng.integers(0, q, size=max(64, int(total // (4 * width)) // 4 * 4)).astype(np.int32)
-    acc = np.zeros((numba.get_num_threads(), width), dtype=np.float32)
+    threads = numba.get_num_threads()
+    per = 4 * threads           # every thread's share a multiple of four: no gather left out
+    idx = rng.integers(0, q, size=max(16 * per, int(total // (4 * width)) // per * per)).astype(np.int32)
+    acc = np.zeros((threads, width), dtype=np.float32)
     gather(V, idx[:64], acc)
     best = best_seconds(lambda: gather(V, idx, acc), repeats, warmup=False)
     return {"width": int(width), "operand_MiB": V.nbytes / 2**20, "gathers": int(idx.size),
