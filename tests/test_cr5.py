@@ -419,6 +419,45 @@ def test_nonconvergence_warns_and_is_recorded():
     assert model.convergence_["eig"]["converged"] is False
 
 
+def test_memory_plan_applies_the_block_in_equal_parts(monkeypatch):
+    """Fewer columns per application of the operator means equal parts of ceil(b / n) columns (no
+    narrow remainder; floors 128, 64, 8), and a later saving that frees memory (a two-block basis)
+    widens them again to the widest equal part that fits."""
+    from types import SimpleNamespace
+
+    import scipy.sparse as sp
+
+    from linxling.models import cr5 as cr5_mod
+    monkeypatch.setattr(cr5_mod, "current_rss", lambda: 0)
+    X = sp.csr_matrix((1000, 1000), dtype=np.float32)
+    problem = SimpleNamespace(r=300, classes=np.arange(100_000), p=2000, blocks={"a": X, "b": X},
+                              dtype=np.dtype(np.float32), nnz=0)
+    b = cr5_mod._block_size(300, 100_000)
+    assert b == 330
+
+    def sizes(prob, plan):       # bytes: 1,000 a column applied at once, 50,000 for a 3-block basis
+        return 1000 * min(plan.apply_columns, b) + (50_000 if plan.basis_factor == 3 else 0)
+
+    monkeypatch.setattr(cr5_mod._MemoryPlan, "sizes", staticmethod(sizes))
+
+    def plan_for(limit):        # the planner keeps 10 % of the budget as headroom
+        plan = cr5_mod._MemoryPlan.choose(problem, budget=int(np.ceil(limit / 0.9)), reuse_budget=0,
+                                          eig_tol=0.1, cg_rtol=1e-2)
+        return plan.apply_columns, plan.basis_factor
+
+    assert plan_for(400_000) == (1 << 30, 3)        # all at once
+    assert plan_for(350_000) == (165, 3)            # halves
+    assert plan_for(200_000) == (128, 3)            # thirds (110) are below the first floor
+    assert plan_for(170_000) == (165, 2)            # a two-block basis, and halves fit again
+    assert plan_for(125_000) == (110, 2)            # thirds
+    assert plan_for(90_000) == (83, 2)              # quarters
+    assert plan_for(60_000) == (55, 2)              # sixths, below the second floor (64): the last stage
+    assert plan_for(9_000) == (9, 2)                # 37 parts
+    assert plan_for(8_000) == (8, 2)                # the last floor
+    with pytest.raises(MemoryError, match="too small"):
+        plan_for(7_000)
+
+
 def test_memory_budget_plans_stay_exact(monkeypatch):
     """Every memory plan (sparse copies or not, fewer columns at a time, record or re-solve) gives
     the dense closed form at tight tolerances; the plan is recorded."""

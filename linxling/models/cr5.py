@@ -214,8 +214,9 @@ class Cr5(ConceptEmbeddingMixin):
         Peak resident memory of the process the fit may reach, in bytes or as a size such as
         ``"12G"``. ``None`` keeps everything that saves time. With a budget the fit estimates its
         peak and sheds, in order: a float32 eigen-solver basis (when ``eig_tol >= 1e-4``), the
-        operator applied to fewer columns at a time (down to 128), a smaller basis (2 blocks
-        instead of 3), down to 64 columns, the recorded solves of the first two eigen-solver
+        operator applied to fewer columns at a time (down to 128, in equal parts of the block), a
+        smaller basis (2 blocks instead of 3; the parts widened again where that frees room), down
+        to 64 columns, the recorded solves of the first two eigen-solver
         blocks (then Φ is solved for once more), the sparse copies (YᵀX, transposed blocks: products are then computed
         from the blocks themselves), the float32 block copies, and down to 8 columns at a time;
         more recorded solves get half of what is left. A language given as a ChunkedCSR (on
@@ -1730,9 +1731,26 @@ class _MemoryPlan:
         def fits() -> bool:
             return cls.sizes(problem, plan) <= avail
 
+        # the block's columns go through the operator in equal applications of ceil(b / n)
+        # columns (no narrow remainder), as few as fit: at K = 485,000 (r = 300, b = 330, one
+        # language's block solve of Wikipedia-shaped right-hand sides, 2-core AMD EPYC) two of 165
+        # took 90-98 s, three of 110 104-110 s, 128 + 128 + 74 108-118 s, one of 330 84-88 s
         def fewer_columns(floor: int) -> None:
+            n = 1
             while not fits() and plan.apply_columns > floor:
-                plan.apply_columns = max(floor, min(plan.apply_columns, b) // 2)
+                while -(-b // n) >= min(plan.apply_columns, b):     # the next narrower equal part
+                    n += 1
+                plan.apply_columns = max(floor, -(-b // n))
+
+        def wider_columns() -> None:
+            # after a saving that frees memory: the widest equal part that fits now
+            narrow, n = plan.apply_columns, 1
+            while -(-b // n) > narrow:
+                plan.apply_columns = -(-b // n)
+                if fits():
+                    return
+                n += 1
+            plan.apply_columns = narrow
 
         def record_blocks(n: int) -> None:
             plan.record_bytes = int(min(reuse_budget, n * block))
@@ -1757,6 +1775,7 @@ class _MemoryPlan:
             plan.pencil_block = problem.r + max(10, int(np.ceil(_PENCIL_LEAN_GUARD * problem.r)))
         if not fits():
             plan.basis_factor = 2
+            wider_columns()
         fewer_columns(64)
         if not fits():
             record_blocks(1)
