@@ -1732,7 +1732,8 @@ class _MemoryPlan:
             return cls.sizes(problem, plan) <= avail
 
         # the block's columns go through the operator in equal applications of ceil(b / n)
-        # columns (no narrow remainder), as few as fit: at K = 485,000 (r = 300, b = 330, one
+        # columns (no narrow remainder), as few as fit, or the floor where that part would be
+        # narrower than it: at K = 485,000 (r = 300, b = 330, one
         # language's block solve of Wikipedia-shaped right-hand sides, 2-core AMD EPYC) two of 165
         # took 90-98 s, three of 110 104-110 s, 128 + 128 + 74 108-118 s, one of 330 84-88 s
         def fewer_columns(floor: int) -> None:
