@@ -216,15 +216,15 @@ class Cr5(ConceptEmbeddingMixin):
         peak and sheds, in order: a float32 eigen-solver basis (when ``eig_tol >= 1e-4``), the
         operator applied to fewer columns at a time (down to 128, in equal parts of the block), a
         smaller basis (2 blocks instead of 3; the parts widened again where that frees room), down
-        to 64 columns, the recorded solves of the first two eigen-solver
-        blocks (then Φ is solved for once more), the sparse copies (YᵀX, transposed blocks: products are then computed
-        from the blocks themselves), the float32 block copies, and down to 8 columns at a time;
-        more recorded solves get half of what is left. A language given as a ChunkedCSR (on
-        disk) counts two chunks instead of any copy; one given as a dask array counts nothing on
-        this process. The choice is in ``fit_info_["memory_plan"]``; when even the leanest plan does
-        not fit, ``eig_space="auto"`` tries the eigen-solve in feature space (blocks of p rows
-        instead of K), and a budget below that too raises ``MemoryError`` before any work. :meth:`plan_memory` shows the
-        plan (or the error) without fitting. See docs/scale.md.
+        to 64 columns, the recorded solves of the first two eigen-solver blocks (then Φ is solved
+        for once more), the sparse copies (YᵀX, transposed blocks: products are then computed from
+        the blocks themselves), the float32 block copies, and down to 8 columns at a time; more
+        recorded solves get half of what is left. A language given as a ChunkedCSR (on disk) counts
+        two chunks instead of any copy; one given as a dask array counts nothing on this process.
+        The choice is in ``fit_info_["memory_plan"]``; when even the leanest plan does not fit,
+        ``eig_space="auto"`` tries the eigen-solve in feature space (blocks of p rows instead of K),
+        and a budget below that too raises ``MemoryError`` before any work. :meth:`plan_memory`
+        shows the plan (or the error) without fitting. See docs/scale.md.
     eig_space : {"auto", "concepts", "features"}, default "auto"
         Where the eigen-solve keeps its blocks. "concepts": the paper's K × K problem (eq. 12),
         blocks of K rows. "features": the same top eigenpairs from blocks of p rows (p the
@@ -1736,18 +1736,21 @@ class _MemoryPlan:
         # narrower than it: at K = 485,000 (r = 300, b = 330, one
         # language's block solve of Wikipedia-shaped right-hand sides, 2-core AMD EPYC) two of 165
         # took 90-98 s, three of 110 104-110 s, 128 + 128 + 74 108-118 s, one of 330 84-88 s
+        def part(n: int) -> int:
+            return -(-b // n)       # ceil(b / n): the block in n equal applications
+
         def fewer_columns(floor: int) -> None:
             n = 1
             while not fits() and plan.apply_columns > floor:
-                while -(-b // n) >= min(plan.apply_columns, b):     # the next narrower equal part
+                while part(n) >= min(plan.apply_columns, b):     # the next narrower equal part
                     n += 1
-                plan.apply_columns = max(floor, -(-b // n))
+                plan.apply_columns = max(floor, part(n))
 
         def wider_columns() -> None:
             # after a saving that frees memory: the widest equal part that fits now
             narrow, n = plan.apply_columns, 1
-            while -(-b // n) > narrow:
-                plan.apply_columns = -(-b // n)
+            while part(n) > narrow:
+                plan.apply_columns = part(n)
                 if fits():
                     return
                 n += 1
