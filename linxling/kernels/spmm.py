@@ -15,14 +15,20 @@ indices are sorted); the additions happen in the same order as without tiles, so
 bitwise the same. Measured on one K = 485,000 block (82.4M nonzeros, 360 float32 columns, 2
 cores, 48 MB L3): ``Xᵀ T`` 16.9 -> 7.9 s and ``X P`` 9.2 -> 5.0 s with 23 MB tiles.
 
-The row kernels take four nonzeros per pass: ``out[i] += (a0 v0 + a1 v1) + (a2 v2 + a3 v3)``
-loads and stores the output row once per four gathered rows instead of once per row, and keeps
-four independent gathers in flight. The groups are counted from each row's start and a group
-belongs to the tile of its first column (its other rows are read from ``V`` wherever they are),
-so tiles still never change the additions. Measured on one K = 485,000 block (a later 2-core
-AMD EPYC, 32 MB L3, float32): ``X P`` 2.11 -> 1.83 s at 360 columns and 0.65 -> 0.53 s at 60,
-``Xᵀ T`` 3.30 -> 2.72 s and 0.92 -> 0.72 s (eight per pass was no faster). The sums differ from
-SciPy's one-at-a-time order by rounding only (tests: within the floating-point sum bound).
+The row kernels take eight nonzeros per pass: ``out[i] += ((a0 v0 + a1 v1) + (a2 v2 + a3 v3)) +
+((a4 v4 + ...) + ...)`` loads and stores the output row once per eight gathered rows instead of
+once per row, and keeps eight independent gathers in flight; each multiply and add is contracted
+into one FMA where the CPU has it (numba's fastmath ``contract`` flag alone: nothing is
+reassociated, so every kernel adds in the same order). The groups are counted from each row's
+start and a group belongs to the tile of its first column (its other rows are read from ``V``
+wherever they are), so tiles still never change the additions. Measured on one K = 485,000 block
+(a later 2-core AMD EPYC, 32 MB L3, float32): four per pass instead of one, ``X P`` 2.11 -> 1.83 s
+at 360 columns and 0.65 -> 0.53 s at 60, ``Xᵀ T`` 3.30 -> 2.72 s and 0.92 -> 0.72 s; eight per
+pass with FMA instead of four (2026-11-27, 5 interleaved runs, load 1.4-1.7, medians of the last
+four): ``X P`` 2.71 -> 2.42 s at 165 columns and 4.08 -> 3.65 s at 330, ``Xᵀ T`` 4.03 -> 2.99 s
+and 7.67 -> 6.28 s; the whole Cr5 fit at that size 394.2 / 424.9 -> 380.4 / 372.3 s (interleaved,
+benchmarks/README.md). The sums differ from SciPy's one-at-a-time order by rounding only (tests:
+within the floating-point sum bound).
 """
 from __future__ import annotations
 
@@ -158,15 +164,41 @@ def csr_rmatmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(fastmath=False, cache=True, nogil=True, inline="always")
-def _add4(out, i, W, w0, w1, w2, w3, a0, a1, a2, a3):  # pragma: no cover - compiled
-    """``out[i] += (a0 W[w0] + a1 W[w1]) + (a2 W[w2] + a3 W[w3])``: four nonzeros of a row in one
-    pass over ``out[i]`` (the grouping every row kernel here uses, so their sums agree)."""
+# the row kernels contract a multiply and an add into one FMA where the CPU has it (numba's
+# fastmath "contract" flag alone: no reassociation, so every kernel here still adds in one order)
+_FM = {"contract"}
+
+
+@numba.njit(fastmath=_FM, cache=True, nogil=True, inline="always")
+def _add8(out, i, W, w, a):  # pragma: no cover - compiled
+    """``out[i] += ((a0 W[w0] + a1 W[w1]) + (a2 W[w2] + a3 W[w3])) + ((a4 W[w4] + ...) + ...)``
+    for the eight rows ``w`` and weights ``a`` (tuples): eight nonzeros of a row in one pass over
+    ``out[i]`` (the grouping every row kernel here uses, so their sums agree)."""
+    w0, w1, w2, w3, w4, w5, w6, w7 = w
+    a0, a1, a2, a3, a4, a5, a6, a7 = a
     for j in range(out.shape[1]):
-        out[i, j] += (a0 * W[w0, j] + a1 * W[w1, j]) + (a2 * W[w2, j] + a3 * W[w3, j])
+        out[i, j] += (((a0 * W[w0, j] + a1 * W[w1, j]) + (a2 * W[w2, j] + a3 * W[w3, j]))
+                      + ((a4 * W[w4, j] + a5 * W[w5, j]) + (a6 * W[w6, j] + a7 * W[w7, j])))
 
 
-@numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
+def _weights8(data, k):  # pragma: no cover - compiled
+    return (data[k], data[k + 1], data[k + 2], data[k + 3], data[k + 4], data[k + 5], data[k + 6], data[k + 7])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rows8(indices, k, colmap):  # pragma: no cover - compiled
+    return (colmap[indices[k]], colmap[indices[k + 1]], colmap[indices[k + 2]], colmap[indices[k + 3]],
+            colmap[indices[k + 4]], colmap[indices[k + 5]], colmap[indices[k + 6]], colmap[indices[k + 7]])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cols8(indices, k):  # pragma: no cover - compiled
+    return (indices[k], indices[k + 1], indices[k + 2], indices[k + 3], indices[k + 4], indices[k + 5],
+            indices[k + 6], indices[k + 7])
+
+
+@numba.njit(parallel=True, fastmath=_FM, cache=True, nogil=True)
 def _rows_matmat(starts, ends, indices, data, colmap, V, out, accumulate):  # pragma: no cover
     m = V.shape[1]
     for i in numba.prange(out.shape[0]):
@@ -175,11 +207,9 @@ def _rows_matmat(starts, ends, indices, data, colmap, V, out, accumulate):  # pr
                 out[i, j] = 0.0
         s = starts[i]
         e = ends[i]
-        g = s + (e - s) // 4 * 4
-        for jj in range(s, g, 4):       # four nonzeros per pass (see _tiled_rows)
-            a0, a1, a2, a3 = data[jj], data[jj + 1], data[jj + 2], data[jj + 3]
-            _add4(out, i, V, colmap[indices[jj]], colmap[indices[jj + 1]], colmap[indices[jj + 2]],
-                  colmap[indices[jj + 3]], a0, a1, a2, a3)
+        g = s + (e - s) // 8 * 8
+        for jj in range(s, g, 8):       # eight nonzeros per pass (see _tiled_rows)
+            _add8(out, i, V, _rows8(indices, jj, colmap), _weights8(data, jj))
         for jj in range(g, e):
             a = data[jj]
             col = colmap[indices[jj]]
@@ -238,7 +268,7 @@ def rows_matmat(starts, ends, indices, data, V, out, *, colmap=None, accumulate=
     return out
 
 
-@numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
+@numba.njit(parallel=True, fastmath=_FM, cache=True, nogil=True)
 def _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, accumulate, chunk, width, buf):  # pragma: no cover
     n_rows, m = out.shape
     n_src = colmap.shape[0]
@@ -265,18 +295,22 @@ def _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, accumulate, 
             for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
                 k = cur[i]
                 e = ends[i]
-                g = starts[i] + (e - starts[i]) // 4 * 4
-                while k < g:        # groups of four from the row's start, as the untiled product
-                    i0, i1, i2, i3 = indices[k], indices[k + 1], indices[k + 2], indices[k + 3]
+                g = starts[i] + (e - starts[i]) // 8 * 8
+                while k < g:        # groups of eight from the row's start, as the untiled product
+                    i0 = indices[k]
                     if i0 >= r1 and not last:
                         break
-                    a0, a1, a2, a3 = data[k], data[k + 1], data[k + 2], data[k + 3]
-                    if r0 <= i0 and i3 < r1 and i0 <= i1 and i1 <= i2 and i2 <= i3:
+                    inside = r0 <= i0
+                    for q in range(k + 1, k + 8):
+                        inside = inside and indices[q - 1] <= indices[q]
+                    if inside and indices[k + 7] < r1:
                         # the whole group in the tile's buffer
-                        _add4(out, i, buf, i0 - r0, i1 - r0, i2 - r0, i3 - r0, a0, a1, a2, a3)
+                        i0, i1, i2, i3, i4, i5, i6, i7 = _cols8(indices, k)
+                        _add8(out, i, buf, (i0 - r0, i1 - r0, i2 - r0, i3 - r0, i4 - r0, i5 - r0, i6 - r0, i7 - r0),
+                              _weights8(data, k))
                     else:   # a group across the tile's end, or unsorted: the same sums from V
-                        _add4(out, i, V, colmap[i0], colmap[i1], colmap[i2], colmap[i3], a0, a1, a2, a3)
-                    k += 4
+                        _add8(out, i, V, _rows8(indices, k, colmap), _weights8(data, k))
+                    k += 8
                 while k < e:
                     col = indices[k]
                     if col >= r1 and not last:
@@ -293,7 +327,7 @@ def _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, accumulate, 
                 cur[i] = k
 
 
-@numba.njit(parallel=True, fastmath=False, cache=True, nogil=True)
+@numba.njit(parallel=True, fastmath=_FM, cache=True, nogil=True)
 def _tiled_rows(starts, ends, indices, data, V, out, init, alpha, P, part, chunk, width):  # pragma: no cover
     n_rows, m = out.shape
     n_chunks = (n_rows + chunk - 1) // chunk
@@ -319,17 +353,15 @@ def _tiled_rows(starts, ends, indices, data, V, out, init, alpha, P, part, chunk
             for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
                 k = cur[i]
                 e = ends[i]
-                # four nonzeros per pass, in groups counted from the row's start: a group is
+                # eight nonzeros per pass, in groups counted from the row's start: a group is
                 # taken by the tile that holds its first column (its other rows may lie in the
                 # next tiles: read from V all the same), so the additions are those of one tile
-                g = starts[i] + (e - starts[i]) // 4 * 4
+                g = starts[i] + (e - starts[i]) // 8 * 8
                 while k < g:
-                    c0 = indices[k]
-                    if c0 >= lim and not last:
+                    if indices[k] >= lim and not last:
                         break
-                    _add4(out, i, V, c0, indices[k + 1], indices[k + 2], indices[k + 3],
-                          data[k], data[k + 1], data[k + 2], data[k + 3])
-                    k += 4
+                    _add8(out, i, V, _cols8(indices, k), _weights8(data, k))
+                    k += 8
                 while k < e:
                     col = indices[k]
                     if col >= lim and not last:
