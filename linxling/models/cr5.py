@@ -1733,9 +1733,9 @@ class _MemoryPlan:
 
         # the block's columns go through the operator in equal applications of ceil(b / n)
         # columns (no narrow remainder), as few as fit, or the floor where that part would be
-        # narrower than it: at K = 485,000 (r = 300, b = 330, one
-        # language's block solve of Wikipedia-shaped right-hand sides, 2-core AMD EPYC) two of 165
-        # took 90-98 s, three of 110 104-110 s, 128 + 128 + 74 108-118 s, one of 330 84-88 s
+        # narrower than it: at K = 485,000 (r = 300, b = 330, one language's block solve of
+        # Wikipedia-shaped right-hand sides, 2-core AMD EPYC) two of 165 took 90-98 s, three of
+        # 110 104-110 s, 128 + 128 + 74 108-118 s, one of 330 84-88 s
         def part(n: int) -> int:
             return -(-b // n)       # ceil(b / n): the block in n equal applications
 
