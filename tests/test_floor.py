@@ -137,6 +137,26 @@ def test_wmf_bytes_gathers_and_llc_model():
     assert s["gather_bytes"] == pytest.approx((1 - counts.max() / counts.sum()) * X.nnz * 64)
 
 
+def test_wmf_bytes_of_pushed_hot_words(monkeypatch):
+    """Words whose CG is pushed from X's rows gather nothing; each pass reads X's CSR and the
+    touched rows of E in order."""
+    from linxling.kernels import als
+    X, Y, _ = _tiny()
+    n, k = X.shape[0], Y.shape[1]
+    monkeypatch.setattr(als, "_HOT_MIN_SHARE", 2.0)          # no word pushed
+    plain = floor.wmf_iteration_parts(X, k, 3, np.float32, llc=64)["cols half-step (V)"]
+    assert plain["push_bytes"] == 0
+    monkeypatch.setattr(als, "_HOT_MIN_SHARE", 0.0)          # every word with a nonzero pushed
+    monkeypatch.setattr(als, "_HOT_MIN_NNZ", 1)
+    monkeypatch.setattr(als, "_HOT_BYTES", 1 << 30)
+    pushed = floor.wmf_iteration_parts(X, k, 3, np.float32, llc=64)["cols half-step (V)"]
+    touched = int(np.count_nonzero(np.diff(X.indptr)))
+    assert pushed["gather_bytes"] == 0
+    assert pushed["push_bytes"] == 4 * (8 * (n + 1) + 8 * X.nnz + touched * k * 4)
+    assert pushed["flops"] == plain["flops"]
+    assert pushed["bytes"] == pushed["compulsory_bytes"] + pushed["push_bytes"]
+
+
 def test_triad_kernel_and_rates():
     n = 10_007
     b = np.arange(n, dtype=np.float64)

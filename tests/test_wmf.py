@@ -86,6 +86,84 @@ def test_cg_kernel_row_lengths_and_batches(dtype):
     assert np.all(out[lengths == 0] == 0)
 
 
+def _zipf_rows(n, m, seed, longest=60):
+    """CSR (n, m) whose row lengths fall off as 1/rank (from ``longest`` down to 0-1 nonzeros),
+    rows in a shuffled order: a few long rows among many short and empty ones."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.permutation(np.minimum((longest / np.arange(1, n + 1)).astype(int), m))
+    indices = np.concatenate([np.sort(rng.choice(m, size=c, replace=False)) for c in lengths])
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    return sp.csr_matrix((rng.uniform(0.5, 3.0, indices.size), indices, indptr), shape=(n, m))
+
+
+@pytest.fixture
+def small_hot_rows(monkeypatch):
+    """Thresholds that make rows of 8+ nonzeros hot at these sizes (the defaults need 128+)."""
+    monkeypatch.setattr(als, "_HOT_MIN_NNZ", 8)
+    monkeypatch.setattr(als, "_HOT_BYTES", 1 << 30)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cg_hot_rows_pushed_match_reference(dtype, small_hot_rows):
+    """The long rows' CG pushed from Xᵀ (hot=) against the reference and the gathering kernel."""
+    X = _zipf_rows(90, 70, seed=5)
+    counts = np.diff(X.indptr)
+    rng = np.random.default_rng(6)
+    Y = rng.standard_normal((70, 6)).astype(dtype)
+    X0 = rng.standard_normal((90, 6)).astype(dtype)
+    plan = als.hot_plan(als._csr_parts(X.T.tocsr(), dtype), 0, counts, 6, dtype)
+    assert plan is not None
+    assert np.array_equal(plan["hot"], np.flatnonzero(counts >= 8))
+    assert np.array_equal(np.sort(np.concatenate([plan["hot"], plan["cold"]])), np.arange(90))
+    got, want = X0.copy(), X0.copy()
+    _, f_got = als.als_half_step(X, Y, got, missing_weight=W_M, regularization=LAM, solver="cg",
+                                 cg_steps=3, hot=plan, return_objective=True)
+    _, f_want = als.als_half_step(X, Y, want, missing_weight=W_M, regularization=LAM, solver="cg",
+                                  cg_steps=3, return_objective=True)
+    expected = ref.half_step_cg_reference(X, Y.astype(np.float64), X0.astype(np.float64),
+                                          missing_weight=W_M, regularization=LAM, cg_steps=3)
+    assert _rel(got, expected) < 100 * TOL[dtype]
+    assert _rel(got, want) < 100 * TOL[dtype]
+    assert f_got == pytest.approx(f_want, rel=100 * TOL[dtype])
+    assert np.all(got[counts == 0] == 0)
+
+
+def test_hot_rows_chosen_by_length_cache_and_share(monkeypatch):
+    counts = np.array([0, 500, 3, 200, 127, 128, 9000])
+    assert list(als.hot_rows(counts, 100, np.float32)) == [1, 3, 5, 6]   # 128+ nonzeros
+    # the cap: 3 rows' x and sums (3·H·k·itemsize) in 2 * 3 * 100 * 4 bytes: the two longest
+    monkeypatch.setattr(als, "_HOT_BYTES", 2 * 3 * 100 * 4)
+    assert list(als.hot_rows(counts, 100, np.float32)) == [1, 6]
+    assert list(als.hot_rows(counts, 100, np.float64)) == [6]
+    # rows holding under _HOT_MIN_SHARE of the nonzeros are not worth a pass over Xᵀ
+    assert als.hot_rows(np.r_[[200], np.full(1000, 100)], 100, np.float32) is None
+    assert als.hot_rows(np.full(10, 127), 100, np.float32) is None
+
+
+@pytest.mark.parametrize("solver", ["cg", "cholesky"])
+def test_bilingual_fit_with_hot_words_equals_without(solver, monkeypatch):
+    """b-WMF's word half-step with each language's frequent words pushed from the stacked rows
+    (their columns offset in the stacked matrix) gives the fit of the gathering kernel."""
+    Xa, Xb = _zipf_rows(60, 40, seed=7).T.tocsr(), _zipf_rows(50, 40, seed=8).T.tocsr()
+    rng = np.random.default_rng(9)
+    Va, Vb, E0 = (rng.standard_normal((60, 4)), rng.standard_normal((50, 4)),
+                  rng.standard_normal((40, 4)))
+
+    def fit():
+        b = BilingualWMF(n_components=4, alpha=LAM, missing_weight=W_M, max_iter=3, solver=solver)
+        return b.fit({"a": Xa, "b": Xb}, init_components={"a": Va.T, "b": Vb.T}, init_embedding=E0)
+
+    gathered = fit()
+    monkeypatch.setattr(als, "_HOT_MIN_NNZ", 8)
+    monkeypatch.setattr(als, "_HOT_BYTES", 1 << 30)
+    calls = []
+    monkeypatch.setattr(als, "_half_step_hot", lambda *a, _f=als._half_step_hot: calls.append(1) or _f(*a))
+    pushed = fit()
+    assert len(calls) == (2 * 3 if solver == "cg" else 0)   # both languages, every iteration
+    assert _rel(pushed.embedding_, gathered.embedding_) < 1e-10
+    assert np.allclose(pushed.loss_curve_, gathered.loss_curve_, rtol=1e-10)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_cg_with_many_steps_is_exact(dtype):
     X = _X(30, 25)

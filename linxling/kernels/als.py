@@ -25,7 +25,9 @@ Solvers
 ``"cg"``
     Conjugate gradient warm-started from the current row (Takács, Pilászy & Tikk 2011, as in
     ``implicit``): ``cg_steps`` iterations, the row matrix applied implicitly in
-    O(k·nnz_row + k²) per step, never formed.
+    O(k·nnz_row + k²) per step, never formed. Given ``hot=`` (:func:`hot_plan`), the longest
+    rows run the same CG with their products summed from the transposed matrix, which reads
+    the fixed factor in order instead of gathering its rows in every step.
 
 Rows run in parallel (``prange``) over ``numba.get_num_threads()`` strided chunks, each with
 its own scratch buffers (no allocation per row). Rows without nonzeros get the zero vector
@@ -46,7 +48,7 @@ from linxling.kernels._prefetch import prefetch_row
 from linxling.kernels.dense import gram_tn
 
 __all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_sums",
-           "SOLVERS"]
+           "hot_plan", "SOLVERS"]
 
 SOLVERS = ("cholesky", "cg")
 _FM = {"reassoc", "contract", "arcp", "nsz"}  # allow SIMD reductions; keep inf/nan semantics
@@ -256,8 +258,48 @@ def _sparse_apply_row(Y, indices, dw, s, e, p, Ap, b):
         idx += 1
 
 
+@njit(cache=True, fastmath=_FM, inline="always")
+def _cg_start_row(r, p, rsold, tiny, active, b):
+    """Start CG on row b from its residual ``r[b]``: ``p[b] = r[b]``, ``rsold[b] = ‖r[b]‖²``,
+    the stopping threshold ``tiny[b]`` and whether the row is active."""
+    rs = r.dtype.type(0)
+    for j in range(r.shape[1]):
+        p[b, j] = r[b, j]
+        rs += r[b, j] * r[b, j]
+    rsold[b] = rs
+    tiny[b] = r.dtype.type(1e-30) + r.dtype.type(1e-24) * rs
+    active[b] = rs > 1e-30
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _cg_update_row(x, r, p, Ap, rsold, tiny, active, b):
+    """One CG step of row b once ``Ap[b]`` (the row matrix times ``p[b]``) is known: x, r and the
+    direction p updated, the row deactivated on breakdown (pᵀAp ≤ 0) or convergence."""
+    k = x.shape[1]
+    zero = x.dtype.type(0)
+    pAp = zero
+    for j in range(k):
+        pAp += p[b, j] * Ap[b, j]
+    if not pAp > zero:
+        active[b] = False
+        return
+    alpha = rsold[b] / pAp
+    rsnew = zero
+    for j in range(k):
+        x[b, j] += alpha * p[b, j]
+        r[b, j] -= alpha * Ap[b, j]
+        rsnew += r[b, j] * r[b, j]
+    if rsnew < tiny[b]:
+        active[b] = False
+        return
+    beta = rsnew / rsold[b]
+    for j in range(k):
+        p[b, j] = r[b, j] + beta * p[b, j]
+    rsold[b] = rsnew
+
+
 @njit(cache=True, fastmath=_FM)
-def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
+def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, dw, out, cg_steps):
     """CG for rows c, c + nchunks, ... in batches of _CG_BATCH: the batch's products with the
     Gram G are one BLAS GEMM (``V[:nb] @ G``), the sparse part takes four nonzeros per pass and
     prefetches each gathered row of Y a few nonzeros ahead
@@ -279,11 +321,12 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
     tiny = np.empty(B, dtype=Y.dtype)
     u_next = np.int64(c)
     step = np.int64(nchunks)
-    while u_next < n:
+    nl = rowlist.size
+    while u_next < nl:
         # gather the next batch of non-empty rows of this chunk
         nb = 0
-        while nb < B and u_next < n:
-            u = u_next
+        while nb < B and u_next < nl:
+            u = rowlist[u_next]
             u_next += step
             if indptr[u] == indptr[u + 1]:
                 for j in range(k):
@@ -304,13 +347,7 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
                 r[b, j] = -r[b, j]
                 bv[b, j] = zero
             _residual_row(Y, indices, data, dw, indptr[u], indptr[u + 1], x, r, bv, b)
-            rs = zero
-            for j in range(k):
-                p[b, j] = r[b, j]
-                rs += r[b, j] * r[b, j]
-            rsold[b] = rs
-            tiny[b] = Y.dtype.type(1e-30) + Y.dtype.type(1e-24) * rs
-            active[b] = rs > 1e-30
+            _cg_start_row(r, p, rsold, tiny, active, b)
         for _ in range(cg_steps):
             any_active = False
             for b in range(nb):
@@ -323,25 +360,7 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
                     continue
                 u = rows[b]
                 _sparse_apply_row(Y, indices, dw, indptr[u], indptr[u + 1], p, Ap, b)
-                pAp = zero
-                for j in range(k):
-                    pAp += p[b, j] * Ap[b, j]
-                if not pAp > zero:
-                    active[b] = False
-                    continue
-                alpha = rsold[b] / pAp
-                rsnew = zero
-                for j in range(k):
-                    x[b, j] += alpha * p[b, j]
-                    r[b, j] -= alpha * Ap[b, j]
-                    rsnew += r[b, j] * r[b, j]
-                if rsnew < tiny[b]:
-                    active[b] = False
-                    continue
-                beta = rsnew / rsold[b]
-                for j in range(k):
-                    p[b, j] = r[b, j] + beta * p[b, j]
-                rsold[b] = rsnew
+                _cg_update_row(x, r, p, Ap, rsold, tiny, active, b)
         for b in range(nb):
             u = rows[b]
             t = zero
@@ -353,14 +372,165 @@ def _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps):
 
 
 @njit(parallel=True, cache=True)
-def _half_step_cg(indptr, indices, data, Y, G, dw, out, cg_steps, nthreads):
-    """Warm-started CG per row (implicit's algorithm), rows batched per pass over G."""
-    n = out.shape[0]
+def _half_step_cg(rowlist, indptr, indices, data, Y, G, dw, out, cg_steps, nthreads):
+    """Warm-started CG per row (implicit's algorithm) for the rows ``rowlist`` (strided over the
+    threads), rows batched per pass over G."""
+    n = rowlist.size
     nchunks = max(min(nthreads, n), 1)
     quad = np.zeros(nchunks)
     for c in prange(nchunks):
-        quad[c] = _cg_chunk(c, nchunks, indptr, indices, data, Y, G, dw, out, cg_steps)
+        quad[c] = _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, dw, out, cg_steps)
     return quad.sum()
+
+
+# --------------------------------------------------------------------------------------------
+# hot rows: CG on the longest rows pushed from the other side's CSR
+# --------------------------------------------------------------------------------------------
+# A half-step's row with many nonzeros gathers that many rows of the fixed factor in every CG
+# step; when the factor is larger than the cache (the word half-step of WMF gathers the sentence
+# factor, 80 MB at 200,000 x 100 float32) each step reads them from memory again. For the
+# longest rows ("hot": the frequent words of a Zipf vocabulary) the products go the other way:
+# the threads walk the rows of the *transposed* matrix (the other half-step's CSR, so the fixed
+# factor is read in order, once per pass) and add each nonzero's term into the hot row it
+# belongs to, whose vectors (x or p, and the sums) stay in the cache. Every hot row runs the
+# same CG as in the batch kernel (the same start, steps and stopping rules); only the order of
+# the sums differs. Each thread takes a part of the transposed rows and sums into its own copy
+# of the hot rows' vectors (no copy of the matrix: a nonzero of a cold column is skipped).
+# Measured on the WMF benchmark (200,000 x 50,000, 4M nonzeros, k = 100, cg_steps 3, 2-core AMD
+# EPYC, 2026-11-27, variants interleaved in one process, medians): the word half-step 0.68 ->
+# 0.52 s float32 with the 1,747 longest words pushed (69 % of the nonzeros; _HOT_BYTES 0.5 /
+# 1 / 2 / 4 / 8 MiB: 0.60 / 0.57 / 0.52-0.56 / 0.55 / 0.58 s, within the noise); whole fits
+# 1.23 -> 1.00 s per iteration float32 and 2.17 -> 1.79 s float64, the same losses (1e-7 /
+# 1e-15 relative). Pushing every word was no faster than gathering (0.73 s: the sums of 50,000
+# rows no longer fit the cache); prefetching the hot rows a few nonzeros ahead gained nothing.
+_HOT_MIN_NNZ = 128        # shorter rows gather few enough rows that a batch's CG steps hit the cache
+_HOT_BYTES = 2 << 20      # the hot rows' x (or p) and one thread's two sums: 3·H·k·itemsize at most
+_HOT_MIN_SHARE = 0.05     # push only if the hot rows hold this share of the nonzeros (a pass
+#                           over the transposed matrix reads every nonzero's index)
+
+
+def hot_rows(counts: np.ndarray, k: int, dtype) -> np.ndarray | None:
+    """The rows of a half-step to push (sorted), given their nonzero counts: the longest rows with
+    at least ``_HOT_MIN_NNZ`` nonzeros whose vectors fit ``_HOT_BYTES``; ``None`` when they hold
+    less than ``_HOT_MIN_SHARE`` of the nonzeros."""
+    counts = np.asarray(counts, dtype=np.int64)
+    cap = max(_HOT_BYTES // (3 * k * np.dtype(dtype).itemsize), 1)
+    order = np.argsort(-counts, kind="stable")[:cap]
+    hot = order[counts[order] >= _HOT_MIN_NNZ]
+    total = int(counts.sum())
+    if hot.size == 0 or int(counts[hot].sum()) < _HOT_MIN_SHARE * total:
+        return None
+    return np.sort(hot).astype(np.int64)
+
+
+def hot_plan(push_parts, col0: int, counts: np.ndarray, k: int, dtype):
+    """What :func:`als_half_step` needs to push a half-step's hot rows (``hot=``), or ``None``.
+
+    ``push_parts`` are the CSR parts of the transposed matrix (the other half-step's rows), in
+    which this half-step's row ``u`` is column ``col0 + u`` (``col0``: the language's offset in a
+    column-stacked matrix); ``counts`` the nonzeros of each of this half-step's rows."""
+    hot = hot_rows(counts, k, dtype)
+    if hot is None:
+        return None
+    width = int(push_parts[1].max()) + 1 if push_parts[1].size else 0
+    remap = np.full(max(width, col0 + len(counts)), -1, dtype=np.int32)
+    remap[col0 + hot] = np.arange(hot.size, dtype=np.int32)
+    cold = np.flatnonzero(remap[col0:col0 + len(counts)] < 0).astype(np.int64)
+    return {"parts": push_parts, "remap": remap, "hot": hot, "cold": cold}
+
+
+@njit(parallel=True, cache=True, fastmath=_FM)
+def _hot_pass(indptr, indices, data, remap, bounds, Y, dw, src, acc, acc2, residual):
+    """One pass over the transposed matrix's rows ``i`` (row parts ``bounds`` on the threads, each
+    summing into its own ``acc[t]``): for every nonzero of a hot row h = remap[col],
+    ``acc[t, h] += (X − dw_i y_i·src[h]) y_i`` and ``acc2[t, h] += X y_i`` with ``residual``,
+    else ``acc[t, h] += dw_i (y_i·src[h]) y_i``."""
+    T = bounds.size - 1
+    k = Y.shape[1]
+    zero = Y.dtype.type(0)
+    for t in prange(T):
+        a = acc[t]
+        a2 = acc2[t]
+        a[:] = zero
+        if residual:
+            a2[:] = zero
+        for i in range(bounds[t], bounds[t + 1]):
+            d = dw[i]
+            for idx in range(indptr[i], indptr[i + 1]):
+                h = remap[indices[idx]]
+                if h < 0:
+                    continue
+                s = zero
+                for j in range(k):
+                    s += Y[i, j] * src[h, j]
+                if residual:
+                    v = data[idx]
+                    c = v - d * s
+                    for j in range(k):
+                        yj = Y[i, j]
+                        a[h, j] += c * yj
+                        a2[h, j] += v * yj
+                else:
+                    c = d * s
+                    for j in range(k):
+                        a[h, j] += c * Y[i, j]
+
+
+@njit(cache=True, fastmath=_FM)
+def _hot_start(x, r, p, bv, acc, acc2, rsold, tiny, active):
+    """After the residual pass: r += Σ_t acc[t], bv = Σ_t acc2[t], then start CG on every row."""
+    for b in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            sr = r[b, j]
+            sb = x.dtype.type(0)
+            for t in range(acc.shape[0]):
+                sr += acc[t, b, j]
+                sb += acc2[t, b, j]
+            r[b, j] = sr
+            bv[b, j] = sb
+        _cg_start_row(r, p, rsold, tiny, active, b)
+
+
+@njit(cache=True, fastmath=_FM)
+def _hot_step(x, r, p, Ap, acc, rsold, tiny, active):
+    """After a pass: Ap += Σ_t acc[t], then one CG step of every active row."""
+    for b in range(x.shape[0]):
+        if not active[b]:
+            continue
+        for j in range(x.shape[1]):
+            s = Ap[b, j]
+            for t in range(acc.shape[0]):
+                s += acc[t, b, j]
+            Ap[b, j] = s
+        _cg_update_row(x, r, p, Ap, rsold, tiny, active, b)
+
+
+def _half_step_hot(plan, Y, G, dw, out, cg_steps, nthreads) -> float:
+    """CG on the hot rows of ``plan`` (:func:`hot_plan`), pushed; returns their Σ x·(r + b)."""
+    indptr, indices, data = plan["parts"]
+    hot = plan["hot"]
+    n_in = indptr.size - 1
+    T = max(min(nthreads, n_in), 1)
+    bounds = np.searchsorted(indptr, np.linspace(0, indptr[-1], T + 1)).astype(np.int64)
+    bounds[0], bounds[-1] = 0, n_in
+    H, k = hot.size, out.shape[1]
+    x = np.ascontiguousarray(out[hot])
+    acc = np.empty((T, H, k), dtype=Y.dtype)
+    acc2 = np.empty((T, H, k), dtype=Y.dtype)
+    r = -(x @ G)
+    p, bv, Ap = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    rsold, tiny = np.empty(H, dtype=Y.dtype), np.empty(H, dtype=Y.dtype)
+    active = np.empty(H, dtype=np.bool_)
+    _hot_pass(indptr, indices, data, plan["remap"], bounds, Y, dw, x, acc, acc2, True)
+    _hot_start(x, r, p, bv, acc, acc2, rsold, tiny, active)
+    for _ in range(cg_steps):
+        if not active.any():
+            break
+        np.dot(p, G, Ap)
+        _hot_pass(indptr, indices, data, plan["remap"], bounds, Y, dw, p, acc, acc2, False)
+        _hot_step(x, r, p, Ap, acc, rsold, tiny, active)
+    out[hot] = x
+    return float(np.einsum("ij,ij->i", x, r + bv, dtype=np.float64).sum())
 
 
 @njit(parallel=True, cache=True, fastmath=_FM)
@@ -411,7 +581,7 @@ def gram(Y: np.ndarray, weight: float = 1.0, regularization: float = 0.0) -> np.
     return np.ascontiguousarray(G)
 
 
-def _run(parts, Y, G, dw, out, solver, cg_steps):
+def _run(parts, Y, G, dw, out, solver, cg_steps, hot=None):
     """Run a kernel; return Σ_u x_u·(A_u x_u − 2 b_u) (float64) — see als_half_step."""
     indptr, indices, data = parts
     # the CG kernel hands G to BLAS (np.dot inside numba), which, unlike NumPy, does not copy an
@@ -425,8 +595,13 @@ def _run(parts, Y, G, dw, out, solver, cg_steps):
                 f"{bad} row system(s) were not numerically positive definite; increase the "
                 "regularization (alpha) or use float64")
     elif solver == "cg":
-        quad = _half_step_cg(indptr, indices, data, Y, G, dw, out, int(cg_steps),
-                             numba.get_num_threads())
+        nthreads = numba.get_num_threads()
+        if hot is None:
+            rowlist = np.arange(out.shape[0], dtype=np.int64)
+            quad = _half_step_cg(rowlist, indptr, indices, data, Y, G, dw, out, int(cg_steps), nthreads)
+        else:
+            quad = _half_step_cg(hot["cold"], indptr, indices, data, Y, G, dw, out, int(cg_steps), nthreads)
+            quad += _half_step_hot(hot, Y, G, dw, out, int(cg_steps), nthreads)
     else:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     # x·(Ax − 2b) = −x·(r + b) with r = b − Ax; the kernels return Σ x·(r + b)
@@ -435,7 +610,7 @@ def _run(parts, Y, G, dw, out, solver, cg_steps):
 
 def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
                   regularization: float, solver: str = "cholesky", cg_steps: int = 3,
-                  parts=None, return_objective: bool = False, gram_matrix=None):
+                  parts=None, return_objective: bool = False, gram_matrix=None, hot=None):
     """Solve every row of ``X`` for its factor with ``Y`` fixed (one ALS half-step), in place.
 
     Parameters
@@ -464,6 +639,10 @@ def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
     gram_matrix : ndarray (k, k), optional
         ``gram(Y, missing_weight, regularization)`` precomputed (a half-step over row chunks
         forms it once for all chunks).
+    hot : dict, optional
+        ``hot_plan(parts of Xᵀ, 0, nonzeros per row of X, k, dtype)``: with ``solver="cg"``,
+        CG on those long rows walks Xᵀ (Y read in order) instead of gathering Y's rows in every
+        step (see the notes above :func:`hot_rows`); the same solution up to rounding.
 
     Returns
     -------
@@ -475,7 +654,7 @@ def als_half_step(X, Y: np.ndarray, out: np.ndarray, *, missing_weight: float,
         parts = _csr_parts(X, dtype)
     G = gram(Y, missing_weight, regularization) if gram_matrix is None else gram_matrix
     dw = np.full(Y.shape[0], 1.0 - missing_weight, dtype=dtype)
-    quad = _run(parts, Y, G, dw, out, solver, cg_steps)
+    quad = _run(parts, Y, G, dw, out, solver, cg_steps, hot)
     if return_objective:
         data = parts[2]
         return out, float(np.dot(data, data)) + quad

@@ -117,9 +117,10 @@ def run_als(est, data, V: np.ndarray, E: np.ndarray, desc: str) -> None:
         data.release()
 
 
-def _solve(parts, Y, out, G, w, lam, solver, steps) -> float:
+def _solve(parts, Y, out, G, w, lam, solver, steps, hot=None) -> float:
     _, obj = _als().als_half_step(None, Y, out, missing_weight=w, regularization=lam, solver=solver,
-                                  cg_steps=steps, parts=parts, gram_matrix=G, return_objective=True)
+                                  cg_steps=steps, parts=parts, gram_matrix=G, return_objective=True,
+                                  hot=hot)
     return obj
 
 
@@ -141,10 +142,27 @@ class InMemoryALS:
         self.rows = [(0, self.shape[0], als._csr_parts(stacked, dtype))]
         self.cols = [(int(o0), int(o0) + int(M.shape[1]), als._csr_parts(M.T.tocsr(), dtype))
                      for M, o0 in zip(mats, self.offsets[:-1], strict=True)]
+        self._hot: tuple[int, list] | None = None     # (k, one hot plan or None per language)
+
+    def _hot_plans(self, k: int) -> list:
+        """The cols half-step's hot rows (frequent words: CG pushed from the stacked rows' CSR,
+        :func:`linxling.kernels.als.hot_plan`), one plan (or None) per language; formed on the
+        first CG half-step (an index per stacked column and the row lists)."""
+        if self._hot is None or self._hot[0] != k:
+            als = _als()
+            rows_parts = self.rows[0][2]
+            dtype = rows_parts[2].dtype
+            self._hot = (k, [als.hot_plan(rows_parts, r0, np.diff(parts[0]), k, dtype)
+                             for r0, _, parts in self.cols])
+        return self._hot[1]
 
     def half_step(self, side: str, Y, G, out, w, lam, solver, steps) -> float:
-        return sum(_solve(parts, Y, out[r0:r1], G, w, lam, solver, steps)
-                   for r0, r1, parts in (self.rows if side == "rows" else self.cols))
+        if side == "rows":
+            return sum(_solve(parts, Y, out[r0:r1], G, w, lam, solver, steps)
+                       for r0, r1, parts in self.rows)
+        hots = self._hot_plans(int(Y.shape[1])) if solver == "cg" else [None] * len(self.cols)
+        return sum(_solve(parts, Y, out[r0:r1], G, w, lam, solver, steps, hot)
+                   for (r0, r1, parts), hot in zip(self.cols, hots, strict=True))
 
     def release(self) -> None:
         pass
