@@ -372,7 +372,8 @@ def floor_table(parts: dict, rates: dict, dtype: str) -> dict:
 
 
 # =============================================================================== WMF
-def wmf_half_step_flops(n_nonempty: int, nnz: int, k: int, cg_steps: int) -> int:
+def wmf_half_step_flops(n_nonempty: int, nnz: int, k: int, cg_steps: int, rotated: bool = False,
+                        n_fixed: int = 0) -> int:
     """Floating-point operations of one CG half-step of :func:`linxling.kernels.als._cg_chunk`,
     every row staying active for all ``cg_steps`` (as at a random start; a row that converges
     early does less), counted per operation: a multiply-add is 2, a negation 0.
@@ -381,10 +382,19 @@ def wmf_half_step_flops(n_nonempty: int, nnz: int, k: int, cg_steps: int) -> int
     ``p·Ap`` (2k), α and β (1 + 1), the updates of x, r and p (2k each) and ``r·r`` (2k), and the
     objective term ``x·(r + b)`` (3k). Per nonzero: the initial residual (``y·x`` 2k, ``x_ui −
     dw t`` 2, the updates of r and b 2k each) and per step ``y·p`` (2k), ``t dw`` (1) and the
-    update of Ap (2k)."""
-    per_row = 2 * k * k + 2 * k + cg_steps * (2 * k * k + 10 * k + 2) + 3 * k
+    update of Ap (2k).
+
+    ``rotated``: the half-step runs in the Gram's eigenbasis
+    (:func:`linxling.kernels.als.eigen_basis_pays`): the fixed factor's ``n_fixed`` rows are
+    rotated once (2k² each), each row's warm start is rotated in and its solution back (2k²
+    each), and the Gram's products become diagonal scalings (k instead of 2k²). The k × k
+    eigendecomposition (O(k³) once per half-step) is not counted."""
+    gram_row = k if rotated else 2 * k * k
+    per_row = gram_row + 2 * k + cg_steps * (gram_row + 10 * k + 2) + 3 * k
+    if rotated:
+        per_row += 4 * k * k
     per_nnz = 6 * k + 2 + cg_steps * (4 * k + 1)
-    return int(n_nonempty * per_row + nnz * per_nnz)
+    return int(n_nonempty * per_row + nnz * per_nnz + (2 * k * k * n_fixed if rotated else 0))
 
 
 def _hot_fraction(counts: np.ndarray, row_bytes: int, cache: int) -> float:
@@ -418,10 +428,12 @@ def wmf_iteration_parts(X, k: int, cg_steps: int, dtype, llc: int) -> dict:
     and the rows of E with a hot nonzero in order once per pass (1 + cg_steps passes), counted
     in ``push_bytes`` (part of ``bytes``); the other words' nonzeros gather as above. The flops
     are the same (the threads' private sums, T·H·k additions a pass, are not counted: 0.01 % on
-    the benchmark)."""
+    the benchmark). A half-step that runs in its Gram's eigenbasis (``eigenbasis``; the sentence
+    half-step, :func:`linxling.kernels.als.eigen_basis_pays`) counts the rotations' flops and
+    the rotated factor's write and read instead of the Gram products."""
     import scipy.sparse as sp
 
-    from linxling.kernels.als import hot_rows
+    from linxling.kernels.als import eigen_basis_pays, hot_rows
     X = sp.csr_matrix(X)
     n, m = X.shape
     item = np.dtype(dtype).itemsize
@@ -432,11 +444,15 @@ def wmf_iteration_parts(X, k: int, cg_steps: int, dtype, llc: int) -> dict:
     parts = {}
 
     def half(name, n_out, nnz_out, n_fixed, nonempty, gathered_counts, push_bytes=0):
+        rotated = eigen_basis_pays(n_fixed, n_out, cg_steps)
         csr = 8 * (n_out + 1) + (4 + item) * nnz_out
         compulsory = csr + 2 * n_out * k * item + n_fixed * k * item + 2 * n_fixed * item + k * k * item
+        if rotated:                     # the fixed factor read and its rotation written
+            compulsory += 2 * n_fixed * k * item
         hot = _hot_fraction(gathered_counts, row_bytes, llc)
         gather = (1.0 - hot) * int(gathered_counts.sum()) * row_bytes
-        parts[name] = {"flops": wmf_half_step_flops(nonempty, nnz_out, k, cg_steps) + 2 * nnz_out,
+        flops = wmf_half_step_flops(nonempty, nnz_out, k, cg_steps, rotated, n_fixed)
+        parts[name] = {"flops": flops + 2 * nnz_out, "eigenbasis": rotated,
                        "compulsory_bytes": compulsory, "gather_bytes": gather, "llc_hit_fraction": hot,
                        "push_bytes": push_bytes, "bytes": compulsory + gather + push_bytes}
 

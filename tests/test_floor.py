@@ -30,7 +30,10 @@ class _Tally:
         self.flops += 2 * x.size
         return y + a * x
 
-    def matvec(self, x, G):              # x G, k x k
+    def matvec(self, x, G):              # x G, k x k; a G of one row is a diagonal (k flops)
+        if G.shape[0] == 1:
+            self.flops += G.size
+            return x * G[0]
         self.flops += 2 * G.size
         return x @ G
 
@@ -38,11 +41,17 @@ class _Tally:
         self.flops += n
 
 
-def _reference_half_step(X, Y, out, G, dw, steps, tally):
+def _reference_half_step(X, Y, out, G, dw, steps, tally, eigenbasis=False):
     """One CG half-step, row by row, written from the normal equations (not from the kernel):
     A_u = G + Σ_i dw_i y_i y_iᵀ, b_u = Σ_i X_ui y_i, warm start out[u]; returns the solution and
-    the objective term Σ_u x·(r + b)."""
+    the objective term Σ_u x·(r + b). ``eigenbasis``: the same CG on z = Qᵀx with G = QΛQᵀ (Y
+    rotated once, each warm start rotated in and its solution back)."""
     X = sp.csr_matrix(X)
+    Q = None
+    if eigenbasis:
+        lam, Q = np.linalg.eigh(G)
+        Y = np.vstack([tally.matvec(y, Q) for y in Y])
+        G = lam[None, :]
     res = out.copy()
     quad = 0.0
     for u in range(X.shape[0]):
@@ -52,6 +61,8 @@ def _reference_half_step(X, Y, out, G, dw, steps, tally):
             res[u] = 0
             continue
         x = out[u].astype(np.float64)
+        if Q is not None:
+            x = tally.matvec(x, Q)
         r = -tally.matvec(x, G)
         b = np.zeros_like(x)
         for i, v in zip(cols, vals, strict=True):
@@ -80,7 +91,7 @@ def _reference_half_step(X, Y, out, G, dw, steps, tally):
             rs = rsnew
         tally.scalar(3 * x.size)         # x·(r + b): an add, a multiply and an add per entry
         quad += float(x @ (r + b))
-        res[u] = x
+        res[u] = x if Q is None else tally.matvec(x, Q.T)
     return res, quad
 
 
@@ -111,12 +122,24 @@ def test_wmf_half_step_flops_equal_instrumented_reference():
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-10)
     nonempty = int(np.count_nonzero(np.diff(X.indptr)))
     assert floor.wmf_half_step_flops(nonempty, X.nnz, k, steps) == tally.flops
+    # the same CG in the Gram's eigenbasis (the sentence half-step here: 25 words < 2 x 40 rows)
+    assert als.eigen_basis_pays(Y.shape[0], X.shape[0], steps)
+    t_eig = _Tally()
+    ref_eig, _ = _reference_half_step(X, Y, out0, G, dw, steps, t_eig, eigenbasis=True)
+    np.testing.assert_allclose(ref_eig, ref, rtol=1e-9, atol=1e-10)
+    assert floor.wmf_half_step_flops(nonempty, X.nnz, k, steps, True, Y.shape[0]) == t_eig.flops
     # the iteration's parts: each half-step adds the objective's Σ data² (2 nnz)
     parts = floor.wmf_iteration_parts(X, k, steps, np.float64, llc=1 << 20)
-    assert parts["rows half-step (E)"]["flops"] == tally.flops + 2 * X.nnz
+    assert parts["rows half-step (E)"]["eigenbasis"]
+    assert parts["rows half-step (E)"]["flops"] == t_eig.flops + 2 * X.nnz
+    # the word half-step: 40 sentences < 2 x 25 words here too (not at the benchmark's shape)
+    assert parts["cols half-step (V)"]["eigenbasis"] == als.eigen_basis_pays(X.shape[0], X.shape[1], steps)
+    assert not floor.wmf_iteration_parts(sp.random(400, 25, density=0.2, random_state=1, format="csr"),
+                                         k, steps, np.float64, llc=1 << 20)["cols half-step (V)"]["eigenbasis"]
     XT = X.T.tocsr()
     t2 = _Tally()
-    _reference_half_step(XT, out0, Y.copy(), als.gram(out0, w, lam), np.full(X.shape[0], 1 - w), steps, t2)
+    _reference_half_step(XT, out0, Y.copy(), als.gram(out0, w, lam), np.full(X.shape[0], 1 - w), steps, t2,
+                         eigenbasis=parts["cols half-step (V)"]["eigenbasis"])
     assert parts["cols half-step (V)"]["flops"] == t2.flops + 2 * X.nnz
     assert parts["gram V (VᵀV)"]["flops"] == 2 * X.shape[1] * k * k + k * k + k
 

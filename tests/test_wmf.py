@@ -128,6 +128,37 @@ def test_cg_hot_rows_pushed_match_reference(dtype, small_hot_rows):
     assert np.all(got[counts == 0] == 0)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("with_hot", [False, True])
+def test_cg_in_the_gram_eigenbasis_equals_plain_cg(dtype, with_hot, monkeypatch):
+    """CG on Qᵀx with G = QΛQᵀ (Y and the warm starts rotated, the solutions rotated back) gives
+    the iterates of plain CG, with and without pushed hot rows."""
+    assert als.eigen_basis_pays(30, 90, 3) and not als.eigen_basis_pays(200, 50, 3)
+    X = _zipf_rows(90, 30, seed=11)          # 30 fixed rows < 2 x 90 solved rows: rotated
+    rng = np.random.default_rng(12)
+    Y = rng.standard_normal((30, 5)).astype(dtype)
+    X0 = rng.standard_normal((90, 5)).astype(dtype)
+    plan = None
+    if with_hot:
+        monkeypatch.setattr(als, "_HOT_MIN_NNZ", 8)
+        monkeypatch.setattr(als, "_HOT_BYTES", 1 << 30)
+        plan = als.hot_plan(als._csr_parts(X.T.tocsr(), dtype), 0, np.diff(X.indptr), 5, dtype)
+        assert plan is not None and 0 < plan["hot"].size < 90
+    kw = {"missing_weight": W_M, "regularization": LAM, "solver": "cg", "cg_steps": 3,
+          "return_objective": True, "hot": plan}
+    got, want = X0.copy(), X0.copy()
+    _, f_got = als.als_half_step(X, Y, got, **kw)
+    monkeypatch.setattr(als, "_EIGEN_BASIS", False)
+    _, f_want = als.als_half_step(X, Y, want, **kw)
+    expected = ref.half_step_cg_reference(X, Y.astype(np.float64), X0.astype(np.float64),
+                                          missing_weight=W_M, regularization=LAM, cg_steps=3)
+    assert _rel(want, expected) < 100 * TOL[dtype]
+    assert _rel(got, expected) < 100 * TOL[dtype]
+    assert _rel(got, want) < 100 * TOL[dtype]
+    assert f_got == pytest.approx(f_want, rel=100 * TOL[dtype])
+    assert np.all(got[np.diff(X.indptr) == 0] == 0)
+
+
 def test_hot_rows_chosen_by_length_cache_and_share(monkeypatch):
     counts = np.array([0, 500, 3, 200, 127, 128, 9000])
     assert list(als.hot_rows(counts, 100, np.float32)) == [1, 3, 5, 6]   # 128+ nonzeros

@@ -45,7 +45,7 @@ from numba import njit, prange
 
 from linxling.kernels._prefetch import PREFETCH_DISTANCE as PD
 from linxling.kernels._prefetch import prefetch_row
-from linxling.kernels.dense import gram_tn
+from linxling.kernels.dense import gram_tn, matmul_rows
 
 __all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_sums",
            "hot_plan", "SOLVERS"]
@@ -259,6 +259,18 @@ def _sparse_apply_row(Y, indices, dw, s, e, p, Ap, b):
 
 
 @njit(cache=True, fastmath=_FM, inline="always")
+def _gram_times(G, v, out, nb):
+    """``out[:nb] = v[:nb] @ G``: one BLAS GEMM, or, for G of one row (the diagonal of the Gram in
+    its eigenbasis, see :func:`_run`), a scaling of each column."""
+    if G.shape[0] == 1:
+        for b in range(nb):
+            for j in range(v.shape[1]):
+                out[b, j] = G[0, j] * v[b, j]
+    else:
+        np.dot(v[:nb], G, out[:nb])
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
 def _cg_start_row(r, p, rsold, tiny, active, b):
     """Start CG on row b from its residual ``r[b]``: ``p[b] = r[b]``, ``rsold[b] = ‖r[b]‖²``,
     the stopping threshold ``tiny[b]`` and whether the row is active."""
@@ -299,7 +311,7 @@ def _cg_update_row(x, r, p, Ap, rsold, tiny, active, b):
 
 
 @njit(cache=True, fastmath=_FM)
-def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, dw, out, cg_steps):
+def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, cg_steps):
     """CG for rows c, c + nchunks, ... in batches of _CG_BATCH: the batch's products with the
     Gram G are one BLAS GEMM (``V[:nb] @ G``), the sparse part takes four nonzeros per pass and
     prefetches each gathered row of Y a few nonzeros ahead
@@ -339,8 +351,14 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, dw, out, cg_step
             nb += 1
         if nb == 0:
             break
+        rotated = Q.shape[0] > 0
+        if rotated:                            # the warm starts into the Gram's eigenbasis
+            for b in range(nb):
+                for j in range(k):
+                    r[b, j] = x[b, j]
+            np.dot(r[:nb], Q, x[:nb])
         # r = b − A x, with A x = G x + Σ dw_i (y_i·x) y_i and b = Σ X_ui y_i
-        np.dot(x[:nb], G, r[:nb])
+        _gram_times(G, x, r, nb)
         for b in range(nb):
             u = rows[b]
             for j in range(k):
@@ -354,7 +372,7 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, dw, out, cg_step
                 any_active = any_active or active[b]
             if not any_active:
                 break
-            np.dot(p[:nb], G, Ap[:nb])          # G p for the batch (inactive rows: unused)
+            _gram_times(G, p, Ap, nb)           # G p for the batch (inactive rows: unused)
             for b in range(nb):
                 if not active[b]:
                     continue
@@ -362,24 +380,31 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, dw, out, cg_step
                 _sparse_apply_row(Y, indices, dw, indptr[u], indptr[u + 1], p, Ap, b)
                 _cg_update_row(x, r, p, Ap, rsold, tiny, active, b)
         for b in range(nb):
-            u = rows[b]
             t = zero
             for j in range(k):
-                out[u, j] = x[b, j]
                 t += x[b, j] * (r[b, j] + bv[b, j])
             quad += np.float64(t)
+        if rotated:                            # the solutions back from the eigenbasis
+            np.dot(x[:nb], Qt, Ap[:nb])
+            for b in range(nb):
+                for j in range(k):
+                    x[b, j] = Ap[b, j]
+        for b in range(nb):
+            u = rows[b]
+            for j in range(k):
+                out[u, j] = x[b, j]
     return quad
 
 
 @njit(parallel=True, cache=True)
-def _half_step_cg(rowlist, indptr, indices, data, Y, G, dw, out, cg_steps, nthreads):
+def _half_step_cg(rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, cg_steps, nthreads):
     """Warm-started CG per row (implicit's algorithm) for the rows ``rowlist`` (strided over the
     threads), rows batched per pass over G."""
     n = rowlist.size
     nchunks = max(min(nthreads, n), 1)
     quad = np.zeros(nchunks)
     for c in prange(nchunks):
-        quad[c] = _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, dw, out, cg_steps)
+        quad[c] = _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, cg_steps)
     return quad.sum()
 
 
@@ -505,7 +530,7 @@ def _hot_step(x, r, p, Ap, acc, rsold, tiny, active):
         _cg_update_row(x, r, p, Ap, rsold, tiny, active, b)
 
 
-def _half_step_hot(plan, Y, G, dw, out, cg_steps, nthreads) -> float:
+def _half_step_hot(plan, Y, G, Q, Qt, dw, out, cg_steps, nthreads) -> float:
     """CG on the hot rows of ``plan`` (:func:`hot_plan`), pushed; returns their Σ x·(r + b)."""
     indptr, indices, data = plan["parts"]
     hot = plan["hot"]
@@ -514,10 +539,10 @@ def _half_step_hot(plan, Y, G, dw, out, cg_steps, nthreads) -> float:
     bounds = np.searchsorted(indptr, np.linspace(0, indptr[-1], T + 1)).astype(np.int64)
     bounds[0], bounds[-1] = 0, n_in
     H, k = hot.size, out.shape[1]
-    x = np.ascontiguousarray(out[hot])
+    x = out[hot] @ Q if Q.shape[0] else np.ascontiguousarray(out[hot])
     acc = np.empty((T, H, k), dtype=Y.dtype)
     acc2 = np.empty((T, H, k), dtype=Y.dtype)
-    r = -(x @ G)
+    r = -(x * G[0]) if G.shape[0] == 1 else -(x @ G)
     p, bv, Ap = np.empty_like(x), np.empty_like(x), np.empty_like(x)
     rsold, tiny = np.empty(H, dtype=Y.dtype), np.empty(H, dtype=Y.dtype)
     active = np.empty(H, dtype=np.bool_)
@@ -526,10 +551,10 @@ def _half_step_hot(plan, Y, G, dw, out, cg_steps, nthreads) -> float:
     for _ in range(cg_steps):
         if not active.any():
             break
-        np.dot(p, G, Ap)
+        np.multiply(p, G[0], out=Ap) if G.shape[0] == 1 else np.dot(p, G, Ap)
         _hot_pass(indptr, indices, data, plan["remap"], bounds, Y, dw, p, acc, acc2, False)
         _hot_step(x, r, p, Ap, acc, rsold, tiny, active)
-    out[hot] = x
+    out[hot] = x @ Qt if Q.shape[0] else x
     return float(np.einsum("ij,ij->i", x, r + bv, dtype=np.float64).sum())
 
 
@@ -581,6 +606,22 @@ def gram(Y: np.ndarray, weight: float = 1.0, regularization: float = 0.0) -> np.
     return np.ascontiguousarray(G)
 
 
+_EIGEN_BASIS = True
+
+
+def eigen_basis_pays(n_fixed: int, n_out: int, cg_steps: int) -> bool:
+    """Whether a CG half-step runs in the eigenbasis of its Gram G = QΛQᵀ.
+
+    CG is invariant under an orthogonal change of variables: on z = Qᵀx, with the fixed factor
+    rotated (Y Q, once per half-step) and each batch's warm starts rotated (x Q, rotated back with
+    Qᵀ after the last step), every row's iterates are Qᵀ times the original ones, and G becomes
+    the diagonal Λ, so its product costs k instead of 2k² flops per row and step. The rotations
+    cost 2k²(n_fixed + 2·n_out); they pay when that is less than the Gram products saved,
+    2k²(1 + cg_steps)·n_out, i.e. in the sentence half-step (n_fixed = words < (cg_steps − 1) ×
+    sentences), not in the word half-step."""
+    return _EIGEN_BASIS and n_fixed + 2 * n_out < (1 + cg_steps) * n_out
+
+
 def _run(parts, Y, G, dw, out, solver, cg_steps, hot=None):
     """Run a kernel; return Σ_u x_u·(A_u x_u − 2 b_u) (float64) — see als_half_step."""
     indptr, indices, data = parts
@@ -596,12 +637,18 @@ def _run(parts, Y, G, dw, out, solver, cg_steps, hot=None):
                 "regularization (alpha) or use float64")
     elif solver == "cg":
         nthreads = numba.get_num_threads()
-        if hot is None:
-            rowlist = np.arange(out.shape[0], dtype=np.int64)
-            quad = _half_step_cg(rowlist, indptr, indices, data, Y, G, dw, out, int(cg_steps), nthreads)
-        else:
-            quad = _half_step_cg(hot["cold"], indptr, indices, data, Y, G, dw, out, int(cg_steps), nthreads)
-            quad += _half_step_hot(hot, Y, G, dw, out, int(cg_steps), nthreads)
+        Q = Qt = np.empty((0, 0), dtype=Y.dtype)
+        if eigen_basis_pays(Y.shape[0], out.shape[0], cg_steps):
+            # CG in the Gram's eigenbasis: the same iterates rotated (see eigen_basis_pays)
+            lam, Q = np.linalg.eigh(G.astype(np.float64))
+            Q = np.ascontiguousarray(Q, dtype=Y.dtype)
+            Qt = np.ascontiguousarray(Q.T)
+            Y = matmul_rows(Y, Q)
+            G = np.ascontiguousarray(lam[None, :], dtype=Y.dtype)
+        rowlist = np.arange(out.shape[0], dtype=np.int64) if hot is None else hot["cold"]
+        quad = _half_step_cg(rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, int(cg_steps), nthreads)
+        if hot is not None:
+            quad += _half_step_hot(hot, Y, G, Q, Qt, dw, out, int(cg_steps), nthreads)
     else:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     # x·(Ax − 2b) = −x·(r + b) with r = b − Ax; the kernels return Σ x·(r + b)
