@@ -542,8 +542,9 @@ def _half_step_hot(plan, Y, G, Q, Qt, dw, out, cg_steps, nthreads) -> float:
     x = out[hot] @ Q if Q.shape[0] else np.ascontiguousarray(out[hot])
     acc = np.empty((T, H, k), dtype=Y.dtype)
     acc2 = np.empty((T, H, k), dtype=Y.dtype)
-    r = -(x * G[0]) if G.shape[0] == 1 else -(x @ G)
-    p, bv, Ap = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    r, p, bv, Ap = np.empty_like(x), np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    _gram_times(G, x, r, H)
+    np.negative(r, out=r)
     rsold, tiny = np.empty(H, dtype=Y.dtype), np.empty(H, dtype=Y.dtype)
     active = np.empty(H, dtype=np.bool_)
     _hot_pass(indptr, indices, data, plan["remap"], bounds, Y, dw, x, acc, acc2, True)
@@ -551,7 +552,7 @@ def _half_step_hot(plan, Y, G, Q, Qt, dw, out, cg_steps, nthreads) -> float:
     for _ in range(cg_steps):
         if not active.any():
             break
-        np.multiply(p, G[0], out=Ap) if G.shape[0] == 1 else np.dot(p, G, Ap)
+        _gram_times(G, p, Ap, H)
         _hot_pass(indptr, indices, data, plan["remap"], bounds, Y, dw, p, acc, acc2, False)
         _hot_step(x, r, p, Ap, acc, rsold, tiny, active)
     out[hot] = x @ Qt if Q.shape[0] else x
