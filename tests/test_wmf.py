@@ -159,6 +159,28 @@ def test_cg_in_the_gram_eigenbasis_equals_plain_cg(dtype, with_hot, monkeypatch)
     assert np.all(got[np.diff(X.indptr) == 0] == 0)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_hot_plan_local_equals_hot_plan(dtype, small_hot_rows):
+    """A plan from the block's own rows (the hot rows' nonzeros transposed into a compact CSR, as
+    a Dask column block makes it) pushes the same CG as one walking the full transposed matrix."""
+    X = _zipf_rows(90, 70, seed=15)
+    rng = np.random.default_rng(16)
+    Y = rng.standard_normal((70, 6)).astype(dtype)
+    X0 = rng.standard_normal((90, 6)).astype(dtype)
+    full = als.hot_plan(als._csr_parts(X.T.tocsr(), dtype), 0, np.diff(X.indptr), 6, dtype)
+    local = als.hot_plan_local(als._csr_parts(X, dtype), 70, 6, dtype)
+    assert np.array_equal(local["hot"], full["hot"]) and np.array_equal(local["cold"], full["cold"])
+    assert local["parts"][1].size == np.diff(X.indptr)[full["hot"]].sum()   # only the hot nonzeros
+    got, want = X0.copy(), X0.copy()
+    kw = {"missing_weight": W_M, "regularization": LAM, "solver": "cg", "cg_steps": 3,
+          "return_objective": True}
+    _, f_got = als.als_half_step(X, Y, got, hot=local, **kw)
+    _, f_want = als.als_half_step(X, Y, want, hot=full, **kw)
+    assert _rel(got, want) < 100 * TOL[dtype]
+    assert f_got == pytest.approx(f_want, rel=100 * TOL[dtype])
+    assert als.hot_plan_local(als._csr_parts(_zipf_rows(20, 9, seed=1)[:, :0], dtype), 0, 6, dtype) is None
+
+
 def test_hot_rows_chosen_by_length_cache_and_share(monkeypatch):
     counts = np.array([0, 500, 3, 200, 127, 128, 9000])
     assert list(als.hot_rows(counts, 100, np.float32)) == [1, 3, 5, 6]   # 128+ nonzeros

@@ -67,6 +67,19 @@ def test_wmf_dask_equals_in_memory(client, solver, dtype):
     np.testing.assert_allclose(got.transform(X[:6]), ref.transform(X[:6]), rtol=tol, atol=tol)
 
 
+def test_wmf_dask_pushes_frequent_words_where_their_block_is(client):
+    """Words with 128+ nonzeros (the default threshold) are pushed on the workers from a compact
+    transposed copy of their column block, as the in-memory fit pushes them from the stacked rows."""
+    X = _corpus(n=900, m=60, seed=4, density=0.25)
+    assert np.diff(X.tocsc().indptr).max() >= 128
+    ref = WMF(**KW).fit(X)
+    got = WMF(**KW).fit(_dask(X, rows=300), client=client)
+    _same(got.embedding_, ref.embedding_, 1e-10)
+    _same(got.components_, ref.components_, 1e-10)
+    prefixes = client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.task_prefixes))
+    assert "dask_hot_plan" in prefixes          # (the scheduler drops the leading underscore)
+
+
 def test_wmf_dask_tight_tolerance_and_given_init(client):
     X = _corpus(n=180, m=60, seed=3)
     rng = np.random.default_rng(1)

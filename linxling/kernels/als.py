@@ -464,6 +464,26 @@ def hot_plan(push_parts, col0: int, counts: np.ndarray, k: int, dtype):
     return {"parts": push_parts, "remap": remap, "hot": hot, "cold": cold}
 
 
+def hot_plan_local(parts, n_other: int, k: int, dtype):
+    """A :func:`hot_plan` from a half-step's own CSR ``parts`` (rows solved, ``n_other`` columns:
+    the fixed factor's rows), for a block that holds no transposed copy to push from (a Dask
+    worker's column block): the hot rows' nonzeros transposed into a compact (n_other, H) CSR
+    whose column j is hot row ``hot[j]``. Costs a copy of those nonzeros; ``None`` as
+    :func:`hot_plan`."""
+    indptr, indices, data = parts
+    counts = np.diff(indptr)
+    hot = hot_rows(counts, k, dtype)
+    if hot is None:
+        return None
+    n_rows = counts.size
+    sub = sp.csr_matrix((data, indices, indptr), shape=(n_rows, int(n_other)))[hot]
+    push = _csr_parts(sub.T.tocsr(), dtype)
+    remap = np.arange(hot.size, dtype=np.int32)              # every pushed nonzero is hot
+    keep = np.ones(n_rows, dtype=bool)
+    keep[hot] = False
+    return {"parts": push, "remap": remap, "hot": hot, "cold": np.flatnonzero(keep).astype(np.int64)}
+
+
 @njit(parallel=True, cache=True, fastmath=_FM)
 def _hot_pass(indptr, indices, data, remap, bounds, Y, dw, src, acc, acc2, residual):
     """One pass over the transposed matrix's rows ``i`` (row parts ``bounds`` on the threads, each

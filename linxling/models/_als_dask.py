@@ -67,16 +67,25 @@ def _dask_h5_col_block(path: str, c0: int, c1: int, n: int, dtype, name: str):
     return _als()._csr_parts(B, dtype)
 
 
-def _dask_solve(parts, Y, G, warm, r0: int, r1: int, w: float, lam: float, solver: str, steps: int):
+def _dask_hot_plan(parts, n_other: int, k: int, dtype):
+    """A column block's hot rows (frequent words) with their nonzeros transposed, to push their
+    CG from the fixed factor read in order (:func:`linxling.kernels.als.hot_plan_local`); made
+    on the worker that holds the block and kept there."""
+    return _als().hot_plan_local(parts, n_other, k, dtype)
+
+
+def _dask_solve(parts, Y, G, warm, r0: int, r1: int, w: float, lam: float, solver: str, steps: int,
+                hot=None):
     """One block of a half-step: rows r0:r1 solved with Y fixed, warm-started from ``warm``:
-    the whole factor (rows r0:r1 are used) or this block's previous ``(rows, objective)``."""
+    the whole factor (rows r0:r1 are used) or this block's previous ``(rows, objective)``;
+    ``hot``: the block's :func:`_dask_hot_plan` (CG only) or None."""
     from linxling._dask import kernel_threads
     start = warm[0] if isinstance(warm, tuple) else warm[r0:r1]
     out = np.array(start, dtype=Y.dtype, order="C", copy=True)
     with kernel_threads():
         _, obj = _als().als_half_step(None, Y, out, missing_weight=w, regularization=lam,
                                       solver=solver, cg_steps=steps, parts=parts, gram_matrix=G,
-                                      return_objective=True)
+                                      return_objective=True, hot=hot)
     return out, obj
 
 
@@ -204,6 +213,7 @@ class DaskALS:
         self.nnz = int(counts.sum())
         self.bytes_sent = {"scattered": 0, "gathered": 0}
         self.prev: dict = {}
+        self.hot: tuple[int, list] | None = None   # (k, a _dask_hot_plan future per column block)
         per_iter: list[int] = []
         #: what the estimator publishes as ``dask_info_`` (the list grows with each iteration)
         self.info: dict[str, Any] = {"n_workers": self.n_workers, "row_blocks": len(self.rows),
@@ -221,6 +231,18 @@ class DaskALS:
         fut = self.client.scatter(array, hash=False, direct=self.direct)
         self.bytes_sent["scattered"] += array.nbytes * n_receivers
         return fut
+
+    def _hot_plans(self, k: int, where) -> list:
+        """One :func:`_dask_hot_plan` future per column block, made where the block is on the
+        first CG cols half-step (and again for another k); a plan lost with its worker is
+        recomputed from its task like the block."""
+        if self.hot is None or self.hot[0] != k:
+            n = self.shape[0]
+            # loosely pinned: a plan lost with its worker is remade wherever its block is remade
+            self.hot = (k, [self.client.submit(_dask_hot_plan, blk, n, k, self.dtype, pure=False,
+                                               workers=at, allow_other_workers=True)
+                            for blk, at in zip(self.cols, where, strict=True)])
+        return self.hot[1]
 
     def half_step(self, side: str, Y, G, out, w, lam, solver, steps) -> float:
         """Solve the rows of one side's blocks into ``out`` (in place) with ``Y`` fixed; return
@@ -245,13 +267,19 @@ class DaskALS:
             warm = state["warm"]
             if warm is None or any(f.status != "finished" for f in warm):
                 warm = [self.scatter(out, receivers)] * len(blocks)
+            hots = self._hot_plans(int(Y.shape[1]), where) if side == "cols" and solver == "cg" \
+                else [None] * len(blocks)
+            for h in hots:       # made (or remade after a loss) before the solves that watch them
+                if h is not None and h.exception() is not None:
+                    h.result()
             # pinned (strictly: a loosely restricted task may be stolen by another worker, which
             # then fetches the block); a block being recomputed after a loss runs anywhere
             futs = [self.client.submit(_dask_solve, blk, fY, fG, fw, r0, r1, w, lam, solver, steps,
-                                       pure=False, workers=at)
-                    for blk, (r0, r1), at, fw in zip(blocks, ranges, where, warm, strict=True)]
+                                       hp, pure=False, workers=at)
+                    for blk, (r0, r1), at, fw, hp in zip(blocks, ranges, where, warm, hots, strict=True)]
             try:
-                watch = [*blocks, fY, fG, *{f.key: f for f in warm}.values()]
+                watch = [*blocks, fY, fG, *{f.key: f for f in warm}.values(),
+                         *(h for h in hots if h is not None)]
                 return futs, gather_watching(self.client, futs, watch, direct=self.direct)
             except BaseException:
                 state["warm"] = None               # a retry starts from the client's copy
@@ -271,5 +299,6 @@ class DaskALS:
     def release(self) -> None:
         self.rows = self.cols = []
         self.prev = {}
+        self.hot = None
 
 
