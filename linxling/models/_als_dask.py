@@ -269,7 +269,9 @@ class DaskALS:
                 warm = [self.scatter(out, receivers)] * len(blocks)
             hots = self._hot_plans(int(Y.shape[1]), where) if side == "cols" and solver == "cg" \
                 else [None] * len(blocks)
-            for h in hots:       # made (or remade after a loss) before the solves that watch them
+            # made (or remade after a loss) before the solves that watch them; exception() waits
+            # for a plan and raises its error without fetching the plan to the client (result() would)
+            for h in hots:
                 if h is not None and h.exception() is not None:
                     h.result()
             # pinned (strictly: a loosely restricted task may be stolen by another worker, which
