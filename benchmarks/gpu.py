@@ -155,7 +155,56 @@ def m_bandwidth(dev, size, args) -> dict:
     a = xp.ones(n, dtype=np.float32)
     b = xp.empty_like(a)
     t, _ = timed(dev, lambda: b.__setitem__(Ellipsis, a), repeats=10)
-    return {"bytes": 2 * a.nbytes, "seconds": t, "GB_per_s": 2 * a.nbytes / t / 1e9}
+    out = {"bytes": 2 * a.nbytes, "seconds": t, "GB_per_s": 2 * a.nbytes / t / 1e9}
+    if dev.name == "cupy":
+        try:            # extra: its failure must not lose the copy bandwidth
+            out["cache_read"] = cache_read_bandwidth(dev, (8, 24, 40, 1024) if not args.rehearse else (1,))
+        except Exception:  # noqa: BLE001
+            out["cache_read"] = {"error": traceback.format_exc()}
+    return out
+
+
+#: reads a buffer ``reps`` times through L2 (``__ldcg``: cached in L2, not L1), 16 bytes a load;
+#: one float per thread is written only if the sums are impossible, so nothing is optimised away
+CACHE_READ_SOURCE = r"""
+extern "C" __global__ void cache_read(const float4* __restrict__ a, const long long n4, const int reps,
+                                      float* __restrict__ sink)
+{
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    float acc = 0.0f;
+    for (int r = 0; r < reps; ++r) {
+        for (long long i = tid; i < n4; i += stride) {
+            const float4 v = __ldcg(a + i);
+            acc += (v.x + v.y) + (v.z + v.w);
+        }
+    }
+    if (acc == -1.0f) sink[tid] = acc;
+}
+"""
+
+
+def cache_read_bandwidth(dev, sizes_mib) -> dict:
+    """GB/s of reads from a buffer of each size (MiB), read repeatedly (about 4 GB in all) by
+    :data:`CACHE_READ_SOURCE`: the cache's read bandwidth where the buffer fits in L2 (50 MiB on
+    an H100), the device memory's beyond. What a gather-based sparse product can read at most:
+    the ``spmm`` row compares its gathered bytes per second with it."""
+    import cupy as cp
+    kern = cp.RawKernel(CACHE_READ_SOURCE, "cache_read")
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    threads, blocks = 256, 8 * int(props["multiProcessorCount"])
+    sink = cp.zeros(threads * blocks, dtype=cp.float32)
+    out = {"l2_bytes": int(props.get("l2CacheSize", 0))}
+    for mib in sizes_mib:
+        a = cp.ones((mib << 20) // 4, dtype=cp.float32)
+        n4 = a.size // 4
+        reps = max(1, (4 << 30) // a.nbytes)
+        args = (a, np.int64(n4), np.int32(reps), sink)
+        kern((blocks,), (threads,), args)                   # compile and warm the cache
+        t, _ = timed(dev, lambda args=args: kern((blocks,), (threads,), args), repeats=5)
+        out[f"{mib} MiB"] = reps * a.nbytes / t / 1e9
+        del a
+    return out
 
 
 _WIKI: dict = {}
@@ -192,8 +241,14 @@ def m_spmm(dev, size, args, copy_gbs: float | None) -> dict:
         # input once, the output written once
         nbytes = A.nnz * (4 + 4) + (n_out + 1) * 4 + n_in * b * 4 + n_out * b * 4
         gbs = nbytes / t / 1e9
+        # what a gather-based product reads: a row of the dense operand per nonzero (from the
+        # caches when it is there); at half of the copy bandwidth on the compulsory bytes, the
+        # gathers would have to run at `gathered_GB_per_s_for_goal`
+        gathered = A.nnz * b * 4
         out[name] = {"seconds": t, "compulsory_bytes": nbytes, "GB_per_s": gbs,
-                     "fraction_of_copy": None if not copy_gbs else gbs / copy_gbs}
+                     "fraction_of_copy": None if not copy_gbs else gbs / copy_gbs,
+                     "gathered_bytes": gathered, "gathered_GB_per_s": gathered / t / 1e9,
+                     "gathered_GB_per_s_for_goal": None if not copy_gbs else 0.5 * copy_gbs * gathered / nbytes}
         if dev.name == "cupy":          # linxling's own kernel (linxling.xp._cuda_spmm), the same product
             try:
                 from linxling.xp._cuda_spmm import MAX_ROW, csr_matmat, make_plan
@@ -204,6 +259,7 @@ def m_spmm(dev, size, args, copy_gbs: float | None) -> dict:
                     tk, got = timed(dev, lambda A=A, B=B, pl=pl: csr_matmat(A, B, plan=pl), repeats=5)
                     err = float(dev.xp.linalg.norm(got - ref) / dev.xp.linalg.norm(ref))
                     row = {"seconds": tk, "GB_per_s": nbytes / tk / 1e9, "rel_diff_vs_cusparse": err,
+                           "gathered_GB_per_s": gathered / tk / 1e9,
                            "fraction_of_copy": None if not copy_gbs else nbytes / tk / 1e9 / copy_gbs,
                            "long_rows_split": pl.split}
                     if max_row == MAX_ROW:
@@ -567,7 +623,11 @@ def table(res: dict) -> str:
         if key == "tests":
             row("gpu tests", v["summary"], "all pass", v["ok"])
         elif key == "bandwidth":
-            row("copy bandwidth", f"{v['GB_per_s']:.0f} GB/s", "", None)
+            cr = v.get("cache_read", {})
+            reads = ", ".join(f"{k} {w:,.0f}" for k, w in cr.items() if k.endswith("MiB"))
+            extra = (f"; reads of a buffer, GB/s: {reads} (L2 {cr['l2_bytes'] >> 20} MiB)" if reads
+                     else f"; cache reads failed ({cr['error'].strip().splitlines()[-1]})" if "error" in cr else "")
+            row("copy bandwidth", f"{v['GB_per_s']:.0f} GB/s{extra}", "", None)
         elif key == "spmm":
             f = v["fraction_of_copy"]
             kern = []
@@ -582,6 +642,12 @@ def table(res: dict) -> str:
                 elif "error" in kv:
                     kern.append(f"{label}: kernel failed ({kv['error'].strip().splitlines()[-1]})")
             extra = f"; linxling's kernel: {', '.join(kern)}" if kern else ""
+            need = v["X @ V"].get("gathered_GB_per_s_for_goal")
+            if need:
+                best = [max(v[n]["gathered_GB_per_s"], v[n].get("kernel", {}).get("gathered_GB_per_s") or 0)
+                        for n in ("X @ V", "X.T @ W")]
+                extra += (f"; gathered rows read at {best[0]:,.0f} / {best[1]:,.0f} GB/s, where 50 % of copy "
+                          f"would need {need:,.0f}")
             row("SpMM (Cr5 products)", f"cuSPARSE X V {v['X @ V']['GB_per_s']:.0f} GB/s, Xᵀ W "
                 f"{v['X.T @ W']['GB_per_s']:.0f} GB/s{extra}; best {_fmt(None if f is None else 100 * f, '.0f')} "
                 "% of copy", GOALS[key], None if f is None else f >= 0.5)

@@ -146,6 +146,32 @@ def test_the_spmm_row_tables_the_kernel_beside_cusparse():
     assert "Xᵀ W: kernel failed (CUDADriverError: launch failed)" in text and "**missed**" in text
 
 
+def test_the_spmm_and_bandwidth_rows_give_the_gather_rates():
+    """The rates the products gather rows at, beside the rate 50 % of copy would need, and the
+    cache's read bandwidth beside the copy bandwidth (or why it is missing)."""
+    from benchmarks import gpu
+    nnz, b, copy = 1_000_000, 64, 3000.0
+    gathered, nbytes = nnz * b * 4, 10_000_000
+    v = {"X @ V": {"seconds": 0.002, "GB_per_s": nbytes / 0.002 / 1e9, "fraction_of_copy": 0.0017,
+                   "gathered_bytes": gathered, "gathered_GB_per_s": gathered / 0.002 / 1e9,
+                   "gathered_GB_per_s_for_goal": 0.5 * copy * gathered / nbytes,
+                   "kernel": {"seconds": 0.001, "GB_per_s": nbytes / 0.001 / 1e9, "rel_diff_vs_cusparse": 1e-7,
+                              "fraction_of_copy": 0.0033, "gathered_GB_per_s": gathered / 0.001 / 1e9}},
+         "X.T @ W": {"seconds": 0.004, "GB_per_s": nbytes / 0.004 / 1e9, "fraction_of_copy": 0.0008,
+                     "gathered_bytes": gathered, "gathered_GB_per_s": gathered / 0.004 / 1e9,
+                     "gathered_GB_per_s_for_goal": 0.5 * copy * gathered / nbytes},
+         "fraction_of_copy": 0.0033}
+    bw = {"GB_per_s": copy, "cache_read": {"l2_bytes": 50 << 20, "8 MiB": 7000.0, "1024 MiB": 2900.0}}
+    text = gpu.table({"results": {"bandwidth": bw, "spmm": v}, "rehearse": False,
+                      "machine": {"gpu": "G", "cpu": "c", "cores": 2, "date": "d"}})
+    assert "gathered rows read at 256 / 64 GB/s, where 50 % of copy would need 38,400" in text
+    assert "3000 GB/s; reads of a buffer, GB/s: 8 MiB 7,000, 1024 MiB 2,900 (L2 50 MiB)" in text
+    bw["cache_read"] = {"error": "Traceback ...\nCompileException: nvrtc failed\n"}
+    text = gpu.table({"results": {"bandwidth": bw}, "rehearse": False,
+                      "machine": {"gpu": "G", "cpu": "c", "cores": 2, "date": "d"}})
+    assert "cache reads failed (CompileException: nvrtc failed)" in text
+
+
 def test_the_cr5_wiki_row_names_the_kernel_fit():
     from benchmarks import gpu
     v = {"K": 485000, "r": 300, "fit_s": 53.3, "generate_s": 57.0, "converged": True,
