@@ -64,6 +64,9 @@ def test_the_rehearsal_runs_every_measurement(tmp_path):
     # (the toy problem's spectrum is flat: its P@1 at the paper's loose tolerances means nothing;
     # on the verse data the array path's P@1 is the CPU fit's: 0.8588 against 0.8584, float32)
     assert verse["gpu_float64_converged"] and 0 <= verse["cpu_p1"] <= 1
+    # the fit again with FUSED_CG flipped (on NumPy the same array path), and FUSED_CG restored
+    import linxling.xp.linalg as xl
+    assert verse["other_cg"]["fused"] is (not xl.FUSED_CG) and verse["other_cg"]["gpu_float32_s"] > 0
     assert res["results"]["csls"]["P@1"] > 0.9
     assert "REHEARSAL" in (tmp_path / "gpu.md").read_text()
 
@@ -170,6 +173,20 @@ def test_the_spmm_and_bandwidth_rows_give_the_gather_rates():
     text = gpu.table({"results": {"bandwidth": bw}, "rehearse": False,
                       "machine": {"gpu": "G", "cpu": "c", "cores": 2, "date": "d"}})
     assert "cache reads failed (CompileException: nvrtc failed)" in text
+
+
+def test_the_verse_row_gives_the_other_cg_fit():
+    from benchmarks import gpu
+    v = {"r": 100, "cpu_2_threads_s": 2.81, "gpu_float32_s": 0.345, "gpu_float64_s": 0.333, "speedup": 8.4,
+         "cpu_p1": 0.861, "gpu_float32_p1": 0.8608, "gpu_float64_p1": 0.8607, "p1_difference": 0.0003,
+         "other_cg": {"fused": True, "gpu_float32_s": 0.25, "speedup": 11.2, "p1": 0.8607}}
+    text = gpu.table({"results": {"cr5_verse": v}, "rehearse": False,
+                      "machine": {"gpu": "G", "cpu": "c", "cores": 2, "date": "d"}})
+    assert "GPU 0.861/0.861; fused CG: f32 0.25 s (11.2x, P@1 0.861)" in text and "**missed**" in text
+    v["other_cg"] = {"fused": True, "error": "Traceback ...\nCompileException: bad\n"}
+    text = gpu.table({"results": {"cr5_verse": v}, "rehearse": False,
+                      "machine": {"gpu": "G", "cpu": "c", "cores": 2, "date": "d"}})
+    assert "fused CG: failed (CompileException: bad)" in text
 
 
 def test_the_cr5_wiki_row_names_the_kernel_fit():

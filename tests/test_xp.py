@@ -447,6 +447,84 @@ def test_cr5_on_the_gpu_equals_the_cpu():
                                Cr5(**kw).fit_matrices(blocks, concepts).singular_values_, rtol=1e-8)
 
 
+def _spd_problem(rng, p=300, b=7, dtype=np.float64):
+    """A sparse Gram plus ridge (Cr5's inner systems' shape) and b right-hand sides, one zero."""
+    X = sp.random(600, p, density=0.02, random_state=rng, dtype=np.float64, format="csr")
+    A = (X.T @ X + 0.5 * sp.eye(p)).tocsr().astype(dtype)
+    B = rng.standard_normal((p, b)).astype(dtype)
+    B[:, 3] = 0                                          # a zero column: done from the start
+    return A, B, np.asarray(A.diagonal())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_cg_iterations_equal_the_array_path(dtype):
+    """cg_columns' fused iterations (_cg_fused, every array updated in place by seven kernels), run
+    with NumPy stand-ins of the CuPy kernels, against its array path: the same iterations, flags
+    and solutions to rounding (the GPU test below runs the CuPy kernels themselves)."""
+    from linxling.xp import linalg as xl
+    A, B, d = _spd_problem(np.random.default_rng(0), dtype=dtype)
+    dev = Device("numpy")
+    X, it, ok = xl.cg_columns(dev, lambda P: A @ P, B, d, 1e-6, 200)
+    # the fused branch's initial state, built as cg_columns builds it
+    Minv = (1.0 / d)[:, None].astype(dtype)
+    Xf, Rf = np.zeros_like(B), B.copy()
+    Zf = Minv * Rf
+    Pf = Zf.copy()
+    rz = np.sum(Rf * Zf, axis=0)
+    bnorm = np.sqrt(np.sum(B * B, axis=0))
+    thresh = (1e-6 * np.where(bnorm > 0, bnorm, 1)).astype(dtype)
+    done = np.sqrt(np.sum(Rf * Rf, axis=0)) <= thresh
+    Xf, itf, okf = xl._cg_fused(dev, lambda P: A @ P, Xf, Rf, Zf, Pf, rz, done, thresh, Minv, 200,
+                                xl._numpy_cg_kernels())
+    assert itf == it and 0 < it < 200 and ok.all() and np.array_equal(okf, ok)
+    _close(Xf, X, 1e-12 if dtype == np.float64 else 1e-5)
+    _close(A @ X, B, 1e-5 if dtype == np.float64 else 1e-4)
+
+
+def test_fused_cg_is_for_cupy_only(monkeypatch):
+    """FUSED_CG (or fused=True) leaves NumPy on the array path, the kernels' reference."""
+    from linxling.xp import linalg as xl
+    A, B, d = _spd_problem(np.random.default_rng(1))
+    monkeypatch.setattr(xl, "_cg_fused", None)             # would fail if the NumPy path took it
+    monkeypatch.setattr(xl, "FUSED_CG", True)
+    X, it, ok = xl.cg_columns(Device("numpy"), lambda P: A @ P, B, d, 1e-8, 300, fused=True)
+    assert ok.all()
+    _close(A @ X, B, 1e-7)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_cg_kernels_equal_the_array_path_on_the_gpu(dtype):
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+
+    from linxling.xp import linalg as xl
+    A, B, d = _spd_problem(np.random.default_rng(2), p=2000, b=40, dtype=dtype)
+    dev = Device("cupy")
+    Ad, Bd, dd = csp.csr_matrix(A), cp.asarray(B), cp.asarray(d)
+    X, it, ok = xl.cg_columns(dev, lambda P: Ad @ P, Bd, dd, 1e-5, 300, fused=False)
+    Xf, itf, okf = xl.cg_columns(dev, lambda P: Ad @ P, Bd, dd, 1e-5, 300, fused=True)
+    assert abs(itf - it) <= 1 and bool(okf.all()) and bool(ok.all())
+    _close(cp.asnumpy(Xf), cp.asnumpy(X), 1e-4 if dtype == np.float32 else 1e-9)
+    _close(A @ cp.asnumpy(Xf), B, 1e-4 if dtype == np.float32 else 1e-5)
+
+
+@gpu
+def test_cr5_on_the_gpu_with_fused_cg_equals_the_array_path(monkeypatch):
+    import linxling.xp.cr5 as xc
+    import linxling.xp.linalg as xl
+    from linxling import Cr5
+    from tests.test_cr5 import TIGHT, random_problem
+    monkeypatch.setattr(xc, "DENSE_MAX", 0)                 # every block solved by CG
+    blocks, concepts = random_problem(np.random.default_rng(3), n_langs=3, n_concepts=60)
+    kw = dict(n_components=6, alpha=0.5, random_state=0, device="cuda", **TIGHT)
+    monkeypatch.setattr(xl, "FUSED_CG", False)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    monkeypatch.setattr(xl, "FUSED_CG", True)
+    got = Cr5(**kw).fit_matrices(blocks, concepts)
+    np.testing.assert_allclose(got.singular_values_, ref.singular_values_, rtol=1e-8)
+
+
 class _FakeCupyCSR:
     """Looks like a ``cupyx.scipy.sparse`` matrix to the dispatch (its module), ``get()`` gives
     the SciPy matrix back."""

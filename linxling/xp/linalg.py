@@ -9,6 +9,7 @@ Small k x k and m x m problems (Rayleigh-Ritz, Cholesky of a Gram) are solved on
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +18,18 @@ import numpy as np
 
 from linxling.xp import Device
 
-__all__ = ["orthonormalize", "cg_columns", "eig_subspace"]
+__all__ = ["orthonormalize", "cg_columns", "eig_subspace", "FUSED_CG"]
+
+#: On CuPy, run each iteration of :func:`cg_columns` as seven kernels (three column dot
+#: products and four element-wise updates, :func:`_cg_kernels`) besides the operator instead of
+#: about 32 array operations, each a kernel launch. Small problems are bound by those launches:
+#: on the verse benchmark (5 languages x 20,000 verses, r = 100) 4,248 of the fit's 5,164 array
+#: operations are its CG's, 113 iterations of about 36 with the operator's four (counted on the
+#: NumPy path, 2026-11-28), and the GPU fit's 0.33 s is launch-bound (benchmarks/README.md, "The
+#: GPU suite"). Off until a GPU run has measured it (the suite's ``cr5_verse`` row times the fit
+#: both ways); read at each call. NumPy always runs the array operations, the reference the
+#: fused kernels are tested against (``gpu`` tests; the recurrences by NumPy stand-ins here).
+FUSED_CG = False
 
 
 def _svqb(dev: Device, Y: Any, drop: float) -> Any:
@@ -48,11 +60,12 @@ def orthonormalize(dev: Device, Y: Any, against: Any = None, drop: float | None 
 
 
 def cg_columns(dev: Device, apply: Callable[[Any], Any], B: Any, diag: Any, rtol: float, maxiter: int,
-               X0: Any = None) -> tuple[Any, int, Any]:
+               X0: Any = None, fused: bool | None = None) -> tuple[Any, int, Any]:
     """Solve ``A X = B`` column by column (each column its own CG scalars, all columns advanced
     together: one ``apply`` of the whole block per iteration), Jacobi-preconditioned by ``diag``.
     Returns ``(X, iterations, converged)`` with ``converged`` a boolean per column: relative
-    residual ``||b - A x|| <= rtol ||b||``."""
+    residual ``||b - A x|| <= rtol ||b||``. ``fused`` (CuPy only; default :data:`FUSED_CG`): the
+    same iterations in fused kernels (:func:`_cg_fused`)."""
     xp = dev.xp
     X = xp.zeros_like(B) if X0 is None else X0.copy()
     R = B - apply(X) if X0 is not None else B.copy()
@@ -64,6 +77,9 @@ def cg_columns(dev: Device, apply: Callable[[Any], Any], B: Any, diag: Any, rtol
     rz = xp.sum(R * Z, axis=0)
     it = 0
     done = xp.sqrt(xp.sum(R * R, axis=0)) <= thresh
+    if (FUSED_CG if fused is None else fused) and dev.name == "cupy":
+        Z, P, rz, thresh, Minv = (a.astype(B.dtype, copy=False) for a in (Z, P, rz, thresh, Minv))
+        return _cg_fused(dev, apply, X, R, Z, P, rz, done, thresh, Minv, maxiter, _cg_kernels())
     while it < maxiter and not bool(xp.all(done)):
         AP = apply(P)
         pAp = xp.sum(P * AP, axis=0)
@@ -76,6 +92,76 @@ def cg_columns(dev: Device, apply: Callable[[Any], Any], B: Any, diag: Any, rtol
         beta = xp.where(done, 0, rz_new / xp.where(rz > 0, rz, 1))
         P = Z + beta[None, :] * P
         rz = rz_new
+        it += 1
+    return X, it, done
+
+
+@functools.cache
+def _cg_kernels() -> tuple:
+    """CuPy kernels of one CG iteration of :func:`cg_columns` (compiled on first use, cached by
+    CuPy): the column dot product, and the scalar, solution/residual and direction updates, each
+    the array path's formula with its ``where`` guards written as conditionals."""
+    import cupy as cp
+    # (a and b are the reduction's own operand names: the inputs are u and v)
+    coldot = cp.ReductionKernel("T u, T v", "T y", "u * v", "a + b", "y = a", "0", "linxling_cg_coldot")
+    step = cp.ElementwiseKernel(
+        "bool done, T pap, T rz", "T alpha",
+        "alpha = (done || pap <= (T)0) ? (T)0 : rz / pap", "linxling_cg_alpha")
+    update = cp.ElementwiseKernel(
+        "T p, T ap, T minv, T alpha", "T x, T r, T z",
+        "x += alpha * p; r -= alpha * ap; z = minv * r", "linxling_cg_update")
+    scalars = cp.ElementwiseKernel(
+        "T rr, T thresh, T pap, T rz_new", "bool done, T rz, T beta",
+        "done = done || sqrt(rr) <= thresh || pap <= (T)0; "
+        "beta = done ? (T)0 : rz_new / (rz > (T)0 ? rz : (T)1); rz = rz_new", "linxling_cg_beta")
+    direction = cp.ElementwiseKernel("T z, T beta", "T p", "p = z + beta * p", "linxling_cg_direction")
+    return coldot, step, update, scalars, direction
+
+
+def _numpy_cg_kernels() -> tuple:
+    """NumPy stand-ins with the semantics of :func:`_cg_kernels` (outputs updated in place): the
+    CPU tests run :func:`_cg_fused` on them against the array path of :func:`cg_columns`."""
+    def coldot(a, b, axis):
+        return np.sum(a * b, axis=axis)
+
+    def step(done, pap, rz, alpha):
+        alpha[...] = np.where(done | (pap <= 0), 0, rz / np.where(pap > 0, pap, 1))
+
+    def update(p, ap, minv, alpha, x, r, z):
+        x += alpha * p
+        r -= alpha * ap
+        z[...] = minv * r
+
+    def scalars(rr, thresh, pap, rz_new, done, rz, beta):
+        done |= (np.sqrt(rr) <= thresh) | (pap <= 0)
+        beta[...] = np.where(done, 0, rz_new / np.where(rz > 0, rz, 1))
+        rz[...] = rz_new
+
+    def direction(z, beta, p):
+        p[...] = z + beta * p
+    return coldot, step, update, scalars, direction
+
+
+def _cg_fused(dev: Device, apply: Callable[[Any], Any], X: Any, R: Any, Z: Any, P: Any, rz: Any, done: Any,
+              thresh: Any, Minv: Any, maxiter: int, kernels: tuple) -> tuple[Any, int, Any]:
+    """The iterations of :func:`cg_columns` from its initial state, every array updated in
+    place: per iteration ``apply``, seven kernels (:func:`_cg_kernels` on CuPy) and the test of
+    the flags, instead of about 32 array operations besides ``apply``. The same recurrences; the
+    sums may differ in rounding (fused multiply-adds, the kernels' reduction order)."""
+    xp = dev.xp
+    coldot, step, update, scalars, direction = kernels
+    alpha = xp.empty_like(rz)
+    beta = xp.empty_like(rz)
+    it = 0
+    while it < maxiter and not bool(xp.all(done)):
+        AP = apply(P)
+        if AP.dtype != P.dtype:                 # the kernels take one dtype
+            AP = AP.astype(P.dtype)
+        pap = coldot(P, AP, axis=0)
+        step(done, pap, rz, alpha)
+        update(P, AP, Minv, alpha[None, :], X, R, Z)
+        scalars(coldot(R, R, axis=0), thresh, pap, coldot(R, Z, axis=0), done, rz, beta)
+        direction(Z, beta[None, :], P)
         it += 1
     return X, it, done
 
