@@ -359,8 +359,8 @@ def m_cr5_verse(dev, size, args) -> dict:
         out[f"gpu_{name}_speedup"] = t_cpu / t_gpu
         out[f"gpu_{name}_converged"] = bool(m.convergence_["eig"]["converged"])
         out[f"gpu_{name}_stages_s"] = _stages(m)
-    if dev.name == "cupy" or args.rehearse:   # float32 again with the other CG iterations (FUSED_CG)
-        out["other_cg"] = _verse_other_cg(dev, target, kw, blocks, concepts, test, qpos, t_cpu)
+    if dev.name == "cupy" or args.rehearse:   # float32 again under other settings (VERSE_VARIANTS)
+        out["variants"] = _verse_variants(dev, target, kw, blocks, concepts, test, qpos, t_cpu)
     out["speedup"] = max(out["gpu_float32_speedup"], out["gpu_float64_speedup"])
     out["p1_difference"] = max(abs(out[f"gpu_{d}_p1"] - out["cpu_p1"]) for d in ("float32", "float64"))
     if ref:
@@ -369,23 +369,42 @@ def m_cr5_verse(dev, size, args) -> dict:
     return out
 
 
-def _verse_other_cg(dev, target, kw, blocks, concepts, test, qpos, t_cpu) -> dict:
-    """The float32 verse fit with :data:`linxling.xp.linalg.FUSED_CG` flipped (the fused CG
-    kernels against the array path's launches), timed as the default's; restored after."""
-    import linxling.xp.linalg as xl
+#: the verse row's variants of the float32 GPU fit, each a set of module settings (restored after):
+#: the fused CG kernels flipped, and every language's block factored densely (the verse blocks
+#: have 2,951-11,850 features; 8,192 is the default bound, so three of five run CG)
+VERSE_VARIANTS = {
+    "fused_cg": (("linxling.xp.linalg", "FUSED_CG", "flip"),),
+    "dense_blocks": (("linxling.xp.cr5", "DENSE_MAX", 16384),),
+}
+
+
+def _verse_variants(dev, target, kw, blocks, concepts, test, qpos, t_cpu) -> dict:
+    """The float32 verse fit under each of :data:`VERSE_VARIANTS`, timed as the default's."""
+    import importlib
+
     from linxling import Cr5
-    default = xl.FUSED_CG
-    out: dict = {"fused": not default}
     bl = {lang: X.astype(np.float32) for lang, X in blocks.items()}
-    try:
-        xl.FUSED_CG = not default
-        t, m = timed(dev, lambda: Cr5(**kw, device=target).fit_matrices(bl, concepts), repeats=2)
-        out.update(gpu_float32_s=t, speedup=t_cpu / t, p1=_verse_quality(m.components_, test, qpos),
-                   stages_s=_stages(m))
-    except Exception:  # noqa: BLE001 (the candidate is extra: its failure must not lose the row)
-        out["error"] = traceback.format_exc()
-    finally:
-        xl.FUSED_CG = default
+    out: dict = {}
+    for name, settings in VERSE_VARIANTS.items():
+        saved = []
+        res: dict = {}
+        try:
+            for mod_name, attr, value in settings:
+                mod = importlib.import_module(mod_name)
+                old = getattr(mod, attr)
+                saved.append((mod, attr, old))
+                value = (not old) if value == "flip" else value
+                setattr(mod, attr, value)
+                res[attr] = value
+            t, m = timed(dev, lambda: Cr5(**kw, device=target).fit_matrices(bl, concepts), repeats=2)
+            res.update(gpu_float32_s=t, speedup=t_cpu / t, p1=_verse_quality(m.components_, test, qpos),
+                       stages_s=_stages(m))
+        except Exception:  # noqa: BLE001 (a variant is extra: its failure must not lose the row)
+            res["error"] = traceback.format_exc()
+        finally:
+            for mod, attr, old in reversed(saved):
+                setattr(mod, attr, old)
+        out[name] = res
     return out
 
 
@@ -674,11 +693,13 @@ def table(res: dict) -> str:
                 f"{v['X.T @ W']['GB_per_s']:.0f} GB/s{extra}; best {_fmt(None if f is None else 100 * f, '.0f')} "
                 "% of copy", GOALS[key], None if f is None else f >= 0.5)
         elif key == "cr5_verse":
-            oc = v.get("other_cg", {})
-            label = "fused CG" if oc.get("fused") else "CG as array operations"
-            extra = (f"; {label}: f32 {oc['gpu_float32_s']:.2f} s ({oc['speedup']:.1f}x, P@1 {oc['p1']:.3f})"
-                     if "gpu_float32_s" in oc else
-                     f"; {label}: failed ({oc['error'].strip().splitlines()[-1]})" if "error" in oc else "")
+            parts = []
+            for name, w in v.get("variants", {}).items():
+                setting = ", ".join(f"{k}={w[k]}" for k in ("FUSED_CG", "DENSE_MAX") if k in w)
+                parts.append(f"{name} ({setting}): f32 {w['gpu_float32_s']:.2f} s ({w['speedup']:.1f}x, "
+                             f"P@1 {w['p1']:.3f})" if "gpu_float32_s" in w else
+                             f"{name}: failed ({w['error'].strip().splitlines()[-1]})")
+            extra = "; " + "; ".join(parts) if parts else ""
             row(f"Cr5 verse (r = {v['r']})",
                 f"CPU 2 threads {v['cpu_2_threads_s']:.1f} s, GPU f32 {v['gpu_float32_s']:.2f} s, "
                 f"f64 {v['gpu_float64_s']:.2f} s: {v['speedup']:.1f}x; P@1 CPU {v['cpu_p1']:.3f}, "

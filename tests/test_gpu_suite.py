@@ -64,9 +64,13 @@ def test_the_rehearsal_runs_every_measurement(tmp_path):
     # (the toy problem's spectrum is flat: its P@1 at the paper's loose tolerances means nothing;
     # on the verse data the array path's P@1 is the CPU fit's: 0.8588 against 0.8584, float32)
     assert verse["gpu_float64_converged"] and 0 <= verse["cpu_p1"] <= 1
-    # the fit again with FUSED_CG flipped (on NumPy the same array path), and FUSED_CG restored
+    # the fit again under each variant (FUSED_CG flipped: on NumPy the same array path; every
+    # block dense), the settings restored after
+    import linxling.xp.cr5 as xc
     import linxling.xp.linalg as xl
-    assert verse["other_cg"]["fused"] is (not xl.FUSED_CG) and verse["other_cg"]["gpu_float32_s"] > 0
+    var = verse["variants"]
+    assert var["fused_cg"]["FUSED_CG"] is (not xl.FUSED_CG) and var["dense_blocks"]["DENSE_MAX"] == 16384
+    assert all(w["gpu_float32_s"] > 0 for w in var.values()) and xc.DENSE_MAX == 8192
     assert res["results"]["csls"]["P@1"] > 0.9
     assert "REHEARSAL" in (tmp_path / "gpu.md").read_text()
 
@@ -175,18 +179,16 @@ def test_the_spmm_and_bandwidth_rows_give_the_gather_rates():
     assert "cache reads failed (CompileException: nvrtc failed)" in text
 
 
-def test_the_verse_row_gives_the_other_cg_fit():
+def test_the_verse_row_gives_its_variants():
     from benchmarks import gpu
     v = {"r": 100, "cpu_2_threads_s": 2.81, "gpu_float32_s": 0.345, "gpu_float64_s": 0.333, "speedup": 8.4,
          "cpu_p1": 0.861, "gpu_float32_p1": 0.8608, "gpu_float64_p1": 0.8607, "p1_difference": 0.0003,
-         "other_cg": {"fused": True, "gpu_float32_s": 0.25, "speedup": 11.2, "p1": 0.8607}}
+         "variants": {"fused_cg": {"FUSED_CG": True, "gpu_float32_s": 0.25, "speedup": 11.2, "p1": 0.8607},
+                      "dense_blocks": {"DENSE_MAX": 16384, "error": "Traceback ...\nCompileException: bad\n"}}}
     text = gpu.table({"results": {"cr5_verse": v}, "rehearse": False,
                       "machine": {"gpu": "G", "cpu": "c", "cores": 2, "date": "d"}})
-    assert "GPU 0.861/0.861; fused CG: f32 0.25 s (11.2x, P@1 0.861)" in text and "**missed**" in text
-    v["other_cg"] = {"fused": True, "error": "Traceback ...\nCompileException: bad\n"}
-    text = gpu.table({"results": {"cr5_verse": v}, "rehearse": False,
-                      "machine": {"gpu": "G", "cpu": "c", "cores": 2, "date": "d"}})
-    assert "fused CG: failed (CompileException: bad)" in text
+    assert ("GPU 0.861/0.861; fused_cg (FUSED_CG=True): f32 0.25 s (11.2x, P@1 0.861); "
+            "dense_blocks: failed (CompileException: bad)") in text and "**missed**" in text
 
 
 def test_the_cr5_wiki_row_names_the_kernel_fit():
