@@ -22,13 +22,14 @@ __all__ = ["orthonormalize", "cg_columns", "eig_subspace", "FUSED_CG"]
 
 #: On CuPy, run each iteration of :func:`cg_columns` as seven kernels (three column dot
 #: products and four element-wise updates, :func:`_cg_kernels`) besides the operator instead of
-#: about 32 array operations, each a kernel launch. Small problems are bound by those launches:
-#: on the verse benchmark (5 languages x 20,000 verses, r = 100) 4,248 of the fit's 5,164 array
-#: operations are its CG's, 113 iterations of about 36 with the operator's four (counted on the
-#: NumPy path, 2026-11-28), and the GPU fit's 0.33 s is launch-bound (benchmarks/README.md, "The
-#: GPU suite"). Off until a GPU run has measured it (the suite's ``cr5_verse`` row times the fit
-#: both ways); read at each call. NumPy always runs the array operations, the reference the
-#: fused kernels are tested against (``gpu`` tests; the recurrences by NumPy stand-ins here).
+#: about 30 array operations, each a kernel launch. Small problems are bound by those launches:
+#: on the verse benchmark (5 languages x 20,000 verses, r = 100) 3,909 of the fit's 4,655 array
+#: operations are its CG's, 113 iterations of about 34 with the operator's (1,560 and 2,306
+#: fused; ``python -m benchmarks.launches [--fused]`` counts them on the NumPy path), and the
+#: GPU fit's 0.33 s is launch-bound (benchmarks/README.md, "The GPU suite"). Off until a GPU
+#: run has measured it (the suite's ``cr5_verse`` row times the fit both ways); read at each
+#: call. NumPy always runs the array operations, the reference the fused kernels are tested
+#: against (``gpu`` tests; the recurrences by NumPy stand-ins here).
 FUSED_CG = False
 
 
@@ -146,7 +147,7 @@ def _cg_fused(dev: Device, apply: Callable[[Any], Any], X: Any, R: Any, Z: Any, 
               thresh: Any, Minv: Any, maxiter: int, kernels: tuple) -> tuple[Any, int, Any]:
     """The iterations of :func:`cg_columns` from its initial state, every array updated in
     place: per iteration ``apply``, seven kernels (:func:`_cg_kernels` on CuPy) and the test of
-    the flags, instead of about 32 array operations besides ``apply``. The same recurrences; the
+    the flags, instead of about 30 array operations besides ``apply``. The same recurrences; the
     sums may differ in rounding (fused multiply-adds, the kernels' reduction order)."""
     xp = dev.xp
     coldot, step, update, scalars, direction = kernels
