@@ -186,20 +186,8 @@ def count_cr5(blocks: list, labels: list, K: int, r: int, *, fused: bool = False
         with counter.within("cg"):
             if not fused:
                 res = plain_cg(dev_, apply, B, diag, rtol, maxiter, X0)
-            elif X0 is not None:
-                raise NotImplementedError("count_cr5(fused=True) counts cold-started solves only (fit_cr5's)")
             else:       # cg_columns' fused branch, its kernels NumPy stand-ins counted once each
-                xp = dev_.xp
-                X = xp.zeros_like(B)
-                R = B.copy()
-                bnorm = xp.sqrt(xp.sum(B * B, axis=0))
-                thresh = rtol * xp.where(bnorm > 0, bnorm, 1)
-                Minv = (1.0 / diag)[:, None]
-                Z = Minv * R
-                P = Z.copy()
-                rz = xp.sum(R * Z, axis=0)
-                done = xp.sqrt(xp.sum(R * R, axis=0)) <= thresh
-                res = xl._cg_fused(dev_, apply, X, R, Z, P, rz, done, thresh, Minv, maxiter,
+                res = xl._cg_fused(dev_, apply, *xl.cg_start(dev_, apply, B, diag, rtol, X0), maxiter,
                                    _counting_kernels(counter))
         iterations.append(int(res[1]))
         return res

@@ -464,21 +464,16 @@ def test_fused_cg_iterations_equal_the_array_path(dtype):
     from linxling.xp import linalg as xl
     A, B, d = _spd_problem(np.random.default_rng(0), dtype=dtype)
     dev = Device("numpy")
-    X, it, ok = xl.cg_columns(dev, lambda P: A @ P, B, d, 1e-6, 200)
-    # the fused branch's initial state, built as cg_columns builds it
-    Minv = (1.0 / d)[:, None].astype(dtype)
-    Xf, Rf = np.zeros_like(B), B.copy()
-    Zf = Minv * Rf
-    Pf = Zf.copy()
-    rz = np.sum(Rf * Zf, axis=0)
-    bnorm = np.sqrt(np.sum(B * B, axis=0))
-    thresh = (1e-6 * np.where(bnorm > 0, bnorm, 1)).astype(dtype)
-    done = np.sqrt(np.sum(Rf * Rf, axis=0)) <= thresh
-    Xf, itf, okf = xl._cg_fused(dev, lambda P: A @ P, Xf, Rf, Zf, Pf, rz, done, thresh, Minv, 200,
-                                xl._numpy_cg_kernels())
-    assert itf == it and 0 < it < 200 and ok.all() and np.array_equal(okf, ok)
-    _close(Xf, X, 1e-12 if dtype == np.float64 else 1e-5)
-    _close(A @ X, B, 1e-5 if dtype == np.float64 else 1e-4)
+    apply = lambda P: A @ P                                    # noqa: E731
+    X, it, ok = xl.cg_columns(dev, apply, B, d, 1e-6, 200)
+    for X0 in (None, 0.5 * X):                                  # cold and warm starts
+        Xf, itf, okf = xl._cg_fused(dev, apply, *xl.cg_start(dev, apply, B, d, 1e-6, X0), 200,
+                                    xl._numpy_cg_kernels())
+        Xw, itw, okw = xl.cg_columns(dev, apply, B, d, 1e-6, 200, X0=X0)
+        assert itf == itw and 0 < itw < 200 and okw.all() and np.array_equal(okf, okw)
+        _close(Xf, Xw, 1e-12 if dtype == np.float64 else 1e-5)
+        _close(A @ Xf, B, 1e-5 if dtype == np.float64 else 1e-4)
+    assert ok.all()
 
 
 def test_fused_cg_is_for_cupy_only(monkeypatch):

@@ -18,7 +18,7 @@ import numpy as np
 
 from linxling.xp import Device
 
-__all__ = ["orthonormalize", "cg_columns", "eig_subspace", "FUSED_CG"]
+__all__ = ["orthonormalize", "cg_columns", "cg_start", "eig_subspace", "FUSED_CG"]
 
 #: On CuPy, run each iteration of :func:`cg_columns` as seven kernels (three column dot
 #: products and four element-wise updates, :func:`_cg_kernels`) besides the operator instead of
@@ -68,19 +68,11 @@ def cg_columns(dev: Device, apply: Callable[[Any], Any], B: Any, diag: Any, rtol
     residual ``||b - A x|| <= rtol ||b||``. ``fused`` (CuPy only; default :data:`FUSED_CG`): the
     same iterations in fused kernels (:func:`_cg_fused`)."""
     xp = dev.xp
-    X = xp.zeros_like(B) if X0 is None else X0.copy()
-    R = B - apply(X) if X0 is not None else B.copy()
-    bnorm = xp.sqrt(xp.sum(B * B, axis=0))
-    thresh = rtol * xp.where(bnorm > 0, bnorm, 1)
-    Minv = (1.0 / diag)[:, None]
-    Z = Minv * R
-    P = Z.copy()
-    rz = xp.sum(R * Z, axis=0)
-    it = 0
-    done = xp.sqrt(xp.sum(R * R, axis=0)) <= thresh
+    X, R, Z, P, rz, done, thresh, Minv = cg_start(dev, apply, B, diag, rtol, X0)
     if (FUSED_CG if fused is None else fused) and dev.name == "cupy":
         Z, P, rz, thresh, Minv = (a.astype(B.dtype, copy=False) for a in (Z, P, rz, thresh, Minv))
         return _cg_fused(dev, apply, X, R, Z, P, rz, done, thresh, Minv, maxiter, _cg_kernels())
+    it = 0
     while it < maxiter and not bool(xp.all(done)):
         AP = apply(P)
         pAp = xp.sum(P * AP, axis=0)
@@ -95,6 +87,24 @@ def cg_columns(dev: Device, apply: Callable[[Any], Any], B: Any, diag: Any, rtol
         rz = rz_new
         it += 1
     return X, it, done
+
+
+def cg_start(dev: Device, apply: Callable[[Any], Any], B: Any, diag: Any, rtol: float, X0: Any = None) -> tuple:
+    """The state :func:`cg_columns` iterates from: ``(X, R, Z, P, rz, done, thresh, Minv)``, the
+    start ``X`` (zero or a copy of ``X0``), its residual ``R``, the preconditioned residual ``Z``
+    (``Minv = 1 / diag`` as a column), the first direction ``P``, the column dots ``rz = RᵀZ``,
+    the columns already solved (``done``) and each column's residual threshold."""
+    xp = dev.xp
+    X = xp.zeros_like(B) if X0 is None else X0.copy()
+    R = B - apply(X) if X0 is not None else B.copy()
+    bnorm = xp.sqrt(xp.sum(B * B, axis=0))
+    thresh = rtol * xp.where(bnorm > 0, bnorm, 1)
+    Minv = (1.0 / diag)[:, None]
+    Z = Minv * R
+    P = Z.copy()
+    rz = xp.sum(R * Z, axis=0)
+    done = xp.sqrt(xp.sum(R * R, axis=0)) <= thresh
+    return X, R, Z, P, rz, done, thresh, Minv
 
 
 @functools.cache
@@ -145,7 +155,7 @@ def _numpy_cg_kernels() -> tuple:
 
 def _cg_fused(dev: Device, apply: Callable[[Any], Any], X: Any, R: Any, Z: Any, P: Any, rz: Any, done: Any,
               thresh: Any, Minv: Any, maxiter: int, kernels: tuple) -> tuple[Any, int, Any]:
-    """The iterations of :func:`cg_columns` from its initial state, every array updated in
+    """The iterations of :func:`cg_columns` from its initial state (:func:`cg_start`), every array updated in
     place: per iteration ``apply``, seven kernels (:func:`_cg_kernels` on CuPy) and the test of
     the flags, instead of about 30 array operations besides ``apply``. The same recurrences; the
     sums may differ in rounding (fused multiply-adds, the kernels' reduction order)."""
