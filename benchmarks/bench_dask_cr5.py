@@ -12,9 +12,15 @@ and every byte written to the cluster's TCP comms during the fit by any process
 (:class:`linxling._dask.CommMeter`: the one-time persist, worker-to-worker copies, headers).
 The in-memory fit (the peer, numba on all cores of this process) runs in the same script.
 
+``--links`` runs the Dask fits again with the loopback interface limited to each rate in Gbit/s
+(:mod:`benchmarks._netshape`: needs root and ``tc``): a network of known bandwidth between the
+client and the workers, to test the scaling model's network term (:mod:`benchmarks.dask_scaling`).
+The unshaped runs are under ``"dask"`` in the JSON, the shaped ones under ``"links"``, by rate.
+
 Usage::
 
     python benchmarks/bench_dask_cr5.py --concepts 4000 --vocab 30000 --r 24 --chunks 4
+    sudo python benchmarks/bench_dask_cr5.py --concepts 60000 --vocab 200000 --r 300 --workers 1,2 --links 0,2,1
 """
 from __future__ import annotations
 
@@ -50,12 +56,16 @@ def main(argv=None) -> dict:
     ap.add_argument("--kernel-threads", type=int, default=0,
                     help="numba threads per worker (default: this machine's cores // workers, so that "
                          "every fit uses the same cores)")
+    ap.add_argument("--links", default="0",
+                    help="comma-separated link rates in Gbit/s for the Dask fits; 0 = the loopback unshaped "
+                         "(shaping needs root and tc)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_cr5.json"))
     args = ap.parse_args(argv)
     import dask.array as da
     from distributed import Client, LocalCluster
 
     from benchmarks._machine import machine
+    from benchmarks._netshape import shaped_loopback
     from benchmarks.wiki_synth import wiki_corpus
     from linxling._dask import CommMeter
     blocks, concepts = wiki_corpus(args.concepts, vocab_size=args.vocab)
@@ -71,12 +81,15 @@ def main(argv=None) -> dict:
                  "dask": {}}
     print(f"in memory: {t_mem:.1f} s (CPU {cpu_mem:.1f} s), eig {ref.convergence_['eig']}, "
           f"blocks {ref.fit_info_['block_methods']}", flush=True)
-    for n_workers in [int(w) for w in args.workers.split(",")]:
+    links = [float(g) for g in args.links.split(",")]
+    runs = [(g, int(w)) for g in links for w in args.workers.split(",")]
+    for gbit, n_workers in runs:
         kt = args.kernel_threads or max(1, (os.cpu_count() or 1) // n_workers)
         one = {"NUMBA_NUM_THREADS": str(kt), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "LINXLING_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
-        with LocalCluster(n_workers=n_workers, threads_per_worker=kt, processes=True, dashboard_address=None,
-                          env=one) as cluster, Client(cluster) as client:
+        with shaped_loopback(gbit), \
+                LocalCluster(n_workers=n_workers, threads_per_worker=kt, processes=True, dashboard_address=None,
+                             env=one) as cluster, Client(cluster) as client:
             client.run(lambda: __import__("linxling.models.cr5"))
             dblocks = {lang: da.from_array(X, chunks=(-(-X.shape[0] // args.chunks), -1), asarray=False)
                        for lang, X in blocks.items()}
@@ -87,10 +100,12 @@ def main(argv=None) -> dict:
             wire = meter.read() - wire0
             rec = model.fit_info_["dask"]
             diff = float(np.max(np.abs(model.singular_values_ / ref.singular_values_ - 1)))
-            res["dask"][n_workers] = {"fit_s": t, "client_cpu_s": cpu, "dask": rec, "wire_bytes": wire,
-                                      "eig": model.convergence_["eig"],
-                                      "sv_max_rel_diff_vs_memory": diff, "loadavg": [load0, os.getloadavg()]}
-            print(f"{n_workers} worker(s): {t:.1f} s (client CPU {cpu:.1f} s), {rec['n_products']} products, "
+            into = res["dask"] if not gbit else res.setdefault("links", {}).setdefault(f"{gbit:g}", {})
+            into[n_workers] = {"link_gbit": gbit, "fit_s": t, "client_cpu_s": cpu, "dask": rec, "wire_bytes": wire,
+                               "eig": model.convergence_["eig"],
+                               "sv_max_rel_diff_vs_memory": diff, "loadavg": [load0, os.getloadavg()]}
+            link = f", link {gbit:g} Gbit/s" if gbit else ""
+            print(f"{n_workers} worker(s){link}: {t:.1f} s (client CPU {cpu:.1f} s), {rec['n_products']} products, "
                   f"sent {rec['bytes_sent'] / 2**20:.1f} MiB, received {rec['bytes_received'] / 2**20:.1f} MiB, "
                   f"on the wire (all processes, persist included) {wire / 2**20:.1f} MiB, "
                   f"per eig iteration {rec.get('bytes_per_eig_iteration', 0) / 2**20:.1f} MiB over "

@@ -13,7 +13,7 @@ the workers (:class:`linxling.operators._dask.DaskSource`). Every product is one
 
 The time of one product is modelled as ::
 
-    t = rounds · latency + bytes · hops / bandwidth + work · seconds_per_nnz_column / cores
+    t = rounds · latency + bytes · hops · seconds_per_byte + work · seconds_per_nnz_column / cores
 
 * ``work`` = nonzeros × columns × passes (2 passes for ``gram``, 1 for ``matmat``/``rmatmat``;
   a solve's iterations × 2), over the nonzeros of the language the product reads;
@@ -22,7 +22,14 @@ The time of one product is modelled as ::
 * ``bytes`` = what the client sends and receives (the product log's counts); chunk by chunk on
   ``W > 1`` workers the block also reaches the other workers and the partial sums cross between
   workers, ``⌈log₂ W⌉`` more link transfers each (a tree over the workers);
-* ``rounds`` = 1 + ⌈log₂ W⌉ message rounds (scatter, tasks, reduction levels, gather).
+* ``rounds`` = 1 + ⌈log₂ W⌉ message rounds (scatter, tasks, reduction levels, gather);
+* ``seconds_per_byte`` = the host's end-to-end cost of a transfer (serialisation, copies, this
+  machine's loopback), or over a network link the slower of that and the link's own time
+  (:meth:`Machine.seconds_per_byte`).
+
+Languages placed whole on different workers run side by side: their work divides by the
+languages running at once, their transfers do not (every block starts or ends at the client,
+through its one network link: :func:`side_by_side`).
 
 The fit's time is the client's own work (the eigen-solver's dense algebra, the Woodbury
 correction, Φ), measured as the fit's wall time minus the time inside products and taken as
@@ -32,7 +39,9 @@ all cores, the latency of a task round trip, and the bandwidth of a client↔wor
 
 **Validation.** :func:`validate` predicts, from the product log that ``bench_dask_cr5.py``
 records for each run (``fit_info_["dask"]["product_log"]``), every run's time inside products
-and whole fit, and compares them with the measurements.
+and whole fit, and compares them with the measurements. The network term is validated on runs
+whose loopback was shaped to a known rate (``bench_dask_cr5.py --links``, :mod:`benchmarks._netshape`),
+with the constants of the unshaped runs: nothing is fitted to the shaped runs.
 
 **Prediction.** :func:`predict_job` gives a job of ``L`` languages on ``M`` machines with a
 given network bandwidth, as the code runs it today (each language's products spread over every
@@ -69,7 +78,14 @@ class Machine:
     s_per_nnz_col_all: float    # the same on all the machine's cores (per machine, not per core)
     cores: int                  # cores per machine
     latency: float              # one task round trip (submit, run nothing, gather)
-    bandwidth: float            # bytes per second of one client <-> worker transfer
+    bandwidth: float            # bytes per second of one client <-> worker transfer, end to end
+
+    def seconds_per_byte(self, link: float | None = None) -> float:
+        """Seconds per byte moved between the client and a worker: the host's end-to-end cost
+        (``1 / bandwidth``: serialisation, copies, the loopback), or over a network link of
+        ``link`` bytes/s the slower of that and the link (the host's work streams alongside the
+        link's, as the runs over a shaped loopback showed)."""
+        return max(1.0 / self.bandwidth, 1.0 / link) if link else 1.0 / self.bandwidth
 
     def rate(self, cores: int) -> float:
         """Seconds per nonzero-column pass on ``cores`` cores of one machine (linear between the
@@ -82,14 +98,16 @@ class Machine:
 
 
 def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations: int, nnz: float,
-                    bytes_moved: float, workers: int, threads: int, *, bandwidth: float | None = None,
+                    bytes_moved: float, workers: int, threads: int, *, link: float | None = None,
                     shared_cores: int | None = None) -> float:
-    """Modelled seconds of one product (see the module docstring). ``shared_cores``: the workers
-    share one machine of that many cores (a LocalCluster): their aggregate speed is capped."""
-    bw = m.bandwidth if bandwidth is None else bandwidth
+    """Modelled seconds of one product (see the module docstring). ``link``: the network's
+    bandwidth in bytes/s (None: this machine's loopback, as measured). ``shared_cores``: the
+    workers share one machine of that many cores (a LocalCluster): their aggregate speed is
+    capped."""
+    per_byte = m.seconds_per_byte(link)
     if where == "local":
         passes = 2 * max(1, iterations) if kind == "solve" else PASSES.get(kind, 2)
-        return m.latency + bytes_moved / bw + nnz * columns * passes * m.rate(threads)
+        return m.latency + bytes_moved * per_byte + nnz * columns * passes * m.rate(threads)
     levels = math.ceil(math.log2(workers)) if workers > 1 else 0
     passes = PASSES.get(kind, 2)
     # each worker computes its share on its own cores (or all share one machine's cores)
@@ -98,7 +116,15 @@ def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations:
         compute = work * m.rate(shared_cores)
     else:
         compute = work / workers * m.rate(threads)
-    return (1 + levels) * m.latency + bytes_moved * (1 + levels) / bw + compute
+    return (1 + levels) * m.latency + bytes_moved * (1 + levels) * per_byte + compute
+
+
+def side_by_side(total_s: float, transfer_s: float, side: int, cap: float = 1.0) -> float:
+    """Seconds of products that run ``side`` at a time on different workers (whole languages
+    placed), ``total_s`` their modelled sum of which ``transfer_s`` moves their bytes: the work
+    runs side by side (``cap``: how much slower each runs for sharing cores), the transfers one
+    after the other (every block starts or ends at the client, through its one link)."""
+    return (total_s - transfer_s) / max(1, side) * cap + transfer_s
 
 
 def calibrate(n_rows: int = 60_000, columns: int = 64, seed: int = 0) -> Machine:
@@ -165,6 +191,13 @@ def effective_bandwidth(run: dict, m: Machine, nnz_lang: float, threads: int) ->
     """The bandwidth that explains a run's local products: their measured seconds less the
     modelled latency and compute, per byte moved (serialisation and copies on both ends
     included, which a bare transfer test does not see)."""
+    seconds = measured_seconds_per_byte(run, m, nnz_lang, threads)
+    return 1.0 / seconds if seconds > 0 else m.bandwidth
+
+
+def measured_seconds_per_byte(run: dict, m: Machine, nnz_lang: float, threads: int) -> float:
+    """A run's local products' measured seconds less their modelled latency and compute, per
+    byte they moved."""
     rest, moved = 0.0, 0.0
     for e in _log(run):
         if e["where"] != "local":
@@ -173,17 +206,21 @@ def effective_bandwidth(run: dict, m: Machine, nnz_lang: float, threads: int) ->
         rest += e["seconds"] - product_seconds(m, e["kind"], "local", e["columns"], e.get("cg_iterations", 1),
                                                nnz_lang, 0.0, 1, threads)
         moved += b
-    return moved / rest if rest > 0 else m.bandwidth
+    return rest / moved if moved > 0 else 0.0
 
 
-def validate(runs: dict, m: Machine, n_languages: int) -> list[dict]:
+def validate(runs: dict, m: Machine, n_languages: int, link_gbit: float = 0.0) -> list[dict]:
     """Predicted against measured time inside products and whole fit, per run of
     ``bench_dask_cr5.py`` (its JSON). The languages are taken as equal in size (as the
-    generator makes them): each product reads ``nnz / n_languages`` nonzeros."""
+    generator makes them): each product reads ``nnz / n_languages`` nonzeros. ``link_gbit``:
+    validate the runs over the loopback shaped to that rate (``runs["links"]``; 0: the unshaped
+    runs, ``runs["dask"]``)."""
     cores = m.cores
     nnz_lang = runs["nnz"] / n_languages
+    link = link_gbit * 1e9 / 8 if link_gbit else None
+    chosen = runs["links"][f"{link_gbit:g}"] if link_gbit else runs["dask"]
     rows = []
-    for w, run in sorted(runs["dask"].items(), key=lambda kv: int(kv[0])):
+    for w, run in sorted(chosen.items(), key=lambda kv: int(kv[0])):
         w = int(w)
         threads = max(1, cores // w)
         log = _log(run)
@@ -193,17 +230,18 @@ def validate(runs: dict, m: Machine, n_languages: int) -> list[dict]:
         if side > 1:          # each worker's share of cores: threads per worker
             threads = max(1, cores // w)
         measured_products = sum(e["seconds"] for e in log) / side
+        moved = sum(e["bytes_sent"] + e["bytes_received"] for e in log)
         predicted = sum(product_seconds(m, e["kind"], e["where"], e["columns"], e.get("cg_iterations", 1),
                                         nnz_lang, e["bytes_sent"] + e["bytes_received"], w, threads,
-                                        shared_cores=cores)
-                        for e in log) / side
-        if side * threads > cores:              # side by side on shared cores: capped
-            predicted *= side * threads / cores
+                                        link=link, shared_cores=cores)
+                        for e in log)
+        if side > 1:      # side by side (on shared cores: capped), the transfers one after the other
+            predicted = side_by_side(predicted, moved * m.seconds_per_byte(link), side,
+                                     max(1.0, side * threads / cores))
         client = run["fit_s"] - measured_products
-        rows.append({"workers": w, "threads_per_worker": threads, "languages_side_by_side": side,
-                     "n_products": len(log),
-                     "local": sum(e["where"] == "local" for e in log),
-                     "bytes": sum(e["bytes_sent"] + e["bytes_received"] for e in log),
+        rows.append({"workers": w, "link_gbit": link_gbit, "threads_per_worker": threads,
+                     "languages_side_by_side": side, "n_products": len(log),
+                     "local": sum(e["where"] == "local" for e in log), "bytes": moved,
                      "products_measured_s": measured_products, "products_predicted_s": predicted,
                      "client_s": client, "fit_measured_s": run["fit_s"],
                      "fit_predicted_s": client + predicted,
@@ -212,12 +250,13 @@ def validate(runs: dict, m: Machine, n_languages: int) -> list[dict]:
 
 
 def predict_job(m: Machine, run: dict, n_languages_run: int, *, languages: int, nnz_per_language: float,
-                concepts_scale: float, machines: int, cores_per_machine: int, bandwidth: float) -> dict:
+                concepts_scale: float, machines: int, cores_per_machine: int, network: float) -> dict:
     """Seconds for a job of ``languages`` languages of ``nnz_per_language`` nonzeros each, whose
     per-language products are those of the measured 1-worker ``run`` (same count, columns and
     CG iterations per language: the solves' conditioning is assumed alike), with dense blocks
     ``concepts_scale`` times as long (the concepts and vocabularies grow with the corpus), on
-    ``machines`` machines of ``cores_per_machine`` cores and the given network bandwidth.
+    ``machines`` machines of ``cores_per_machine`` cores and a network of ``network`` bytes/s
+    (each transfer at :meth:`Machine.seconds_per_byte` over that link).
 
     ``client_s`` (the client's own work) is scaled by ``concepts_scale · languages /
     n_languages_run`` (its dense blocks have K rows and p = Σ p_l). Two layouts:
@@ -241,25 +280,27 @@ def predict_job(m: Machine, run: dict, n_languages_run: int, *, languages: int, 
         return b
 
     def total(layout: str) -> float:
-        s = 0.0
+        s, b = 0.0, 0.0
         for e in log:
+            b += moved(e)
             iters = e.get("cg_iterations", 1) or 1
             if layout == "spread":
                 # chunk by chunk: a whole solve becomes one gram product per CG iteration, each
                 # moving one block each way (as the solve's right-hand sides and solutions do)
                 kind, n = ("gram", iters) if e["kind"] == "solve" else (e["kind"], 1)
                 s += n * product_seconds(fm, kind, "chunks", e["columns"], 1, nnz_per_language, moved(e),
-                                         machines, cores_per_machine, bandwidth=bandwidth)
+                                         machines, cores_per_machine, link=network)
             else:
                 s += product_seconds(fm, e["kind"], "local", e["columns"], iters, nnz_per_language, moved(e),
-                                     1, cores_per_machine, bandwidth=bandwidth)
+                                     1, cores_per_machine, link=network)
         s *= languages / n_languages_run           # the run's products cover its languages
-        if layout == "local":
-            s /= min(machines, languages)          # languages side by side on different machines
+        b *= languages / n_languages_run
+        if layout == "local":                      # languages side by side on different machines
+            s = side_by_side(s, b * fm.seconds_per_byte(network), min(machines, languages))
         return s
 
     spread, local = total("spread"), total("local")
-    return {"machines": machines, "bandwidth_GBps": bandwidth / 1e9, "client_s": client_s,
+    return {"machines": machines, "bandwidth_GBps": network / 1e9, "client_s": client_s,
             "spread_s": client_s + spread, "local_s": client_s + local,
             "memory_per_machine_GiB": languages * nnz_per_language * 28 / machines / 2 ** 30}
 
@@ -275,7 +316,8 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     runs = json.loads(Path(args.runs).read_text())
     if args.constants:
-        m = Machine(**json.loads(Path(args.constants).read_text())["machine_constants"])
+        known = json.loads(Path(args.constants).read_text())["machine_constants"]
+        m = Machine(**{k: v for k, v in known.items() if k in Machine.__dataclass_fields__})
         print(f"machine constants from {args.constants}: {json.dumps(asdict(m))}", flush=True)
     else:
         print(f"calibrating on this machine (load {os.getloadavg()})", flush=True)
@@ -287,9 +329,12 @@ def main(argv=None) -> dict:
             runs["dask"]["1"], m, runs["nnz"] / args.languages_in_runs, m.cores)})
         print(f"effective bandwidth from the 1-worker run's local products: {m.bandwidth / 1e9:.2f} GB/s",
               flush=True)
-    rows = validate(runs, m, args.languages_in_runs)
+    # the runs over a shaped loopback (bench_dask_cr5.py --links): validated with these constants
+    links = sorted((float(g) for g in runs.get("links", {})), reverse=True)
+    rows = [r for g in [0.0, *links] for r in validate(runs, m, args.languages_in_runs, g)]
     for r in rows:
-        print(f"W={r['workers']} x {r['threads_per_worker']} threads: products measured "
+        link = f", link {r['link_gbit']:g} Gbit/s" if r["link_gbit"] else ""
+        print(f"W={r['workers']} x {r['threads_per_worker']} threads{link}: products measured "
               f"{r['products_measured_s']:.1f} s, predicted {r['products_predicted_s']:.1f} s; fit measured "
               f"{r['fit_measured_s']:.1f} s, predicted {r['fit_predicted_s']:.1f} s (x{r['ratio']:.2f}); "
               f"{r['n_products']} products ({r['local']} local), {r['bytes'] / 2**30:.2f} GiB", flush=True)
@@ -299,8 +344,8 @@ def main(argv=None) -> dict:
                concepts=runs["concepts"], p=runs["p"])
     preds = [predict_job(m, one, args.languages_in_runs, languages=28, nnz_per_language=82.4e6,
                          concepts_scale=485_000 / runs["concepts"], machines=M, cores_per_machine=cpm,
-                         bandwidth=bw)
-             for M in (8, 64) for cpm in (16,) for bw in (1.25e9, 12.5e9)]
+                         network=bw)
+             for M in (8, 64) for cpm in (16,) for bw in (0.125e9, 1.25e9, 12.5e9)]
     for p in preds:
         print(f"28 languages on {p['machines']} machines x 16 cores, {p['bandwidth_GBps']:.2f} GB/s: spread "
               f"{p['spread_s'] / 3600:.2f} h, whole-language solves {p['local_s'] / 3600:.2f} h "

@@ -48,23 +48,76 @@ def test_validate_reproduces_a_run_made_by_the_model():
         assert r["ratio"] == pytest.approx(1.0) and r["client_s"] == pytest.approx(client)
     one = dict(runs["dask"]["1"], concepts=1000, p=20000)
     same = predict_job(M, one, L, languages=L, nnz_per_language=nnz / L, concepts_scale=1.0, machines=1,
-                       cores_per_machine=2, bandwidth=M.bandwidth)
+                       cores_per_machine=2, network=M.bandwidth)
     assert same["local_s"] == pytest.approx(runs["dask"]["1"]["fit_s"])
-    # twice the languages on twice the machines, whole-language solves side by side: the same time
-    # inside products, twice the client's work
+    # twice the languages on twice the machines, whole-language solves side by side: the same work
+    # inside products, twice the transfers (each through the client's one link), twice the client's work
     big = predict_job(M, one, L, languages=2 * L, nnz_per_language=nnz / L, concepts_scale=1.0, machines=2,
-                      cores_per_machine=2, bandwidth=M.bandwidth)
-    assert big["local_s"] - big["client_s"] == pytest.approx(same["local_s"] - same["client_s"])
+                      cores_per_machine=2, network=M.bandwidth)
+    transfers = (8e7 + 3e7) / M.bandwidth
+    assert big["local_s"] - big["client_s"] == pytest.approx(same["local_s"] - same["client_s"] + transfers)
     assert big["client_s"] == pytest.approx(2 * client)
+    # a slower network: the link, not the host, sets the transfers' time
+    slow = predict_job(M, one, L, languages=L, nnz_per_language=nnz / L, concepts_scale=1.0, machines=1,
+                       cores_per_machine=2, network=M.bandwidth / 4)
+    assert slow["local_s"] - same["local_s"] == pytest.approx(3 * transfers)
 
 
-def test_validate_divides_the_products_of_languages_side_by_side():
+def test_validate_divides_the_work_of_languages_side_by_side_but_not_their_transfers():
     nnz, L = 4e6, 2
     one = product_seconds(M, "solve", "local", 50, 12, nnz / L, 8e7, 2, 1)
-    log = [("solve", "local", 50, 12, one, 4e7, 4e7), ("solve", "local", 50, 12, one, 4e7, 4e7)]
+    transfer = 8e7 / M.bandwidth
+    # the two languages' solves overlapped, each waiting for the other's transfer at the client
+    log = [("solve", "local", 50, 12, one + transfer, 4e7, 4e7), ("solve", "local", 50, 12, one + transfer, 4e7, 4e7)]
     client = 3.0
-    run = _run(log, client + one)                 # the two languages' solves overlapped
+    run = _run(log, client + one + transfer)
     run["dask"]["placed_on"] = {"a": "tcp://w1", "b": "tcp://w2"}
-    [row] = validate({"nnz": nnz, "concepts": 10, "p": 100, "dask": {"2": run}}, M, L)
+    runs = {"nnz": nnz, "concepts": 10, "p": 100, "dask": {"2": run}}
+    [row] = validate(runs, M, L)
     assert row["languages_side_by_side"] == 2 and row["threads_per_worker"] == 1
-    assert row["products_measured_s"] == pytest.approx(one) and row["ratio"] == pytest.approx(1.0)
+    assert row["products_measured_s"] == pytest.approx(one + transfer) and row["ratio"] == pytest.approx(1.0)
+    # the same run over a link 4x slower than the host: each transfer 4x as long
+    runs["links"] = {"2": {"2": run}}
+    [row] = validate(runs, M, L, link_gbit=8 * M.bandwidth / 4 / 1e9)
+    assert row["products_predicted_s"] == pytest.approx(one + transfer + 2 * 3 * transfer)
+
+
+def test_a_link_slower_than_the_host_sets_the_transfer_time():
+    assert M.seconds_per_byte() == pytest.approx(1e-9)
+    assert M.seconds_per_byte(link=1e10) == pytest.approx(1e-9)      # a fast link: the host's cost
+    assert M.seconds_per_byte(link=2.5e8) == pytest.approx(4e-9)     # a slow one: the link's
+
+
+def test_shaped_loopback_unshaped_and_bad_input(monkeypatch):
+    from benchmarks import _netshape
+    calls = []
+    monkeypatch.setattr(_netshape, "_tc", lambda *a, **k: calls.append(a))
+    with _netshape.shaped_loopback(0) as rate:           # 0: the loopback left alone, tc never run
+        assert rate == math.inf
+    assert calls == []
+    with pytest.raises(ValueError, match="gbit must be positive"), _netshape.shaped_loopback(-1):
+        pass
+    # an existing queueing discipline on lo is never replaced
+    monkeypatch.setattr(_netshape.shutil, "which", lambda name: "/sbin/tc")
+    monkeypatch.setattr(_netshape, "loopback_qdisc", lambda: "qdisc tbf 8001: root rate 1Gbit")
+    with pytest.raises(RuntimeError, match="already has a queueing discipline"), _netshape.shaped_loopback(1):
+        pass
+    assert calls == []
+
+
+def test_shaped_loopback_removes_its_filter_also_on_errors(monkeypatch):
+    from types import SimpleNamespace
+
+    from benchmarks import _netshape
+    calls = []
+
+    def tc(*args, check=True):
+        calls.append(args[:2] + args[5:7] if args[1] == "add" else args[:2])
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+    monkeypatch.setattr(_netshape, "_tc", tc)
+    monkeypatch.setattr(_netshape.shutil, "which", lambda name: "/sbin/tc")
+    monkeypatch.setattr(_netshape, "loopback_qdisc", lambda: "qdisc noqueue 0: root refcnt 2")
+    with pytest.raises(KeyError), _netshape.shaped_loopback(2) as rate:
+        assert rate == pytest.approx(2.5e8)                      # 2 Gbit/s in bytes/s
+        raise KeyError("a failed fit")
+    assert calls == [("qdisc", "add", "tbf", "rate"), ("qdisc", "del")]
