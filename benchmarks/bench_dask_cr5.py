@@ -38,11 +38,14 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LINXLING_NO_PROGRESS", "1")
 
 
-def _fit(blocks, concepts, r, client=None):
+def _fit(blocks, concepts, r, client=None, placement="auto"):
     from linxling import Cr5
     model = Cr5(n_components=r, alpha=1.0, random_state=0, eig_method="subspace")
     c0, t0 = time.process_time(), time.perf_counter()
-    model.fit_matrices(blocks, concepts, client=client)
+    if client is None:
+        model.fit_matrices(blocks, concepts)
+    else:
+        model.fit_matrices(blocks, concepts, client=client, placement=placement)
     return model, time.perf_counter() - t0, time.process_time() - c0
 
 
@@ -59,6 +62,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--links", default="0",
                     help="comma-separated link rates in Gbit/s for the Dask fits; 0 = the loopback unshaped "
                          "(shaping needs root and tc)")
+    ap.add_argument("--placement", choices=["auto", "spread"], default="auto",
+                    help="Cr5.fit_matrices(placement=...): whole languages on workers (auto) or every "
+                         "language's chunks over all of them, products chunk by chunk (spread)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_cr5.json"))
     args = ap.parse_args(argv)
     import dask.array as da
@@ -78,7 +84,7 @@ def main(argv=None) -> dict:
     res: dict = {"machine": machine(), "concepts": args.concepts, "p": p, "nnz": nnz, "r": args.r,
                  "memory": {"fit_s": t_mem, "fit_cpu_s": cpu_mem, "eig": ref.convergence_["eig"],
                             "block_methods": ref.fit_info_["block_methods"], "loadavg": os.getloadavg()},
-                 "dask": {}}
+                 "placement": args.placement, "dask": {}}
     print(f"in memory: {t_mem:.1f} s (CPU {cpu_mem:.1f} s), eig {ref.convergence_['eig']}, "
           f"blocks {ref.fit_info_['block_methods']}", flush=True)
     links = [float(g) for g in args.links.split(",")]
@@ -96,7 +102,7 @@ def main(argv=None) -> dict:
             meter = CommMeter(client)
             load0 = os.getloadavg()
             wire0 = meter.read()
-            model, t, cpu = _fit(dblocks, concepts, args.r, client)
+            model, t, cpu = _fit(dblocks, concepts, args.r, client, args.placement)
             wire = meter.read() - wire0
             rec = model.fit_info_["dask"]
             diff = float(np.max(np.abs(model.singular_values_ / ref.singular_values_ - 1)))
