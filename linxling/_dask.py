@@ -140,6 +140,14 @@ def persist(client, delayeds: Sequence) -> list:
     return futures
 
 
+def direct(client) -> bool:
+    """Whether to move blocks straight between this client and the workers (``scatter`` /
+    ``gather`` with ``direct=True``) rather than through the scheduler, which would carry every
+    block twice: yes unless the client was made with ``direct_to_workers=False`` (workers it
+    cannot reach)."""
+    return getattr(client, "direct_to_workers", None) is not False
+
+
 def holders(client, futures: Sequence) -> list[list[str] | None]:
     """For each future, the workers holding its data now (None when none does)."""
     who = client.who_has(list(futures))

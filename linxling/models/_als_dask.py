@@ -146,13 +146,13 @@ class DaskALS:
     def __init__(self, client, X: Mapping, langs: list, names: Mapping, dtype, sources):
         import dask
 
-        from linxling._dask import n_workers, on_worker, persist, worker_list
+        from linxling._dask import direct, n_workers, on_worker, persist, worker_list
         from linxling.operators._dask import _tree_sum
         self.client = client
         self.dtype = dtype
         # factors go straight between the client and the workers (not through the scheduler),
         # unless the client was made with direct_to_workers=False
-        self.direct = client.direct_to_workers is not False
+        self.direct = direct(client)
         kind, blocks, ranges, widths = sources
         self.row_ranges = ranges
         self.widths = widths

@@ -23,7 +23,17 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling._dask import WorkerLost, gather_watching, get_client, holders, lost_errors, sparse_row_blocks
+from linxling._dask import (
+    WorkerLost,
+    direct,
+    gather_watching,
+    get_client,
+    holders,
+    lost_errors,
+    on_worker,
+    sparse_row_blocks,
+    worker_list,
+)
 from linxling._linop import LinearOperator
 from linxling._validation import check_positive
 from linxling.operators._source import ChunkedSource, ColumnStats, RowSource
@@ -501,11 +511,20 @@ class DaskSource(_ProductCounters, RowSource):
         #: the worker :meth:`consolidate` placed every chunk on (None: where the scheduler put them)
         self.home: str | None = None
         self._token = uuid.uuid4().hex
-        parts = [dask.delayed(_prepare_chunk, pure=True)(b, self.dtype) for b in chunks]
         if workers is not None:             # a placement wish: another worker takes over when these are lost
+            parts = [dask.delayed(_prepare_chunk, pure=True)(b, self.dtype) for b in chunks]
             workers = [workers] if isinstance(workers, str) else list(workers)
             self._futures = self.client.compute(parts, workers=workers, allow_other_workers=True)
         else:
+            # consecutive chunks on the same worker (chunk i on worker ⌊i W / c⌋, a loose wish): the
+            # pairwise tree of partial sums in chunk order (:func:`_pairwise_on_workers`) then adds
+            # neighbours where they live and crosses between workers at its top ⌈log₂ W⌉ levels
+            # only (the scheduler's own placement crossed at every level, e.g. 0, 1, 0, 1)
+            here = worker_list(self.client)
+            parts = []
+            for i, b in enumerate(chunks):
+                with on_worker(here, i * len(here) // max(1, len(chunks))):
+                    parts.append(dask.delayed(_prepare_chunk, pure=True)(b, self.dtype))
             self._futures = self.client.compute(parts)
         info = self._run(_chunk_info, count=False)
         rows = np.array([r for r, _ in info], dtype=np.int64)
@@ -530,12 +549,16 @@ class DaskSource(_ProductCounters, RowSource):
         for _attempt in range(self.max_retries + 1):
             try:
                 t0 = time.perf_counter()
-                b = client.scatter(broadcast, hash=False) if broadcast is not None else None
+                # every block straight between the client and a worker (not through the scheduler):
+                # the broadcast block to one worker (the others fetch it from there), each chunk's
+                # own block to the worker holding the chunk, the results straight back
+                b = client.scatter(broadcast, hash=False, direct=direct(client)) if broadcast is not None else None
+                per = [None] * len(self._futures) if per_chunk is None else self._scatter_to_chunks(per_chunk)
                 head = (name, self._token) if name is not None else ()
-                futs = [client.submit(fn, *head, *((i,) if head else ()), f, b,
-                                      None if per_chunk is None else per_chunk[i], pure=False)
+                futs = [client.submit(fn, *head, *((i,) if head else ()), f, b, per[i], pure=False)
                         for i, f in enumerate(self._futures)]
-                out = client.gather(_pairwise_on_workers(client, futs) if reduce else futs)
+                out = client.gather(_pairwise_on_workers(client, futs) if reduce else futs,
+                                    direct=direct(client))
             except lost_errors() as exc:      # a worker died: chunks are recomputed, try again
                 last = exc
                 self.n_retries += 1
@@ -548,6 +571,20 @@ class DaskSource(_ProductCounters, RowSource):
             return out
         raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
                            f"(workers lost?); last error: {last!r}")
+
+    def _scatter_to_chunks(self, blocks: list) -> list:
+        """``blocks[i]`` scattered straight to a worker holding chunk ``i`` (one call per worker):
+        their futures, in order."""
+        by_worker: dict = {}
+        for i, held in enumerate(holders(self.client, self._futures)):
+            by_worker.setdefault(held[0] if held else None, []).append(i)
+        out: list = [None] * len(blocks)
+        for w, idx in by_worker.items():
+            futs = self.client.scatter([blocks[i] for i in idx], workers=None if w is None else [w],
+                                       hash=False, direct=direct(self.client))
+            for i, f in zip(idx, futs, strict=True):
+                out[i] = f
+        return out
 
     # -- every chunk on one worker: one task per product or solve, on the stacked chunks
     def local_worker(self) -> str | None:
@@ -579,11 +616,12 @@ class DaskSource(_ProductCounters, RowSource):
             if w is None:
                 return None
             try:
-                sent = [client.scatter(a, workers=[w], hash=False, direct=True) if isinstance(a, np.ndarray) else a
+                sent = [client.scatter(a, workers=[w], hash=False, direct=direct(client))
+                        if isinstance(a, np.ndarray) else a
                         for a in args]
                 fut = client.submit(fn, self._token, *sent, *self._futures, workers=[w],
                                     allow_other_workers=False, pure=False)
-                out = gather_watching(client, [fut], self._futures, direct=True)[0]
+                out = gather_watching(client, [fut], self._futures, direct=direct(client))[0]
             except (WorkerLost, *lost_errors()):
                 self.n_retries += 1
                 continue
@@ -794,13 +832,13 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
             t0 = time.perf_counter()
             try:
                 if per_range is None:
-                    b = client.scatter(V, hash=False)
+                    b = client.scatter(V, hash=False, direct=direct(client))
                     args = [b] * len(ranges)
                 else:
-                    args = client.scatter(per_range, hash=False)
+                    args = client.scatter(per_range, hash=False, direct=direct(client))
                 futs = [client.submit(_disk_product, fn, self.path, group, r0, r1, a, self.generation, pure=False)
                         for (r0, r1), a in zip(ranges, args, strict=True)]
-                out = client.gather(_pairwise_on_workers(client, futs) if summed else futs)
+                out = client.gather(_pairwise_on_workers(client, futs) if summed else futs, direct=direct(client))
             except _FILE_ERRORS:
                 raise
             except lost_errors() as exc:          # a worker died: the file is still there, again
