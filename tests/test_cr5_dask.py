@@ -157,6 +157,30 @@ def test_dask_source_products_and_retry_after_a_lost_worker(client, monkeypatch)
     assert sent == V.nbytes      # counted once, when it succeeded
 
 
+def test_dask_source_products_move_their_blocks_once(client):
+    """Chunk by chunk on 2 workers, a Gram product's traffic is the minimum of its scheme: the
+    block to one worker and from there to the other, one partial sum across, the sum to the
+    client (4 blocks; through the scheduler it was 6, with each chunk's block of Xᵀ W in the
+    task graph 8). The chunks are small next to the blocks, so copies of them barely count."""
+    from linxling._dask import CommMeter, worker_list
+    from linxling.operators._dask import DaskSource
+    if len(worker_list(client)) != 2:
+        pytest.skip("needs the module's 2 workers up")
+    rng = np.random.default_rng(3)
+    X = sp.random(4000, 20000, density=0.0005, random_state=rng, format="csr")
+    src = DaskSource(da.from_array(X, chunks=(1000, -1), asarray=False), client=client)
+    if src.local_worker() is not None:
+        pytest.skip("every chunk landed on one worker: products run there whole")
+    meter = CommMeter(client)
+    V = rng.standard_normal((X.shape[1], 25))            # 4 MB
+    W = rng.standard_normal((X.shape[0], 25))
+    for product, arg, blocks in ((src.gram_matmat, V, 4), (src.rmatmat, W, 1 + 3 * V.nbytes / W.nbytes)):
+        before = meter.read()
+        product(arg)
+        moved = meter.read() - before
+        assert moved < (blocks + 0.5) * arg.nbytes, (product.__name__, moved / arg.nbytes)
+
+
 def _products_and_a_retry(client, monkeypatch, src, X, rng):
     """``src``'s products against SciPy, then a Gram product whose first gather fails as if a
     worker died: submitted again, with the same result. Returns V and the bytes counted for it."""
