@@ -544,22 +544,32 @@ class DaskSource(_ProductCounters, RowSource):
         order (the same additions in the same order wherever the tasks run), and only the sum
         comes back: ``[sum]``. Partials of chunks on one worker are added there without a copy.
         """
+        from distributed import wait
         client = self.client
         last: BaseException | None = None
         for _attempt in range(self.max_retries + 1):
             try:
                 t0 = time.perf_counter()
+                wait(self._futures)           # chunks being made (or made again after a lost worker)
+                for f in self._futures:
+                    if f.status == "error":
+                        f.result()            # a bad chunk: its task's error
                 # every block straight between the client and a worker (not through the scheduler):
                 # the broadcast block to one worker (the others fetch it from there), each chunk's
                 # own block to the worker holding the chunk, the results straight back
                 b = client.scatter(broadcast, hash=False, direct=direct(client)) if broadcast is not None else None
-                per = [None] * len(self._futures) if per_chunk is None else self._scatter_to_chunks(per_chunk)
+                held = holders(client, self._futures)
+                per = [None] * len(self._futures) if per_chunk is None else self._scatter_to_chunks(per_chunk, held)
                 head = (name, self._token) if name is not None else ()
-                futs = [client.submit(fn, *head, *((i,) if head else ()), f, b, per[i], pure=False)
+                # each chunk's task on the worker holding the chunk: left to itself the scheduler
+                # copies a chunk to wherever the (larger) broadcast block is, so chunks would
+                # spread to every worker (memory a spread language may not have)
+                futs = [client.submit(fn, *head, *((i,) if head else ()), f, b, per[i], pure=False,
+                                      workers=held[i][:1] if held[i] else None, allow_other_workers=False)
                         for i, f in enumerate(self._futures)]
-                out = client.gather(_pairwise_on_workers(client, futs) if reduce else futs,
-                                    direct=direct(client))
-            except lost_errors() as exc:      # a worker died: chunks are recomputed, try again
+                out = gather_watching(client, _pairwise_on_workers(client, futs) if reduce else futs,
+                                      self._futures, direct=direct(client))
+            except (WorkerLost, *lost_errors()) as exc:   # a worker died: chunks recomputed, again
                 last = exc
                 self.n_retries += 1
                 continue
@@ -572,12 +582,12 @@ class DaskSource(_ProductCounters, RowSource):
         raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
                            f"(workers lost?); last error: {last!r}")
 
-    def _scatter_to_chunks(self, blocks: list) -> list:
-        """``blocks[i]`` scattered straight to a worker holding chunk ``i`` (one call per worker):
-        their futures, in order."""
+    def _scatter_to_chunks(self, blocks: list, held: list) -> list:
+        """``blocks[i]`` scattered straight to the first of ``held[i]`` (the workers holding chunk
+        ``i``; one call per worker): their futures, in order."""
         by_worker: dict = {}
-        for i, held in enumerate(holders(self.client, self._futures)):
-            by_worker.setdefault(held[0] if held else None, []).append(i)
+        for i, h in enumerate(held):
+            by_worker.setdefault(h[0] if h else None, []).append(i)
         out: list = [None] * len(blocks)
         for w, idx in by_worker.items():
             futs = self.client.scatter([blocks[i] for i in idx], workers=None if w is None else [w],
