@@ -42,10 +42,7 @@ def _fit(blocks, concepts, r, client=None, placement="auto"):
     from linxling import Cr5
     model = Cr5(n_components=r, alpha=1.0, random_state=0, eig_method="subspace")
     c0, t0 = time.process_time(), time.perf_counter()
-    if client is None:
-        model.fit_matrices(blocks, concepts)
-    else:
-        model.fit_matrices(blocks, concepts, client=client, placement=placement)
+    model.fit_matrices(blocks, concepts, client=client, placement=placement)
     return model, time.perf_counter() - t0, time.process_time() - c0
 
 

@@ -191,13 +191,6 @@ def effective_bandwidth(run: dict, m: Machine, nnz_lang: float, threads: int) ->
     """The bandwidth that explains a run's local products: their measured seconds less the
     modelled latency and compute, per byte moved (serialisation and copies on both ends
     included, which a bare transfer test does not see)."""
-    seconds = measured_seconds_per_byte(run, m, nnz_lang, threads)
-    return 1.0 / seconds if seconds > 0 else m.bandwidth
-
-
-def measured_seconds_per_byte(run: dict, m: Machine, nnz_lang: float, threads: int) -> float:
-    """A run's local products' measured seconds less their modelled latency and compute, per
-    byte they moved."""
     rest, moved = 0.0, 0.0
     for e in _log(run):
         if e["where"] != "local":
@@ -206,7 +199,7 @@ def measured_seconds_per_byte(run: dict, m: Machine, nnz_lang: float, threads: i
         rest += e["seconds"] - product_seconds(m, e["kind"], "local", e["columns"], e.get("cg_iterations", 1),
                                                nnz_lang, 0.0, 1, threads)
         moved += b
-    return rest / moved if moved > 0 else 0.0
+    return moved / rest if rest > 0 else m.bandwidth
 
 
 def validate(runs: dict, m: Machine, n_languages: int, link_gbit: float = 0.0) -> list[dict]:

@@ -511,20 +511,20 @@ class DaskSource(_ProductCounters, RowSource):
         #: the worker :meth:`consolidate` placed every chunk on (None: where the scheduler put them)
         self.home: str | None = None
         self._token = uuid.uuid4().hex
+        # without a placement wish, consecutive chunks on the same worker (chunk i on worker
+        # ⌊i W / c⌋, a loose wish): the pairwise tree of partial sums in chunk order
+        # (:func:`_pairwise_on_workers`) then adds neighbours where they live and crosses between
+        # workers at its top ⌈log₂ W⌉ levels only (the scheduler's own placement crossed at every
+        # level, e.g. 0, 1, 0, 1)
+        here = worker_list(self.client) if workers is None else []
+        parts = []
+        for i, b in enumerate(chunks):
+            with on_worker(here, i * len(here) // max(1, len(chunks))):     # no-op without `here`
+                parts.append(dask.delayed(_prepare_chunk, pure=True)(b, self.dtype))
         if workers is not None:             # a placement wish: another worker takes over when these are lost
-            parts = [dask.delayed(_prepare_chunk, pure=True)(b, self.dtype) for b in chunks]
             workers = [workers] if isinstance(workers, str) else list(workers)
             self._futures = self.client.compute(parts, workers=workers, allow_other_workers=True)
         else:
-            # consecutive chunks on the same worker (chunk i on worker ⌊i W / c⌋, a loose wish): the
-            # pairwise tree of partial sums in chunk order (:func:`_pairwise_on_workers`) then adds
-            # neighbours where they live and crosses between workers at its top ⌈log₂ W⌉ levels
-            # only (the scheduler's own placement crossed at every level, e.g. 0, 1, 0, 1)
-            here = worker_list(self.client)
-            parts = []
-            for i, b in enumerate(chunks):
-                with on_worker(here, i * len(here) // max(1, len(chunks))):
-                    parts.append(dask.delayed(_prepare_chunk, pure=True)(b, self.dtype))
             self._futures = self.client.compute(parts)
         info = self._run(_chunk_info, count=False)
         rows = np.array([r for r, _ in info], dtype=np.int64)
