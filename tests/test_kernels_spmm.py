@@ -48,6 +48,30 @@ def test_property_shapes_and_empty_rows(n, p, m, density, seed):
         spmm.MIN_PARALLEL_WORK = old
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_matmat_into_a_given_buffer(fast, monkeypatch):
+    """``out=``: every element overwritten (a reused buffer's old values never leak), the buffer
+    returned, bitwise the new-array result; a buffer of the wrong shape, dtype or layout is refused."""
+    if fast:
+        monkeypatch.setattr(spmm, "MIN_PARALLEL_WORK", 0)
+    X = sp.random(60, 40, density=0.1, format="csr", random_state=2, dtype=np.float32)
+    keep = np.ones(60, dtype=np.float32)
+    keep[5] = 0                                                # an empty row must be zeroed too
+    X = sp.csr_matrix(sp.diags(keep) @ X)
+    X.eliminate_zeros()
+    assert X.indptr[6] == X.indptr[5]
+    V = np.random.default_rng(2).standard_normal((40, 6)).astype(np.float32)
+    buf = np.full((60, 6), np.nan, dtype=np.float32)
+    got = csr_matmat(X, V, buf)
+    assert got is buf
+    np.testing.assert_array_equal(got, csr_matmat(X, V))
+    if fast:
+        for bad in (np.empty((60, 5), np.float32), np.empty((60, 6), np.float64),
+                    np.empty((6, 60), np.float32).T):
+            with pytest.raises(ValueError, match="out must be a C-contiguous"):
+                csr_matmat(X, V, bad)
+
+
 def test_fallbacks_keep_semantics():
     X = sp.random(20, 10, density=0.3, format="csr", random_state=0)
     v = np.arange(10.0)

@@ -108,18 +108,28 @@ def csr_matmat_reference(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
     return np.asarray(X @ V)
 
 
-def csr_matmat(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
+def csr_matmat(X: sp.csr_matrix, V: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``X @ V`` for CSR ``X`` (n, p) and dense ``V`` (p, m) on all numba threads (``V``'s rows in
     cache-sized tiles, :func:`tiled_rows_matmat`).
 
     Falls back to SciPy for small work, 1-D ``V``, non-CSR input, mixed dtypes, or non-NumPy
     arrays. The result has ``V``'s dtype when it equals ``X``'s (float32 stays float32).
+    ``out``: an (n, m) C-contiguous array of that dtype to write the result into (every element
+    overwritten; e.g. a buffer reused across products), returned; by default a new array.
     """
     if (not isinstance(V, np.ndarray) or V.ndim != 2 or not sp.isspmatrix_csr(X)
             or X.dtype != V.dtype or V.dtype not in (np.float32, np.float64)
             or X.nnz * V.shape[1] < MIN_PARALLEL_WORK):
-        return np.asarray(X @ V)
-    out = np.empty((X.shape[0], V.shape[1]), dtype=V.dtype)
+        if out is None:
+            return np.asarray(X @ V)
+        out[...] = np.asarray(X @ V).reshape(out.shape)
+        return out
+    shape = (X.shape[0], V.shape[1])
+    if out is None:
+        out = np.empty(shape, dtype=V.dtype)
+    elif out.shape != shape or out.dtype != V.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {shape} array of dtype {V.dtype}, "
+                         f"got {out.shape} {out.dtype}")
     return tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, V, out)
 
 

@@ -16,6 +16,7 @@ check the array with :func:`linxling._dask.sparse_row_blocks`; they differ in wh
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from typing import Any
@@ -244,25 +245,72 @@ def _copies(token: str, part: Any, dtype: Any, chunks: Any):
 
 
 def _drop_copies(token: str) -> int:
-    """Forget this source's worker-side copies (run on every worker by ``DaskSource.close``)."""
+    """Forget this source's worker-side copies (run on every worker by ``DaskSource.close``) and
+    the process's pooled scratch buffers."""
     keys = [k for k in _WORKER_COPIES if k[0] == token]
     for k in keys:
         del _WORKER_COPIES[k]
+    with _POOL_LOCK:
+        _POOL.clear()
     return len(keys)
 
 
-def _on_copies(g, fn_name: str, V):
-    """``X V``, ``Xᵀ V`` or ``Xᵀ (X V)`` from the worker-side copies ``g`` (X and its CSR transpose)."""
+# ---------------------------------------------------------------------------------------------
+# scratch buffers of a worker's chunk sums, kept between products: a partial sum is written into a
+# buffer, added in place into the task's result, and the buffer goes back to the pool. A new
+# p × b array for every chunk would be fresh memory each time, and first touches are slow where
+# freed memory goes back to the host (a virtual machine with free page reporting: 0.5-0.8 GB/s
+# here against 6 GB/s for memory touched again at once, measured 2026-11-28).
+# ---------------------------------------------------------------------------------------------
+_POOL: dict = {}                #: dtype -> flat arrays free for reuse
+_POOL_LOCK = threading.Lock()
+#: flat buffers a process keeps per dtype (the largest): one per concurrent chunk-sum task
+POOL_KEEP = 2
+
+
+def _pool_take(shape: tuple, dtype: Any, taken: list):
+    """A C-contiguous ``shape`` view of a pooled flat buffer of ``dtype`` (the smallest that is large
+    enough), or of a new one when the process has room (:func:`_room_for`); None otherwise. The
+    flat buffer is appended to ``taken`` (for :func:`_pool_give`)."""
+    n = int(np.prod(shape))
+    dt = np.dtype(dtype)
+    with _POOL_LOCK:
+        free = _POOL.get(dt.str, [])
+        fits = [i for i, a in enumerate(free) if a.size >= n]
+        buf = free.pop(min(fits, key=lambda i: free[i].size)) if fits else None
+    if buf is None:
+        if not _room_for(n * dt.itemsize):
+            return None
+        buf = np.empty(n, dtype=dt)
+    taken.append(buf)
+    return buf[:n].reshape(shape)
+
+
+def _pool_give(taken: list) -> None:
+    """Return buffers from :func:`_pool_take` to the pool, which keeps the ``POOL_KEEP`` largest per dtype."""
+    with _POOL_LOCK:
+        for buf in taken:
+            free = _POOL.setdefault(buf.dtype.str, [])
+            free.append(buf)
+            free.sort(key=lambda a: -a.size)
+            del free[POOL_KEEP:]
+    taken.clear()
+
+
+def _on_copies(g, fn_name: str, V, out=None):
+    """``X V``, ``Xᵀ V`` or ``Xᵀ (X V)`` from the worker-side copies ``g`` (X and its CSR transpose),
+    into ``out`` when given (a buffer of the result's shape and dtype)."""
     from linxling.kernels.spmm import csr_matmat
     if fn_name == "matmat":
-        return csr_matmat(g.X, V)
+        return csr_matmat(g.X, V, out)
     if fn_name == "rmatmat":
-        return csr_matmat(g.transposed(), V)
-    return csr_matmat(g.transposed(), csr_matmat(g.X, V))        # gram
+        return csr_matmat(g.transposed(), V, out)
+    return csr_matmat(g.transposed(), csr_matmat(g.X, V), out)        # gram
 
 
-def _cached_part(fn_name: str, token: str, index: int, X, b, a):
-    """Worker side: one chunk's product on its cached copies, numba with the worker's threads."""
+def _cached_part(fn_name: str, token: str, index: int, X, b, a, out=None):
+    """Worker side: one chunk's product on its cached copies, numba with the worker's threads
+    (into ``out`` when given and the copies are there; else a new array)."""
     from linxling._dask import kernel_threads
     dtype = (b if b is not None else a).dtype
     g = _copies(token, index, dtype, X)
@@ -271,7 +319,63 @@ def _cached_part(fn_name: str, token: str, index: int, X, b, a):
         with kernel_threads():
             return fn(X, b, a)
     with kernel_threads():
-        return _on_copies(g, fn_name, b if fn_name != "rmatmat" else a)
+        return _on_copies(g, fn_name, b if fn_name != "rmatmat" else a, out)
+
+
+def _sum_plan(owners: list, level: int | None = None, j: int = 0):
+    """The pairwise tree of ``len(owners)`` partial sums in chunk order (as :func:`_pairwise_on_workers`
+    adds them: neighbours first, an odd last one carried up), with every subtree whose chunks one
+    worker holds (``owners[i]``, None: unknown) cut off as one task there.
+
+    Returns nested tuples: ``("group", level, j, owner)`` for the node ``j`` of ``level`` (chunks
+    ``j·2^level`` to ``(j+1)·2^level - 1``; a single chunk at level 0) or ``("add", left, right)``.
+    A group evaluates the same tree as the additions it replaces, so the sum is the same to the
+    bit wherever the chunks are."""
+    n = len(owners)
+    if level is None:
+        level = max(0, (n - 1).bit_length())          # the root: the level with one node
+    lo, hi = j << level, min((j + 1) << level, n)
+    held = set(owners[lo:hi])
+    if level == 0 or (len(held) == 1 and None not in held):
+        return ("group", level, j, owners[lo])
+    left = _sum_plan(owners, level - 1, 2 * j)
+    if (2 * j + 1) << (level - 1) >= n:               # no right neighbour at this level: carried
+        return left
+    return ("add", left, _sum_plan(owners, level - 1, 2 * j + 1))
+
+
+def _group_sum(fn, head: tuple, level: int, j: int, n: int, b, k: int, *chunks_and_blocks):
+    """Worker side: the partial sums of the chunks of node ``j`` of ``level`` of the pairwise tree
+    over ``n`` chunks (:func:`_sum_plan`), added here in the tree's order. ``chunks_and_blocks``:
+    the node's ``k`` chunks, then their per-chunk blocks. With ``head`` (the cached-copies path)
+    each right-hand partial is written into a buffer of its level (from the process's pool,
+    :func:`_pool_take`) and added in place into the left one (the same bits as a new ``a + b``):
+    per task one new array, its result, not a fresh array per chunk and per addition. The result
+    is never a pooled buffer."""
+    chunks, blocks = chunks_and_blocks[:k], chunks_and_blocks[k:]
+    lo = j << level
+    scratch: dict = {}
+    taken: list = []
+
+    def node(lev: int, jj: int, out):
+        if lev == 0:
+            if head:
+                return fn(*head, jj, chunks[jj - lo], b, blocks[jj - lo], out=out)
+            return fn(chunks[jj - lo], b, blocks[jj - lo])
+        left = node(lev - 1, 2 * jj, out)
+        if (2 * jj + 1) << (lev - 1) >= n:
+            return left
+        if not head:
+            return _add(left, node(lev - 1, 2 * jj + 1, None))
+        if lev - 1 not in scratch:         # the level's buffer (the right partial has left's shape)
+            scratch[lev - 1] = _pool_take(left.shape, left.dtype, taken)
+        right = node(lev - 1, 2 * jj + 1, scratch[lev - 1])
+        left += right                      # left is this task's own array (new, or its buffer)
+        return left
+    try:
+        return node(level, j, None)
+    finally:
+        _pool_give(taken)
 
 
 def _local_product(token: str, fn_name: str, V, *chunks):
@@ -513,7 +617,7 @@ class DaskSource(_ProductCounters, RowSource):
         self._token = uuid.uuid4().hex
         # without a placement wish, consecutive chunks on the same worker (chunk i on worker
         # ⌊i W / c⌋, a loose wish): the pairwise tree of partial sums in chunk order
-        # (:func:`_pairwise_on_workers`) then adds neighbours where they live and crosses between
+        # (:func:`_sum_plan`) then sums each worker's chunks in one task there and crosses between
         # workers at its top ⌈log₂ W⌉ levels only (the scheduler's own placement crossed at every
         # level, e.g. 0, 1, 0, 1)
         here = worker_list(self.client) if workers is None else []
@@ -542,7 +646,9 @@ class DaskSource(_ProductCounters, RowSource):
         (:func:`_cached_part`: the product on the chunk's cached worker-side copies).
         With ``reduce`` the partial results are summed on the workers, by a pairwise tree in chunk
         order (the same additions in the same order wherever the tasks run), and only the sum
-        comes back: ``[sum]``. Partials of chunks on one worker are added there without a copy.
+        comes back: ``[sum]``. Every subtree whose chunks one worker holds is one task there
+        (:func:`_sum_plan`, :func:`_group_sum`: its partials in reused buffers, added in place);
+        only the tree's top crosses between workers.
         """
         from distributed import wait
         client = self.client
@@ -564,11 +670,13 @@ class DaskSource(_ProductCounters, RowSource):
                 # each chunk's task on the worker holding the chunk: left to itself the scheduler
                 # copies a chunk to wherever the (larger) broadcast block is, so chunks would
                 # spread to every worker (memory a spread language may not have)
-                futs = [client.submit(fn, *head, *((i,) if head else ()), f, b, per[i], pure=False,
-                                      workers=held[i][:1] if held[i] else None, allow_other_workers=False)
-                        for i, f in enumerate(self._futures)]
-                out = gather_watching(client, _pairwise_on_workers(client, futs) if reduce else futs,
-                                      self._futures, direct=direct(client))
+                if reduce:            # each worker's chunks summed in one task, then pairwise across
+                    futs = [self._submit_sum(_sum_plan([h[0] if h else None for h in held]), fn, head, b, per)]
+                else:
+                    futs = [client.submit(fn, *head, *((i,) if head else ()), f, b, per[i], pure=False,
+                                          workers=held[i][:1] if held[i] else None, allow_other_workers=False)
+                            for i, f in enumerate(self._futures)]
+                out = gather_watching(client, futs, self._futures, direct=direct(client))
             except (WorkerLost, *lost_errors()) as exc:   # a worker died: chunks recomputed, again
                 last = exc
                 self.n_retries += 1
@@ -581,6 +689,19 @@ class DaskSource(_ProductCounters, RowSource):
             return out
         raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
                            f"(workers lost?); last error: {last!r}")
+
+    def _submit_sum(self, plan: tuple, fn, head: tuple, b, per: list):
+        """The future of the sum :func:`_sum_plan`'s ``plan`` describes: a group's chunks summed in one
+        task on the worker holding them (:func:`_group_sum`), groups added pairwise (``_add``)."""
+        if plan[0] == "add":
+            return self.client.submit(_add, self._submit_sum(plan[1], fn, head, b, per),
+                                      self._submit_sum(plan[2], fn, head, b, per), pure=False)
+        _, level, j, owner = plan
+        n = len(self._futures)
+        lo, hi = j << level, min((j + 1) << level, n)
+        return self.client.submit(_group_sum, fn, head, level, j, n, b, hi - lo, *self._futures[lo:hi],
+                                  *per[lo:hi], pure=False, workers=[owner] if owner else None,
+                                  allow_other_workers=False)
 
     def _scatter_to_chunks(self, blocks: list, held: list) -> list:
         """``blocks[i]`` scattered straight to the first of ``held[i]`` (the workers holding chunk
