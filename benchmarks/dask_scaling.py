@@ -13,7 +13,8 @@ the workers (:class:`linxling.operators._dask.DaskSource`). Every product is one
 
 The time of one product is modelled as ::
 
-    t = rounds · latency + bytes · hops · seconds_per_byte + work · seconds_per_nnz_column / cores
+    t = rounds · latency + bytes · seconds_per_byte + bytes · levels · hop_seconds_per_byte
+        + work · seconds_per_nnz_column / cores + result · levels · add_seconds_per_byte
 
 * ``work`` = nonzeros × columns × passes (2 passes for ``gram``, 1 for ``matmat``/``rmatmat``;
   a solve's iterations × 2), over the nonzeros of the language the product reads;
@@ -21,7 +22,11 @@ The time of one product is modelled as ::
   worker's ``threads`` for a local task;
 * ``bytes`` = what the client sends and receives (the product log's counts); chunk by chunk on
   ``W > 1`` workers the block also reaches the other workers and the partial sums cross between
-  workers, ``⌈log₂ W⌉`` more link transfers each (a tree over the workers);
+  workers: ``levels`` = ⌈log₂ W⌉ copies between workers each (a tree over the workers), at
+  :meth:`Machine.hop_seconds_per_byte`;
+* ``result`` = the bytes of a summed product's result (``Xᵀ W``, ``XᵀX V``: one p_l × b block);
+  at each level of the tree two partials of that size are added into a new one on a worker
+  (each worker first sums its own chunks in one task, in place, which the model leaves out);
 * ``rounds`` = 1 + ⌈log₂ W⌉ message rounds (scatter, tasks, reduction levels, gather);
 * ``seconds_per_byte`` = the host's end-to-end cost of a transfer (serialisation, copies, this
   machine's loopback), or over a network link the slower of that and the link's own time
@@ -35,7 +40,11 @@ The fit's time is the client's own work (the eigen-solver's dense algebra, the W
 correction, Φ), measured as the fit's wall time minus the time inside products and taken as
 independent of ``W``, plus the sum over the fit's products. The machine's three constants are
 measured here (:func:`calibrate`): the gram kernel's seconds per nonzero and column on one and on
-all cores, the latency of a task round trip, and the bandwidth of a client↔worker transfer.
+all cores, the latency of a task round trip, the bandwidth of a client↔worker transfer, and one
+level of the tree of partial sums (:func:`cross_worker_add`: a block copied between workers and
+added). The last two include first touches of fresh memory, which on this virtual machine cost
+about 10x a touch of memory freed moments before (freed memory goes back to the host after about
+a second: free page reporting), so they are measured after the pause a fit leaves between products.
 
 **Validation.** :func:`validate` predicts, from the product log that ``bench_dask_cr5.py``
 records for each run (``fit_info_["dask"]["product_log"]``), every run's time inside products
@@ -79,6 +88,11 @@ class Machine:
     cores: int                  # cores per machine
     latency: float              # one task round trip (submit, run nothing, gather)
     bandwidth: float            # bytes per second of one client <-> worker transfer, end to end
+    #: bytes per second of a worker -> worker copy of a block just made (0: ``bandwidth``)
+    hop_bandwidth: float = 0.0
+    #: seconds per byte of the sum of two such blocks into a new one on a worker (the partial sums
+    #: of a chunk-by-chunk product crossing between workers, :func:`linxling.operators._dask._add`)
+    add_seconds_per_byte: float = 0.0
 
     def seconds_per_byte(self, link: float | None = None) -> float:
         """Seconds per byte moved between the client and a worker: the host's end-to-end cost
@@ -86,6 +100,13 @@ class Machine:
         ``link`` bytes/s the slower of that and the link (the host's work streams alongside the
         link's, as the runs over a shaped loopback showed)."""
         return max(1.0 / self.bandwidth, 1.0 / link) if link else 1.0 / self.bandwidth
+
+    def hop_seconds_per_byte(self, link: float | None = None) -> float:
+        """Seconds per byte of a copy between two workers (the block reaching the other workers, a
+        partial sum crossing): the host's cost (``1 / hop_bandwidth``, else ``1 / bandwidth``), or
+        over a link the slower of that and the link."""
+        host = 1.0 / (self.hop_bandwidth or self.bandwidth)
+        return max(host, 1.0 / link) if link else host
 
     def rate(self, cores: int) -> float:
         """Seconds per nonzero-column pass on ``cores`` cores of one machine (linear between the
@@ -97,13 +118,18 @@ class Machine:
         return self.s_per_nnz_col_1 / (1 + (speedup - 1) * (cores - 1) / (self.cores - 1))
 
 
+#: the chunk-by-chunk products whose partial results are summed on the workers
+SUMMED = ("gram", "rmatmat")
+
+
 def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations: int, nnz: float,
                     bytes_moved: float, workers: int, threads: int, *, link: float | None = None,
-                    shared_cores: int | None = None) -> float:
+                    shared_cores: int | None = None, received: float = 0.0) -> float:
     """Modelled seconds of one product (see the module docstring). ``link``: the network's
     bandwidth in bytes/s (None: this machine's loopback, as measured). ``shared_cores``: the
     workers share one machine of that many cores (a LocalCluster): their aggregate speed is
-    capped."""
+    capped. ``received``: the bytes of the result (of ``bytes_moved``); chunk by chunk, a summed
+    product's partials of that size are added at each of the tree's levels across workers."""
     per_byte = m.seconds_per_byte(link)
     if where == "local":
         passes = 2 * max(1, iterations) if kind == "solve" else PASSES.get(kind, 2)
@@ -116,7 +142,9 @@ def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations:
         compute = work * m.rate(shared_cores)
     else:
         compute = work / workers * m.rate(threads)
-    return (1 + levels) * m.latency + bytes_moved * (1 + levels) * per_byte + compute
+    hops = levels * bytes_moved * m.hop_seconds_per_byte(link)
+    adds = levels * received * m.add_seconds_per_byte if kind in SUMMED else 0.0
+    return (1 + levels) * m.latency + bytes_moved * per_byte + hops + compute + adds
 
 
 def side_by_side(total_s: float, transfer_s: float, side: int, cap: float = 1.0) -> float:
@@ -176,8 +204,47 @@ def calibrate(n_rows: int = 60_000, columns: int = 64, seed: int = 0) -> Machine
             client.gather(f, direct=True)
             bw.append(2 * block.nbytes / (time.perf_counter() - t0))
             del f
+    hop, add = cross_worker_add()
     return Machine(s_per_nnz_col_1=one, s_per_nnz_col_all=allc, cores=cores,
-                   latency=float(np.median(lat)), bandwidth=float(np.median(bw)))
+                   latency=float(np.median(lat)), bandwidth=float(np.median(bw)),
+                   hop_bandwidth=hop, add_seconds_per_byte=add)
+
+
+def cross_worker_add(nbytes: int = 256 * 2 ** 20, idle: float = 2.0, repeats: int = 3) -> tuple[float, float]:
+    """One level of a chunk-by-chunk product's tree of partial sums, measured: on a 2-worker
+    LocalCluster each worker makes a block of ``nbytes``, and after ``idle`` seconds (a product's
+    time in the fits, during which the memory the last product freed lies unused) one worker
+    fetches the other's block and adds the two into a new one
+    (:func:`linxling.operators._dask._add`). From the task stream, medians of ``repeats``:
+    (bytes per second of the copy between workers, seconds per byte of the addition). Both include
+    first touches of fresh memory, slow on this virtual machine (its freed memory goes back to
+    the host: about 0.5 GB/s against 6 GB/s for memory just freed; module docstring)."""
+    import distributed
+    from distributed import Client, LocalCluster
+
+    from linxling._dask import worker_list
+    from linxling.operators._dask import _add
+    n = nbytes // 4
+    one = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    hops, adds = [], []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      env=one) as cl, Client(cl) as client:
+        wa, wb = worker_list(client)
+        for _ in range(repeats):
+            a = client.submit(np.ones, n, np.float32, workers=[wa], pure=False)
+            b = client.submit(np.ones, n, np.float32, workers=[wb], pure=False)
+            distributed.wait([a, b])
+            time.sleep(idle)
+            with distributed.get_task_stream(client=client) as ts:
+                distributed.wait(client.submit(_add, a, b, workers=[wa], pure=False))
+            spent: dict = {}
+            for rec in ts.data:
+                for st in rec["startstops"]:
+                    spent[st["action"]] = spent.get(st["action"], 0.0) + st["stop"] - st["start"]
+            hops.append(spent.get("transfer", 0.0))
+            adds.append(spent.get("compute", 0.0))
+            del a, b
+    return nbytes / max(float(np.median(hops)), 1e-9), float(np.median(adds)) / nbytes
 
 
 def _log(run: dict) -> list[dict]:
@@ -226,7 +293,7 @@ def validate(runs: dict, m: Machine, n_languages: int, link_gbit: float = 0.0) -
         moved = sum(e["bytes_sent"] + e["bytes_received"] for e in log)
         predicted = sum(product_seconds(m, e["kind"], e["where"], e["columns"], e.get("cg_iterations", 1),
                                         nnz_lang, e["bytes_sent"] + e["bytes_received"], w, threads,
-                                        link=link, shared_cores=cores)
+                                        link=link, shared_cores=cores, received=e["bytes_received"])
                         for e in log)
         if side > 1:      # side by side (on shared cores: capped), the transfers one after the other
             predicted = side_by_side(predicted, moved * m.seconds_per_byte(link), side,
@@ -282,7 +349,8 @@ def predict_job(m: Machine, run: dict, n_languages_run: int, *, languages: int, 
                 # moving one block each way (as the solve's right-hand sides and solutions do)
                 kind, n = ("gram", iters) if e["kind"] == "solve" else (e["kind"], 1)
                 s += n * product_seconds(fm, kind, "chunks", e["columns"], 1, nnz_per_language, moved(e),
-                                         machines, cores_per_machine, link=network)
+                                         machines, cores_per_machine, link=network,
+                                         received=e["bytes_received"] if kind in SUMMED else 0.0)
             else:
                 s += product_seconds(fm, e["kind"], "local", e["columns"], iters, nnz_per_language, moved(e),
                                      1, cores_per_machine, link=network)
