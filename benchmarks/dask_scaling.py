@@ -13,20 +13,24 @@ the workers (:class:`linxling.operators._dask.DaskSource`). Every product is one
 
 The time of one product is modelled as ::
 
-    t = rounds · latency + bytes · seconds_per_byte + bytes · levels · hop_seconds_per_byte
-        + work · seconds_per_nnz_column / cores + result · levels · add_seconds_per_byte
+    t = rounds · latency + (bytes + levels · crossing) · seconds_per_byte
+        + work · seconds_per_nnz_column / cores + result · add_seconds(levels)
 
 * ``work`` = nonzeros × columns × passes (2 passes for ``gram``, 1 for ``matmat``/``rmatmat``;
   a solve's iterations × 2), over the nonzeros of the language the product reads;
 * ``cores`` = the workers' cores that share the work: all ``W × threads`` chunk by chunk, one
   worker's ``threads`` for a local task;
 * ``bytes`` = what the client sends and receives (the product log's counts); chunk by chunk on
-  ``W > 1`` workers the block also reaches the other workers and the partial sums cross between
-  workers: ``levels`` = ⌈log₂ W⌉ copies between workers each (a tree over the workers), at
-  :meth:`Machine.hop_seconds_per_byte`;
+  ``W > 1`` workers, ``crossing`` = the bytes that also travel between workers, ``levels`` =
+  ⌈log₂ W⌉ times each (a tree over the workers): the block every chunk needs (``V`` of ``X V``
+  and ``XᵀX V``; the row blocks of ``Xᵀ W`` go straight to their chunks) and the partial sums
+  (``Xᵀ W``, ``XᵀX V``; the row blocks of ``X V`` come straight back), each copy at the cost of
+  a client↔worker transfer (one process serialises, another receives into fresh memory);
 * ``result`` = the bytes of a summed product's result (``Xᵀ W``, ``XᵀX V``: one p_l × b block);
   at each level of the tree two partials of that size are added into a new one on a worker
-  (each worker first sums its own chunks in one task, in place, which the model leaves out);
+  (each worker first sums its own chunks in one task, in place, which the model leaves out):
+  ``add_seconds(levels)`` = the first level's seconds per byte (fresh memory) + (levels - 1) ×
+  the upper levels' (memory the level below just freed: 8x faster here);
 * ``rounds`` = 1 + ⌈log₂ W⌉ message rounds (scatter, tasks, reduction levels, gather);
 * ``seconds_per_byte`` = the host's end-to-end cost of a transfer (serialisation, copies, this
   machine's loopback), or over a network link the slower of that and the link's own time
@@ -40,11 +44,11 @@ The fit's time is the client's own work (the eigen-solver's dense algebra, the W
 correction, Φ), measured as the fit's wall time minus the time inside products and taken as
 independent of ``W``, plus the sum over the fit's products. The machine's three constants are
 measured here (:func:`calibrate`): the gram kernel's seconds per nonzero and column on one and on
-all cores, the latency of a task round trip, the bandwidth of a client↔worker transfer, and one
-level of the tree of partial sums (:func:`cross_worker_add`: a block copied between workers and
-added). The last two include first touches of fresh memory, which on this virtual machine cost
-about 10x a touch of memory freed moments before (freed memory goes back to the host after about
-a second: free page reporting), so they are measured after the pause a fit leaves between products.
+all cores, the latency of a task round trip, the bandwidth of a client↔worker transfer, and the
+addition of two partial sums into a new block on a worker (:func:`cross_worker_add`). The last
+two include first touches of fresh memory, which on this virtual machine cost about 10x a touch
+of memory freed moments before (freed memory goes back to the host after about a second: free
+page reporting), so the addition is measured after the pause a fit leaves between products.
 
 **Validation.** :func:`validate` predicts, from the product log that ``bench_dask_cr5.py``
 records for each run (``fit_info_["dask"]["product_log"]``), every run's time inside products
@@ -88,11 +92,12 @@ class Machine:
     cores: int                  # cores per machine
     latency: float              # one task round trip (submit, run nothing, gather)
     bandwidth: float            # bytes per second of one client <-> worker transfer, end to end
-    #: bytes per second of a worker -> worker copy of a block just made (0: ``bandwidth``)
-    hop_bandwidth: float = 0.0
-    #: seconds per byte of the sum of two such blocks into a new one on a worker (the partial sums
-    #: of a chunk-by-chunk product crossing between workers, :func:`linxling.operators._dask._add`)
+    #: seconds per byte of the sum of two blocks into a new one on a worker (the partial sums of a
+    #: chunk-by-chunk product crossing between workers, :func:`linxling.operators._dask._add`), at
+    #: the tree's first level (fresh memory) and at the levels above (in memory the level below
+    #: just freed; 0: the first level's rate)
     add_seconds_per_byte: float = 0.0
+    add_warm_seconds_per_byte: float = 0.0
 
     def seconds_per_byte(self, link: float | None = None) -> float:
         """Seconds per byte moved between the client and a worker: the host's end-to-end cost
@@ -100,13 +105,6 @@ class Machine:
         ``link`` bytes/s the slower of that and the link (the host's work streams alongside the
         link's, as the runs over a shaped loopback showed)."""
         return max(1.0 / self.bandwidth, 1.0 / link) if link else 1.0 / self.bandwidth
-
-    def hop_seconds_per_byte(self, link: float | None = None) -> float:
-        """Seconds per byte of a copy between two workers (the block reaching the other workers, a
-        partial sum crossing): the host's cost (``1 / hop_bandwidth``, else ``1 / bandwidth``), or
-        over a link the slower of that and the link."""
-        host = 1.0 / (self.hop_bandwidth or self.bandwidth)
-        return max(host, 1.0 / link) if link else host
 
     def rate(self, cores: int) -> float:
         """Seconds per nonzero-column pass on ``cores`` cores of one machine (linear between the
@@ -120,16 +118,23 @@ class Machine:
 
 #: the chunk-by-chunk products whose partial results are summed on the workers
 SUMMED = ("gram", "rmatmat")
+#: the chunk-by-chunk products whose one input block every worker needs (the others' blocks go
+#: straight to the chunk holding their rows)
+BROADCAST = ("gram", "matmat")
 
 
 def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations: int, nnz: float,
                     bytes_moved: float, workers: int, threads: int, *, link: float | None = None,
-                    shared_cores: int | None = None, received: float = 0.0) -> float:
+                    shared_cores: int | None = None, received: float = 0.0, shared_link: bool = False) -> float:
     """Modelled seconds of one product (see the module docstring). ``link``: the network's
     bandwidth in bytes/s (None: this machine's loopback, as measured). ``shared_cores``: the
     workers share one machine of that many cores (a LocalCluster): their aggregate speed is
-    capped. ``received``: the bytes of the result (of ``bytes_moved``); chunk by chunk, a summed
-    product's partials of that size are added at each of the tree's levels across workers."""
+    capped. ``received``: the bytes of the result (of ``bytes_moved``; the rest was sent); chunk by
+    chunk, a broadcast block is copied to the other workers and a summed product's partials of
+    the result's size are copied and added, at each of the tree's levels. ``shared_link``: every
+    copy crosses the same link (a LocalCluster on a shaped loopback), so the ``W - 1`` copies of
+    each crossing block follow one another; on a cluster each machine has its own link and the
+    copies of one level run side by side."""
     per_byte = m.seconds_per_byte(link)
     if where == "local":
         passes = 2 * max(1, iterations) if kind == "solve" else PASSES.get(kind, 2)
@@ -142,9 +147,13 @@ def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations:
         compute = work * m.rate(shared_cores)
     else:
         compute = work / workers * m.rate(threads)
-    hops = levels * bytes_moved * m.hop_seconds_per_byte(link)
-    adds = levels * received * m.add_seconds_per_byte if kind in SUMMED else 0.0
-    return (1 + levels) * m.latency + bytes_moved * per_byte + hops + compute + adds
+    crossing = (bytes_moved - received if kind in BROADCAST else 0.0) + (received if kind in SUMMED else 0.0)
+    adds = 0.0
+    if kind in SUMMED and levels:
+        adds = received * (m.add_seconds_per_byte + (levels - 1) * (m.add_warm_seconds_per_byte
+                                                                     or m.add_seconds_per_byte))
+    copies = workers - 1 if shared_link and link else levels
+    return (1 + levels) * m.latency + (bytes_moved + copies * crossing) * per_byte + compute + adds
 
 
 def side_by_side(total_s: float, transfer_s: float, side: int, cap: float = 1.0) -> float:
@@ -155,9 +164,10 @@ def side_by_side(total_s: float, transfer_s: float, side: int, cap: float = 1.0)
     return (total_s - transfer_s) / max(1, side) * cap + transfer_s
 
 
-def calibrate(n_rows: int = 60_000, columns: int = 64, seed: int = 0) -> Machine:
+def calibrate(n_rows: int = 60_000, columns: int = 64, seed: int = 0, record: dict | None = None) -> Machine:
     """Measure the model's constants on this machine (a Wikipedia-shaped block, a 1-worker
-    LocalCluster for latency and bandwidth)."""
+    LocalCluster for latency and bandwidth, a 2-worker one for :func:`cross_worker_add`, whose
+    whole measurement goes into ``record["cross_worker_add"]``)."""
     import numba
 
     from benchmarks.wiki_synth import wiki_corpus
@@ -204,21 +214,28 @@ def calibrate(n_rows: int = 60_000, columns: int = 64, seed: int = 0) -> Machine
             client.gather(f, direct=True)
             bw.append(2 * block.nbytes / (time.perf_counter() - t0))
             del f
-    hop, add = cross_worker_add()
+    added = cross_worker_add()
+    if record is not None:
+        record["cross_worker_add"] = added
     return Machine(s_per_nnz_col_1=one, s_per_nnz_col_all=allc, cores=cores,
                    latency=float(np.median(lat)), bandwidth=float(np.median(bw)),
-                   hop_bandwidth=hop, add_seconds_per_byte=add)
+                   add_seconds_per_byte=added["add_seconds_per_byte"],
+                   add_warm_seconds_per_byte=added["add_warm_seconds_per_byte"])
 
 
-def cross_worker_add(nbytes: int = 256 * 2 ** 20, idle: float = 2.0, repeats: int = 3) -> tuple[float, float]:
-    """One level of a chunk-by-chunk product's tree of partial sums, measured: on a 2-worker
-    LocalCluster each worker makes a block of ``nbytes``, and after ``idle`` seconds (a product's
-    time in the fits, during which the memory the last product freed lies unused) one worker
-    fetches the other's block and adds the two into a new one
-    (:func:`linxling.operators._dask._add`). From the task stream, medians of ``repeats``:
-    (bytes per second of the copy between workers, seconds per byte of the addition). Both include
-    first touches of fresh memory, slow on this virtual machine (its freed memory goes back to
-    the host: about 0.5 GB/s against 6 GB/s for memory just freed; module docstring)."""
+def cross_worker_add(nbytes: int = 256 * 2 ** 20, idle: float = 2.0, repeats: int = 3) -> dict:
+    """Two levels of a chunk-by-chunk product's tree of partial sums, measured on a 2-worker
+    LocalCluster. Worker A makes a block of ``nbytes``, worker B two; after ``idle`` seconds (a
+    product's time in the fits, during which the memory the last product freed lies unused) A
+    fetches B's first block and adds the two into a new one (:func:`linxling.operators._dask._add`:
+    the first level), the inputs are released, and A fetches B's second block and adds it to that
+    sum (a level above, in the memory the first level just freed). From the task stream, medians
+    of ``repeats``: seconds per byte of the first level's addition (``add_seconds_per_byte``) and
+    of the second's (``add_warm_seconds_per_byte``), model constants, and the bytes per second of
+    each level's copy (``copy_bandwidth``, ``copy_warm_bandwidth``: for the record; the model
+    charges a copy between workers what a client↔worker transfer costs in a fit). The first level
+    touches fresh memory, slow on this virtual machine (its freed memory goes back to the host:
+    about 0.5 GB/s against 6 GB/s for memory just freed; module docstring)."""
     import distributed
     from distributed import Client, LocalCluster
 
@@ -226,25 +243,35 @@ def cross_worker_add(nbytes: int = 256 * 2 ** 20, idle: float = 2.0, repeats: in
     from linxling.operators._dask import _add
     n = nbytes // 4
     one = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    hops, adds = [], []
+    spent: list = []                   # per repeat, per level: (copy s, addition s)
+
+    def level(client, *args, where):
+        with distributed.get_task_stream(client=client) as ts:
+            out = client.submit(_add, *args, workers=[where], pure=False)
+            distributed.wait(out)
+        took: dict = {}
+        for rec in ts.data:
+            for st in rec["startstops"]:
+                took[st["action"]] = took.get(st["action"], 0.0) + st["stop"] - st["start"]
+        return out, (took.get("transfer", 0.0), took.get("compute", 0.0))
+
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                       env=one) as cl, Client(cl) as client:
         wa, wb = worker_list(client)
         for _ in range(repeats):
             a = client.submit(np.ones, n, np.float32, workers=[wa], pure=False)
-            b = client.submit(np.ones, n, np.float32, workers=[wb], pure=False)
-            distributed.wait([a, b])
+            b, c = (client.submit(np.ones, n, np.float32, workers=[wb], pure=False) for _ in range(2))
+            distributed.wait([a, b, c])
             time.sleep(idle)
-            with distributed.get_task_stream(client=client) as ts:
-                distributed.wait(client.submit(_add, a, b, workers=[wa], pure=False))
-            spent: dict = {}
-            for rec in ts.data:
-                for st in rec["startstops"]:
-                    spent[st["action"]] = spent.get(st["action"], 0.0) + st["stop"] - st["start"]
-            hops.append(spent.get("transfer", 0.0))
-            adds.append(spent.get("compute", 0.0))
-            del a, b
-    return nbytes / max(float(np.median(hops)), 1e-9), float(np.median(adds)) / nbytes
+            first, t1 = level(client, a, b, where=wa)
+            del a, b                  # released: their memory free for the level above
+            top, t2 = level(client, first, c, where=wa)
+            spent.append((t1, t2))
+            del first, c, top
+    med = np.median(np.array(spent), axis=0)          # (level, (copy, addition))
+    return {"add_seconds_per_byte": float(med[0, 1]) / nbytes, "add_warm_seconds_per_byte": float(med[1, 1]) / nbytes,
+            "copy_bandwidth": nbytes / max(float(med[0, 0]), 1e-9),
+            "copy_warm_bandwidth": nbytes / max(float(med[1, 0]), 1e-9), "levels_s": spent}
 
 
 def _log(run: dict) -> list[dict]:
@@ -293,7 +320,8 @@ def validate(runs: dict, m: Machine, n_languages: int, link_gbit: float = 0.0) -
         moved = sum(e["bytes_sent"] + e["bytes_received"] for e in log)
         predicted = sum(product_seconds(m, e["kind"], e["where"], e["columns"], e.get("cg_iterations", 1),
                                         nnz_lang, e["bytes_sent"] + e["bytes_received"], w, threads,
-                                        link=link, shared_cores=cores, received=e["bytes_received"])
+                                        link=link, shared_cores=cores, received=e["bytes_received"],
+                                        shared_link=True)
                         for e in log)
         if side > 1:      # side by side (on shared cores: capped), the transfers one after the other
             predicted = side_by_side(predicted, moved * m.seconds_per_byte(link), side,
@@ -376,13 +404,14 @@ def main(argv=None) -> dict:
                          "instead of measuring them (e.g. while the machine is busy)")
     args = ap.parse_args(argv)
     runs = json.loads(Path(args.runs).read_text())
+    measured: dict = {}
     if args.constants:
         known = json.loads(Path(args.constants).read_text())["machine_constants"]
         m = Machine(**{k: v for k, v in known.items() if k in Machine.__dataclass_fields__})
         print(f"machine constants from {args.constants}: {json.dumps(asdict(m))}", flush=True)
     else:
         print(f"calibrating on this machine (load {os.getloadavg()})", flush=True)
-        m = calibrate()
+        m = calibrate(record=measured)
         print(json.dumps(asdict(m)), flush=True)
         print(f"bare transfer test: {m.bandwidth / 1e9:.2f} GB/s", flush=True)
     if "1" in runs["dask"] and not args.constants:   # calibrated on the 1-worker run, validated on the others
@@ -413,7 +442,7 @@ def main(argv=None) -> dict:
               f"(client {p['client_s'] / 3600:.2f} h), {p['memory_per_machine_GiB']:.1f} GiB per machine",
               flush=True)
     res = {"machine_constants": asdict(m), "validation": rows, "prediction_28_languages": preds,
-           "loadavg": os.getloadavg()}
+           "loadavg": os.getloadavg(), **measured}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=1))
     return res

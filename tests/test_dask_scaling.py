@@ -29,22 +29,30 @@ def test_product_seconds_by_hand():
     assert math.isclose(product_seconds(M, "matmat", "chunks", 10, 1, 1e6, 0, 1, 1), 0.01 + 1e6 * 10 * 2e-9)
 
 
-def test_product_seconds_copies_and_adds_between_workers_by_hand():
-    m = Machine(2e-9, 1e-9, 2, 0.01, 1e9, hop_bandwidth=0.5e9, add_seconds_per_byte=3e-9)
-    # 4 workers: the client's bytes once, 2 levels of copies between workers at the hop rate, and
-    # of a summed product 2 levels of additions of its result (here 1e8 of the 2e8 bytes)
+def test_product_seconds_adds_partial_sums_between_workers_by_hand():
+    m = Machine(2e-9, 1e-9, 2, 0.01, 1e9, add_seconds_per_byte=3e-9)
+    # 4 workers, a Gram product: the block and the partial sums (here 1e8 of the 2e8 bytes each)
+    # copied between workers at 2 levels, and the partials added at 2 levels
     t = product_seconds(m, "gram", "chunks", 100, 1, 1e6, 2e8, 4, 1, received=1e8)
-    assert t == pytest.approx(3 * 0.01 + 0.2 + 2 * 2e8 / 0.5e9 + 1e6 / 4 * 100 * 2 * 2e-9 + 2 * 1e8 * 3e-9)
-    # X V is not summed: no additions; one worker: no copies, no additions
+    assert t == pytest.approx(3 * 0.01 + 3 * 0.2 + 1e6 / 4 * 100 * 2 * 2e-9 + 2 * 1e8 * 3e-9)
+    # one link for every copy (a LocalCluster on a shaped loopback): the W - 1 copies of each
+    # crossing block one after the other, not one per level
+    fast = product_seconds(m, "gram", "chunks", 100, 1, 1e6, 2e8, 4, 1, received=1e8, link=1e9)
+    one_link = product_seconds(m, "gram", "chunks", 100, 1, 1e6, 2e8, 4, 1, received=1e8, link=1e9, shared_link=True)
+    assert fast == pytest.approx(t) and one_link - fast == pytest.approx(2e8 / 1e9)
+    # the levels above the first add in memory the level below freed, at their own rate
+    warm = Machine(2e-9, 1e-9, 2, 0.01, 1e9, add_seconds_per_byte=3e-9, add_warm_seconds_per_byte=1e-9)
+    assert product_seconds(warm, "gram", "chunks", 100, 1, 1e6, 2e8, 8, 1, received=1e8) == pytest.approx(
+        product_seconds(m, "gram", "chunks", 100, 1, 1e6, 2e8, 8, 1, received=1e8) - 2 * 1e8 * 2e-9)
+    # X V: only the block crosses (its row blocks come straight back), nothing is added; Xᵀ W: only
+    # the partial sums cross and are added (its row blocks go straight to their chunks)
+    work = 1e6 / 4 * 100 * 2e-9
     assert product_seconds(m, "matmat", "chunks", 100, 1, 1e6, 2e8, 4, 1, received=1e8) == \
-        pytest.approx(t - 2 * 1e8 * 3e-9 - 1e6 / 4 * 100 * 2e-9)
+        pytest.approx(3 * 0.01 + 0.2 + 2 * 0.1 + work)
+    assert product_seconds(m, "rmatmat", "chunks", 100, 1, 1e6, 2e8, 4, 1, received=1e8) == \
+        pytest.approx(3 * 0.01 + 0.2 + 2 * 0.1 + work + 2 * 1e8 * 3e-9)
     assert product_seconds(m, "gram", "chunks", 100, 1, 1e6, 2e8, 1, 1, received=1e8) == \
         pytest.approx(0.01 + 0.2 + 1e6 * 100 * 2 * 2e-9)
-    # over a link slower than the host, the copies between workers take the link's time
-    slow = product_seconds(m, "gram", "chunks", 100, 1, 1e6, 2e8, 4, 1, received=1e8, link=0.1e9)
-    assert slow - t == pytest.approx(2e8 * (1 / 0.1e9 - 1 / 1e9) + 2 * 2e8 * (1 / 0.1e9 - 1 / 0.5e9))
-    # without a measured hop rate (older constants) a copy costs what a client transfer does
-    assert Machine(2e-9, 1e-9, 2, 0.01, 1e9).hop_seconds_per_byte() == pytest.approx(1e-9)
 
 
 def _run(log, fit_s):
