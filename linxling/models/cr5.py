@@ -494,7 +494,8 @@ class Cr5(ConceptEmbeddingMixin):
             (the largest first onto the least loaded) when every language fits half its
             worker's memory limit; its products and block-CG solves then run there as one task
             each, different languages side by side (``fit_info_["dask"]["placed_on"]``).
-            Otherwise, and with ``"spread"``, the chunks stay where the scheduler put them and
+            Otherwise, and with ``"spread"``, each language's chunks are spread over the
+            workers, consecutive chunks on one worker (chunk i of c on worker ⌊i W / c⌋), and
             a language spread over workers costs one round trip per CG iteration. Measured at
             K = 60,000 on 2 workers of one thread (docs/scale.md): see benchmarks/README.md,
             "Dask at real sizes".
