@@ -314,8 +314,6 @@ def validate(runs: dict, m: Machine, n_languages: int, link_gbit: float = 0.0) -
         # languages placed on different workers run side by side: their products overlap
         placed = [v for v in (run["dask"].get("placed_on") or {}).values() if v]
         side = max(1, len(set(placed)))
-        if side > 1:          # each worker's share of cores: threads per worker
-            threads = max(1, cores // w)
         measured_products = sum(e["seconds"] for e in log) / side
         moved = sum(e["bytes_sent"] + e["bytes_received"] for e in log)
         predicted = sum(product_seconds(m, e["kind"], e["where"], e["columns"], e.get("cg_iterations", 1),
