@@ -621,7 +621,7 @@ class DaskSource(_ProductCounters, RowSource):
         self.home: str | None = None
         self._token = uuid.uuid4().hex
         # without a placement wish, consecutive chunks on the same worker (chunk i on worker
-        # ⌊i W / c⌋, a loose wish): the pairwise tree of partial sums in chunk order
+        # ⌊i W / c⌋: annotated, then kept by _keep_wish): the pairwise tree of partial sums in chunk order
         # (:func:`_sum_plan`) then sums each worker's chunks in one task there and crosses between
         # workers at its top ⌈log₂ W⌉ levels only (the scheduler's own placement crossed at every
         # level, e.g. 0, 1, 0, 1)
