@@ -246,9 +246,13 @@ def test_retry_lost_and_kernel_threads():
 
 @pytest.mark.slow
 def test_worker_killed_during_fit(client, monkeypatch):
-    """A worker process killed after the first iteration (SIGKILL; its nanny starts a new one):
-    the blocks it held are recomputed from their tasks, the half-step runs again, and the fit
-    ends with the same factors as without the failure."""
+    """A worker process killed after the first iteration (SIGKILL; its nanny starts a new one)
+    while it holds blocks of the fit: the blocks are recomputed from their tasks and the fit ends
+    with the same factors as without the failure. Whether a half-step has to run again is a race:
+    when the scheduler has noticed the death before the next half-step is submitted, the blocks
+    are remade before its tasks need them and nothing fails (seen once in a loaded CI run);
+    otherwise the half-step's tasks, pinned to the dead worker, fail and it runs again
+    (``retry_lost``, tested on its own above)."""
     X = _corpus(n=400, m=90, seed=8)
     Y = _corpus(n=400, m=70, seed=9)
     kw = dict(KW, max_iter=4)
@@ -269,13 +273,14 @@ def test_worker_killed_during_fit(client, monkeypatch):
         if it == 0:
             pids = client.run(os.getpid)
             addr = sorted(pids)[0]
+            held = client.has_what().get(addr, ())
             os.kill(pids[addr], signal.SIGKILL)
-            killed.append(addr)
+            killed.append((addr, len(held)))
 
     got = BilingualWMF(**kw, callback=kill_one).fit({"en": _dask(X, 50), "it": _dask(Y, 50)},
                                                     client=client)
-    assert killed and got.n_iter_ == 4
-    assert len(attempts) > 2 * 4            # at least one half-step was run again
+    assert killed and killed[0][1] > 0 and got.n_iter_ == 4    # the killed worker held data of the fit
+    assert len(attempts) >= 2 * 4           # every half-step ran (more than once when it lost the race)
     _same(got.embedding_, ref.embedding_, 1e-10)
     for lang in ("en", "it"):
         _same(got.components_[lang], ref.components_[lang], 1e-10)
