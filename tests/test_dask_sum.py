@@ -29,7 +29,7 @@ def test_sum_plan_cuts_each_workers_subtrees_into_one_task():
 
 
 def _pairwise(parts):
-    """The additions of ``_pairwise_on_workers``, here: neighbours first, an odd last one carried."""
+    """The pairwise tree in chunk order, here: neighbours first, an odd last one carried."""
     while len(parts) > 1:
         parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
     return parts[0]

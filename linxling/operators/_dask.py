@@ -323,9 +323,10 @@ def _cached_part(fn_name: str, token: str, index: int, X, b, a, out=None):
 
 
 def _sum_plan(owners: list, level: int | None = None, j: int = 0):
-    """The pairwise tree of ``len(owners)`` partial sums in chunk order (as :func:`_pairwise_on_workers`
-    adds them: neighbours first, an odd last one carried up), with every subtree whose chunks one
-    worker holds (``owners[i]``, None: unknown) cut off as one task there.
+    """The pairwise tree of ``len(owners)`` partial sums in chunk order (neighbours first, an odd
+    last one carried up: the same additions in the same order wherever the tasks run), with every
+    subtree whose chunks one worker holds (``owners[i]``, None: unknown) cut off as one task there
+    (all None: every chunk alone, every addition a task; :func:`_submit_plan` submits it).
 
     Returns nested tuples: ``("group", level, j, owner)`` for the node ``j`` of ``level`` (chunks
     ``j·2^level`` to ``(j+1)·2^level - 1``; a single chunk at level 0) or ``("add", left, right)``.
@@ -487,13 +488,18 @@ def _stack_chunks(*chunks):
     return chunks[0] if len(chunks) == 1 else sp.vstack(chunks, format="csr")
 
 
-def _pairwise_on_workers(client, futs: list) -> list:
-    """The futures' results summed on the workers by a pairwise tree in order (the same additions
-    in the same order wherever the tasks ran): one future."""
-    while len(futs) > 1:
-        futs = [client.submit(_add, *futs[i:i + 2], pure=False) if i + 1 < len(futs) else futs[i]
-                for i in range(0, len(futs), 2)]
-    return futs
+def _submit_plan(client, plan: tuple, group):
+    """The future of the sum a :func:`_sum_plan` describes: ``group(level, j, owner)`` (a future)
+    for each group, an ``_add`` task on the workers for each addition."""
+    if plan[0] == "add":
+        return client.submit(_add, _submit_plan(client, plan[1], group), _submit_plan(client, plan[2], group),
+                             pure=False)
+    return group(*plan[1:])
+
+
+def _wished(i: int, c: int, n_workers: int) -> int:
+    """The index of the worker chunk ``i`` of ``c`` is placed on: consecutive chunks on one worker."""
+    return i * n_workers // max(1, c)
 
 
 class _ProductCounters:
@@ -628,7 +634,7 @@ class DaskSource(_ProductCounters, RowSource):
         here = worker_list(self.client) if workers is None else []
         parts = []
         for i, b in enumerate(chunks):
-            with on_worker(here, i * len(here) // max(1, len(chunks))):     # no-op without `here`
+            with on_worker(here, _wished(i, len(chunks), len(here))):     # no-op without `here`
                 parts.append(dask.delayed(_prepare_chunk, pure=True)(b, self.dtype))
         if workers is not None:             # a placement wish: another worker takes over when these are lost
             workers = [workers] if isinstance(workers, str) else list(workers)
@@ -656,7 +662,7 @@ class DaskSource(_ProductCounters, RowSource):
         c = len(self._futures)
         old, moved = list(self._futures), 0
         for i, h in enumerate(held):
-            w = workers[i * len(workers) // c]
+            w = workers[_wished(i, c, len(workers))]
             if h and w not in h:
                 self._futures[i] = self.client.submit(_same, old[i], workers=[w], allow_other_workers=True,
                                                       pure=False)
@@ -722,15 +728,14 @@ class DaskSource(_ProductCounters, RowSource):
     def _submit_sum(self, plan: tuple, fn, head: tuple, b, per: list):
         """The future of the sum :func:`_sum_plan`'s ``plan`` describes: a group's chunks summed in one
         task on the worker holding them (:func:`_group_sum`), groups added pairwise (``_add``)."""
-        if plan[0] == "add":
-            return self.client.submit(_add, self._submit_sum(plan[1], fn, head, b, per),
-                                      self._submit_sum(plan[2], fn, head, b, per), pure=False)
-        _, level, j, owner = plan
         n = len(self._futures)
-        lo, hi = j << level, min((j + 1) << level, n)
-        return self.client.submit(_group_sum, fn, head, level, j, n, b, hi - lo, *self._futures[lo:hi],
-                                  *per[lo:hi], pure=False, workers=[owner] if owner else None,
-                                  allow_other_workers=False)
+
+        def group(level: int, j: int, owner):
+            lo, hi = j << level, min((j + 1) << level, n)
+            return self.client.submit(_group_sum, fn, head, level, j, n, b, hi - lo, *self._futures[lo:hi],
+                                      *per[lo:hi], pure=False, workers=[owner] if owner else None,
+                                      allow_other_workers=False)
+        return _submit_plan(self.client, plan, group)
 
     def _scatter_to_chunks(self, blocks: list, held: list) -> list:
         """``blocks[i]`` scattered straight to the first of ``held[i]`` (the workers holding chunk
@@ -998,7 +1003,10 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
                     args = client.scatter(per_range, hash=False, direct=direct(client))
                 futs = [client.submit(_disk_product, fn, self.path, group, r0, r1, a, self.generation, pure=False)
                         for (r0, r1), a in zip(ranges, args, strict=True)]
-                out = client.gather(_pairwise_on_workers(client, futs) if summed else futs, direct=direct(client))
+                if summed:                # pairwise in range order, every addition a task
+                    futs = [_submit_plan(client, _sum_plan([None] * len(futs)),
+                                         lambda _lev, j, _w, parts=futs: parts[j])]
+                out = client.gather(futs, direct=direct(client))
             except _FILE_ERRORS:
                 raise
             except lost_errors() as exc:          # a worker died: the file is still there, again
