@@ -42,7 +42,7 @@ through its one network link: :func:`side_by_side`).
 
 The fit's time is the client's own work (the eigen-solver's dense algebra, the Woodbury
 correction, Φ), measured as the fit's wall time minus the time inside products and taken as
-independent of ``W``, plus the sum over the fit's products. The machine's three constants are
+independent of ``W``, plus the sum over the fit's products. The machine's constants are
 measured here (:func:`calibrate`): the gram kernel's seconds per nonzero and column on one and on
 all cores, the latency of a task round trip, the bandwidth of a client↔worker transfer, and the
 addition of two partial sums into a new block on a worker (:func:`cross_worker_add`). The last
