@@ -354,32 +354,33 @@ def predict_job(m: Machine, run: dict, n_languages_run: int, *, languages: int, 
     log = _log(run)
     fm = Machine(**{**asdict(m), "cores": cores_per_machine})
     client_s = (run["fit_s"] - sum(e["seconds"] for e in log)) * concepts_scale * languages / n_languages_run
-    n_run = run["concepts"]
-    p_run = run["p"] / n_languages_run
 
-    def moved(e: dict) -> float:
-        """The entry's bytes for the job: blocks of vocabulary rows (p_l) keep their length, blocks
-        of document rows (n_l = concepts) grow with ``concepts_scale``."""
-        b = e["bytes_sent"] + e["bytes_received"]
-        if e["kind"] in ("matmat", "rmatmat"):        # one block of each kind of rows
-            return b * (n_run * concepts_scale + p_run) / (n_run + p_run)
-        return b
+    def moved(e: dict) -> tuple[float, float]:
+        """The entry's bytes sent and received for the job: blocks of vocabulary rows (p_l) keep
+        their length, blocks of document rows (n_l = concepts) grow with ``concepts_scale``: the
+        result of ``X V`` and the input of ``Xᵀ W``."""
+        sent, received = float(e["bytes_sent"]), float(e["bytes_received"])
+        if e["kind"] == "matmat":
+            received *= concepts_scale
+        elif e["kind"] == "rmatmat":
+            sent *= concepts_scale
+        return sent, received
 
     def total(layout: str) -> float:
         s, b = 0.0, 0.0
         for e in log:
-            b += moved(e)
+            sent, received = moved(e)
+            b += sent + received
             iters = e.get("cg_iterations", 1) or 1
             if layout == "spread":
                 # chunk by chunk: a whole solve becomes one gram product per CG iteration, each
                 # moving one block each way (as the solve's right-hand sides and solutions do)
                 kind, n = ("gram", iters) if e["kind"] == "solve" else (e["kind"], 1)
-                s += n * product_seconds(fm, kind, "chunks", e["columns"], 1, nnz_per_language, moved(e),
-                                         machines, cores_per_machine, link=network,
-                                         received=e["bytes_received"] if kind in SUMMED else 0.0)
+                s += n * product_seconds(fm, kind, "chunks", e["columns"], 1, nnz_per_language, sent + received,
+                                         machines, cores_per_machine, link=network, received=received)
             else:
-                s += product_seconds(fm, e["kind"], "local", e["columns"], iters, nnz_per_language, moved(e),
-                                     1, cores_per_machine, link=network)
+                s += product_seconds(fm, e["kind"], "local", e["columns"], iters, nnz_per_language,
+                                     sent + received, 1, cores_per_machine, link=network)
         s *= languages / n_languages_run           # the run's products cover its languages
         b *= languages / n_languages_run
         if layout == "local":                      # languages side by side on different machines

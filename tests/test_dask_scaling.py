@@ -89,6 +89,24 @@ def test_validate_reproduces_a_run_made_by_the_model():
     assert slow["local_s"] - same["local_s"] == pytest.approx(3 * transfers)
 
 
+def test_spread_prediction_crosses_only_the_broadcast_block_and_the_partial_sums():
+    # one X V and one Xᵀ W of a 1-worker run, predicted spread over 4 machines with the document
+    # rows 3x as many: X V sends V (p rows, kept) and receives X V (document rows, x3), of which
+    # only V crosses between workers; Xᵀ W sends W (x3) straight to its chunks and receives the
+    # sum (kept), which crosses and is added
+    m = Machine(2e-9, 1e-9, 2, 0.01, 1e9, add_seconds_per_byte=3e-9)
+    nnz, L = 4e6, 1
+    log = [("matmat", "local", 50, 1, 1.0, 2e7, 1e7), ("rmatmat", "local", 50, 1, 1.0, 1e7, 2e7)]
+    one = dict(_run(log, 5.0), concepts=1000, p=2000)
+    pred = predict_job(m, one, L, languages=L, nnz_per_language=nnz, concepts_scale=3.0, machines=4,
+                       cores_per_machine=1, network=m.bandwidth)
+    work = nnz / 4 * 50 * 2e-9
+    matmat = 3 * 0.01 + (2e7 + 3e7) * 1e-9 + 2 * 2e7 * 1e-9 + work
+    rmatmat = 3 * 0.01 + (3e7 + 2e7) * 1e-9 + 2 * 2e7 * 1e-9 + work + 2 * 2e7 * 3e-9
+    assert pred["client_s"] == pytest.approx(3 * 3.0)
+    assert pred["spread_s"] == pytest.approx(pred["client_s"] + matmat + rmatmat)
+
+
 def test_validate_divides_the_work_of_languages_side_by_side_but_not_their_transfers():
     nnz, L = 4e6, 2
     one = product_seconds(M, "solve", "local", 50, 12, nnz / L, 8e7, 2, 1)
