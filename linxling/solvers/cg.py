@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
+import numba
 import numpy as np
 
 from linxling._backend import get_namespace
@@ -396,6 +397,38 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     return SolveResult(X, converged, it, np.asarray(hist), info)
 
 
+def _head(buf: np.ndarray, n: int, w: int) -> np.ndarray:
+    """The first ``n · w`` elements of a flat buffer as a C-contiguous (n, w) block."""
+    return buf[:n * w].reshape(n, w)
+
+
+def _pack_columns(A: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``A[:, keep]`` (``keep`` increasing) written over the start of ``A``'s own memory, as a
+    C-contiguous (n, len(keep)) view of it: row ``i`` moves to ``i · len(keep)``, never past where
+    rows ``i`` and later still are, so rows are moved in order, each through a copy. ``A`` is
+    C-contiguous and its old content is lost."""
+    n, w = A.shape
+    k = keep.size
+    flat = A.reshape(-1)
+    if k == w:
+        return A
+    _pack_rows(flat, n, w, np.ascontiguousarray(keep, dtype=np.int64))
+    return flat[:n * k].reshape(n, k)
+
+
+def _pack_rows_py(flat, n, w, keep):  # pragma: no cover - compiled below; the plain version
+    k = keep.size
+    row = np.empty(k, dtype=flat.dtype)
+    for i in range(n):
+        for j in range(k):
+            row[j] = flat[i * w + keep[j]]
+        for j in range(k):
+            flat[i * k + j] = row[j]
+
+
+_pack_rows = numba.njit(cache=True, nogil=True)(_pack_rows_py)
+
+
 def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
                     maxiter: int | None = None, gram: tuple | None = None) -> SolveResult:
     """O'Leary's block CG: all columns of ``B`` share one Krylov space, Jacobi-preconditioned.
@@ -409,6 +442,9 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     column by column, 73.3 against 79.2 s. The price is dense work on the active block each
     iteration (six (n, m) x (m, m) products, about ``12 n m²`` flops), which only pays when the
     sparse product costs more: see :class:`linxling.operators.GramBlockInverse` (``cg_krylov``).
+    The blocks it makes each iteration live in buffers made once (the whole Cr5 fit at that size
+    298.6 -> 273.4 s on a 2-core Intel Xeon VM, means of two interleaved runs, bitwise the same
+    eigenvalues; benchmarks/README.md, "The block CG's blocks in buffers made once").
 
     Each iteration applies the truncated pseudo-inverse of ``G = PᵀAP`` (eigen-directions whose
     eigenvalue is below ``max(m, √n) · eps`` of the largest are dropped, as in Dubrulle's
@@ -491,7 +527,14 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     cols = np.flatnonzero(~converged)
     Xa = X if cols.size == m else np.ascontiguousarray(X[:, cols])
     Ra = R if cols.size == m else np.ascontiguousarray(R[:, cols])
-    P = Ra * dinv
+    # the (n, m) blocks made each iteration (the directions, two in turn, and A times them) live
+    # in buffers made once, used as C-contiguous (n, w) views as the block narrows: no fresh
+    # block per iteration (a fresh block's first touch costs a page fault per page, and on a
+    # virtual machine that returns freed memory to its host, as much again to get it back)
+    bufs = [np.empty(n * m, dtype=dt), np.empty(n * m, dtype=dt)]
+    q_buf = np.empty(n * m, dtype=dt) if gram is not None else None
+    P = np.multiply(Ra, dinv, out=_head(bufs[0], n, Ra.shape[1]))
+    in_p = 0                                        # the buffer P is in
     it = 0
     for it in range(1, maxiter + 1):
         if cols.size == 0:
@@ -501,7 +544,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         widths.append(w)
         if gram is not None:
             T = T_buf[:Xg.shape[0] * w].reshape(Xg.shape[0], w)
-            Q = np.empty((n, w), dtype=dt)
+            Q = _head(q_buf, n, w)
             tiled_rows_matmat(Xg.indptr[:-1], Xg.indptr[1:], Xg.indices, Xg.data, P, T)
             tiled_rows_matmat(XTg.indptr[:-1], XTg.indptr[1:], XTg.indices, XTg.data, T, Q, alpha=alpha_g, P=P)
             op.n_matmat += 1
@@ -536,14 +579,15 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
             stay = np.flatnonzero(~done)
             if Xa is X:
                 Xa = np.ascontiguousarray(X[:, cols[stay]])
-            else:
-                Xa = np.ascontiguousarray(Xa[:, stay])
-            Ra = np.ascontiguousarray(Ra[:, stay])
+            else:                                   # packed in place (Xa and Ra are the solver's own)
+                Xa = _pack_columns(Xa, stay)
+            Ra = _pack_columns(Ra, stay)
             cols = cols[stay]
             if cols.size == 0:
                 break
         # next directions: A-conjugate to this block (and, in exact arithmetic, to all earlier ones)
-        Z = Ra * dinv
+        in_p = 1 - in_p
+        Z = np.multiply(Ra, dinv, out=_head(bufs[in_p], n, Ra.shape[1]))
         gemm_acc(Z, P, (Gp @ gram_tn(Q, Z)).astype(dt), -1.0)
         P = Z
         del Q
