@@ -381,3 +381,34 @@ def test_csr_column_stats_matches_bincount_reference(dtype):
     small = X[:100]
     for a, b in zip(spmm.csr_column_stats(small), spmm.csr_column_stats_reference(small), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_transpose_equals_scipys_array_by_array(dtype, threads, monkeypatch):
+    import numba
+
+    from linxling.kernels.spmm import csr_transpose_reference
+    monkeypatch.setattr(spmm, "MIN_PARALLEL_WORK", 0)      # force the threaded path
+    rng = np.random.default_rng(5)
+    X = sp.random(400, 60, density=0.2, format="lil", random_state=2, dtype=dtype)
+    X[17] = 0                                               # an empty row
+    X[:, 9] = 0                                             # an empty column
+    X = sp.csr_matrix(X)
+    assert X[17].nnz == 0 and X[:, 9].nnz == 0
+    # rows with unsorted indices and a duplicate entry: kept as they are, in row order per column
+    Y = sp.csr_matrix((np.r_[X.data, dtype(1.5), dtype(2.5)], np.r_[X.indices, 3, 3],
+                       np.r_[X.indptr, X.indptr[-1] + 2]), shape=(401, 60))
+    perm = rng.permutation(Y.indptr[5 + 1] - Y.indptr[5]) + Y.indptr[5]
+    Y.indices[Y.indptr[5]:Y.indptr[6]] = Y.indices[perm].copy()
+    Y.data[Y.indptr[5]:Y.indptr[6]] = Y.data[perm].copy()
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        for M in (X, Y, sp.csr_matrix((0, 5), dtype=dtype), sp.csr_matrix((3, 4), dtype=dtype)):
+            got, want = csr_transpose(M), csr_transpose_reference(M)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            for name in ("indptr", "indices", "data"):
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    finally:
+        numba.set_num_threads(before)
