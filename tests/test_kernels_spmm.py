@@ -405,9 +405,11 @@ def test_transpose_equals_scipys_array_by_array(dtype, threads, monkeypatch):
     before = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        for M in (X, Y, sp.csr_matrix((0, 5), dtype=dtype), sp.csr_matrix((3, 4), dtype=dtype)):
+        wide = sp.csr_matrix((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)), shape=X.shape)
+        for M in (X, Y, wide, sp.csr_matrix((0, 5), dtype=dtype), sp.csr_matrix((3, 4), dtype=dtype)):
             got, want = csr_transpose(M), csr_transpose_reference(M)
             assert got.shape == want.shape and got.dtype == want.dtype
+            assert got.indices.dtype == want.indices.dtype and got.indptr.dtype == want.indptr.dtype
             for name in ("indptr", "indices", "data"):
                 np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
     finally:

@@ -499,8 +499,9 @@ def csr_transpose(X):
     threads = max(1, min(numba.get_num_threads(), nnz // max(4 * p, 1), n))
     if nnz < MIN_PARALLEL_WORK or threads == 1:
         return csr_transpose_reference(X)
-    big = max(n, p, nnz) >= np.iinfo(np.int32).max
-    itype = np.int64 if big else np.int32
+    # SciPy's choice: int64 when the sizes need it or X's index arrays already are
+    wide = max(n, p, nnz) >= np.iinfo(np.int32).max or np.int64 in (X.indptr.dtype, X.indices.dtype)
+    itype = np.int64 if wide else np.int32
     bounds = np.searchsorted(X.indptr, np.linspace(0, nnz, threads + 1)).astype(np.int64)
     bounds[0], bounds[-1] = 0, n
     counts = np.zeros((threads, p), dtype=np.int64)

@@ -404,8 +404,9 @@ def _head(buf: np.ndarray, n: int, w: int) -> np.ndarray:
 
 def _pack_columns(A: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """``A[:, keep]`` (``keep`` increasing) written over the start of ``A``'s own memory, as a
-    C-contiguous (n, len(keep)) view of it: row ``i`` moves to ``i · len(keep)``, never past where
-    rows ``i`` and later still are, so rows are moved in order, each through a copy. ``A`` is
+    C-contiguous (n, len(keep)) view of it. Row ``i``'s new place, from ``i · len(keep)``, ends
+    before row ``i + 1``'s old one starts, so moving the rows in order (each through a small copy,
+    as its new place may overlap its old one) never overwrites a row still to be read. ``A`` is
     C-contiguous and its old content is lost."""
     n, w = A.shape
     k = keep.size
@@ -416,7 +417,8 @@ def _pack_columns(A: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return flat[:n * k].reshape(n, k)
 
 
-def _pack_rows_py(flat, n, w, keep):  # pragma: no cover - compiled below; the plain version
+def _pack_rows_py(flat, n, w, keep):
+    """The loop of :func:`_pack_columns` on a flat buffer (compiled below as ``_pack_rows``)."""
     k = keep.size
     row = np.empty(k, dtype=flat.dtype)
     for i in range(n):
