@@ -495,7 +495,7 @@ def csr_transpose(X):
     """
     X = sp.csr_matrix(X)
     n, p = X.shape
-    nnz = int(X.indptr[-1]) if n else 0
+    nnz = int(X.nnz)
     threads = max(1, min(numba.get_num_threads(), nnz // max(4 * p, 1), n))
     if nnz < MIN_PARALLEL_WORK or threads == 1:
         return csr_transpose_reference(X)

@@ -263,6 +263,11 @@ def block_cg(A: Any, B: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float 
     return SolveResult(x, conv, it, hist_out, info)
 
 
+def _head(buf: np.ndarray, n: int, w: int) -> np.ndarray:
+    """The first ``n · w`` elements of a flat buffer as a C-contiguous (n, w) block."""
+    return buf[:n * w].reshape(n, w)
+
+
 def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
                     maxiter: int | None = None, gram: tuple | None = None) -> SolveResult:
     """:func:`block_cg` with the Jacobi preconditioner ``diag(d)⁻¹``, in fused numba kernels.
@@ -353,8 +358,8 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
             it -= 1
             break
         if gram is not None:
-            T = T_buf[:Xg.shape[0] * ma].reshape(Xg.shape[0], ma)
-            Q = Q_buf[:n * ma].reshape(n, ma)
+            T = _head(T_buf, Xg.shape[0], ma)
+            Q = _head(Q_buf, n, ma)
             tiled_rows_matmat(Xg.indptr[:-1], Xg.indptr[1:], Xg.indices, Xg.data, P, T)
             tiled_rows_matmat(XTg.indptr[:-1], XTg.indptr[1:], XTg.indices, XTg.data, T, Q, alpha=alpha_g,
                               P=P, part=part_a[:, :ma], chunk=chunk)
@@ -395,11 +400,6 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
             "n_matvec": int(op.n_matvec_equiv - start_count), "fused": gram is not None}
     _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, np)
     return SolveResult(X, converged, it, np.asarray(hist), info)
-
-
-def _head(buf: np.ndarray, n: int, w: int) -> np.ndarray:
-    """The first ``n · w`` elements of a flat buffer as a C-contiguous (n, w) block."""
-    return buf[:n * w].reshape(n, w)
 
 
 def _pack_columns(A: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -545,7 +545,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         w = P.shape[1]
         widths.append(w)
         if gram is not None:
-            T = T_buf[:Xg.shape[0] * w].reshape(Xg.shape[0], w)
+            T = _head(T_buf, Xg.shape[0], w)
             Q = _head(q_buf, n, w)
             tiled_rows_matmat(Xg.indptr[:-1], Xg.indptr[1:], Xg.indices, Xg.data, P, T)
             tiled_rows_matmat(XTg.indptr[:-1], XTg.indptr[1:], XTg.indices, XTg.data, T, Q, alpha=alpha_g, P=P)
