@@ -160,20 +160,38 @@ class WorkerLost(ConnectionError):
 
 def gather_watching(client, futures: Sequence, watch: Sequence, *, direct: bool | None = None,
                     poll_s: float = 0.01) -> list:
-    """Gather ``futures`` once all are done; raise :class:`WorkerLost` (cancelling them) as
-    soon as one of ``watch`` (the data they need) is no longer in memory on the cluster.
+    """Gather ``futures``, each as soon as it is done (its transfer overlaps the others'
+    work); raise :class:`WorkerLost` (cancelling those not gathered) as soon as one of
+    ``watch`` (the data they need) is no longer in memory on the cluster.
 
     Needed for tasks pinned to the worker that holds their data (``allow_other_workers=False``,
     which also keeps work stealing from moving the data): when that worker dies they would
     wait for it forever. Only the client's own view of the futures is polled (no messages).
     """
     futures = list(futures)
-    while not all(f.done() for f in futures):
-        if any(w.status != "finished" for w in watch):
-            client.cancel(futures)
-            raise WorkerLost("a worker holding data of this step was lost")
-        time.sleep(poll_s)
-    return client.gather(futures, direct=direct)
+    results: list = [None] * len(futures)
+    pending = list(range(len(futures)))
+    finished = threading.Event()
+    for f in futures:
+        f.add_done_callback(lambda _: finished.set())
+    try:
+        while pending:
+            finished.clear()
+            done = [i for i in pending if futures[i].done()]
+            if done:     # fetched while the others still run
+                for i, value in zip(done, client.gather([futures[i] for i in done], direct=direct),
+                                    strict=True):
+                    results[i] = value
+                gathered = set(done)
+                pending = [i for i in pending if i not in gathered]
+                continue
+            if any(w.status != "finished" for w in watch):
+                raise WorkerLost("a worker holding data of this step was lost")
+            finished.wait(poll_s)          # wakes as soon as one of them is done
+    except BaseException:
+        client.cancel([futures[i] for i in pending])
+        raise
+    return results
 
 
 def lost_errors() -> tuple[type[BaseException], ...]:

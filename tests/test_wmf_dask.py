@@ -13,8 +13,9 @@ from _corpora import sentence_matrix
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
-from linxling._dask import CommMeter, get_client, kernel_threads, retry_lost  # noqa: E402
+from linxling._dask import CommMeter, WorkerLost, gather_watching, get_client, kernel_threads, retry_lost  # noqa: E402
 from linxling.io import write_chunks  # noqa: E402
+from linxling.models._als_dask import _dask_stack, _tiles  # noqa: E402
 from linxling.models._als_dask import balanced_ranges as _balanced_ranges  # noqa: E402
 from linxling.models.wmf import WMF, BilingualWMF  # noqa: E402
 
@@ -124,8 +125,10 @@ def test_chunked_corpus_on_the_cluster(client, tmp_path):
 
 
 def test_callback_sees_current_factors_and_bytes(client):
-    """Each factor is sent once per iteration (to every worker) and the solved blocks come back:
-    the payload is counted by the fit and checked against distributed's own TCP writes."""
+    """Each half-step's fixed factor is assembled on each worker from the other side's solved
+    blocks, so each block goes once to the worker that lacks it (2 workers: each factor once
+    per iteration), and the solved blocks come back to the client: the payload is counted by
+    the fit and checked against distributed's own TCP writes."""
     X = _corpus(n=3000, m=600, density=0.1, seed=6)
     k, n, m, W = 4, 3000, 600, 2
     seen = []
@@ -145,11 +148,17 @@ def test_callback_sees_current_factors_and_bytes(client):
     info = model.dask_info_
     nb, nc = info["row_blocks"], info["col_blocks"]
     factors = (n + m) * k * 8
-    expected = W * factors + factors + 2 * W * k * k * 8 + 8 * (nb + nc)
+    # blocks between the workers (each a (rows, objective) pair) + the solved blocks gathered +
+    # each half-step's Gram to each worker
+    moved = factors + 8 * (nb + nc)
+    expected = moved + factors + 8 * (nb + nc) + 2 * W * k * k * 8
+    assert (W - 1) * factors < expected - factors < W * factors     # was W + 1 factors in all
     assert info["payload_bytes_per_iteration"][1:] == [expected] * 3
-    # the first iteration also sends the initial factors as warm starts (later the blocks' own
+    # the first iteration sends the initial V from the client to every worker instead of its
+    # blocks between the workers, and the initial factors as warm starts (later the blocks' own
     # previous results, on their workers, are used)
-    assert info["payload_bytes_per_iteration"][0] == expected + W * (n + m) * k * 8
+    assert info["payload_bytes_per_iteration"][0] == (expected - (m * k * 8 + 8 * nc) + W * m * k * 8
+                                                      + W * (n + m) * k * 8)
     # iterations 2, 3, 4: the factors plus task messages, heartbeats and the meter's own reads
     # (≈ 65 KiB here); one data block moved (≈ 0.35 MiB of X or Xᵀ) would exceed the margin
     measured = np.diff(marks)
@@ -211,6 +220,54 @@ def test_balanced_ranges():
         r = _balanced_ranges(counts, nb)
         assert r[0][0] == 0 and r[-1][1] == 10 and len(r) <= nb
         assert all(a < b for a, b in r) and all(r[i][1] == r[i + 1][0] for i in range(len(r) - 1))
+
+
+def _sleep_then(x, seconds):
+    import time
+    time.sleep(seconds)
+    if x is None:
+        raise ValueError("a task's own error")
+    return x
+
+
+def test_gather_watching_fetches_each_result_when_it_is_done(client, monkeypatch):
+    """A finished task's result is fetched while the others still run (its transfer overlaps
+    their work); the results come back in the order of the futures."""
+    calls = []
+    real = client.gather
+
+    def recording(futs, **kw):
+        calls.append([f.key for f in futs])
+        return real(futs, **kw)
+
+    monkeypatch.setattr(client, "gather", recording)
+    slow = client.submit(_sleep_then, "slow", 1.5, pure=False)
+    fast = client.submit(_sleep_then, "fast", 0.0, pure=False)
+    assert gather_watching(client, [slow, fast], [], poll_s=0.05) == ["slow", "fast"]
+    assert calls[0] == [fast.key] and calls[-1] == [slow.key]
+
+
+def test_gather_watching_gives_up_when_data_is_lost_and_passes_task_errors(client):
+    data = client.scatter(np.arange(3), hash=False)
+    slow = client.submit(_sleep_then, 1, 5.0, pure=False)
+    client.cancel([data])                  # as a block lost with its worker
+    with pytest.raises(WorkerLost, match="was lost"):
+        gather_watching(client, [slow], [data], poll_s=0.01)
+    assert slow.status == "cancelled"      # not left running on the cluster
+    bad = client.submit(_sleep_then, None, 0.0, pure=False)
+    slow = client.submit(_sleep_then, 1, 5.0, pure=False)
+    with pytest.raises(ValueError, match="own error"):
+        gather_watching(client, [slow, bad], [], poll_s=0.01)
+    assert slow.status == "cancelled"
+
+
+def test_fixed_factor_assembled_from_solved_blocks():
+    blocks = [(np.full((2, 3), i, dtype=np.float32), 0.5) for i in range(3)]
+    Y = _dask_stack(*blocks)
+    assert Y.shape == (6, 3) and Y.dtype == np.float32 and Y.flags.c_contiguous
+    np.testing.assert_array_equal(Y[:, 0], [0, 0, 1, 1, 2, 2])
+    assert _tiles([(0, 2), (2, 4), (4, 6)], 6)
+    assert not _tiles([(0, 2), (3, 6)], 6) and not _tiles([(0, 2), (2, 5)], 6) and not _tiles([], 0)
 
 
 def test_retry_lost_and_kernel_threads():

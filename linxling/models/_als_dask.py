@@ -89,6 +89,19 @@ def _dask_solve(parts, Y, G, warm, r0: int, r1: int, w: float, lam: float, solve
     return out, obj
 
 
+def _dask_stack(*solved):
+    """A half-step's fixed factor assembled on a worker from the other side's solved blocks
+    (the ``(rows, objective)`` results of :func:`_dask_solve`, in row order): the same values
+    as the client's copy, which it gathered from these results."""
+    return np.concatenate([rows for rows, _ in solved], axis=0)
+
+
+def _tiles(ranges, n: int) -> bool:
+    """Whether ``ranges`` cover ``0:n`` in order, without gaps or overlaps."""
+    return bool(ranges) and ranges[0][0] == 0 and ranges[-1][1] == n and all(
+        a[1] == b[0] for a, b in zip(ranges[:-1], ranges[1:], strict=True))
+
+
 def balanced_ranges(counts: np.ndarray, n_blocks: int) -> list[tuple[int, int]]:
     """Split range(len(counts)) into at most n_blocks contiguous ranges of similar sum."""
     m = len(counts)
@@ -250,19 +263,44 @@ class DaskALS:
 
         Each block is warm-started from its own result of this side's previous half-step, still
         on the worker that computed it (no transfer); the first time, or when a worker was
-        lost, from ``out`` as the client holds it (the same values)."""
+        lost, from ``out`` as the client holds it (the same values). ``Y`` is assembled on each
+        worker from the other side's solved blocks where they are (each worker fetches only the
+        blocks it lacks, :func:`_dask_stack`); the first time, or when one of them was lost,
+        it is sent from the client's copy (the same values)."""
         from linxling._dask import gather_watching, holders, retry_lost
         if side == "rows":                  # an iteration starts with its rows half-step
             self._iter_start = self._sent()
         blocks, ranges = (self.rows, self.row_ranges) if side == "rows" else (self.cols, self.col_ranges)
-        state = {"warm": self.prev.get(side)}
+        other_side, other_ranges = ("cols", self.col_ranges) if side == "rows" else ("rows", self.row_ranges)
+        state = {"warm": self.prev.get(side), "other": self.prev.get(other_side)}
+        if not _tiles(other_ranges, int(Y.shape[0])):
+            state["other"] = None
 
         def attempt():
             for b in blocks:     # blocks lost with a worker: wait until recomputed from their tasks
                 b.exception()
-            where = holders(self.client, blocks)   # each task where its block is
-            receivers = len({a for at in where for a in (at or ())}) or self.n_workers
-            fY = self.scatter(Y, receivers)
+            other = state["other"]
+            if other is not None and any(f.status != "finished" for f in other):
+                other = None
+            # each task where its block is; where the other side's solved blocks are
+            held = holders(self.client, [*blocks, *(other or ())])
+            where, other_at = held[:len(blocks)], held[len(blocks):]
+            at_all = {a for at in where for a in (at or ())}
+            receivers = len(at_all) or self.n_workers
+            if other is not None and all(at is not None for at in (*where, *other_at)):
+                where = [at[:1] for at in where]       # one worker per task: its own assembled Y
+                receivers = len({at[0] for at in where})
+                fYs = {}
+                for a in sorted({at[0] for at in where}):   # one Y per worker, from the blocks where they are
+                    fYs[a] = self.client.submit(_dask_stack, *other, pure=False, workers=[a])
+                    self.bytes_sent["scattered"] += sum(
+                        (r1 - r0) * Y.shape[1] * Y.itemsize + 8
+                        for (r0, r1), at in zip(other_ranges, other_at, strict=True) if a not in at)
+                fY = [fYs[at[0]] for at in where]
+                inputs = list(other)
+            else:
+                fY = [self.scatter(Y, receivers)] * len(blocks)
+                inputs = fY[:1]
             fG = self.scatter(G, receivers)
             warm = state["warm"]
             if warm is None or any(f.status != "finished" for f in warm):
@@ -276,15 +314,16 @@ class DaskALS:
                     h.result()
             # pinned (strictly: a loosely restricted task may be stolen by another worker, which
             # then fetches the block); a block being recomputed after a loss runs anywhere
-            futs = [self.client.submit(_dask_solve, blk, fY, fG, fw, r0, r1, w, lam, solver, steps,
+            futs = [self.client.submit(_dask_solve, blk, fy, fG, fw, r0, r1, w, lam, solver, steps,
                                        hp, pure=False, workers=at)
-                    for blk, (r0, r1), at, fw, hp in zip(blocks, ranges, where, warm, hots, strict=True)]
+                    for blk, (r0, r1), at, fy, fw, hp in zip(blocks, ranges, where, fY, warm, hots,
+                                                             strict=True)]
             try:
-                watch = [*blocks, fY, fG, *{f.key: f for f in warm}.values(),
+                watch = [*blocks, *inputs, fG, *{f.key: f for f in warm}.values(),
                          *(h for h in hots if h is not None)]
                 return futs, gather_watching(self.client, futs, watch, direct=self.direct)
             except BaseException:
-                state["warm"] = None               # a retry starts from the client's copy
+                state["warm"] = state["other"] = None     # a retry starts from the client's copies
                 raise
 
         futs, results = retry_lost(attempt)
