@@ -134,8 +134,10 @@ class WMF(_WMFParams):
     dask_info_ : dict
         Only after a fit on a Dask cluster: ``n_workers``, ``row_blocks`` and ``col_blocks``
         (blocks of X and Xᵀ on the workers), ``nnz``, and ``payload_bytes_per_iteration``: the
-        bytes of the arrays the client scattered (times the workers receiving each) and
-        gathered in each iteration (the first also sends the initial sentence factor).
+        bytes that moved in each iteration: the arrays the client scattered (times the workers
+        receiving each), the solved blocks each worker fetched from the others to assemble a
+        fixed factor, and the solved blocks gathered (the first iteration also sends the
+        initial factors from the client).
 
     Examples
     --------
@@ -211,8 +213,9 @@ class WMF(_WMFParams):
             The cluster for a dask array ``X`` (default: the current default client; an error
             when there is none) or for a ChunkedCSR ``X`` (without it a ChunkedCSR is streamed
             on this machine). The row blocks of X and of Xᵀ are computed and kept on the
-            workers once; each iteration the client sends each factor to every worker once and
-            gathers the solved blocks (``dask_info_``). A worker lost during the fit is
+            workers once; each iteration every worker assembles the fixed factor from the solved
+            blocks (fetching those it lacks from the other workers) and the client gathers the
+            solved blocks (``dask_info_``). A worker lost during the fit is
             replaced: its blocks are recomputed from their tasks and the half-step is run again,
             with the same result. The result equals the in-memory fit up to rounding.
 
