@@ -235,20 +235,22 @@ def test_tiled_mapped_product_is_bitwise_the_untiled_one(dtype, width):
     """Renumbered columns in tiles of the source index space (each tile's rows of V gathered
     into a buffer first): bitwise the untiled renumbered product for sorted indices, accumulation
     included; unsorted rows are still all summed (their leftovers read V directly)."""
-    from linxling.kernels.spmm import _rows_matmat, _tiled_rows_mapped, rows_matmat_reference
+    from linxling.kernels.spmm import _rows_matmat, _thread_groups, _tiled_rows_mapped, rows_matmat_reference
     X, _, rng = _tiled_case(dtype)
     colmap = rng.permutation(100)[:70]                  # 70 source columns -> rows of a 100-row V
     V = rng.standard_normal((100, 5)).astype(dtype)
     starts, ends = X.indptr[:-1], X.indptr[1:]
     one = np.empty((90, 5), dtype=dtype)
-    _rows_matmat(starts, ends, X.indices, X.data, colmap, V, one, False)
+    _rows_matmat(starts, ends, X.indices, X.data, colmap, V, one, False, _thread_groups(starts, ends, 1))
     w = min(width, 70)
     got = np.full((90, 5), np.nan, dtype=dtype)
-    _tiled_rows_mapped(starts, ends, X.indices, X.data, colmap, V, got, False, 8, w, np.empty((w, 5), dtype))
+    _tiled_rows_mapped(starts, ends, X.indices, X.data, colmap, V, got, False, 8, w, np.empty((w, 5), dtype),
+                       _thread_groups(starts, ends, 8))
     np.testing.assert_array_equal(got, one)
     acc, acc1 = got.copy(), got.copy()
-    _tiled_rows_mapped(starts, ends, X.indices, X.data, colmap, V, acc, True, 8, w, np.empty((w, 5), dtype))
-    _rows_matmat(starts, ends, X.indices, X.data, colmap, V, acc1, True)
+    _tiled_rows_mapped(starts, ends, X.indices, X.data, colmap, V, acc, True, 8, w, np.empty((w, 5), dtype),
+                       _thread_groups(starts, ends, 8))
+    _rows_matmat(starts, ends, X.indices, X.data, colmap, V, acc1, True, _thread_groups(starts, ends, 1))
     np.testing.assert_array_equal(acc, acc1)
     # unsorted indices: every entry is still summed
     ind, dat = X.indices.copy(), X.data.copy()
@@ -256,7 +258,8 @@ def test_tiled_mapped_product_is_bitwise_the_untiled_one(dtype, width):
         sl = slice(X.indptr[i], X.indptr[i + 1])
         ind[sl], dat[sl] = ind[sl][::-1], dat[sl][::-1]
     uns = np.empty((90, 5), dtype=dtype)
-    _tiled_rows_mapped(starts, ends, ind, dat, colmap, V, uns, False, 8, w, np.empty((w, 5), dtype))
+    _tiled_rows_mapped(starts, ends, ind, dat, colmap, V, uns, False, 8, w, np.empty((w, 5), dtype),
+                       _thread_groups(starts, ends, 8))
     ref = rows_matmat_reference(starts, ends, ind, dat, V, np.empty((90, 5), dtype=dtype), colmap=colmap)
     rtol = 1e-5 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(uns, ref, rtol=rtol, atol=rtol)
@@ -274,7 +277,7 @@ def test_rows_matmat_tiles_renumbered_columns_beyond_a_tile(monkeypatch):
     real = spmm._tiled_rows_mapped
 
     def spy(*a):
-        calls.append(a[-2])
+        calls.append(a[-3])                   # the tile's rows (before the buffer and the thread runs)
         return real(*a)
 
     monkeypatch.setenv("LINXLING_TILE_BYTES", "1")           # the smallest tiles: 1,024 rows
@@ -414,3 +417,62 @@ def test_transpose_equals_scipys_array_by_array(dtype, threads, monkeypatch):
                 np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
     finally:
         numba.set_num_threads(before)
+
+
+def _frequency_ordered(dtype, n=400, p=300, seed=21):
+    """Rows in frequency order (the transpose of a corpus whose vocabulary is sorted by
+    frequency): row i holds about n / (i + 1) nonzeros, the first rows most of them."""
+    rng = np.random.default_rng(seed)
+    rows = [np.sort(rng.choice(p, size=min(p, max(1, int(3 * p / (i + 1)))), replace=False)) for i in range(n)]
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    X = sp.csr_matrix((rng.standard_normal(indptr[-1]).astype(dtype), np.concatenate(rows), indptr), shape=(n, p))
+    return X, rng
+
+
+def test_thread_runs_balance_nonzeros_and_leave_the_sums_unchanged():
+    """The products give each thread a run of row chunks with about equal nonzeros
+    (:func:`_thread_groups`); which thread computes a row never changes its sums, so the
+    products are bitwise the same for any split, the column dots included."""
+    from linxling.kernels.spmm import _rows_matmat, _thread_groups, _tiled_rows, _tiled_rows_mapped
+    for dtype in (np.float32, np.float64):
+        X, rng = _frequency_ordered(dtype)
+        starts, ends = X.indptr[:-1], X.indptr[1:]
+        lens = np.diff(X.indptr)
+        assert lens[: len(lens) // 2].sum() > 4 * lens[len(lens) // 2:].sum()     # equal rows: unequal work
+        for chunk in (1, 8, 64):
+            n_chunks = -(-X.shape[0] // chunk)
+            per_chunk = np.add.reduceat(lens, np.arange(0, X.shape[0], chunk))
+            for g in (1, 2, 3, 7):
+                b = _thread_groups(starts, ends, chunk, g)
+                assert b[0] == 0 and b[-1] == n_chunks and np.all(np.diff(b) >= 0)
+                assert len(b) == min(g, n_chunks) + 1
+                work = np.add.reduceat(per_chunk, b[:-1]) * (np.diff(b) > 0)
+                # each run within one chunk's nonzeros of its share (the runs end at chunk ends)
+                assert np.all(np.abs(np.cumsum(work)[:-1] - lens.sum() * np.arange(1, len(b) - 1) / (len(b) - 1))
+                              <= per_chunk.max()), (chunk, g, b)
+        V = rng.standard_normal((X.shape[1], 6)).astype(dtype)
+        P = rng.standard_normal((X.shape[0], 6)).astype(dtype)
+        colmap = rng.permutation(X.shape[1] + 5)[:X.shape[1]]
+        W = rng.standard_normal((X.shape[1] + 5, 6)).astype(dtype)
+        outs = []
+        for g in (1, 2, 5):
+            out = np.empty((X.shape[0], 6), dtype=dtype)
+            part = np.empty((-(-X.shape[0] // 8), 6))
+            _tiled_rows(starts, ends, X.indices, X.data, V, out, 2, dtype(0.5), P, part, 8, 40,
+                        _thread_groups(starts, ends, 8, g))
+            mapped = np.empty_like(out)
+            _tiled_rows_mapped(starts, ends, X.indices, X.data, colmap, W, mapped, False, 8, 40,
+                               np.empty((40, 6), dtype), _thread_groups(starts, ends, 8, g))
+            rows = np.empty_like(out)
+            _rows_matmat(starts, ends, X.indices, X.data, colmap, W, rows, False, _thread_groups(starts, ends, 1, g))
+            outs.append((out, part, mapped, rows))
+        for got in outs[1:]:
+            for a, b in zip(got, outs[0], strict=True):
+                np.testing.assert_array_equal(a, b)
+        ref = 0.5 * P + X @ V
+        tol = 1e-4 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(outs[0][0], ref, rtol=tol, atol=tol)
+        np.testing.assert_allclose(outs[0][1].sum(axis=0), (P.astype(np.float64) * outs[0][0]).sum(axis=0),
+                                   rtol=tol)
+        np.testing.assert_allclose(outs[0][2], X @ W[colmap], rtol=tol, atol=tol)
+        np.testing.assert_array_equal(outs[0][3], outs[0][2])

@@ -104,6 +104,31 @@ def _row_chunk(n_rows: int) -> int:
     return max(64, -(-n_rows // 1024))
 
 
+def _thread_groups(starts, ends, chunk: int, n_groups: int | None = None) -> np.ndarray:
+    """Boundaries ``b`` (int64, ``g + 1`` entries) that cut the row chunks of a product (``chunk``
+    rows each, in order) into ``g`` contiguous runs of about equal nonzeros, one per numba
+    thread: the products give run ``q`` (chunks ``b[q]:b[q + 1]``) to one thread.
+
+    A parallel loop over the chunks themselves hands each thread an equal number of rows, which
+    balances only when the nonzeros are spread evenly over the rows. A matrix whose rows come in
+    frequency order (the transpose of a corpus whose vocabulary is sorted by frequency: the
+    first rows hold most nonzeros) then left one thread with most of the work. Each run ends at
+    the chunk boundary nearest its share of the nonzeros; every row and every chunk's sums are
+    computed as before (only which thread computes them changes), so results do not change."""
+    n_rows = int(starts.shape[0])
+    n_chunks = -(-n_rows // chunk) if n_rows else 0
+    g = max(1, min(int(numba.get_num_threads() if n_groups is None else n_groups), n_chunks))
+    if g == 1:
+        return np.array([0, n_chunks], dtype=np.int64)
+    nnz = np.cumsum(np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64))
+    done = nnz[np.minimum(np.arange(1, n_chunks + 1, dtype=np.int64) * chunk, n_rows) - 1]
+    share = done[-1] * np.arange(1, g, dtype=np.float64) / g
+    j = np.minimum(np.searchsorted(done, share), n_chunks - 1)       # the first chunk reaching it
+    before = np.where(j > 0, done[np.maximum(j - 1, 0)], 0)
+    cut = np.where(done[j] - share <= share - before, j + 1, j)     # the nearer of its two ends
+    return np.concatenate([[0], np.maximum.accumulate(cut), [n_chunks]]).astype(np.int64)
+
+
 def csr_matmat_reference(X: sp.csr_matrix, V: np.ndarray) -> np.ndarray:
     """The plain product ``X @ V`` (SciPy, one thread): the oracle of :func:`csr_matmat`."""
     return np.asarray(X @ V)
@@ -210,9 +235,15 @@ def _cols8(indices, k):  # pragma: no cover - compiled
 
 
 @numba.njit(parallel=True, fastmath=_FM, cache=True, nogil=True)
-def _rows_matmat(starts, ends, indices, data, colmap, V, out, accumulate):  # pragma: no cover
+def _rows_matmat(starts, ends, indices, data, colmap, V, out, accumulate, groups):  # pragma: no cover
+    for q in numba.prange(groups.shape[0] - 1):     # one run of rows per thread (_thread_groups)
+        _rows_run(starts, ends, indices, data, colmap, V, out, accumulate, groups[q], groups[q + 1])
+
+
+@numba.njit(fastmath=_FM, cache=True, nogil=True)
+def _rows_run(starts, ends, indices, data, colmap, V, out, accumulate, i0, i1):  # pragma: no cover
     m = V.shape[1]
-    for i in numba.prange(out.shape[0]):
+    for i in range(i0, i1):
         if not accumulate:
             for j in range(m):
                 out[i, j] = 0.0
@@ -271,16 +302,19 @@ def rows_matmat(starts, ends, indices, data, V, out, *, colmap=None, accumulate=
     colmap = np.asarray(colmap)
     width = tile_rows(colmap.shape[0], V.shape[1], V.dtype.itemsize)
     if width >= colmap.shape[0]:
-        _rows_matmat(starts, ends, indices, data, colmap, V, out, bool(accumulate))
+        _rows_matmat(starts, ends, indices, data, colmap, V, out, bool(accumulate),
+                     _thread_groups(starts, ends, 1))
         return out
     buf = np.empty((width, V.shape[1]), dtype=V.dtype)
     chunk = _row_chunk(out.shape[0])
-    _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, bool(accumulate), chunk, width, buf)
+    _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, bool(accumulate), chunk, width, buf,
+                       _thread_groups(starts, ends, chunk))
     return out
 
 
 @numba.njit(parallel=True, fastmath=_FM, cache=True, nogil=True)
-def _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, accumulate, chunk, width, buf):  # pragma: no cover
+def _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, accumulate, chunk, width, buf,  # pragma: no cover
+                       groups):
     n_rows, m = out.shape
     n_src = colmap.shape[0]
     n_chunks = (n_rows + chunk - 1) // chunk
@@ -302,44 +336,45 @@ def _tiled_rows_mapped(starts, ends, indices, data, colmap, V, out, accumulate, 
                 src = colmap[r]
                 for j in range(m):
                     buf[r - r0, j] = V[src, j]
-        for c in numba.prange(n_chunks):
-            for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
-                k = cur[i]
-                e = ends[i]
-                g = starts[i] + (e - starts[i]) // 8 * 8
-                while k < g:        # groups of eight from the row's start, as the untiled product
-                    i0 = indices[k]
-                    if i0 >= r1 and not last:
-                        break
-                    inside = r0 <= i0
-                    for q in range(k + 1, k + 8):
-                        inside = inside and indices[q - 1] <= indices[q]
-                    if inside and indices[k + 7] < r1:
-                        # the whole group in the tile's buffer
-                        i0, i1, i2, i3, i4, i5, i6, i7 = _cols8(indices, k)
-                        _add8(out, i, buf, (i0 - r0, i1 - r0, i2 - r0, i3 - r0, i4 - r0, i5 - r0, i6 - r0, i7 - r0),
-                              _weights8(data, k))
-                    else:   # a group across the tile's end, or unsorted: the same sums from V
-                        _add8(out, i, V, _rows8(indices, k, colmap), _weights8(data, k))
-                    k += 8
-                while k < e:
-                    col = indices[k]
-                    if col >= r1 and not last:
-                        break
-                    a = data[k]
-                    if col >= r0:
-                        for j in range(m):
-                            out[i, j] += a * buf[col - r0, j]
-                    else:           # an unsorted row's leftover (the last tile takes them all)
-                        src = colmap[col]
-                        for j in range(m):
-                            out[i, j] += a * V[src, j]
-                    k += 1
-                cur[i] = k
+        for run in numba.prange(groups.shape[0] - 1):  # one run of chunks per thread (_thread_groups)
+            for c in range(groups[run], groups[run + 1]):
+                for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
+                    k = cur[i]
+                    e = ends[i]
+                    g = starts[i] + (e - starts[i]) // 8 * 8
+                    while k < g:        # groups of eight from the row's start, as the untiled product
+                        i0 = indices[k]
+                        if i0 >= r1 and not last:
+                            break
+                        inside = r0 <= i0
+                        for q in range(k + 1, k + 8):
+                            inside = inside and indices[q - 1] <= indices[q]
+                        if inside and indices[k + 7] < r1:
+                            # the whole group in the tile's buffer
+                            i0, i1, i2, i3, i4, i5, i6, i7 = _cols8(indices, k)
+                            _add8(out, i, buf, (i0 - r0, i1 - r0, i2 - r0, i3 - r0, i4 - r0, i5 - r0, i6 - r0, i7 - r0),
+                                  _weights8(data, k))
+                        else:   # a group across the tile's end, or unsorted: the same sums from V
+                            _add8(out, i, V, _rows8(indices, k, colmap), _weights8(data, k))
+                        k += 8
+                    while k < e:
+                        col = indices[k]
+                        if col >= r1 and not last:
+                            break
+                        a = data[k]
+                        if col >= r0:
+                            for j in range(m):
+                                out[i, j] += a * buf[col - r0, j]
+                        else:           # an unsorted row's leftover (the last tile takes them all)
+                            src = colmap[col]
+                            for j in range(m):
+                                out[i, j] += a * V[src, j]
+                        k += 1
+                    cur[i] = k
 
 
 @numba.njit(parallel=True, fastmath=_FM, cache=True, nogil=True)
-def _tiled_rows(starts, ends, indices, data, V, out, init, alpha, P, part, chunk, width):  # pragma: no cover
+def _tiled_rows(starts, ends, indices, data, V, out, init, alpha, P, part, chunk, width, groups):  # pragma: no cover
     n_rows, m = out.shape
     n_chunks = (n_rows + chunk - 1) // chunk
     n_tiles = max(1, (V.shape[0] + width - 1) // width)
@@ -360,31 +395,32 @@ def _tiled_rows(starts, ends, indices, data, V, out, init, alpha, P, part, chunk
     for t in range(n_tiles):
         last = t == n_tiles - 1
         lim = (t + 1) * width
-        for c in numba.prange(n_chunks):
-            for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
-                k = cur[i]
-                e = ends[i]
-                # eight nonzeros per pass, in groups counted from the row's start: a group is
-                # taken by the tile that holds its first column (its other rows may lie in the
-                # next tiles: read from V all the same), so the additions are those of one tile
-                g = starts[i] + (e - starts[i]) // 8 * 8
-                while k < g:
-                    if indices[k] >= lim and not last:
-                        break
-                    _add8(out, i, V, _cols8(indices, k), _weights8(data, k))
-                    k += 8
-                while k < e:
-                    col = indices[k]
-                    if col >= lim and not last:
-                        break
-                    a = data[k]
-                    for j in range(m):
-                        out[i, j] += a * V[col, j]
-                    k += 1
-                cur[i] = k
-                if last and dots:
-                    for j in range(m):
-                        part[c, j] += np.float64(P[i, j]) * np.float64(out[i, j])
+        for q in numba.prange(groups.shape[0] - 1):      # one run of chunks per thread (_thread_groups)
+            for c in range(groups[q], groups[q + 1]):
+                for i in range(c * chunk, min(n_rows, (c + 1) * chunk)):
+                    k = cur[i]
+                    e = ends[i]
+                    # eight nonzeros per pass, in groups counted from the row's start: a group is
+                    # taken by the tile that holds its first column (its other rows may lie in the
+                    # next tiles: read from V all the same), so the additions are those of one tile
+                    g = starts[i] + (e - starts[i]) // 8 * 8
+                    while k < g:
+                        if indices[k] >= lim and not last:
+                            break
+                        _add8(out, i, V, _cols8(indices, k), _weights8(data, k))
+                        k += 8
+                    while k < e:
+                        col = indices[k]
+                        if col >= lim and not last:
+                            break
+                        a = data[k]
+                        for j in range(m):
+                            out[i, j] += a * V[col, j]
+                        k += 1
+                    cur[i] = k
+                    if last and dots:
+                        for j in range(m):
+                            part[c, j] += np.float64(P[i, j]) * np.float64(out[i, j])
 
 
 def tiled_rows_matmat(starts, ends, indices, data, V, out, *, accumulate=False, alpha=None, P=None,
@@ -421,7 +457,7 @@ def tiled_rows_matmat(starts, ends, indices, data, V, out, *, accumulate=False, 
         raise ValueError("tiled_rows_matmat: the column dots (part) need P")
     width = tile_rows(V.shape[0], m, V.dtype.itemsize) if width is None else int(width)
     _tiled_rows(starts, ends, indices, data, V, out, init, V.dtype.type(0.0 if alpha is None else alpha),
-                Pk, part, int(chunk), max(1, width))
+                Pk, part, int(chunk), max(1, width), _thread_groups(starts, ends, int(chunk)))
     return out
 
 
