@@ -502,9 +502,17 @@ def test_fused_cg_kernels_equal_the_array_path_on_the_gpu(dtype):
     # the same recurrences, rounded differently (fused multiply-adds, reduction order): the
     # iteration counts may differ where a column's residual crosses rtol; both solve the system
     assert abs(itf - it) <= 2 and bool(okf.all()) and bool(ok.all())
-    _close(cp.asnumpy(Xf), cp.asnumpy(X), 1e-3 if dtype == np.float32 else 1e-9)
-    for Y in (Xf, X):
-        _close(A @ cp.asnumpy(Y), B, 1e-4 if dtype == np.float32 else 2e-5)
+    Xf, X = cp.asnumpy(Xf).astype(np.float64), cp.asnumpy(X).astype(np.float64)
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    res = [np.linalg.norm(B64 - A64 @ Y) for Y in (Xf, X)]
+    for r in res:
+        assert r <= (1e-4 if dtype == np.float32 else 2e-5) * np.linalg.norm(B64)
+    # Xf - X = A^-1 ((B - A X) - (B - A Xf)), and A's smallest eigenvalue is at least the ridge
+    # 0.5 (less float32's rounding of A's entries, far inside 0.49): the two solutions can differ
+    # by no more than the sum of their residuals over 0.49. (Rounding differences between the two
+    # paths grow over the CG iterations, so a fixed closeness such as 1e-9 is not a bound; the H200
+    # gave 1.2e-9 relative in float64.)
+    assert np.linalg.norm(Xf - X) <= sum(res) / 0.49
 
 
 @gpu

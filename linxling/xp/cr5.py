@@ -29,7 +29,10 @@ from linxling.xp.linalg import cg_columns, eig_subspace, orthonormalize
 
 __all__ = ["fit_cr5"]
 
-#: blocks with at most this many features get a dense Cholesky factor (p_l^2 values on the device)
+#: blocks with at most this many features get a dense Cholesky factor (p_l^2 values on the device);
+#: larger blocks are solved by block CG. 16,384 (every verse block dense) made the GPU verse fit
+#: slower, 0.42-0.48 s against 0.35-0.40 s (NVIDIA H200, 2026-11-28, three readings; the factor
+#: stage doubles), so the default stays 8,192
 DENSE_MAX = 8192
 #: Cr5's sparse products with dense blocks on CuPy: "kernel" (the default:
 #: :func:`linxling.xp._cuda_spmm.csr_matmat`, long rows split) or "cusparse" (cupyx.scipy.sparse);

@@ -26,10 +26,12 @@ __all__ = ["orthonormalize", "cg_columns", "cg_start", "eig_subspace", "FUSED_CG
 #: on the verse benchmark (5 languages x 20,000 verses, r = 100) 3,909 of the fit's 4,655 array
 #: operations are its CG's, 113 iterations of about 34 with the operator's (1,560 and 2,306
 #: fused; ``python -m benchmarks.launches [--fused]`` counts them on the NumPy path), and the
-#: GPU fit's 0.33 s is launch-bound (benchmarks/README.md, "The GPU suite"). Off until a GPU
-#: run has measured it (the suite's ``cr5_verse`` row times the fit both ways); read at each
-#: call. NumPy always runs the array operations, the reference the fused kernels are tested
-#: against (``gpu`` tests; the recurrences by NumPy stand-ins here).
+#: GPU fit's 0.33 s was taken to be launch-bound (benchmarks/README.md, "The GPU suite"). Off:
+#: measured on an NVIDIA H200 (2026-11-28, the suite's ``cr5_verse`` row, three readings) the
+#: fused fit took 0.35-0.37 s against the array path's 0.35-0.40 s at the same P@1, no gain beyond
+#: the host's noise, so the launches are not the whole of that time; read at each call. NumPy
+#: always runs the array operations, the reference the fused kernels are tested against (``gpu``
+#: tests; the recurrences by NumPy stand-ins here).
 FUSED_CG = False
 
 
