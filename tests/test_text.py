@@ -280,6 +280,34 @@ def test_vocabulary_independent_of_document_order(eng):
     assert voc.n_docs == len(eng) and voc.words[0] in voc
 
 
+@pytest.mark.parametrize("min_df,max_features", [(1, None), (2, None), (1, 50), (3, 40)])
+def test_vocabulary_and_sequences_equal_build_vocabulary_then_encoding(eng, min_df, max_features):
+    """One tokenization a document (the sequence models' fit) gives build_vocabulary's words and
+    df, and each document's tokens in order as columns, -1 for a word not kept."""
+    from linxling.text._vectorize import vocabulary_and_sequences
+    docs = eng[:300] + ["", "!!"]                        # documents without tokens keep a row
+    once = OncePass(docs)
+    voc, ids, ptr = vocabulary_and_sequences(once, min_df=min_df, max_features=max_features)
+    ref = build_vocabulary(docs, min_df=min_df, max_features=max_features)
+    assert once.n_iter == 1 and voc.words == ref.words and voc.n_docs == ref.n_docs == len(docs)
+    np.testing.assert_array_equal(voc.df, ref.df)
+    assert ids.dtype == ptr.dtype == np.int64 and ptr[0] == 0 and len(ptr) == len(docs) + 1
+    for i, d in enumerate(docs):
+        want = [ref.index.get(w, -1) for w in tokenize(d)]
+        assert ids[ptr[i]:ptr[i + 1]].tolist() == want
+    assert (ids == -1).any() == (len(voc) < len({w for d in docs for w in tokenize(d)}))
+
+
+def test_vocabulary_and_sequences_errors():
+    from linxling.text._vectorize import vocabulary_and_sequences
+    with pytest.raises(ValueError, match="min_df=5"):
+        vocabulary_and_sequences(["a b", "c"], min_df=5)
+    with pytest.raises(TypeError, match=r"docs\[1\]"):
+        vocabulary_and_sequences(["a b", 3])
+    with pytest.raises(ValueError, match="min_df"):
+        vocabulary_and_sequences(["a b"], min_df=0)
+
+
 def test_generator_equals_list_and_single_pass(eng):
     X_list = TfidfVectorizer().fit_transform(eng)
     X_gen = TfidfVectorizer().fit_transform(d for d in eng)

@@ -129,6 +129,23 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         tokens = np.asarray(idx, dtype=np.int64)
         return tokens, np.asarray(ptr, dtype=np.int64), np.ones(len(tokens), dtype=np.float64)
 
+    @staticmethod
+    def _kept_words(ids: np.ndarray, ptr: np.ndarray, lang: str, where: str):
+        """The CSR (tokens, ptr, counts) of training sentences whose tokens' column ids (``-1``: a
+        word not in the vocabulary) are ``ids[ptr[i]:ptr[i + 1]]``, as :meth:`_encode` gives it;
+        a sentence left without a word is an error."""
+        part = ids[ptr[0]:ptr[-1]]
+        keep = part >= 0
+        kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])[ptr - ptr[0]]
+        empty = np.flatnonzero(np.diff(kept) == 0)
+        if empty.size:
+            i = int(empty[0])
+            what = "is empty (no tokens)" if ptr[i + 1] == ptr[i] else "has no word in the vocabulary"
+            raise ValueError(f"{where}[{lang!r}][{i}] {what}: every training sentence needs "
+                             "at least one word (remove the pair or lower min_df)")
+        tokens = part[keep]
+        return tokens, kept, np.ones(len(tokens), dtype=np.float64)
+
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list[Any]] = {
         "n_components": [POSITIVE_INT],
@@ -153,24 +170,32 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         from linxling._progress import progress
         from linxling.kernels import sgd
         from linxling.kernels.sgd_reference import sample_noise
-        from linxling.text import build_vocabulary
+        from linxling.text._vectorize import vocabulary_and_sequences
 
         pairs = self._check_pairs(X)
         languages = sorted({lang for p in pairs for lang in p})
         self.vocabulary_ = {}
         words = {}
+        seqs = {}
         for lang in languages:
             texts = [t for p in pairs if lang in p for t in p[lang]]
-            vocab = build_vocabulary(texts, tokenizer=self._tokens, min_df=self._param("min_df"),
-                                     max_features=None, show_progress=False)
+            # each sentence tokenized once: its word ids come with the vocabulary
+            vocab, ids, ptr = vocabulary_and_sequences(texts, tokenizer=self._tokens,
+                                                       min_df=self._param("min_df"),
+                                                       max_features=None, show_progress=False)
             words[lang] = list(vocab.words)
             self.vocabulary_[lang] = {w: i for i, w in enumerate(words[lang])}
+            seqs[lang] = (ids, ptr, 0)
         self.words_ = words
         encoded = []
         for p, pair in enumerate(pairs):
             where = "X" if isinstance(X, dict) else f"X[{p}]"
-            encoded.append({lang: self._encode(texts, lang, fitting=True, where=where)
-                            for lang, texts in pair.items()})
+            enc = {}
+            for lang, texts in pair.items():
+                ids, ptr, first = seqs[lang]
+                seqs[lang] = (ids, ptr, first + len(texts))       # the next pair's sentences follow
+                enc[lang] = self._kept_words(ids, ptr[first:first + len(texts) + 1], lang, where)
+            encoded.append(enc)
         rng = np.random.default_rng(self.random_state)
         d = int(self.n_components)
         dtype = np.dtype(getattr(self, "dtype", "float64"))

@@ -235,7 +235,8 @@ class CompressTree(LinxlingEstimator):
     def fit(self, X: Sequence[str] | dict, y: Any = None) -> CompressTree:
         """Train on sentences ``X`` (a list of str, or ``{language: texts}`` with one language)."""
         from linxling.kernels import compress_tree as K
-        from linxling.text import build_vocabulary, tokenize
+        from linxling.text import tokenize
+        from linxling.text._vectorize import vocabulary_and_sequences
 
         language = self.language
         if isinstance(X, dict):
@@ -248,13 +249,19 @@ class CompressTree(LinxlingEstimator):
         else:
             texts = X
         texts = check_texts(texts, "X", allow_empty=False)
-        vocab = build_vocabulary(texts, tokenizer=tokenize, min_df=int(self.min_df),
-                                 max_features=int(self.max_features) - 1, show_progress=False)
+        # each sentence tokenized once: its word ids come with the vocabulary
+        vocab, ids, indptr = vocabulary_and_sequences(texts, tokenizer=tokenize, min_df=int(self.min_df),
+                                                      max_features=int(self.max_features) - 1,
+                                                      show_progress=False)
         words = list(vocab.words) + [UNK]
         self.vocabulary_ = words
         self.vocabulary_index_ = {w: i for i, w in enumerate(words)}
         self.language_ = language
-        indices, indptr = self._encode_ids(texts, "X")
+        empty = np.flatnonzero(np.diff(indptr) == 0)
+        if empty.size:
+            i = int(empty[0])
+            raise ValueError(f"X[{i}] has no tokens (empty sentence): {texts[i]!r}")
+        indices = np.where(ids >= 0, ids, len(words) - 1)          # a word not kept: UNK, the last
         lengths = np.diff(indptr)
         keep = np.flatnonzero(lengths >= 2)
         if len(keep) < len(texts):
