@@ -334,8 +334,9 @@ def vocabulary_and_sequences(docs: Iterable[str], *, tokenizer: Callable[[str], 
     as column ids, each document tokenized once.
 
     For the models that train on token sequences (BiCVM, CompressTree), which tokenized each
-    sentence twice, to count the words and then to encode it: on the BiCVM benchmark (30,102
-    Bible verse pairs) the second pass took 0.8 s of a 5.0 s fit.
+    sentence twice, to count the words and then to encode it. With one pass the BiCVM
+    benchmark's fit (30,102 Bible verse pairs) took 4.25-4.49 s against 4.72-5.08 s
+    (benchmarks/README.md, "BiCVM").
 
     Returns
     -------
