@@ -37,7 +37,8 @@ MEANING = {
     "tokenizer": "callable text -> tokens (None: `linxling.text.tokenize`)",
     "language": "the language of a monolingual model (checked by `transform`)",
     "scale": "how documents are scaled into the space (Cr5: feature scaling; CL-LSI: `V_lᵀx` or folding-in)",
-    "solver": "linear solver: \"cg\" / \"cholesky\" (WMF family), \"arpack\" / \"randomized\" (CL-LSI)",
+    "solver": ("linear solver: \"cg\" / \"cholesky\" (WMF family), \"auto\" / \"propack\" / \"arpack\" / "
+               "\"randomized\" (CL-LSI)"),
     "cg_steps": "conjugate-gradient steps per ALS row solve",
     "cg_rtol": "relative tolerance of the conjugate-gradient solves",
     "missing_weight": "confidence weight of the zero entries (WMF's w_m)",

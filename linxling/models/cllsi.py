@@ -52,6 +52,19 @@ def _randomized_svd(M: sp.csr_matrix, k: int, rng: np.random.Generator, n_oversa
     return Q @ Ub[:, :k], s[:k], Vt[:k]
 
 
+def _svds(M: sp.csr_matrix, k: int, rng: np.random.Generator, solver: str) -> tuple:
+    """``scipy.sparse.linalg.svds`` with PROPACK (``"propack"``, or ``"auto"`` where SciPy offers
+    it) or ARPACK (``"arpack"``, or ``"auto"`` where SciPy keeps PROPACK opt-in)."""
+    if solver in ("auto", "propack"):
+        try:
+            return spla.svds(M, k=k, solver="propack", random_state=rng)
+        except ValueError as exc:
+            if solver == "propack" or "PROPACK" not in str(exc):
+                raise
+    v0 = rng.uniform(-1.0, 1.0, size=min(M.shape))
+    return spla.svds(M, k=k, v0=v0, random_state=rng)
+
+
 @register_model("CLLSI")
 class CLLSI(ConceptEmbeddingMixin):
     """Crosslingual LSI: truncated SVD of the concept x stacked-vocabulary matrix.
@@ -61,7 +74,7 @@ class CLLSI(ConceptEmbeddingMixin):
     n_components : int, default 300
         Rank ``r`` of the SVD (embedding dimension). Must be < min(K, sum_l p_l).
     random_state : None, int or numpy Generator
-        Seeds the ARPACK start vector / the randomized range finder.
+        Seeds the PROPACK or ARPACK start vector, or the randomized range finder.
     scale : {"none", "fold_in"}, default "none"
         ``"none"`` embeds ``x`` as ``V_l^T x``: a training concept row maps to its row of
         ``U S``, the coordinates in which LSI compares documents. ``"fold_in"`` embeds it as
@@ -73,9 +86,15 @@ class CLLSI(ConceptEmbeddingMixin):
         0.740 with ``"fold_in"`` (better for every X: es 0.901 / 0.849, ru 0.787 / 0.710, ar
         0.738 / 0.649, zh 0.824 / 0.785, vi 0.865 / 0.709). ``scale="fold_in"`` keeps the
         papers' embedding.
-    solver : {"arpack", "randomized"}, default "arpack"
-        ``scipy.sparse.linalg.svds`` (ARPACK, accurate) or a randomized SVD (faster for
-        large ``r``, approximate; ``n_iter`` power iterations).
+    solver : {"auto", "propack", "arpack", "randomized"}, default "auto"
+        ``"propack"`` and ``"arpack"``: ``scipy.sparse.linalg.svds`` with that solver, both to
+        machine precision. ``"auto"`` is PROPACK, or ARPACK where SciPy keeps PROPACK opt-in
+        (older releases without ``SCIPY_USE_PROPACK`` set). On the leaderboard's Bible matrix
+        (27,262 concepts x 81,436 words of 6 languages, 3.1M nonzeros, r = 300; Intel Xeon, 2
+        cores, six runs alternating) PROPACK took 15.3-16.4 s against ARPACK's 25.6-26.7 s, with
+        the singular values equal to 1e-14 and the singular vectors to 5e-10. ``"randomized"``: a randomized SVD
+        (``n_iter`` power iterations), approximate: with 7 its smallest singular values were 3 %
+        off there, and it was no faster than PROPACK.
     n_iter : int, default 7
         Power iterations of the randomized solver.
 
@@ -92,7 +111,7 @@ class CLLSI(ConceptEmbeddingMixin):
     """
 
     def __init__(self, n_components: int = 300, random_state: Any = None, scale: str = "none",
-                 solver: str = "arpack", n_iter: int = 7) -> None:
+                 solver: str = "auto", n_iter: int = 7) -> None:
         self.n_components = n_components
         self.random_state = random_state
         self.scale = scale
@@ -104,7 +123,7 @@ class CLLSI(ConceptEmbeddingMixin):
         "n_components": [POSITIVE_INT],
         "random_state": RANDOM_STATE,
         "scale": [StrOptions({"fold_in", "none"})],
-        "solver": [StrOptions({"arpack", "randomized"})],
+        "solver": [StrOptions({"auto", "propack", "arpack", "randomized"})],
         "n_iter": [NONNEG_INT],
     }
 
@@ -147,11 +166,10 @@ class CLLSI(ConceptEmbeddingMixin):
             parts.append(C @ X.astype(np.float64))
         M = sp.hstack(parts, format="csr")
         rng = check_random_state(self.random_state)
-        if self.solver == "arpack":
-            v0 = rng.uniform(-1.0, 1.0, size=min(M.shape))
-            U, s, Vt = spla.svds(M, k=r, v0=v0, random_state=rng)
-        else:
+        if self.solver == "randomized":
             U, s, Vt = _randomized_svd(M, r, rng, n_iter=self.n_iter)
+        else:
+            U, s, Vt = _svds(M, r, rng, self.solver)
         order = np.argsort(s)[::-1]
         U, s, Vt = U[:, order], s[order], Vt[order]
         # sign convention: the largest-magnitude entry of each right singular vector is positive
