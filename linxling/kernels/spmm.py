@@ -141,7 +141,9 @@ def csr_matmat(X: sp.csr_matrix, V: np.ndarray, out: np.ndarray | None = None) -
     Falls back to SciPy for small work, 1-D ``V``, non-CSR input, mixed dtypes, or non-NumPy
     arrays. The result has ``V``'s dtype when it equals ``X``'s (float32 stays float32).
     ``out``: an (n, m) C-contiguous array of that dtype to write the result into (every element
-    overwritten; e.g. a buffer reused across products), returned; by default a new array.
+    overwritten; e.g. a buffer reused across products), returned; by default a new array. On the
+    SciPy fallback the product is formed first and then copied into ``out`` (SciPy has no output
+    argument), so only the numba path saves the temporary.
     """
     if (not isinstance(V, np.ndarray) or V.ndim != 2 or not sp.isspmatrix_csr(X)
             or X.dtype != V.dtype or V.dtype not in (np.float32, np.float64)
