@@ -74,6 +74,24 @@ def test_auto_solver_falls_back_to_arpack_where_propack_is_opt_in(rng, monkeypat
         CLLSI(n_components=5, random_state=0, solver="propack").fit_matrices(blocks, concepts)
 
 
+@pytest.mark.parametrize("scale", ["none", "fold_in"])
+def test_rank_deficient_components_are_zero_on_transform(rng, scale):
+    """A matrix of rank 3 asked for 6 components: the warning names the 3 zero singular values,
+    and their coordinates are 0 on transform with either scale and solver (the solvers' vectors
+    there are arbitrary, and differ between ARPACK and PROPACK)."""
+    K, A = 40, rng.random((40, 3))
+    blocks = {lang: sp.csr_matrix(A @ rng.random((3, p))) for lang, p in (("en", 30), ("fr", 25))}
+    concepts = {lang: np.arange(K) for lang in blocks}
+    Z = {}
+    for solver in ("propack", "arpack"):
+        with pytest.warns(RuntimeWarning, match="3 of 6 singular values are"):
+            m = CLLSI(n_components=6, random_state=0, solver=solver, scale=scale).fit_matrices(blocks, concepts)
+        assert not m.components_["en"][3:].any() and not m.components_["fr"][3:].any()
+        Z[solver] = m.transform_matrix(blocks["en"], "en")
+        assert not Z[solver][:, 3:].any()
+    np.testing.assert_allclose(np.abs(Z["propack"]), np.abs(Z["arpack"]), atol=1e-9 * np.abs(Z["arpack"]).max())
+
+
 def test_scale_none_and_projection(rng):
     blocks, concepts = _problem(rng)
     a = CLLSI(n_components=4, random_state=1, scale="fold_in").fit_matrices(blocks, concepts)

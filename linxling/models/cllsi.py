@@ -178,8 +178,12 @@ class CLLSI(ConceptEmbeddingMixin):
         signs[signs == 0] = 1.0
         Vt *= signs[:, None]
         tol = max(M.shape) * np.finfo(np.float64).eps * (s[0] if s.size else 0.0)
-        n_null = int(np.sum(s <= tol))
+        null = s <= tol
+        n_null = int(np.sum(null))
         if n_null:
+            # the solvers return arbitrary unit vectors there (ARPACK and PROPACK different ones):
+            # zero them, so that those coordinates are 0 with either scale, as the warning says
+            Vt[null] = 0.0
             warnings.warn(f"CLLSI: {n_null} of {r} singular values are (numerically) zero; the matrix "
                           f"has rank < n_components. Those components are set to zero on transform.",
                           RuntimeWarning, stacklevel=find_stack_level())
