@@ -410,6 +410,34 @@ def test_cross_wmf_fits_its_own_pivot_with_callback():
     assert model.transform(par["es"][1], "es").shape == (40, 3)
 
 
+def test_cross_wmf_solves_a_shared_pivot_side_once(monkeypatch):
+    """A multi-parallel corpus gives every language the same pivot side: eq. (2) runs once for it
+    (the same object, or equal lists of texts), and the word factors are those of separate solves."""
+    from linxling.models.xwmf import _same_side
+    en = [f"the word {i % 7} and word {i % 5} here" for i in range(40)]
+    par = {"es": (en, [f"la palabra {i % 7} y {i % 5}" for i in range(40)]),
+           "fr": (list(en), [f"le mot {i % 7} et {i % 5}" for i in range(40)])}    # equal, not the same
+    kw = dict(n_components=3, alpha=LAM, missing_weight=W_M, max_iter=2, random_state=0)
+    calls = []
+    real = WMF.transform
+
+    def counting(self, X, dtype=None):
+        calls.append(len(X))
+        return real(self, X, dtype=dtype)
+
+    monkeypatch.setattr(WMF, "transform", counting)
+    shared = CrossWMF(pivot_language="en", **kw).fit(par, X_pivot=en)
+    assert calls == [40]
+    pivot = shared.pivot_model_
+    monkeypatch.setattr(WMF, "transform", real)
+    for lang, (Xp, Xl) in par.items():
+        alone = CrossWMF(pivot_language="en", pivot_model=pivot, **kw).fit({lang: (Xp, Xl)})
+        np.testing.assert_array_equal(alone.components_[lang], shared.components_[lang])
+    assert _same_side(en, tuple(en)) and not _same_side(en, en[:-1]) and not _same_side(en, en[::-1])
+    X = _X(5, 4, seed=1)
+    assert _same_side(X, X) and not _same_side(X, X.copy())
+
+
 # ------------------------------------------------------------------ API details
 def test_callback_progress_and_float32():
     X = _X(40, 30, seed=34)
