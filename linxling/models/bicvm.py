@@ -114,17 +114,13 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                                  f"per pair are {[sorted(p) for p in out]}")
         return out
 
-    def _encode(self, texts, lang, *, fitting: bool, where: str = "X"):
+    def _encode(self, texts, lang):
+        """The CSR (tokens, ptr, counts) of new sentences (transform): unknown words are left out,
+        and a sentence without a known word is an empty row."""
         index = self.vocabulary_[lang]
         idx, ptr = [], [0]
-        for i, t in enumerate(texts):
-            toks = self._tokens(t)
-            ids = [index[w] for w in toks if w in index]
-            if fitting and not ids:
-                what = "is empty (no tokens)" if not toks else "has no word in the vocabulary"
-                raise ValueError(f"{where}[{lang!r}][{i}] {what}: every training sentence needs "
-                                 "at least one word (remove the pair or lower min_df)")
-            idx.extend(ids)
+        for t in texts:
+            idx.extend(index[w] for w in self._tokens(t) if w in index)
             ptr.append(len(idx))
         tokens = np.asarray(idx, dtype=np.int64)
         return tokens, np.asarray(ptr, dtype=np.int64), np.ones(len(tokens), dtype=np.float64)
@@ -132,7 +128,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
     @staticmethod
     def _kept_words(ids: np.ndarray, ptr: np.ndarray, lang: str, where: str):
         """The CSR (tokens, ptr, counts) of training sentences whose tokens' column ids (``-1``: a
-        word not in the vocabulary) are ``ids[ptr[i]:ptr[i + 1]]``, as :meth:`_encode` gives it;
+        word not in the vocabulary) are ``ids[ptr[i]:ptr[i + 1]]``, laid out as :meth:`_encode`'s;
         a sentence left without a word is an error."""
         part = ids[ptr[0]:ptr[-1]]
         keep = part >= 0
@@ -264,7 +260,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         from linxling.kernels import sgd
         lang = self._check_language(language)
         X = check_texts(X, "X")
-        idx, ptr, cnt = self._encode(X, lang, fitting=False)
+        idx, ptr, cnt = self._encode(X, lang)
         return as_output(sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(X), dtype=np.int64),
                                      sgd.COMPOSITIONS[self._composition]), dtype)
 
