@@ -24,6 +24,9 @@ from linxling.models.wmf import WMF
 __all__ = ["CrossWMF"]
 
 
+# --------------------------------------------------------------------------------------------
+# x-WMF
+# --------------------------------------------------------------------------------------------
 def _same_side(a: Any, b: Any) -> bool:
     """Whether two pivot sides are the same sentences: the same object, or equal lists of texts."""
     if a is b:
@@ -32,9 +35,6 @@ def _same_side(a: Any, b: Any) -> bool:
             and all(isinstance(t, str) for t in a) and list(a) == list(b))
 
 
-# --------------------------------------------------------------------------------------------
-# x-WMF
-# --------------------------------------------------------------------------------------------
 @register_model("CrossWMF")
 class CrossWMF(_WMFParams):
     """x-WMF (Aldarmaki & Diab 2016, Sec. 3.2.2): a pivot WMF plus one solve per language.
