@@ -248,3 +248,37 @@ def test_max_tokens_is_the_sum_of_the_longest_sentences():
         lengths = np.sort(np.diff(ptr))
         for r in (0, 1, n // 2, n, n + 3):
             assert sgd._max_tokens(ptr, r) == int(lengths[max(0, n - r):].sum())
+
+
+@pytest.mark.parametrize("batch_size,V", [(3, 15), (3, 400), (30, 400)])
+def test_a_reused_workspace_gives_the_epoch_of_one_call(batch_size, V):
+    """An epoch run in turns of two batches with one PairWorkspace (as BiCVM+ and fits of more
+    than two languages run it) is bitwise the epoch of one call; the serial path (batch 3) and
+    the threaded one (batch 30), vocabularies smaller and larger than a batch's tokens (the
+    workspace sizes its word buffers by the smaller)."""
+    rng = np.random.default_rng(11)
+    A, B = _corpus(90, V, rng), _corpus(90, V - 3, rng)
+    WA, WB = rng.normal(size=(V, 6)) * 0.3, rng.normal(size=(V - 3, 6)) * 0.3
+    order = rng.permutation(90)
+    nA = ref.sample_noise(rng, 90, 4, order, batch_size, None)
+    nB = ref.sample_noise(rng, 90, 4, order, batch_size, None)
+    args = (batch_size, "mean", "l1", 1.0, 0.05, 0.0, "sgd")
+    whole = [WA.copy(), WB.copy()]
+    loss = sgd.train_pair_epoch(whole[0], np.zeros_like(WA), A, whole[1], np.zeros_like(WB), B,
+                                order, nA, nB, *args)
+    turns = [WA.copy(), WB.copy()]
+    ws = sgd.PairWorkspace(turns[0], A, turns[1], B, 4, batch_size)
+    step = 2 * batch_size
+    total = sum(sgd.train_pair_epoch(turns[0], np.zeros_like(WA), A, turns[1], np.zeros_like(WB), B,
+                                     order[s:s + step], nA, nB, *args, workspace=ws)
+                for s in range(0, 90, step))
+    assert total == pytest.approx(loss, rel=1e-12)
+    np.testing.assert_array_equal(turns[0], whole[0])
+    np.testing.assert_array_equal(turns[1], whole[1])
+    with pytest.raises(ValueError, match="workspace was made for other"):
+        sgd.train_pair_epoch(turns[0], np.zeros_like(WA), A, turns[1], np.zeros_like(WB), B,
+                             order, nA, nB, batch_size + 1, *args[1:], workspace=ws)
+    longer = (A[0], A[1] + np.arange(len(A[1])), A[2])        # other sentence lengths
+    with pytest.raises(ValueError, match="workspace was made for other"):
+        sgd.train_pair_epoch(turns[0], np.zeros_like(WA), longer, turns[1], np.zeros_like(WB), B,
+                             order, nA, nB, *args, workspace=ws)

@@ -35,7 +35,8 @@ from linxling.kernels.sgd_reference import COMPOSITIONS, DISTANCES, OPTIMIZERS
 #: batches with fewer than this many sentences (pairs x (k + 1)) run on the calling thread
 _MIN_PARALLEL = 64
 
-__all__ = ["COMPOSITIONS", "DISTANCES", "OPTIMIZERS", "batch_gradient", "compose", "train_pair_epoch"]
+__all__ = ["COMPOSITIONS", "DISTANCES", "OPTIMIZERS", "PairWorkspace", "batch_gradient", "compose",
+           "train_pair_epoch"]
 
 @njit(cache=True, fastmath=True)
 def _compose_row(W, idx, ptr, cnt, r, comp, out):
@@ -477,54 +478,51 @@ def _max_tokens(ptr, r):
 
 
 @njit(cache=True)
+def _workspace(WA, a_ptr, WB, b_ptr, n_noise, batch_size):
+    """The buffers of :func:`_epoch` for one pair of sentence tables, batches of at most
+    ``batch_size`` samples and ``n_noise`` noise sentences per sample: made once and reused by
+    every call on that pair (a fit whose pairs take turns calls :func:`_epoch` once per turn; the
+    buffers' allocation, first touch and sizing passes cost about a fifth of those calls' time).
+    The slot arrays hold -1 and every call leaves them so."""
+    k = n_noise
+    d = WA.shape[1]
+    m = min(batch_size, a_ptr.shape[0] - 1)
+    M = min(m * k, max(a_ptr.shape[0], b_ptr.shape[0]) - 1)
+    # token occurrences of a batch: its m distinct sentences plus M distinct noise sentences (a
+    # sentence may be in both, so the corpus' token count is no bound); a batch touches at most
+    # that many distinct words
+    occA = _max_tokens(a_ptr, m) + _max_tokens(a_ptr, M)
+    occB = _max_tokens(b_ptr, m) + _max_tokens(b_ptr, M)
+    VA, VB = WA.shape[0], WB.shape[0]
+    tA_n, tB_n = min(VA, occA), min(VB, occB)
+    return (np.empty((m + M, d), dtype=WA.dtype), np.empty((m + M, d), dtype=WB.dtype),
+            np.empty((m + M, d), dtype=WA.dtype), np.empty((m + M, d), dtype=WB.dtype),
+            np.empty(m + M, dtype=np.uint8), np.empty(m + M, dtype=np.uint8),
+            np.empty((m, k), dtype=np.uint8), np.empty((m, k), dtype=np.uint8), np.empty(m),
+            np.empty((m, k), dtype=np.int64), np.empty((m, k), dtype=np.int64),
+            np.full(a_ptr.shape[0] - 1, -1, dtype=np.int64),
+            np.full(b_ptr.shape[0] - 1, -1, dtype=np.int64),
+            np.empty(m + M, dtype=np.int64), np.empty(m + M, dtype=np.int64),
+            np.empty((m, k), dtype=np.int64), np.empty((m, k), dtype=np.int64),
+            np.empty(M + 1, dtype=np.int64), np.empty(M + 1, dtype=np.int64),
+            np.empty(m * k, dtype=np.int64), np.empty(m * k, dtype=np.int64),
+            np.full(VA, -1, dtype=np.int64), np.full(VB, -1, dtype=np.int64),
+            np.empty(tA_n, dtype=np.int64), np.empty(tB_n, dtype=np.int64),
+            np.empty(tA_n + 1, dtype=np.int64), np.empty(tB_n + 1, dtype=np.int64),
+            np.empty(occA, dtype=np.int64), np.empty(occB, dtype=np.int64),
+            np.empty(occA, dtype=np.int64), np.empty(occB, dtype=np.int64),
+            np.empty(m + M), np.empty(m + M),
+            np.empty((tA_n, d), dtype=WA.dtype), np.empty((tB_n, d), dtype=WB.dtype))
+
+
+@njit(cache=True)
 def _epoch(WA, GA, a_idx, a_ptr, a_cnt, WB, GB, b_idx, b_ptr, b_cnt, order, noiseA, noiseB,
-           batch_size, comp, dist, margin, attraction, lr, alpha, opt, eps):
+           batch_size, comp, dist, margin, attraction, lr, alpha, opt, eps, ws):
     total = 0.0
     n = order.shape[0]
     k = noiseA.shape[1]
-    d = WA.shape[1]
-    m = min(batch_size, n)
-    M = min(m * k, max(a_ptr.shape[0], b_ptr.shape[0]) - 1)
-    SA = np.empty((m + M, d), dtype=WA.dtype)
-    SB = np.empty((m + M, d), dtype=WB.dtype)
-    DA = np.empty((m + M, d), dtype=WA.dtype)
-    DB = np.empty((m + M, d), dtype=WB.dtype)
-    actA = np.empty(m + M, dtype=np.uint8)
-    actB = np.empty(m + M, dtype=np.uint8)
-    hA = np.empty((m, k), dtype=np.uint8)
-    hB = np.empty((m, k), dtype=np.uint8)
-    losses = np.empty(m)
-    nzA = np.empty((m, k), dtype=np.int64)
-    nzB = np.empty((m, k), dtype=np.int64)
-    slotA = np.full(a_ptr.shape[0] - 1, -1, dtype=np.int64)
-    slotB = np.full(b_ptr.shape[0] - 1, -1, dtype=np.int64)
-    rowsA = np.empty(m + M, dtype=np.int64)
-    rowsB = np.empty(m + M, dtype=np.int64)
-    sA = np.empty((m, k), dtype=np.int64)
-    sB = np.empty((m, k), dtype=np.int64)
-    pA = np.empty(M + 1, dtype=np.int64)
-    pB = np.empty(M + 1, dtype=np.int64)
-    lA = np.empty(m * k, dtype=np.int64)
-    lB = np.empty(m * k, dtype=np.int64)
-    VA, VB = WA.shape[0], WB.shape[0]
-    wslotA = np.full(VA, -1, dtype=np.int64)
-    wslotB = np.full(VB, -1, dtype=np.int64)
-    tA = np.empty(VA, dtype=np.int64)
-    tB = np.empty(VB, dtype=np.int64)
-    optrA = np.empty(VA + 1, dtype=np.int64)
-    optrB = np.empty(VB + 1, dtype=np.int64)
-    # token occurrences of a batch: its m distinct sentences plus M distinct noise sentences (a
-    # sentence may be in both, so the corpus' token count is no bound)
-    occA = _max_tokens(a_ptr, m) + _max_tokens(a_ptr, M)
-    occB = _max_tokens(b_ptr, m) + _max_tokens(b_ptr, M)
-    osA = np.empty(occA, dtype=np.int64)
-    osB = np.empty(occB, dtype=np.int64)
-    opA = np.empty(occA, dtype=np.int64)
-    opB = np.empty(occB, dtype=np.int64)
-    scA = np.empty(m + M)
-    scB = np.empty(m + M)
-    RA = np.empty((VA, d), dtype=WA.dtype)
-    RB = np.empty((VB, d), dtype=WB.dtype)
+    (SA, SB, DA, DB, actA, actB, hA, hB, losses, nzA, nzB, slotA, slotB, rowsA, rowsB, sA, sB, pA,
+     pB, lA, lB, wslotA, wslotB, tA, tB, optrA, optrB, osA, osB, opA, opB, scA, scB, RA, RB) = ws
     for s in range(0, n, batch_size):
         e = min(n, s + batch_size)
         nb = e - s
@@ -609,12 +607,44 @@ def batch_gradient(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, m
     return loss, grads[0], grads[1]
 
 
+class PairWorkspace:
+    """The buffers :func:`train_pair_epoch` needs for one pair of sentence tables (see
+    :func:`_workspace`), made once for a fit whose pairs take turns (one call per turn) and given
+    to each call with ``workspace=``. It remembers what it was sized for; a call on tables,
+    batches or noise counts it does not fit is an error (the kernels do not check bounds)."""
+
+    def __init__(self, WA, A, WB, B, n_noise: int, batch_size: int) -> None:
+        self.ptrs = _csr(A)[1], _csr(B)[1]
+        self.key = self._key(WA, WB, int(n_noise), int(batch_size))
+        self.arrays = _workspace(WA, self.ptrs[0], WB, self.ptrs[1], int(n_noise), int(batch_size))
+
+    @staticmethod
+    def _key(WA, WB, n_noise, batch_size):
+        return WA.shape, WA.dtype.str, WB.shape, WB.dtype.str, n_noise, batch_size
+
+    def fits(self, WA, a_ptr, WB, b_ptr, n_noise, batch_size) -> bool:
+        """Whether these tables (the same sentence lengths), batches and noise count are the
+        ones it was sized for."""
+        return (self.key == self._key(WA, WB, n_noise, batch_size)
+                and all(p is q or np.array_equal(p, q) for p, q in zip(self.ptrs, (a_ptr, b_ptr), strict=True)))
+
+
 def train_pair_epoch(WA, GA, A, WB, GB, B, order, noiseA, noiseB, batch_size, composition,
-                     distance, margin, learning_rate, alpha, optimizer, eps=1e-8, attraction=0.0):
-    """One epoch in place, like :func:`linxling.kernels.sgd_reference.train_pair_epoch`."""
+                     distance, margin, learning_rate, alpha, optimizer, eps=1e-8, attraction=0.0,
+                     workspace: PairWorkspace | None = None):
+    """One epoch in place, like :func:`linxling.kernels.sgd_reference.train_pair_epoch`;
+    ``workspace``: a :class:`PairWorkspace` of these tables to reuse (default: made here)."""
     A, B = _csr(A), _csr(B)
-    return _epoch(WA, GA, *A, WB, GB, *B, np.asarray(order, np.int64),
-                  np.ascontiguousarray(noiseA, np.int64), np.ascontiguousarray(noiseB, np.int64),
+    noiseA = np.ascontiguousarray(noiseA, np.int64)
+    noiseB = np.ascontiguousarray(noiseB, np.int64)
+    k = noiseA.shape[1]
+    if workspace is None:
+        ws = _workspace(WA, A[1], WB, B[1], k, int(batch_size))
+    else:
+        if not workspace.fits(WA, A[1], WB, B[1], k, int(batch_size)):
+            raise ValueError("workspace was made for other tables, batch size or noise count")
+        ws = workspace.arrays
+    return _epoch(WA, GA, *A, WB, GB, *B, np.asarray(order, np.int64), noiseA, noiseB,
                   int(batch_size), COMPOSITIONS[composition], DISTANCES[distance], float(margin),
                   float(attraction), float(learning_rate), float(alpha), OPTIMIZERS[optimizer],
-                  float(eps))
+                  float(eps), ws)
