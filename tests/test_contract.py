@@ -102,6 +102,21 @@ def test_unfitted_model(case):
 
 
 @pytest.mark.parametrize("name", IDS)
+def test_no_texts_give_no_rows_or_a_clear_error(name, fitted):
+    """``transform([])``: a (0, d) array (the text pipelines, as scikit-learn's vectorizers) or
+    a ValueError that says the input is empty (the matrix-checked models, as scikit-learn's
+    estimators); never an internal error (Cr5 and CL-LSI raised UnboundLocalError before)."""
+    model, lang = fitted[name]
+    d = model.transform(_texts(lang), language=lang).shape[1]
+    try:
+        Z = model.transform([], language=lang)
+    except ValueError as exc:
+        assert "empty" in str(exc)
+    else:
+        assert isinstance(Z, np.ndarray) and Z.shape == (0, d) and Z.flags.c_contiguous
+
+
+@pytest.mark.parametrize("name", IDS)
 def test_fitted_surface(name, fitted, tmp_path):
     model, lang = fitted[name]
     texts = _texts(lang)

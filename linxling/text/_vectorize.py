@@ -632,7 +632,7 @@ class TfidfVectorizer:
         identity = np.arange(self.n_features_ + 1, dtype=np.int64)
         identity[-1] = -1  # index -1 (out of vocabulary) maps to -1: dropped
         X = _remap_columns(buffers, identity, self.n_features_)
-        del buffers, counts, indptr, indices, data
+        del buffers, indptr, indices, data
         return self._weight(X)
 
     def get_feature_names_out(self) -> np.ndarray:
