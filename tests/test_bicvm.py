@@ -122,6 +122,21 @@ def test_dtype_float32_default_float64_option_and_store(tmp_path):
         BiCVM(**FAST, dtype="int8").fit({"en": en, "de": de})
 
 
+def test_ranking_dtype_float32_default_and_a_model_stored_before_the_parameter():
+    """RankingEmbedding trains in float32 by default (float64 on request); a model stored
+    without a dtype (before the parameter existed, trained in float64) loads as float64 and says so."""
+    en, de = _toy(40)
+    kw = dict(n_components=8, n_epochs=3, random_state=0, n_threads=1, show_progress=False)
+    m32 = RankingEmbedding(**kw).fit({"en": en, "de": de})
+    m64 = RankingEmbedding(**kw, dtype="float64").fit({"en": en, "de": de})
+    assert m32.vectors_["en"].dtype == np.float32 and m64.vectors_["en"].dtype == np.float64
+    params, arrays = m64._get_state()
+    del params["dtype"]
+    old = RankingEmbedding._from_state(params, arrays)
+    assert old.get_params()["dtype"] == "float64" and old.vectors_["de"].dtype == np.float64
+    np.testing.assert_array_equal(old.transform(de, "de"), m64.transform(de, "de"))
+
+
 def test_bicvm_noise_pool_and_attraction(tmp_path):
     en, de = _toy(60)
     kw = {**FAST, "noise_pool": 8, "attraction": 2.0}

@@ -288,7 +288,9 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         model.languages_ = list(params["languages"])
         model.loss_curve_ = list(params.get("loss_curve", []))
         model.words_ = {lang: _decode(arrays["words"][lang]) for lang in model.languages_}
-        dtype = np.dtype(getattr(model, "dtype", "float64") if "dtype" in params else "float64")
+        if "dtype" not in params and hasattr(model, "dtype"):
+            model.dtype = "float64"       # stored before the model had the parameter: trained in float64
+        dtype = np.dtype(getattr(model, "dtype", "float64"))
         model.vectors_ = {lang: np.asarray(arrays["vectors"][lang], dtype=dtype)
                           for lang in model.languages_}
         for lang in model.languages_:     # the kernels index the table by word: sizes must agree

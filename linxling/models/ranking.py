@@ -19,7 +19,7 @@ from typing import Any
 from sklearn.utils._param_validation import StrOptions
 
 from linxling.io import register_model
-from linxling.models._estimator import DEPRECATED
+from linxling.models._estimator import DEPRECATED, FLOAT_DTYPE
 from linxling.models.bicvm import _SentencePairSGD
 
 __all__ = ["RankingEmbedding"]
@@ -58,6 +58,14 @@ class RankingEmbedding(_SentencePairSGD):
     n_epochs, batch_size : int, default 10, 10
         Validation P@1 at d = 50: 0.48 after one epoch, 0.60 after three, 0.66 after five, 0.72
         after ten (P(w) 0.98-0.99 throughout); each epoch costs about as much as the first.
+    dtype : {"float32", "float64"}, default "float32"
+        Precision of the word tables during training. float32 halves the kernels' memory
+        traffic: the leaderboard's fit (six languages, d = 128, 3 epochs) took 22.0-27.8 s
+        against 34.9-43.6 s in float64, and validation P@1 was no worse (mean of 3 seeds 0.725
+        against 0.706 there; 0.647 against 0.650 on en-fr at d = 50 and 10 epochs, where
+        seeds alone span 0.53-0.72; benchmarks/README.md "Etter's ranking network: how the
+        defaults were chosen", ``python -m benchmarks.etter_defaults --grid dtype``). Models
+        saved before this parameter existed load as float64, as they were trained.
     min_df, init_scale, random_state, n_threads, callback, show_progress
         As in :class:`linxling.BiCVM`.
 
@@ -73,7 +81,7 @@ class RankingEmbedding(_SentencePairSGD):
     def __init__(self, n_components: int = 50, score: str = "l1", margin: float | None = None,
                  word_pairs: bool = False, learning_rate: float = 1.0, alpha: float = 0.0,
                  n_epochs: int = 10, batch_size: int = 10, min_df: int = 1, init_scale: float = 0.1,
-                 random_state: Any = None, n_threads: int | None = None, callback: Any = None,
+                 dtype: str = "float32", random_state: Any = None, n_threads: int | None = None, callback: Any = None,
                  show_progress: bool | None = None, min_count: int | str = DEPRECATED) -> None:
         self.n_components = n_components
         self.score = score
@@ -85,6 +93,7 @@ class RankingEmbedding(_SentencePairSGD):
         self.batch_size = batch_size
         self.min_df = min_df
         self.init_scale = init_scale
+        self.dtype = dtype
         self.random_state = random_state
         self.n_threads = n_threads
         self.callback = callback
@@ -118,4 +127,5 @@ class RankingEmbedding(_SentencePairSGD):
         **_SentencePairSGD._parameter_constraints,
         "score": [StrOptions({"dot", "l1"})],
         "word_pairs": ["boolean"],
+        "dtype": [FLOAT_DTYPE],
     }
