@@ -12,8 +12,8 @@ from linxling._validation import check_same_length, check_sparse_matrix
 from linxling.models._estimator import LinxlingEstimator, as_output
 from linxling.text._vectorize import check_unicode
 
-__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "classes_from_state", "classes_state", "encode_concepts",
-           "group_by_language", "vectorizers_state",
+__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "classes_from_state",
+           "classes_state", "encode_concepts", "group_by_language", "vectorizers_state",
            "vectorizers_from_state", "vectorizer_from_state", "vectorizer_state"]
 
 
@@ -120,6 +120,24 @@ def encode_concepts(concepts: Mapping[str, Any], languages: Sequence[str]):
         labels[lang] = out
     return labels, list(index)
 
+
+def check_shared_concepts(labels: Sequence[Any], n_classes: int) -> int:
+    """The number of concepts with documents in two or more languages; a ValueError when there
+    are several languages and none is shared (nothing would tie the languages together).
+
+    ``labels`` holds one integer label array per language (:func:`encode_concepts`), ``n_classes``
+    the number of distinct concepts. One language alone is a legitimate (monolingual) fit."""
+    seen = np.zeros(n_classes, dtype=np.int64)
+    for lab in labels:
+        present = np.zeros(n_classes, dtype=bool)
+        present[np.asarray(lab, dtype=np.int64)] = True
+        seen += present
+    shared = int(np.count_nonzero(seen >= 2))
+    if len(labels) > 1 and shared == 0:
+        raise ValueError("no concept has documents in two languages, so nothing ties the languages "
+                         "together (the embeddings would not be crosslingual); check that the concept ids "
+                         "of aligned documents are equal across languages")
+    return shared
 
 def _mixed_error(first: tuple, kind: Any, value: Any, where: str) -> TypeError:
     return TypeError(f"concept ids must all have one type: {where} = {value!r} is "
