@@ -166,7 +166,23 @@ class WMF(_WMFParams):
         self.language = language
 
     # ---------------------------------------------------------------- input
+    @staticmethod
+    def _refuse_mapping(X: Any, where: str) -> None:
+        """A mapping ``{language: texts}`` would be read as a sequence of its keys (one document
+        per language): refuse it, naming the models that take one."""
+        if not isinstance(X, Mapping):
+            return
+        keys = list(X)
+        call = f"WMF(language={keys[0]!r}).fit" if where == "fit" else where
+        one = f"; for one language pass its texts: {call}(X[{keys[0]!r}])" if len(keys) == 1 else ""
+        raise TypeError(f"WMF.{where} takes one language's texts (a sequence of str) or a sentence x word "
+                        f"matrix, not a {type(X).__name__} {{language: texts}}{one}. For row-aligned texts of "
+                        "two or more languages use BilingualWMF().fit({language: texts}); for corpora "
+                        "parallel to a pivot language, CrossWMF(pivot_language=...).fit({language: "
+                        "(pivot_texts, texts)})")
+
     def _input_matrix(self, X, *, fit: bool, name: str = "X") -> sp.csr_matrix:
+        self._refuse_mapping(X, "fit" if fit else "transform")
         dtype = (self._model_dtype() if not fit else
                  None if self.dtype is None else check_float_dtype(self.dtype))
         texts = _texts_or_none(X, name)
@@ -223,6 +239,7 @@ class WMF(_WMFParams):
         -------
         self
         """
+        self._refuse_mapping(X, "fit")
         from linxling.xp import choose_device, to_host
         self.device_ = choose_device(self.device, [X])
         X = to_host(X)
