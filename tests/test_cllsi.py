@@ -189,3 +189,23 @@ def test_models_package_lazy():
     assert "linxling.models.cllsi" in imported
     with pytest.raises(AttributeError):
         models.NoSuchModel  # noqa: B018
+
+
+def test_a_matrix_given_to_transform_points_to_transform_matrix():
+    """A text-fitted model given a feature matrix in transform said 'docs[0] is csr_matrix,
+    expected str'; it names transform_matrix, which embeds the same rows."""
+    from linxling import Cr5
+    texts, langs, concepts = _toy_texts()
+    for model in (CLLSI(n_components=2, random_state=0),
+                  Cr5(n_components=2, min_df=1, doc_filter=None, random_state=0, show_progress=False)):
+        model.fit(texts, langs, concepts)
+        X = model.vectorizers_["en"].transform(texts[:3])
+        name = type(model).__name__
+        for matrix in (X, X.toarray()):
+            with pytest.raises(TypeError, match=rf"^{name}\.transform takes texts \(a sequence of str\), got a "
+                                                rf"{type(matrix).__name__} of shape \(3, \d+\): embed the rows of a "
+                                                r"feature matrix with transform_matrix\(X, language\)$"):
+                model.transform(matrix, "en")
+        np.testing.assert_array_equal(model.transform_matrix(X, "en"), model.transform(texts[:3], "en"))
+        np.testing.assert_array_equal(model.transform(np.array(texts[:3]), "en"),     # a 1-D str array is texts
+                                      model.transform(texts[:3], "en"))

@@ -226,6 +226,15 @@ def vectorizers_from_state(params: dict | None, arrays: dict | None) -> dict:
     return {lang: vectorizer_from_state(vp, (arrays or {})[lang]) for lang, vp in (params or {}).items()}
 
 
+def _is_matrix(X: Any) -> bool:
+    """True for a feature matrix (scipy.sparse, a 2-D or numeric NumPy array, another array type
+    such as a dask or CuPy array), not texts (a 1-D array of str is texts)."""
+    if sp.issparse(X):
+        return True
+    if isinstance(X, np.ndarray):
+        return X.ndim != 1 or X.dtype.kind not in "OUS"
+    return hasattr(X, "shape") and hasattr(X, "dtype")
+
 class ConceptEmbeddingMixin(LinxlingEstimator):
     """Shared behaviour of estimators with per-language maps ``components_[lang]`` (r, p_l).
 
@@ -244,6 +253,10 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
         """Embed raw documents of ``language``: a C-contiguous (n_docs, n_components) array,
         in ``dtype`` when given (e.g. ``np.float32`` for a vector index)."""
         self._check_language(language)
+        if _is_matrix(texts):
+            raise TypeError(f"{type(self).__name__}.transform takes texts (a sequence of str), got a "
+                            f"{type(texts).__name__} of shape {getattr(texts, 'shape', '?')}: embed the rows "
+                            f"of a feature matrix with transform_matrix(X, language)")
         if not hasattr(self, "vectorizers_") or language not in self.vectorizers_:
             raise RuntimeError("this model was fitted with fit_matrices: use transform_matrix on "
                                "features, or fit from texts to get a vectoriser per language")
