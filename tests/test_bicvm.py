@@ -169,3 +169,28 @@ def test_bicvm_from_paper_and_margin_rule():
     m = BiCVM.from_paper(n_components=16, n_epochs=3, noise=3, random_state=0,
                          show_progress=False).fit({"en": en, "de": de})
     assert m.loss_curve_[-1] < m.loss_curve_[0]
+
+
+@pytest.mark.parametrize("cls, params, pairs", [
+    (BiCVM, {}, 1), (BiCVM, {}, 2),                         # BiCVM and BiCVM+ (two pairs)
+    (RankingEmbedding, {"score": "dot"}, 1),
+])
+def test_a_diverging_fit_raises_not_nan_vectors(cls, params, pairs):
+    """A learning rate far too large gave loss_curve_ [.., inf, nan, ...] and NaN vectors in
+    silence; as BilBOWA, BilDRL and CompressTree, the fit now stops with a FloatingPointError
+    naming the model and the epoch, and the model stays unfitted (fits are atomic)."""
+    en, de = _toy()
+    X = {"en": en, "de": de}
+    if pairs == 2:
+        X = [X, {"en": en, "fr": [t.replace("d", "f") for t in de]}]
+    seen = []
+    m = cls(n_components=8, n_epochs=5, learning_rate=1e30, random_state=0, n_threads=1, show_progress=False,
+            callback=lambda model, epoch, loss: seen.append(loss), **params)
+    with pytest.raises(FloatingPointError, match=rf"^{cls.__name__} diverged in epoch [1-5] of 5 \(.*non-finite "
+                                                 r"word vectors in .*\): lower learning_rate \(now 1e\+30\)"):
+        m.fit(X)
+    assert all(np.isfinite(seen))                 # the callback never saw a non-finite epoch
+    assert not hasattr(m, "vectors_") and not hasattr(m, "loss_curve_")
+    # a sane rate on the same data trains as before
+    ok = cls(n_components=8, n_epochs=2, random_state=0, n_threads=1, show_progress=False, **params).fit(X)
+    assert np.all(np.isfinite(ok.loss_curve_)) and all(np.isfinite(W).all() for W in ok.vectors_.values())

@@ -311,3 +311,21 @@ def test_cli_api_parity(corpus, capsys):
     assert not os.path.islink(corpus / "link.npy") and np.load(corpus / "link.npy").shape == (6, 2)
     with pytest.raises(TypeError, match=r"X\['en'\]\[0\] is a list of tokens; give each sentence as one str"):
         BilingualWMF(n_components=2).fit({"en": [["a", "b"], ["c"]], "es": [["x"], ["y", "z"]]})
+
+
+def test_python_dash_m_linxling_is_the_console_script():
+    """`python -m linxling` failed ('No module named linxling.__main__') though the `linxling`
+    script worked; it runs the same entry point (linxling.cli:main)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    env = dict(os.environ, PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]))  # this checkout
+    out = subprocess.run([sys.executable, "-m", "linxling", "--help"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: linxling ") and "crosslingual text embeddings" in out.stdout
+    assert all(cmd in out.stdout for cmd in ("demo", "fit", "embed", "warmup")), out.stdout
+    version = subprocess.run([sys.executable, "-m", "linxling", "--version"], capture_output=True, text=True,
+                             env=env, timeout=120)
+    assert version.returncode == 0 and version.stdout.strip() == f"linxling {linxling.__version__}"

@@ -141,6 +141,23 @@ def test_errors(rng):
         CLLSI(n_components=2).fit(["a", "b"], ["en"], [0, 1])
 
 
+def test_languages_sharing_no_concept_are_an_error_as_in_cr5(rng):
+    """Two languages whose concept ids never meet: nothing ties them together, so the embeddings
+    would not be crosslingual. CLLSI said nothing; it raises Cr5's error (the same check)."""
+    from linxling import Cr5
+    texts, langs, _ = _toy_texts()
+    disjoint = list(range(len(texts)))                       # every document a concept of its own
+    msg = r"^no concept has documents in two languages, so nothing ties the languages together"
+    for model in (CLLSI(n_components=2), Cr5(n_components=2, min_df=1, doc_filter=None)):
+        with pytest.raises(ValueError, match=msg):
+            model.fit(texts, langs, disjoint)
+    blocks, concepts = _problem(rng, K=12, p=(6, 5))
+    with pytest.raises(ValueError, match=msg):
+        CLLSI(n_components=2).fit_matrices(blocks, {"en": concepts["en"], "fr": concepts["fr"] + 100})
+    # one language alone is a legitimate (monolingual) fit
+    m = CLLSI(n_components=2, random_state=0).fit_matrices({"en": blocks["en"]}, {"en": concepts["en"]})
+    assert m.components_["en"].shape == (2, 6)
+
 def _toy_texts():
     en = ["the cat sat on the mat", "the dog ran in the park", "a cat and a dog play", "the sun is hot",
           "rain falls on the park", "the mat is red", "the dog likes the sun", "cats like rain"]
@@ -172,3 +189,23 @@ def test_models_package_lazy():
     assert "linxling.models.cllsi" in imported
     with pytest.raises(AttributeError):
         models.NoSuchModel  # noqa: B018
+
+
+def test_a_matrix_given_to_transform_points_to_transform_matrix():
+    """A text-fitted model given a feature matrix in transform said 'docs[0] is csr_matrix,
+    expected str'; it names transform_matrix, which embeds the same rows."""
+    from linxling import Cr5
+    texts, langs, concepts = _toy_texts()
+    for model in (CLLSI(n_components=2, random_state=0),
+                  Cr5(n_components=2, min_df=1, doc_filter=None, random_state=0, show_progress=False)):
+        model.fit(texts, langs, concepts)
+        X = model.vectorizers_["en"].transform(texts[:3])
+        name = type(model).__name__
+        for matrix in (X, X.toarray()):
+            with pytest.raises(TypeError, match=rf"^{name}\.transform takes texts \(a sequence of str\), got a "
+                                                rf"{type(matrix).__name__} of shape \(3, \d+\): embed the rows of a "
+                                                r"feature matrix with transform_matrix\(X, language\)$"):
+                model.transform(matrix, "en")
+        np.testing.assert_array_equal(model.transform_matrix(X, "en"), model.transform(texts[:3], "en"))
+        np.testing.assert_array_equal(model.transform(np.array(texts[:3]), "en"),     # a 1-D str array is texts
+                                      model.transform(texts[:3], "en"))

@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.pipeline import make_pipeline
 
-from linxling import WMF, BiCVM, Cr5
+from linxling import CLLSI, WMF, BiCVM, Cr5
 from linxling.compose import LanguageView, MultilingualFit
 
 
@@ -56,6 +56,25 @@ def test_a_language_view_in_a_pipeline_classifies_the_other_language(cr5):
     with pytest.raises(TypeError, match="fit takes several languages and transform one"):
         Cr5().fit_transform(EN)
 
+
+@pytest.mark.parametrize("cls", [Cr5, CLLSI])
+def test_fit_transform_with_fits_arguments_explains_fit_then_transform(cls):
+    """fit_transform(texts, languages, concepts), fit's three arguments, gets the same
+    explanation as fit_transform(one argument), not Python's count of positional arguments."""
+    texts, langs, concepts = EN + ES, ["en"] * len(EN) + ["es"] * len(ES), list(range(len(EN))) * 2
+    model = cls(n_components=4)
+    for args in [(texts, langs, concepts), (texts,)]:
+        with pytest.raises(TypeError, match=rf"^{cls.__name__}\.fit takes several languages and transform "
+                                            r"one: call fit\(\.\.\.\), then transform\(texts, language\)"):
+            model.fit_transform(*args)
+    assert not hasattr(model, "components_")
+
+
+def test_fit_transform_of_a_one_language_model_refuses_extra_positional_arguments():
+    from linxling import CompressTree
+    with pytest.raises(TypeError, match=r"CompressTree\.fit_transform takes X and y \(ignored\), got 3 "
+                                        "positional arguments"):
+        CompressTree().fit_transform(EN, None, "extra")
 
 def test_grid_search_of_alpha_over_text_language_pairs():
     pairs = [(t, "en") for t in EN] + [(t, "es") for t in ES]

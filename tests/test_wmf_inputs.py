@@ -53,6 +53,28 @@ def test_bilingual_language_inputs_named():
             {"en": SENTS[:5], "fr": ["le chat", "un chien", b"le chat", "un chien", "chats"]})
 
 
+def test_a_language_mapping_is_refused_naming_the_multilingual_models():
+    """WMF().fit({"en": texts}) read the dict's key as the one document ('empty vocabulary ...
+    (1 documents, 1 distinct terms)'); it is a TypeError that names BilingualWMF and CrossWMF."""
+    from linxling.models import CrossWMF
+    models = (r"For row-aligned texts of two or more languages use "
+              r"BilingualWMF\(\)\.fit\(\{language: texts\}\).*CrossWMF\(pivot_language=\.\.\.\)\.fit")
+    with pytest.raises(TypeError, match=r"^WMF\.fit takes one language's texts \(a sequence of str\) or a "
+                                        r"sentence x word matrix, not a dict \{language: texts\}; for one language "
+                                        r"pass its texts: WMF\(language='en'\)\.fit\(X\['en'\]\)\. " + models):
+        _wmf().fit({"en": SENTS})
+    with pytest.raises(TypeError, match=r"^WMF\.fit takes one language's texts .*not a dict \{language: texts\}\. "
+                                        + models):
+        _wmf().fit({"en": SENTS, "es": SENTS})
+    m = _wmf().fit(SENTS)
+    with pytest.raises(TypeError, match=r"^WMF\.transform takes one language's texts .*: transform\(X\['en'\]\)"):
+        m.transform({"en": SENTS[:2]})
+    # the models named take what the message says they take
+    assert BilingualWMF(n_components=2, max_iter=1, min_df=1, show_progress=False).fit(
+        {"en": SENTS, "es": SENTS}).transform(SENTS[:2], "es").shape == (2, 2)
+    assert CrossWMF(pivot_language="en", n_components=2, max_iter=1, min_df=1, show_progress=False).fit(
+        {"es": (SENTS, SENTS)}).transform(SENTS[:2], "es").shape == (2, 2)
+
 def test_load_checks_the_model_class(tmp_path):
     X = sp.random(30, 20, density=0.3, random_state=0, format="csr")
     rng = np.random.default_rng(0)

@@ -12,8 +12,8 @@ from linxling._validation import check_same_length, check_sparse_matrix
 from linxling.models._estimator import LinxlingEstimator, as_output
 from linxling.text._vectorize import check_unicode
 
-__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "classes_from_state", "classes_state", "encode_concepts",
-           "group_by_language", "vectorizers_state",
+__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "classes_from_state",
+           "classes_state", "encode_concepts", "group_by_language", "vectorizers_state",
            "vectorizers_from_state", "vectorizer_from_state", "vectorizer_state"]
 
 
@@ -121,6 +121,24 @@ def encode_concepts(concepts: Mapping[str, Any], languages: Sequence[str]):
     return labels, list(index)
 
 
+def check_shared_concepts(labels: Sequence[Any], n_classes: int) -> int:
+    """The number of concepts with documents in two or more languages; a ValueError when there
+    are several languages and none is shared (nothing would tie the languages together).
+
+    ``labels`` holds one integer label array per language (:func:`encode_concepts`), ``n_classes``
+    the number of distinct concepts. One language alone is a legitimate (monolingual) fit."""
+    seen = np.zeros(n_classes, dtype=np.int64)
+    for lab in labels:
+        present = np.zeros(n_classes, dtype=bool)
+        present[np.asarray(lab, dtype=np.int64)] = True
+        seen += present
+    shared = int(np.count_nonzero(seen >= 2))
+    if len(labels) > 1 and shared == 0:
+        raise ValueError("no concept has documents in two languages, so nothing ties the languages "
+                         "together (the embeddings would not be crosslingual); check that the concept ids "
+                         "of aligned documents are equal across languages")
+    return shared
+
 def _mixed_error(first: tuple, kind: Any, value: Any, where: str) -> TypeError:
     return TypeError(f"concept ids must all have one type: {where} = {value!r} is "
                      f"{_kind_name(kind)}, but {first[2]} = {first[1]!r} is {_kind_name(first[0])} "
@@ -208,6 +226,15 @@ def vectorizers_from_state(params: dict | None, arrays: dict | None) -> dict:
     return {lang: vectorizer_from_state(vp, (arrays or {})[lang]) for lang, vp in (params or {}).items()}
 
 
+def _is_matrix(X: Any) -> bool:
+    """True for a feature matrix (scipy.sparse, a 2-D or numeric NumPy array, another array type
+    such as a dask or CuPy array), not texts (a 1-D array of str is texts)."""
+    if sp.issparse(X):
+        return True
+    if isinstance(X, np.ndarray):
+        return X.ndim != 1 or X.dtype.kind not in "OUS"
+    return hasattr(X, "shape") and hasattr(X, "dtype")
+
 class ConceptEmbeddingMixin(LinxlingEstimator):
     """Shared behaviour of estimators with per-language maps ``components_[lang]`` (r, p_l).
 
@@ -226,6 +253,10 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
         """Embed raw documents of ``language``: a C-contiguous (n_docs, n_components) array,
         in ``dtype`` when given (e.g. ``np.float32`` for a vector index)."""
         self._check_language(language)
+        if _is_matrix(texts):
+            raise TypeError(f"{type(self).__name__}.transform takes texts (a sequence of str), got a "
+                            f"{type(texts).__name__} of shape {getattr(texts, 'shape', '?')}: embed the rows "
+                            f"of a feature matrix with transform_matrix(X, language)")
         if not hasattr(self, "vectorizers_") or language not in self.vectorizers_:
             raise RuntimeError("this model was fitted with fit_matrices: use transform_matrix on "
                                "features, or fit from texts to get a vectoriser per language")

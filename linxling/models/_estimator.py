@@ -321,13 +321,21 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
             if name in cls.__dict__ and not getattr(cls.__dict__[name], "_linxling_atomic", False):
                 setattr(cls, name, _atomic_fit(cls.__dict__[name]))
 
-    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
+    def fit_transform(self, X: Any, y: Any = None, *args: Any, **fit_params: Any) -> Any:
         """``fit`` then ``transform`` of the same input, for models whose ``transform`` takes
         what ``fit`` takes (one language). A multilingual model embeds one language at a time:
-        ``fit(...)``, then ``transform(texts, language)`` (or :meth:`for_language`)."""
+        ``fit(...)``, then ``transform(texts, language)`` (or :meth:`for_language`).
+
+        ``*args`` is there so that a call with ``fit``'s arguments (``Cr5().fit_transform(texts,
+        languages, concepts)``) gets this explanation rather than Python's count of positional
+        arguments."""
+        name = type(self).__name__
         if self._multilingual_fit:
-            raise TypeError(f"{type(self).__name__}.fit takes several languages and transform one: call "
+            raise TypeError(f"{name}.fit takes several languages and transform one: call "
                             f"fit(...), then transform(texts, language) or for_language(language)")
+        if args:
+            raise TypeError(f"{name}.fit_transform takes X and y (ignored), got {2 + len(args)} "
+                            "positional arguments")
         return super().fit_transform(X, y, **fit_params)
 
     #: True where ``fit`` takes several languages (then ``fit_transform`` makes no sense)

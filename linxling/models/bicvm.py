@@ -238,6 +238,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                                 self._distance, margin, float(self.learning_rate), float(self.alpha),
                                 self._optimizer, attraction=attraction, workspace=spaces[p, a, b])
                 self.loss_curve_.append(total / n_batches)
+                self._check_finite(epoch)
                 bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}")
                 if self.callback is not None:
                     self.callback(self, epoch, self.loss_curve_[-1])
@@ -246,6 +247,20 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         self.languages_ = languages
         self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
         return self
+
+    def _check_finite(self, epoch: int) -> None:
+        """After an epoch: a FloatingPointError when its loss or a word vector is not finite (a
+        learning rate too large for the data), rather than NaN embeddings. One pass over the
+        tables per epoch, against an epoch's kernel calls over every minibatch."""
+        loss = self.loss_curve_[-1]
+        bad = [lang for lang, W in self.vectors_.items() if not np.isfinite(W).all()]
+        if np.isfinite(loss) and not bad:
+            return
+        what = [f"loss {loss:.4g}"] if not np.isfinite(loss) else []
+        if bad:
+            what.append("non-finite word vectors in " + ", ".join(map(repr, bad)))
+        raise FloatingPointError(f"{type(self).__name__} diverged in epoch {epoch + 1} of {int(self.n_epochs)} "
+                                 f"({'; '.join(what)}): lower learning_rate (now {self.learning_rate!r})")
 
     # ------------------------------------------------------------------ vectors out
     def _check_language(self, language) -> str:

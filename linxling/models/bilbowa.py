@@ -92,12 +92,13 @@ class BilBOWA(LinxlingEstimator):
     alignment_weight : float, default 10.0
         Weight of the alignment loss (see ``n_components`` for how it was chosen).
     min_count : int, default 3
-        (a token count, as word2vec's ``min_count``, not the number of documents that the other
-        models' ``min_df`` counts)
-        Words seen fewer times in a language's monolingual text are dropped.
+        Words seen fewer times in a language's monolingual text are dropped (a token count, as
+        word2vec's ``min_count``, not the number of documents that the other models' ``min_df``
+        counts).
     max_vocab : int or None, default 200_000
         Keep the most frequent words per language.
     n_epochs : int, default 5
+        Passes over the monolingual and parallel text (each pass in ``n_blocks`` interleaved blocks).
     learning_rate : float, default 0.025
         Initial SGD step, decayed linearly to ``learning_rate * 1e-4``.
     alignment_learning_rate : float or None
@@ -108,8 +109,12 @@ class BilBOWA(LinxlingEstimator):
         ``"procrustes"``: after training, unit-normalise the vectors and rotate each source
         language of ``fit(..., seed_lexicon=...)`` onto its target language (module docstring).
     dtype : {"float32", "float64"}, default "float32"
+        Floating type of the word vectors, during training and in ``vectors_``.
     random_state : int or None
+        Seeds the initial vectors, the subsampling, the negative samples and the window sizes
+        (a fit is bitwise reproducible for a given seed, whatever the number of threads).
     show_progress : bool or None
+        A progress bar over the epochs (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
         Called after each epoch (as every linxling model's callback): ``iteration`` counts the
         epochs from 0; ``loss`` is the epoch's mean loss, the mean over languages of the mean

@@ -186,6 +186,7 @@ class BilDRL(LinxlingEstimator):
     min_df : int, default 2
         Minimum document frequency of the ridge encoder's tf-idf words.
     cg_rtol : float, default 1e-8
+        Relative tolerance of the conjugate-gradient solves of the ridge encoder.
     dtype : {"float32", "float64"}, default "float32"
         Training precision of the neural encoders.
     normalize : bool, default True
@@ -207,7 +208,11 @@ class BilDRL(LinxlingEstimator):
     n_blocks : int, default 20
         Blocks per epoch of the interleaved joint schedule.
     random_state : int, Generator or None
+        Seeds the encoders' initial weights, the order of the training rows and, in joint
+        learning, the skip-gram sampling.
     show_progress : bool or None
+        A progress bar over the training epochs of a neural encoder (None follows
+        :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
         Called after each training epoch of a neural encoder (as every linxling model's
         callback): ``iteration`` counts the epochs from 0 (over the units one after the other

@@ -29,7 +29,7 @@ from sklearn.utils._param_validation import StrOptions
 from linxling._validation import check_random_state, check_same_length, check_sparse_matrix
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
-from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
+from linxling.models._base import ConceptEmbeddingMixin, check_shared_concepts, encode_concepts, group_by_language
 from linxling.models._estimator import NONNEG_INT, POSITIVE_INT, RANDOM_STATE
 from linxling.solvers import orthonormalize
 
@@ -153,6 +153,7 @@ class CLLSI(ConceptEmbeddingMixin):
                               f"the rows of blocks[{lang!r}]")
         labels, classes = encode_concepts(concepts, langs)
         K = len(classes)
+        check_shared_concepts([labels[lang] for lang in langs], K)
         P = sum(m.shape[1] for m in mats.values())
         r = self.n_components
         if r >= min(K, P):

@@ -40,7 +40,7 @@ from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.kernels.dense import add_outer, gemm_acc, gram64, gram_tn
 from linxling.kernels.spmm import csr_column_sumsq
-from linxling.models._base import ConceptEmbeddingMixin, encode_concepts, group_by_language
+from linxling.models._base import ConceptEmbeddingMixin, check_shared_concepts, encode_concepts, group_by_language
 from linxling.models._estimator import (
     DEVICE,
     FLOAT_DTYPE,
@@ -92,16 +92,7 @@ def _check_small_data(r: int, widths: Mapping[str, int], labels: list, n_classes
     """What small or badly linked data would make a bad model in silence: no concept shared by
     two languages (an error: nothing ties the languages together), fewer shared concepts than
     components, or more components than a language has words (warnings naming the remedy)."""
-    seen = np.zeros(n_classes, dtype=np.int64)
-    for lab in labels:
-        present = np.zeros(n_classes, dtype=bool)
-        present[np.asarray(lab, dtype=np.int64)] = True
-        seen += present
-    shared = int(np.count_nonzero(seen >= 2))
-    if len(widths) > 1 and shared == 0:
-        raise ValueError("no concept has documents in two languages, so nothing ties the languages "
-                         "together (the embeddings would not be crosslingual); check that the concept ids "
-                         "of aligned documents are equal across languages")
+    shared = check_shared_concepts(labels, n_classes)
     if len(widths) > 1 and shared < r:
         warnings.warn(f"only {shared} concepts have documents in more than one language, fewer than "
                       f"n_components={r}: at most {shared} components can be crosslingual; lower "

@@ -97,6 +97,7 @@ class WMF(_WMFParams):
         fraction of the cost. "auto" is "cg" unless ``cg_steps >= n_components``.
         ``transform`` always solves exactly.
     cg_steps : int, default 3
+        Conjugate-gradient steps per row solve (``solver="cg"``).
     dtype : None, float32 or float64, default None
         Dtype of the factors and of the kernel arithmetic (the loss is accumulated in float64).
         None follows the data: a float32 matrix gives float32 factors, float64 (and integer
@@ -110,6 +111,12 @@ class WMF(_WMFParams):
         tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
         Called after every iteration with the model, the 0-based iteration and eq. (1).
+    language : str or None, default None
+        The language of the training texts, a label (the fit is the same whatever it is).
+        When given, ``transform(X, language)`` and ``word_vectors(language)`` with another
+        language are an error, so that a WMF called like the multilingual models is not given
+        the wrong language's texts in silence; ``linxling info`` shows it. None: any language
+        is accepted.
     device : {None, "cpu", "cuda"}, default None
         "cuda" runs the ALS on a GPU with CuPy (:mod:`linxling.xp.als`; ``solver="cg"`` as one
         fused CUDA kernel per half-step, 5x faster than implicit's GPU ALS on the WMF
@@ -166,7 +173,23 @@ class WMF(_WMFParams):
         self.language = language
 
     # ---------------------------------------------------------------- input
+    @staticmethod
+    def _refuse_mapping(X: Any, where: str) -> None:
+        """A mapping ``{language: texts}`` would be read as a sequence of its keys (one document
+        per language): refuse it, naming the models that take one."""
+        if not isinstance(X, Mapping):
+            return
+        keys = list(X)
+        call = f"WMF(language={keys[0]!r}).fit" if where == "fit" else where
+        one = f"; for one language pass its texts: {call}(X[{keys[0]!r}])" if len(keys) == 1 else ""
+        raise TypeError(f"WMF.{where} takes one language's texts (a sequence of str) or a sentence x word "
+                        f"matrix, not a {type(X).__name__} {{language: texts}}{one}. For row-aligned texts of "
+                        "two or more languages use BilingualWMF().fit({language: texts}); for corpora "
+                        "parallel to a pivot language, CrossWMF(pivot_language=...).fit({language: "
+                        "(pivot_texts, texts)})")
+
     def _input_matrix(self, X, *, fit: bool, name: str = "X") -> sp.csr_matrix:
+        self._refuse_mapping(X, "fit" if fit else "transform")
         dtype = (self._model_dtype() if not fit else
                  None if self.dtype is None else check_float_dtype(self.dtype))
         texts = _texts_or_none(X, name)
@@ -223,6 +246,7 @@ class WMF(_WMFParams):
         -------
         self
         """
+        self._refuse_mapping(X, "fit")
         from linxling.xp import choose_device, to_host
         self.device_ = choose_device(self.device, [X])
         X = to_host(X)
@@ -332,10 +356,44 @@ class BilingualWMF(_WMFParams):
 
     Parameters
     ----------
-    Same as :class:`WMF`.
+    n_components : int, default 100
+        k, the dimension of the shared sentence vectors and of every language's word vectors.
+    alpha : float or "auto", default "auto"
+        λ, the L2 regularisation of all factors (eq. 4). "auto" is ``min(20, n_sentences / 300)``
+        (n_sentences: the aligned sentences), as in :class:`WMF`; the value used is ``alpha_``.
+        A fit whose sentence vectors collapse toward one direction warns, naming alpha.
+    missing_weight : float in (0, 1], default 0.01
+        w_m, the weight of zero entries in every language (nonzeros have weight 1).
+    max_iter : int, default 20
+        ALS iterations (the paper uses 20). No early stopping: ``loss_curve_`` shows progress.
+    solver : {"cg", "cholesky", "auto"}, default "cg"
+        Per-row solver of the training half-steps, as in :class:`WMF` ("cholesky": exact; "cg":
+        ``cg_steps`` warm-started conjugate-gradient steps; "auto": "cg" unless
+        ``cg_steps >= n_components``). ``transform`` always solves exactly.
+    cg_steps : int, default 3
+        Conjugate-gradient steps per row solve (``solver="cg"``).
+    dtype : None, float32 or float64, default None
+        Dtype of the factors and of the kernel arithmetic (the loss is accumulated in float64).
+        None follows the data: float32 matrices give float32 factors, float64 (and integer or
+        boolean input, and texts) float64.
+    random_state : None, int or numpy Generator
+        Seeds the N(0, 1/k) initial factors.
+    tokenizer, min_df, max_features :
+        Options of the :class:`linxling.text.TfidfVectorizer` made for each language that
+        ``fit`` receives as texts (raw tf-idf, ``norm=None``, as in the paper).
+    show_progress : bool or None
+        tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
+    callback : callable(model, iteration, loss) or None
+        Called after every iteration with the model, the 0-based iteration and eq. (4).
+    device : {None, "cpu", "cuda"}, default None
+        As in :class:`WMF`: "cuda" runs the ALS on a GPU with CuPy (in-memory data only; the
+        fitted arrays come back as NumPy), "cpu" runs the numba kernels, None is "cuda" when
+        the data are CuPy arrays, else "cpu"; ``device_`` is the one used.
 
     Attributes
     ----------
+    alpha_ : float
+        The λ the fit used (``alpha``, or its "auto" value).
     languages_ : list of str
     components_ : dict language -> ndarray (n_components, n_words_l)
         Each language's word factor (P, A, ...).
