@@ -176,8 +176,9 @@ class WMF(_WMFParams):
     @staticmethod
     def _refuse_mapping(X: Any, where: str) -> None:
         """A mapping ``{language: texts}`` would be read as a sequence of its keys (one document
-        per language): refuse it, naming the models that take one."""
-        if not isinstance(X, Mapping):
+        per language): refuse it, naming the models that take one. (A sparse DOK matrix is a
+        dict too: it is a matrix.)"""
+        if not isinstance(X, Mapping) or sp.issparse(X):
             return
         keys = list(X)
         call = f"WMF(language={keys[0]!r}).fit" if where == "fit" else where
