@@ -48,6 +48,10 @@ GRIDS = {
     "chosen": [dict()],                                   # the class defaults
     # the word tables' precision (float32 the default since 2026-11-28)
     "dtype": [dict(dtype="float64"), dict(dtype="float32")],
+    # the learning rate across seeds (lr 1.0, the default before 2026-11-28, is bimodal over seeds)
+    "lr03": [dict(learning_rate=1.0), dict(learning_rate=0.3)],
+    # sentence vectors centred per language (the default since 2026-11-28) or the thesis' raw means
+    "center": [dict(center=False), dict(center=True)],
 }
 
 

@@ -137,6 +137,46 @@ def test_ranking_dtype_float32_default_and_a_model_stored_before_the_parameter()
     np.testing.assert_array_equal(old.transform(de, "de"), m64.transform(de, "de"))
 
 
+def test_ranking_center_subtracts_each_languages_training_mean(tmp_path):
+    """center=True (the default): transform is the raw mean of word vectors minus the language's
+    mean over its training sentences (so the training sentences average to zero), an empty
+    text stays a zero row; center=False is the raw composition; both survive a save, and a file
+    stored before the parameter loads uncentred. A callback's transform uses that epoch's means."""
+    en, de = _toy(40)
+    kw = dict(n_components=8, n_epochs=2, random_state=0, n_threads=1, show_progress=False)
+    seen = []
+
+    def cb(model, epoch, loss):
+        seen.append(np.abs(model.transform(en, "en").mean(axis=0)).max())
+
+    c = RankingEmbedding(**kw, callback=cb).fit({"en": en, "de": de})
+    raw = RankingEmbedding(**kw, center=False).fit({"en": en, "de": de})
+    assert raw.means_ is None and set(c.means_) == {"en", "de"}
+    np.testing.assert_array_equal(raw.vectors_["en"], c.vectors_["en"])     # training is the same
+    for lang, texts in (("en", en), ("de", de)):
+        Z, R = c.transform(texts, lang), raw.transform(texts, lang)
+        np.testing.assert_allclose(R.mean(axis=0), c.means_[lang], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(Z, R - c.means_[lang], rtol=1e-6, atol=1e-6)
+        assert np.abs(Z.mean(axis=0)).max() < 1e-5
+    assert len(seen) == 2 and max(seen) < 1e-5
+    np.testing.assert_array_equal(c.transform(["zzz", en[0]], "en")[0], 0.0)
+    for m in (c, raw):
+        m.save(tmp_path / "m.h5")
+        back = linxling.load(tmp_path / "m.h5")
+        assert back.get_params()["center"] == m.center
+        np.testing.assert_array_equal(back.transform(de, "de"), m.transform(de, "de"))
+    params, arrays = c._get_state()
+    del params["center"], arrays["means"]
+    old = RankingEmbedding._from_state(params, arrays)
+    assert old.get_params()["center"] is False and old.means_ is None
+    np.testing.assert_array_equal(old.transform(en, "en"), raw.transform(en, "en"))
+    params, arrays = c._get_state()
+    del arrays["means"]
+    with pytest.raises(ValueError, match="means"):
+        RankingEmbedding._from_state(params, arrays)
+    assert RankingEmbedding.from_paper().center is False
+
+
 def test_bicvm_noise_pool_and_attraction(tmp_path):
     en, de = _toy(60)
     kw = {**FAST, "noise_pool": 8, "attraction": 2.0}

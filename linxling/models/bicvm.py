@@ -62,6 +62,9 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
     _max_languages = 0   # 2: exactly two languages per aligned dict; 0: two or more
     _interleave = INTERLEAVE   # minibatches of one pair per turn when several pairs train
 
+    #: whether transform subtracts each language's mean training sentence vector (``means_``)
+    _centered = False
+
     def _n_noise(self) -> int:
         raise NotImplementedError
 
@@ -204,6 +207,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         jobs = [(p, a, b) for p, pair in enumerate(pairs) for i, a in enumerate(sorted(pair))
                 for b in sorted(pair)[i + 1:]]
         self.loss_curve_ = []
+        self.means_ = None
         old_threads = numba.get_num_threads()
         if self.n_threads is not None:
             numba.set_num_threads(min(int(self.n_threads), numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
@@ -240,12 +244,14 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                 self.loss_curve_.append(total / n_batches)
                 self._check_finite(epoch)
                 bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}")
-                if self.callback is not None:
+                if self.callback is not None:     # transform in the callback: this epoch's means
+                    self.means_ = self._training_means(encoded) if self._centered else None
                     self.callback(self, epoch, self.loss_curve_[-1])
         finally:
             numba.set_num_threads(old_threads)
         self.languages_ = languages
         self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
+        self.means_ = self._training_means(encoded) if self._centered else None
         return self
 
     def _check_finite(self, epoch: int) -> None:
@@ -262,6 +268,19 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         raise FloatingPointError(f"{type(self).__name__} diverged in epoch {epoch + 1} of {int(self.n_epochs)} "
                                  f"({'; '.join(what)}): lower learning_rate (now {self.learning_rate!r})")
 
+    def _training_means(self, encoded) -> dict[str, np.ndarray]:
+        """Each language's mean sentence vector over its training sentences (of every pair)."""
+        from linxling.kernels import sgd
+        comp = sgd.COMPOSITIONS[self._composition]
+        sums: dict[str, np.ndarray] = {}
+        counts: dict[str, int] = {}
+        for enc in encoded:
+            for lang, (idx, ptr, cnt) in enc.items():
+                Z = sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(ptr) - 1, dtype=np.int64), comp)
+                sums[lang] = sums.get(lang, 0.0) + Z.sum(axis=0, dtype=np.float64)
+                counts[lang] = counts.get(lang, 0) + Z.shape[0]
+        return {lang: (sums[lang] / counts[lang]).astype(self.vectors_[lang].dtype) for lang in sums}
+
     # ------------------------------------------------------------------ vectors out
     def _check_language(self, language) -> str:
         self._check_fitted()
@@ -274,13 +293,20 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         ``dtype`` when given (e.g. ``np.float32`` for a vector index).
 
         Words not in the language's vocabulary are skipped; a text with none gives a zero row.
+        A model with ``means_`` (RankingEmbedding's ``center=True``) subtracts the language's
+        mean training sentence vector from every other row.
         """
         from linxling.kernels import sgd
         lang = self._check_language(language)
         X = check_texts(X, "X")
         idx, ptr, cnt = self._encode(X, lang)
-        return as_output(sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(X), dtype=np.int64),
-                                     sgd.COMPOSITIONS[self._composition]), dtype)
+        Z = sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(X), dtype=np.int64),
+                        sgd.COMPOSITIONS[self._composition])
+        means = getattr(self, "means_", None)
+        if means is not None:
+            Z -= means[lang]
+            Z[np.diff(ptr) == 0] = 0.0
+        return as_output(Z, dtype)
 
     def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:
         lang = self._check_language(language)
@@ -295,6 +321,8 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         params["loss_curve"] = [float(x) for x in self.loss_curve_]
         arrays = {"vectors": {lang: self.vectors_[lang] for lang in self.languages_},
                   "words": {lang: np.array(self.words_[lang], dtype=str) for lang in self.languages_}}
+        if getattr(self, "means_", None) is not None:
+            arrays["means"] = {lang: self.means_[lang] for lang in self.languages_}
         return params, arrays
 
     @classmethod
@@ -314,6 +342,17 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                 raise ValueError(f"arrays/vectors/{lang} has shape {V.shape} but arrays/words/{lang} lists "
                                  f"{len(model.words_[lang])} words of dimension n_components="
                                  f"{model.n_components}")
+        if "center" not in params and hasattr(model, "center"):
+            model.center = False          # stored before the model had the parameter: not centred
+        model.means_ = None
+        if model._centered:
+            if "means" not in arrays:
+                raise ValueError("the file's model has center=True but no arrays/means")
+            model.means_ = {lang: np.asarray(arrays["means"][lang], dtype=dtype) for lang in model.languages_}
+            for lang, mu in model.means_.items():
+                if mu.shape != (int(model.n_components),):
+                    raise ValueError(f"arrays/means/{lang} has shape {mu.shape}, expected "
+                                     f"({int(model.n_components)},)")
         model.vocabulary_ = {lang: {w: i for i, w in enumerate(ws)} for lang, ws in model.words_.items()}
         model.n_features_in_ = {lang: len(model.words_[lang]) for lang in model.languages_}
         return model

@@ -39,6 +39,7 @@ class RankingEmbedding(_SentencePairSGD):
     Parameters
     ----------
     n_components : int, default 50
+        Dimension d of the word and sentence vectors (the thesis' 50).
     score : {"dot", "l1"}, default "l1"
         s(a, b) = a.b, or -||a - b||_1. L1 is the thesis' final choice (Sec. 4.2.5: error 0.03 %
         against 5.5 % with the dot product); on validation it learned 3-20x faster than dot at
@@ -66,6 +67,17 @@ class RankingEmbedding(_SentencePairSGD):
         seeds alone span 0.53-0.72; benchmarks/README.md "Etter's ranking network: how the
         defaults were chosen", ``python -m benchmarks.etter_defaults --grid dtype``). Models
         saved before this parameter existed load as float64, as they were trained.
+    center : bool, default True
+        Subtract each language's mean training sentence vector in :meth:`transform` (stored as
+        ``means_``; a text without a known word stays a zero row). The L1 ranking loss leaves a
+        language-wide offset free, and frequent words put one into a few dimensions ("the" at
+        2.5 in one dimension while French's function words pull it to -0.9), which spoils
+        cosine retrieval in about half the seeds: validation P@1 (en-fr, d = 50, 10 epochs, 8
+        seeds) 0.689-0.732, mean 0.707, centred against 0.497-0.712, mean 0.617, raw (a lower
+        learning rate, 0.3, is stable raw but reaches 0.676); en-ru 0.675 against 0.657, en-zh
+        0.544 against 0.501 (4 seeds); the leaderboard's setting higher in every seed. False
+        gives the thesis' raw means (and is :meth:`from_paper`'s); word vectors are never
+        centred.
     min_df, init_scale, random_state, n_threads, callback, show_progress
         As in :class:`linxling.BiCVM`.
 
@@ -81,8 +93,9 @@ class RankingEmbedding(_SentencePairSGD):
     def __init__(self, n_components: int = 50, score: str = "l1", margin: float | None = None,
                  word_pairs: bool = False, learning_rate: float = 1.0, alpha: float = 0.0,
                  n_epochs: int = 10, batch_size: int = 10, min_df: int = 1, init_scale: float = 0.1,
-                 dtype: str = "float32", random_state: Any = None, n_threads: int | None = None, callback: Any = None,
-                 show_progress: bool | None = None, min_count: int | str = DEPRECATED) -> None:
+                 dtype: str = "float32", center: bool = True, random_state: Any = None,
+                 n_threads: int | None = None, callback: Any = None, show_progress: bool | None = None,
+                 min_count: int | str = DEPRECATED) -> None:
         self.n_components = n_components
         self.score = score
         self.margin = margin
@@ -94,6 +107,7 @@ class RankingEmbedding(_SentencePairSGD):
         self.min_df = min_df
         self.init_scale = init_scale
         self.dtype = dtype
+        self.center = center
         self.random_state = random_state
         self.n_threads = n_threads
         self.callback = callback
@@ -105,7 +119,7 @@ class RankingEmbedding(_SentencePairSGD):
         """Etter (2009), Sec. 4.2: d = 50, the L1 score, margin sqrt(d), plain SGD one pair at a
         time; the learning rate is not given there (0.01 here). Keyword arguments override."""
         params: dict[str, Any] = dict(n_components=n_components, score="l1", margin=math.sqrt(n_components),
-                      learning_rate=0.01, batch_size=1, n_epochs=10)
+                      learning_rate=0.01, batch_size=1, n_epochs=10, center=False)
         params.update(overrides)
         return cls(**params)
 
@@ -116,6 +130,10 @@ class RankingEmbedding(_SentencePairSGD):
     @property
     def _word_pairs(self):
         return bool(self.word_pairs)
+
+    @property
+    def _centered(self):
+        return bool(self.center)
 
     def _n_noise(self):
         return 1
@@ -128,4 +146,5 @@ class RankingEmbedding(_SentencePairSGD):
         "score": [StrOptions({"dot", "l1"})],
         "word_pairs": ["boolean"],
         "dtype": [FLOAT_DTYPE],
+        "center": ["boolean"],
     }
