@@ -139,6 +139,7 @@ def check_shared_concepts(labels: Sequence[Any], n_classes: int) -> int:
                          "of aligned documents are equal across languages")
     return shared
 
+
 def _mixed_error(first: tuple, kind: Any, value: Any, where: str) -> TypeError:
     return TypeError(f"concept ids must all have one type: {where} = {value!r} is "
                      f"{_kind_name(kind)}, but {first[2]} = {first[1]!r} is {_kind_name(first[0])} "
@@ -234,6 +235,7 @@ def _is_matrix(X: Any) -> bool:
     if isinstance(X, np.ndarray):
         return X.ndim != 1 or X.dtype.kind not in "OUS"
     return hasattr(X, "shape") and hasattr(X, "dtype")
+
 
 class ConceptEmbeddingMixin(LinxlingEstimator):
     """Shared behaviour of estimators with per-language maps ``components_[lang]`` (r, p_l).
