@@ -34,6 +34,8 @@ MEANING = {
     "dtype": "floating type of the fitted arrays (float32 or float64)",
     "device": "\"cpu\", \"cuda\" or None (CuPy inputs imply \"cuda\")",
     "n_threads": "numba threads during fit (None: numba's setting)",
+    "center": "subtract each language's mean training sentence vector in transform (sentence-pair SGD "
+              "models; False: the papers' raw compositions)",
     "tokenizer": "callable text -> tokens (None: `linxling.text.tokenize`)",
     "language": "the language of a monolingual model (checked by `transform`)",
     "scale": "how documents are scaled into the space (Cr5: feature scaling; CL-LSI: `V_lᵀx` or folding-in)",

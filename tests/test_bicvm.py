@@ -175,6 +175,11 @@ def test_ranking_center_subtracts_each_languages_training_mean(tmp_path):
     with pytest.raises(ValueError, match="means"):
         RankingEmbedding._from_state(params, arrays)
     assert RankingEmbedding.from_paper().center is False
+    # BiCVM shares the code and the default
+    b = BiCVM(**FAST).fit({"en": en, "de": de})
+    assert BiCVM.from_paper().center is False and set(b.means_) == {"en", "de"}
+    assert np.abs(b.transform(de, "de").mean(axis=0)).max() < 1e-4 * max(1.0, float(np.abs(b.means_["de"]).max()))
+    assert BiCVM(**FAST, center=False).fit({"en": en, "de": de}).means_ is None
 
 
 def test_bicvm_noise_pool_and_attraction(tmp_path):

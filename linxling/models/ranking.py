@@ -131,10 +131,6 @@ class RankingEmbedding(_SentencePairSGD):
     def _word_pairs(self):
         return bool(self.word_pairs)
 
-    @property
-    def _centered(self):
-        return bool(self.center)
-
     def _n_noise(self):
         return 1
 
