@@ -182,6 +182,19 @@ def test_ranking_center_subtracts_each_languages_training_mean(tmp_path):
     assert BiCVM(**FAST, center=False).fit({"en": en, "de": de}).means_ is None
 
 
+def test_fewer_aligned_sentences_than_dimensions_warns():
+    """5 sentence pairs for 128 (BiCVM) or 50 (RankingEmbedding) dimensions fitted in silence
+    before (a new-user audit); the warning names the counts and the remedy."""
+    en, de = _toy(5)
+    for cls in (BiCVM, RankingEmbedding):
+        with pytest.warns(UserWarning, match=r"only 5 aligned sentences for n_components=\d+.*lower n_components"):
+            cls(n_epochs=1, random_state=0, n_threads=1, show_progress=False).fit({"en": en, "de": de})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BiCVM(n_components=4, n_epochs=1, random_state=0, n_threads=1, show_progress=False).fit({"en": en, "de": de})
+
+
 def test_bicvm_noise_pool_and_attraction(tmp_path):
     en, de = _toy(60)
     kw = {**FAST, "noise_pool": 8, "attraction": 2.0}

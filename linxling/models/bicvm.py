@@ -175,6 +175,15 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
 
         pairs = self._check_pairs(X)
         languages = sorted({lang for p in pairs for lang in p})
+        n_aligned = sum(len(next(iter(p.values()))) for p in pairs)
+        if n_aligned < int(self.n_components):
+            import warnings
+
+            from linxling._warnings import find_stack_level
+            warnings.warn(f"{type(self).__name__}: only {n_aligned} aligned sentences for n_components="
+                          f"{int(self.n_components)}: more dimensions than training examples give vectors that "
+                          "are mostly their random initialisation; give more aligned sentences or lower "
+                          "n_components", UserWarning, stacklevel=find_stack_level())
         self.vocabulary_ = {}
         words = {}
         seqs = {}
