@@ -123,3 +123,14 @@ def test_small_or_unlinked_data_is_said_not_silent():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         Cr5(n_components=3, random_state=0).fit_matrices(X, same)        # nothing to say
+
+
+def test_an_empty_language_code_is_an_error_naming_its_index():
+    """"" (or blanks) as a language code was accepted by Cr5 and CL-LSI (a new-user audit;
+    the sentence-pair models already refused it)."""
+    from linxling.models import CLLSI
+    texts, langs, concepts = _sentences()
+    langs[61] = ""
+    for cls in (Cr5, CLLSI):
+        with pytest.raises(ValueError, match=r"languages\[61\] is '': a language code must be a non-empty str"):
+            cls(n_components=4).fit(texts, langs, concepts)

@@ -197,6 +197,9 @@ def group_by_language(texts: Any, languages: Any, concepts: Any):
     for i, lang in enumerate(languages):
         if not isinstance(lang, str):
             raise TypeError(f"languages[{i}] must be a str language code, got {type(lang).__name__}")
+        if not lang.strip():
+            raise ValueError(f"languages[{i}] is {lang!r}: a language code must be a non-empty str "
+                             "(as every model's fit requires)")
         by_lang.setdefault(lang, []).append(i)
     return texts, concepts, by_lang
 
