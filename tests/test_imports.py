@@ -115,6 +115,31 @@ def test_first_fit_says_it_compiles_once(tmp_path, monkeypatch, capsys):
     assert "compiling" not in capsys.readouterr().err
 
 
+def test_a_fit_inside_a_fit_says_it_compiles_once(tmp_path, monkeypatch, capsys):
+    """CrossWMF fits a WMF for its pivot, SingleBlock fits the model it wraps: one notice, for
+    the model the user fitted (CrossWMF) or the one that compiles (Cr5), not two."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    import linxling._progress as lp
+    import linxling.models._estimator as est
+    from linxling import CrossWMF
+    from linxling.models import Cr5, SingleBlock
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setitem(lp._STATE, "show", True)
+    monkeypatch.setattr(est, "_NOTED", set())
+    X = [f"w{i % 7} w{(i * 3) % 11}" for i in range(30)]
+    CrossWMF(pivot_language="en", n_components=2, max_iter=1, min_df=1, random_state=0,
+             show_progress=False).fit({"de": (X, X)})
+    err = capsys.readouterr().err
+    assert err.count("compiling its numba kernels") == 1 and "first CrossWMF fit" in err
+    rng = np.random.default_rng(0)
+    SingleBlock(Cr5(n_components=2, random_state=0, show_progress=False)).fit(
+        sp.random(40, 12, density=0.3, random_state=0, format="csr"), rng.integers(0, 10, 40))
+    err = capsys.readouterr().err
+    assert err.count("compiling its numba kernels") == 1 and "first Cr5 fit" in err
+
+
 def test_warnings_point_at_the_users_line():
     """A warning raised deep inside a fit (through the atomic wrapper and helpers) names the
     caller's file and line, not linxling's."""

@@ -152,15 +152,25 @@ def _atomic_fit(fit: Any) -> Any:
         self._validate_declared_params()
         before = dict(self.__dict__)
         self._in_fit = True
-        _note_compiling(type(self))
+        # the compile notice: once per model class and machine, for the outermost fit that
+        # compiles (CrossWMF's inner WMF is part of CrossWMF's; SingleBlock's is its model's)
+        own = getattr(type(self), "_compiles", True)
+        if own and not _FITTING:
+            _note_compiling(type(self))
+        if own:
+            _FITTING.append(type(self))
         try:
             out = fit(self, *args, **kwargs)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(before)
             raise
+        finally:
+            if own:
+                _FITTING.pop()
         self.__dict__.pop("_in_fit", None)
-        _mark_compiled(type(self))
+        if own:
+            _mark_compiled(type(self))
         return out
     atomic._linxling_atomic = True   # type: ignore[attr-defined]
     return atomic
@@ -179,6 +189,8 @@ def _compile_marker(cls: type) -> str | None:
 
 
 _NOTED: set = set()
+#: the model classes whose fit is running in this thread of control, outermost first
+_FITTING: list = []
 
 
 def _note_compiling(cls: type) -> None:

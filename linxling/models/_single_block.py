@@ -61,6 +61,7 @@ class SingleBlock(LinxlingEstimator):
     (60, 4)
     """
 
+    _compiles = False      # the wrapped model's fit compiles (and says so), not this wrapper's
     _multilingual_fit = False    # fit and transform take the same input
 
     _fitted_attr = "estimator_"
