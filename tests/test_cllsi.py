@@ -170,7 +170,7 @@ def _toy_texts():
 
 def test_fit_texts_and_save_load(tmp_path):
     texts, langs, concepts = _toy_texts()
-    m = CLLSI(n_components=3, random_state=0).fit(texts, langs, concepts, vectorizer_params={"min_df": 1})
+    m = CLLSI(n_components=3, random_state=0, min_df=1).fit(texts, langs, concepts)
     Z = m.transform(["the cat and the dog"], "en")
     assert Z.shape == (1, 3) and np.all(np.isfinite(Z))
     from linxling import io
@@ -209,3 +209,25 @@ def test_a_matrix_given_to_transform_points_to_transform_matrix():
         np.testing.assert_array_equal(model.transform_matrix(X, "en"), model.transform(texts[:3], "en"))
         np.testing.assert_array_equal(model.transform(np.array(texts[:3]), "en"),     # a 1-D str array is texts
                                       model.transform(texts[:3], "en"))
+
+
+def test_vectorizer_settings_are_parameters_and_the_old_way_warns():
+    """min_df, max_features and norm are CLLSI parameters (get_params, clone, save) passed to
+    every language's vectoriser; in vectorizer_params (the way before) they still win, with a
+    FutureWarning; its other options pass through."""
+    import warnings
+
+    from sklearn.base import clone
+    texts, langs, concepts = _toy_texts()
+    m = CLLSI(n_components=3, random_state=0, min_df=1, max_features=12, norm=None)
+    assert clone(m).get_params()["max_features"] == 12
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.fit(texts, langs, concepts, vectorizer_params={"sublinear_tf": True})
+    vec = m.vectorizers_["en"]
+    assert (vec.min_df, vec.max_features, vec.norm, vec.sublinear_tf) == (1, 12, None, True)
+    with pytest.warns(FutureWarning, match=r"give min_df to CLLSI\(\.\.\.\) instead"):
+        old = CLLSI(n_components=3, random_state=0).fit(texts, langs, concepts, vectorizer_params={"min_df": 1})
+    assert old.vectorizers_["fr"].min_df == 1
+    with pytest.raises(ValueError, match="min_df"):
+        CLLSI(min_df=0).fit(texts, langs, concepts)

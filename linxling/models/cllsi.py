@@ -97,6 +97,12 @@ class CLLSI(ConceptEmbeddingMixin):
         off there, and it was no faster than PROPACK.
     n_iter : int, default 7
         Power iterations of the randomized solver.
+    min_df, max_features, norm : default 3, 200,000, "l2"
+        Settings of each language's :class:`linxling.text.TfidfVectorizer` made by :meth:`fit`
+        (the vectoriser's defaults, as Cr5's): a word is kept if it occurs in at least
+        ``min_df`` documents, at most ``max_features`` words per language (most frequent
+        first), rows L2-normalised (None: raw tf-idf). Other vectoriser options go to
+        ``fit(..., vectorizer_params=)``.
 
     Attributes (after fitting)
     --------------------------
@@ -111,12 +117,16 @@ class CLLSI(ConceptEmbeddingMixin):
     """
 
     def __init__(self, n_components: int = 300, random_state: Any = None, scale: str = "none",
-                 solver: str = "auto", n_iter: int = 7) -> None:
+                 solver: str = "auto", n_iter: int = 7, min_df: int = 3,
+                 max_features: int | None = 200_000, norm: str | None = "l2") -> None:
         self.n_components = n_components
         self.random_state = random_state
         self.scale = scale
         self.solver = solver
         self.n_iter = n_iter
+        self.min_df = min_df
+        self.max_features = max_features
+        self.norm = norm
 
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
     _parameter_constraints: dict[str, list[Any]] = {
@@ -125,6 +135,9 @@ class CLLSI(ConceptEmbeddingMixin):
         "scale": [StrOptions({"fold_in", "none"})],
         "solver": [StrOptions({"auto", "propack", "arpack", "randomized"})],
         "n_iter": [NONNEG_INT],
+        "min_df": [POSITIVE_INT],
+        "max_features": [POSITIVE_INT, None],
+        "norm": [StrOptions({"l2"}), None],
     }
 
     # ------------------------------------------------------------------ fitting
@@ -203,14 +216,22 @@ class CLLSI(ConceptEmbeddingMixin):
         """Fit from raw documents: one :class:`linxling.text.TfidfVectorizer` per language.
 
         ``texts``, ``languages`` and ``concepts`` are parallel flat sequences (e.g. from
-        :meth:`linxling.datasets.BibleCorpus.concept_documents`). ``vectorizer_params`` are
-        keyword arguments for every language's vectorizer (``min_df``, ``max_features``,
-        ``norm``, ...).
+        :meth:`linxling.datasets.BibleCorpus.concept_documents`). Every language's vectoriser
+        takes the model's ``min_df``, ``max_features`` and ``norm``; ``vectorizer_params`` adds
+        its other options (``tokenizer``, ``sublinear_tf``, ...). Giving one of those three
+        there, as before they were parameters, still works (it wins) with a FutureWarning.
         """
         from linxling.text import TfidfVectorizer
 
         texts, concepts, by_lang = group_by_language(texts, languages, concepts)
-        params = dict(vectorizer_params or {})
+        given = dict(vectorizer_params or {})
+        moved = sorted(set(given) & {"min_df", "max_features", "norm"})
+        if moved:
+            warnings.warn(f"vectorizer_params={{{', '.join(repr(k) + ': ...' for k in moved)}}}: give "
+                          f"{', '.join(moved)} to CLLSI(...) instead (a model parameter since 0.2, kept by "
+                          "get_params and save); vectorizer_params for them goes in the next release",
+                          FutureWarning, stacklevel=find_stack_level())
+        params = {"min_df": self.min_df, "max_features": self.max_features, "norm": self.norm, **given}
         vectorizers, blocks, ids = {}, {}, {}
         for lang, idx in by_lang.items():
             vec = TfidfVectorizer(**params)
