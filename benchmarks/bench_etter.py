@@ -244,7 +244,7 @@ def run_ct_defaults(specs, epochs, n_whole, n_windows, out):
                          "rank_whole": round(float(rf.mean()), 1),
                          "median_whole": float(np.median(rf)),
                          "fit_seconds": round(t - clock[0] - clock[1], 1)})
-            if m.n_hidden_ == 0:    # linear h: spectral radii of its left / right halves
+            if m.hidden_size_ == 0:    # linear h: spectral radii of its left / right halves
                 d = m.A1_.shape[0]
                 rows[-1]["rho"] = [round(float(np.max(np.abs(np.linalg.eigvals(m.A1_[:, h:h + d])))), 3)
                                    for h in (0, d)]
@@ -393,7 +393,7 @@ def main(argv=None):
     ap.add_argument("--n-test", type=int, default=300)
     ap.add_argument("--epochs", type=int, default=None,
                     help="rank: CompressTree's default; curves: 5; ct-defaults: 3")
-    ap.add_argument("--n-hidden", type=int, default=None, help="rank: CompressTree's default")
+X
     ap.add_argument("--vocab", type=int, default=None, help="rank: CompressTree's max_features")
     ap.add_argument("--lr", type=float, default=None,
                     help="SGD learning rate (curves: the base's; rank: CompressTree's default)")
@@ -413,7 +413,7 @@ def main(argv=None):
     elif a.what == "cldc":
         run_cldc(a.methods.split(","), a.d or 128, RESULTS / "etter_cldc.json")
     else:
-        over = {k: v for k, v in (("n_components", a.d), ("n_hidden", a.n_hidden),
+        over = {k: v for k, v in (("n_components", a.d), ("hidden_size", a.hidden_size),
                                   ("max_features", a.vocab), ("learning_rate", a.lr)) if v is not None}
         over.update(json.loads(a.spec[0]))
         run_rank(a.n_train, a.n_test, a.epochs, over, RESULTS / "etter_rank.json", seeds=a.seeds,

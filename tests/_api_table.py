@@ -16,6 +16,7 @@ END = "<!-- params:end -->"
 MEANING = {
     "n_components": "dimension of the embedding (Cr5/CL-LSI: r; WMF family: k; neural models: d)",
     "n_epochs": "passes over the training data (SGD models and BilDRL/BilBOWA)",
+    "hidden_size": "width of the hidden layer (BilDRL's encoder; CompressTree's h, 0: linear)",
     "max_iter": "ALS iterations (WMF family)",
     "min_df": "a word must occur in at least this many documents (sentences) to enter the vocabulary",
     "max_features": "keep at most this many words per language (most frequent first)",

@@ -24,7 +24,7 @@ def _corpus(n, seed=0):
 @pytest.mark.parametrize("n_hidden", [0, 8])
 def test_fit_transform_matches_reference(tree, n_hidden, tmp_path):
     texts = _corpus(60)
-    m = CompressTree(n_components=6, n_hidden=n_hidden, tree=tree, n_epochs=2, learning_rate=0.05,
+    m = CompressTree(n_components=6, hidden_size=n_hidden, tree=tree, n_epochs=2, learning_rate=0.05,
                      random_state=0, show_progress=False).fit({"en": texts})
     Z = m.transform(texts[:5], language="en")
     assert Z.shape == (5, 6) and np.all(np.isfinite(Z))
@@ -41,7 +41,7 @@ def test_fit_transform_matches_reference(tree, n_hidden, tmp_path):
         root = R.encode_sentence(m.embeddings_, tok, R.positions_to_steps(pos, len(tok)), p, n_hidden > 0)[0][-1]
         np.testing.assert_allclose(Z[s], root, rtol=1e-10, atol=1e-12)
     # reproducible, save/load round trip
-    m2 = CompressTree(n_components=6, n_hidden=n_hidden, tree=tree, n_epochs=2, learning_rate=0.05,
+    m2 = CompressTree(n_components=6, hidden_size=n_hidden, tree=tree, n_epochs=2, learning_rate=0.05,
                       random_state=0, show_progress=False).fit({"en": texts})
     np.testing.assert_array_equal(m.embeddings_, m2.embeddings_)
     path = tmp_path / "ct.h5"
@@ -94,9 +94,9 @@ def test_random_trees_of_transform_follow_the_sentence_not_the_batch():
 
 def test_training_lowers_rank_of_true_sentences():
     train, test = _corpus(400, 1), _corpus(50, 2)
-    untrained = CompressTree(n_components=8, n_hidden=0, n_epochs=1, learning_rate=1e-9,
+    untrained = CompressTree(n_components=8, hidden_size=0, n_epochs=1, learning_rate=1e-9,
                              random_state=0, show_progress=False).fit(train)
-    trained = CompressTree(n_components=8, n_hidden=0, n_epochs=15, learning_rate=0.05,
+    trained = CompressTree(n_components=8, hidden_size=0, n_epochs=15, learning_rate=0.05,
                            random_state=0, show_progress=False).fit(train)
     r0 = untrained.corrupted_rank(test, position="random", random_state=0).mean()
     r1 = trained.corrupted_rank(test, position="random", random_state=0).mean()
@@ -106,7 +106,7 @@ def test_training_lowers_rank_of_true_sentences():
 
 def test_corrupted_rank_brute_force():
     texts = _corpus(40, 3)
-    m = CompressTree(n_components=5, n_hidden=4, tree="greedy", n_epochs=2, random_state=1,
+    m = CompressTree(n_components=5, hidden_size=4, tree="greedy", n_epochs=2, random_state=1,
                      show_progress=False).fit(texts)
     ranks = m.corrupted_rank(texts[:4], position="last")
     V = len(m.vocabulary_)
@@ -124,8 +124,8 @@ def test_bad_input():
     texts = _corpus(20)
     with pytest.raises(ValueError, match="tree"):
         CompressTree(tree="balanced").fit(texts)
-    with pytest.raises(ValueError, match="n_hidden"):
-        CompressTree(n_hidden=-1).fit(texts)
+    with pytest.raises(ValueError, match="hidden_size"):
+        CompressTree(hidden_size=-1).fit(texts)
     with pytest.raises(ValueError, match="monolingual"):
         CompressTree().fit({"en": texts, "de": texts})
     with pytest.raises(TypeError, match="single string"):
@@ -152,14 +152,36 @@ def test_callback_sees_the_model_after_each_epoch():
     def cb(model, epoch, loss):
         seen.append((epoch, loss, model.corrupted_rank(test, position="random", random_state=0)))
 
-    m = CompressTree(n_components=6, n_hidden=3, n_epochs=3, random_state=0, callback=cb,
+    m = CompressTree(n_components=6, hidden_size=3, n_epochs=3, random_state=0, callback=cb,
                      show_progress=False).fit(train)
     assert [e for e, _, _ in seen] == [0, 1, 2]
     assert [x for _, x, _ in seen] == m.loss_curve_
     # the last callback saw the final model; the callback does not change the training
     np.testing.assert_array_equal(seen[-1][2], m.corrupted_rank(test, position="random", random_state=0))
-    plain = CompressTree(n_components=6, n_hidden=3, n_epochs=3, random_state=0,
+    plain = CompressTree(n_components=6, hidden_size=3, n_epochs=3, random_state=0,
                          show_progress=False).fit(train)
     np.testing.assert_array_equal(plain.embeddings_, m.embeddings_)
     with pytest.raises(TypeError, match="callback"):
         CompressTree(callback=3).fit(train)
+
+
+def test_n_hidden_is_renamed_hidden_size(tmp_path):
+    """CompressTree's width has BilDRL's name, hidden_size; n_hidden (before 0.2) still works
+    with a FutureWarning, as does the fitted n_hidden_; both names at once is an error; a file
+    saved under the old name loads."""
+    texts = ["the cat sat on the mat", "a dog ran in the park", "the cat ran"] * 4
+    with pytest.warns(FutureWarning, match=r"CompressTree\(n_hidden=\.\.\.\) is renamed hidden_size"):
+        m = CompressTree(n_components=4, n_hidden=3, n_epochs=1, random_state=0, show_progress=False).fit(texts)
+    assert m.hidden_size_ == 3 and m.A1_.shape == (3, 8)
+    with pytest.warns(FutureWarning, match="n_hidden_ is renamed hidden_size_"):
+        assert m.n_hidden_ == 3
+    with pytest.raises(ValueError, match="give hidden_size only"):
+        CompressTree(hidden_size=2, n_hidden=3).fit(texts)
+    m.save(tmp_path / "m.h5")
+    back = CompressTree.load(tmp_path / "m.h5")
+    assert back.get_params()["hidden_size"] == 3
+    params, arrays = m._get_state()
+    params["n_hidden"] = params.pop("hidden_size")           # a file written before the rename
+    old = CompressTree._from_state(params, arrays)
+    assert old.hidden_size_ == 3
+    np.testing.assert_array_equal(old.transform(texts[:2]), m.transform(texts[:2]))

@@ -1,7 +1,7 @@
 """Etter's CompressTree (Etter 2009, chapter 5): sentences compressed along a binary tree.
 
 Words are looked up in a table ``E`` (V x d); a compression function ``h: R^d x R^d -> R^d``
-(linear, or one hidden layer of ``n_hidden`` hardTanh units) is applied ``l - 1`` times along a
+(linear, or one hidden layer of ``hidden_size`` hardTanh units) is applied ``l - 1`` times along a
 binary tree (left-to-right, random, or the greedy tree of Algorithm 4) until one vector is left:
 the sentence vector. A linear layer scores it; training is SGD on the ranking criterion
 ``max(0, 1 - f(s) + f(s'))`` where ``s'`` is ``s`` with one word (a random position, or the
@@ -24,6 +24,7 @@ from linxling._validation import check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
+    DEPRECATED,
     NONNEG_INT,
     POSITIVE_INT,
     POSITIVE_REAL,
@@ -57,9 +58,10 @@ class CompressTree(LinxlingEstimator):
     ----------
     n_components : int, default 50
         Dimension ``d`` of word and sentence vectors.
-    n_hidden : int, default 0
+    hidden_size : int, default 0
         ``0``: linear ``h(x, y) = A [x; y] + b``; ``> 0``: ``h = A2 hardTanh(A1 [x; y] + b1) + b2``
-        with ``n_hidden`` (nHU) units (the thesis used 250).
+        with ``hidden_size`` (nHU) units (the thesis used 250). Named ``n_hidden`` before 0.2
+        (accepted with a FutureWarning; BilDRL's width has this name).
     tree : {"left", "random", "greedy"}, default "left"
         Grouping order, for training and for :meth:`transform`. ``"left"``: left to right;
         ``"random"``: a new random tree for each sentence at each training step (seeded by
@@ -97,13 +99,17 @@ class CompressTree(LinxlingEstimator):
 
     _fitted_attr = "embeddings_"
 
-    def __init__(self, n_components: int = 50, n_hidden: int = 0, tree: str = "left",
+    _renamed_params = {"n_hidden": "hidden_size"}
+    _renamed_attrs = {"n_hidden_": "hidden_size_"}
+
+    def __init__(self, n_components: int = 50, hidden_size: int = 0, tree: str = "left",
                  corrupt: str = "random", max_features: int = 1000, min_df: int = 1,
                  n_epochs: int = 5, learning_rate: float = 0.01, word_learning_rate: float | None = None,
                  init_scale: float = 0.1, language: str | None = None, random_state: Any = None,
-                 callback: Any = None, show_progress: bool | None = None, window: int | None = 5):
+                 callback: Any = None, show_progress: bool | None = None, window: int | None = 5,
+                 n_hidden: int | str = DEPRECATED):
         self.n_components = n_components
-        self.n_hidden = n_hidden
+        self.hidden_size = hidden_size
         self.tree = tree
         self.corrupt = corrupt
         self.max_features = max_features
@@ -117,6 +123,7 @@ class CompressTree(LinxlingEstimator):
         self.callback = callback
         self.show_progress = show_progress
         self.window = window
+        self.n_hidden = n_hidden
 
     @classmethod
     def from_paper(cls, **overrides: Any) -> CompressTree:
@@ -125,7 +132,7 @@ class CompressTree(LinxlingEstimator):
         5-token window of each sentence per epoch), the non-linear ``h`` with 250 hidden units,
         random trees, the corrupted word at a random position, plain SGD one pair per step;
         the thesis does not give its learning rate (0.01 here). Keyword arguments override."""
-        params: dict[str, Any] = dict(n_components=50, n_hidden=250, tree="random", corrupt="random",
+        params: dict[str, Any] = dict(n_components=50, hidden_size=250, tree="random", corrupt="random",
                                       max_features=1000, window=5, learning_rate=0.01)
         params.update(overrides)
         return cls(**params)
@@ -134,7 +141,7 @@ class CompressTree(LinxlingEstimator):
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
     _parameter_constraints: dict[str, list[Any]] = {
         "n_components": [POSITIVE_INT],
-        "n_hidden": [NONNEG_INT],
+        "hidden_size": [NONNEG_INT],
         "tree": [StrOptions(set(_TREES))],
         "corrupt": [StrOptions({"random", "last"})],
         "max_features": [Interval(numbers.Integral, 2, None, closed="left")],
@@ -229,7 +236,7 @@ class CompressTree(LinxlingEstimator):
         return indices[np.repeat(start, w) + offsets], sub_indptr
 
     def _params(self):
-        return (self.A1_, self.b1_, self.A2_, self.b2_, self.w_, float(self.w0_), self.n_hidden_ > 0)
+        return (self.A1_, self.b1_, self.A2_, self.b2_, self.w_, float(self.w0_), self.hidden_size_ > 0)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Sequence[str] | dict, y: Any = None) -> CompressTree:
@@ -276,7 +283,7 @@ class CompressTree(LinxlingEstimator):
         rs = None if isinstance(self.random_state, np.random.Generator) else self.random_state
         self.tree_seed_ = int(np.random.default_rng(rs).integers(0, 2**62))
         d = int(self.n_components)
-        H = int(self.n_hidden)
+        H = int(self._param("hidden_size"))
         V = len(words)
         sc = float(self.init_scale)
         E = rng.uniform(-sc, sc, (V, d))
@@ -323,7 +330,7 @@ class CompressTree(LinxlingEstimator):
     def _set_fitted(self, E, A1, b1, A2, b2, w, H):
         self.A1_, self.b1_, self.A2_, self.b2_, self.w_ = A1, b1, A2, b2, w
         self.w0_ = 0.0    # the ranking loss does not depend on the score's bias
-        self.n_hidden_ = H
+        self.hidden_size_ = H
         self.embeddings_ = E
 
     # ------------------------------------------------------------------ use
@@ -410,16 +417,16 @@ class CompressTree(LinxlingEstimator):
         model.A2_, model.b2_ = np.asarray(arrays["A2"]), np.asarray(arrays["b2"])
         model.w_ = np.asarray(arrays["w"])
         model.w0_ = float(np.asarray(arrays["w0"])[0])
-        model.n_hidden_ = int(params["n_hidden"])
+        model.hidden_size_ = int(model.hidden_size)                 # files before 0.2: n_hidden
         V, d = len(model.vocabulary_), int(model.n_components)
-        m = model.n_hidden_ if model.n_hidden_ > 0 else d       # the kernels index E by word id
+        m = model.hidden_size_ if model.hidden_size_ > 0 else d       # the kernels index E by word id
         shapes = {"E": (V, d), "A1": (m, 2 * d), "b1": (m,), "w": (d,)}
-        if model.n_hidden_ > 0:
+        if model.hidden_size_ > 0:
             shapes.update(A2=(d, m), b2=(d,))
         got = {"E": model.embeddings_, "A1": model.A1_, "b1": model.b1_, "w": model.w_, "A2": model.A2_,
                "b2": model.b2_}
         for name, shape in shapes.items():
             if got[name].shape != shape:
                 raise ValueError(f"arrays/{name} has shape {got[name].shape}, expected {shape} for "
-                                 f"{V} words, n_components={d}, n_hidden={model.n_hidden_}")
+                                 f"{V} words, n_components={d}, hidden_size={model.hidden_size_}")
         return model
