@@ -393,7 +393,7 @@ def main(argv=None):
     ap.add_argument("--n-test", type=int, default=300)
     ap.add_argument("--epochs", type=int, default=None,
                     help="rank: CompressTree's default; curves: 5; ct-defaults: 3")
-X
+    ap.add_argument("--hidden-size", type=int, default=None, help="rank: CompressTree's default")
     ap.add_argument("--vocab", type=int, default=None, help="rank: CompressTree's max_features")
     ap.add_argument("--lr", type=float, default=None,
                     help="SGD learning rate (curves: the base's; rank: CompressTree's default)")
