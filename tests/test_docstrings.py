@@ -65,11 +65,14 @@ def test_the_parser_reads_headers_lists_and_descriptions():
                                           "d": ["Shared."], "e": [], "f": ["No type."]}
 
 
-@pytest.mark.parametrize("name", ["WMF", "BilingualWMF", "BilBOWA", "BilDRL"])
+@pytest.mark.parametrize("name", ["Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "BiCVM",
+                                  "RankingEmbedding", "CompressTree", "BilBOWA", "BilDRL", "GlossSpace"])
 def test_every_parameter_has_a_description(name):
     """The audit's gaps: BilingualWMF said only 'Same as WMF', WMF's language was missing,
     BilBOWA's dtype, random_state and show_progress and BilDRL's show_progress had a header and
-    no description (help() ran one header into the next)."""
+    no description (help() ran one header into the next); then every model: Cr5's dtype,
+    random_state and vectoriser settings, BiCVM's n_epochs, CompressTree's min_df and
+    word_learning_rate, GlossSpace's random_state and show_progress."""
     cls = getattr(linxling, name)
     doc = documented_parameters(cls)
     renamed = getattr(cls, "_renamed_params", {})       # old names kept for one release

@@ -73,8 +73,12 @@ class CompressTree(LinxlingEstimator):
     max_features : int, default 1000
         Vocabulary size (most frequent words, ``min_df`` documents at least); other words map to
         the ``"<unk>"`` entry.
-    n_epochs, learning_rate, word_learning_rate (None = learning_rate), init_scale
-        Plain SGD, one (sentence, corrupted sentence) pair per step.
+    min_df : int, default 1
+        A word must occur in at least this many training sentences to enter the vocabulary.
+    n_epochs, learning_rate, word_learning_rate, init_scale : default 5, 0.01, None, 0.1
+        Plain SGD, one (sentence, corrupted sentence) pair per step; ``word_learning_rate`` is
+        the step of the word vectors (None: ``learning_rate``), ``init_scale`` the standard
+        deviation of the initial weights.
     window : int or None, default 5
         Train on one random window of ``window`` consecutive tokens of each sentence per epoch
         (the thesis trained on n-grams from a sliding window, length 5 working best, Sec. 5.4);

@@ -172,13 +172,18 @@ class Cr5(ConceptEmbeddingMixin):
         "orthonormal": Φ has orthonormal rows (eq. 15, the paper's choice);
         "singular": rows scaled by the singular values of W (Φ = Σ Tᵀ).
     dtype : float32 or float64, default float64
+        Precision of the operators, solves and fitted maps (float32 halves the memory of the
+        products at K = 485,000; ``memory_budget`` plans with it).
     doc_filter : None, "wikipedia" or (min_unique_words, max_unique_words), default None
         Training-document filter of :meth:`fit`. ``None`` keeps every document. ``"wikipedia"``
         is the paper's filter for Wikipedia articles (Sec. 4.1: 50 to 1000 unique words); it
         would discard almost every sentence or verse, so it is never a default. A pair gives
         the bounds (``None`` for an open end). A filter that drops more than half of a
         language's documents raises ``ValueError``.
-    min_df, max_features, norm : vectoriser settings used by :meth:`fit` (paper: 3, 200k, "l2").
+    min_df, max_features, norm : int, int or None, "l2" or None; default 3, 200,000, "l2"
+        Settings of each language's :class:`linxling.text.TfidfVectorizer` made by :meth:`fit`
+        (the paper's: words in at least 3 documents, the 200,000 most frequent, rows
+        L2-normalised).
     start_steps : int, default 3
         Power steps on the cheap surrogate ĈᵀD⁻¹Ĉ (D the diagonal of X̂ᵀX̂ + λI; no inner solves)
         that build the eigen-solver's starting block. 0 starts from a random block. Only the
@@ -238,6 +243,8 @@ class Cr5(ConceptEmbeddingMixin):
     limit_blas_threads : bool, default True
         Limit BLAS to one thread during the fit (the numba kernels use all cores).
     random_state : None, int or numpy Generator
+        Seeds the random blocks of the eigen-solve (its starting block, before the power
+        steps); with a fixed value a fit is reproducible.
     show_progress : bool or None
         Progress bars during the eigen-solve and the Φ solve (``None``: global setting).
     device : {None, "cpu", "cuda"}, default None

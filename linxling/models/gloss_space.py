@@ -115,7 +115,9 @@ class GlossSpace(LinxlingEstimator):
     min_df : int, default 1
         Cr5's vectoriser: words in fewer training documents are dropped.
     random_state : int, Generator or None, default 0
+        Cr5's random starting block (a fixed default: the space is reproducible).
     show_progress : bool or None
+        Progress bars of the Cr5 fit (None follows :func:`linxling.set_show_progress`).
 
     Attributes
     ----------
