@@ -185,3 +185,10 @@ def test_n_hidden_is_renamed_hidden_size(tmp_path):
     old = CompressTree._from_state(params, arrays)
     assert old.hidden_size_ == 3
     np.testing.assert_array_equal(old.transform(texts[:2]), m.transform(texts[:2]))
+
+
+def test_fewer_sentences_than_dimensions_warns():
+    """5 sentences for the default 50 dimensions fitted in silence (a new-user audit)."""
+    texts = ["the cat sat on the mat", "a dog ran in the park", "the cat ran", "a dog sat", "the mat"]
+    with pytest.warns(UserWarning, match=r"only 5 training sentences for n_components=50.*lower n_components"):
+        CompressTree(n_epochs=1, random_state=0, show_progress=False).fit(texts)

@@ -260,6 +260,11 @@ class CompressTree(LinxlingEstimator):
         else:
             texts = X
         texts = check_texts(texts, "X", allow_empty=False)
+        if len(texts) < int(self.n_components):
+            warnings.warn(f"CompressTree: only {len(texts)} training sentences for n_components="
+                          f"{int(self.n_components)}: more dimensions than training examples give vectors "
+                          "that are mostly their random initialisation; give more sentences or lower "
+                          "n_components", UserWarning, stacklevel=find_stack_level())
         # each sentence tokenized once: its word ids come with the vocabulary
         vocab, ids, indptr = vocabulary_and_sequences(texts, tokenizer=tokenize, min_df=int(self.min_df),
                                                       max_features=int(self.max_features) - 1,
