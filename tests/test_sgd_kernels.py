@@ -253,9 +253,9 @@ def test_max_tokens_is_the_sum_of_the_longest_sentences():
 @pytest.mark.parametrize("batch_size,V", [(3, 15), (3, 400), (30, 400)])
 def test_a_reused_workspace_gives_the_epoch_of_one_call(batch_size, V):
     """An epoch run in turns of two batches with one PairWorkspace (as BiCVM+ and fits of more
-    than two languages run it) is bitwise the epoch of one call; the serial path (batch 3) and
-    the threaded one (batch 30), vocabularies smaller and larger than a batch's tokens (the
-    workspace sizes its word buffers by the smaller)."""
+    than two languages run it; sized for this pair and a smaller one) is bitwise the epoch of
+    one call; the serial path (batch 3) and the threaded one (batch 30), vocabularies smaller
+    and larger than a batch's tokens (the workspace sizes its word buffers by the smaller)."""
     rng = np.random.default_rng(11)
     A, B = _corpus(90, V, rng), _corpus(90, V - 3, rng)
     WA, WB = rng.normal(size=(V, 6)) * 0.3, rng.normal(size=(V - 3, 6)) * 0.3
@@ -267,7 +267,8 @@ def test_a_reused_workspace_gives_the_epoch_of_one_call(batch_size, V):
     loss = sgd.train_pair_epoch(whole[0], np.zeros_like(WA), A, whole[1], np.zeros_like(WB), B,
                                 order, nA, nB, *args)
     turns = [WA.copy(), WB.copy()]
-    ws = sgd.PairWorkspace(turns[0], A, turns[1], B, 4, batch_size)
+    other = _corpus(30, 7, rng)                      # a smaller pair sharing the buffers
+    ws = sgd.PairWorkspace([(turns[0], A, turns[1], B), (WA[:7], other, WB[:7], other)], 4, batch_size)
     step = 2 * batch_size
     total = sum(sgd.train_pair_epoch(turns[0], np.zeros_like(WA), A, turns[1], np.zeros_like(WB), B,
                                      order[s:s + step], nA, nB, *args, workspace=ws)
@@ -275,10 +276,10 @@ def test_a_reused_workspace_gives_the_epoch_of_one_call(batch_size, V):
     assert total == pytest.approx(loss, rel=1e-12)
     np.testing.assert_array_equal(turns[0], whole[0])
     np.testing.assert_array_equal(turns[1], whole[1])
-    with pytest.raises(ValueError, match="workspace was made for other"):
+    with pytest.raises(ValueError, match="workspace was made for smaller tables, or another batch size"):
         sgd.train_pair_epoch(turns[0], np.zeros_like(WA), A, turns[1], np.zeros_like(WB), B,
                              order, nA, nB, batch_size + 1, *args[1:], workspace=ws)
-    longer = (A[0], A[1] + np.arange(len(A[1])), A[2])        # other sentence lengths
-    with pytest.raises(ValueError, match="workspace was made for other"):
+    longer = (A[0], A[1] + 40 * np.arange(len(A[1])), A[2])    # longer sentences than it holds
+    with pytest.raises(ValueError, match="workspace was made for smaller tables"):
         sgd.train_pair_epoch(turns[0], np.zeros_like(WA), longer, turns[1], np.zeros_like(WB), B,
                              order, nA, nB, *args, workspace=ws)

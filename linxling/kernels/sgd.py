@@ -478,30 +478,22 @@ def _max_tokens(ptr, r):
 
 
 @njit(cache=True)
-def _workspace(WA, a_ptr, WB, b_ptr, n_noise, batch_size):
-    """The buffers of :func:`_epoch` for one pair of sentence tables, batches of at most
-    ``batch_size`` samples and ``n_noise`` noise sentences per sample: made once and reused by
-    every call on that pair (a fit whose pairs take turns calls :func:`_epoch` once per turn; the
-    buffers' allocation, first touch and sizing passes cost about a fifth of those calls' time).
-    The slot arrays hold -1 and every call leaves them so."""
-    k = n_noise
+def _workspace(WA, WB, m, M, k, nA, nB, VA, VB, occA, occB):
+    """The buffers of :func:`_epoch` (the dtypes and width of the tables WA, WB) for batches of
+    at most ``m`` samples with ``k`` noise sentences each, at most ``M`` distinct noise sentences
+    a batch, tables of at most ``nA``/``nB`` sentences and ``VA``/``VB`` words, and at most
+    ``occA``/``occB`` token occurrences a batch (:class:`PairWorkspace` works these out). Made
+    once and reused by every call of a fit (a fit whose pairs take turns calls :func:`_epoch`
+    once per turn: allocating, first-touching and sizing the buffers cost about a fifth of those
+    calls' time). The slot arrays hold -1 and every call leaves them so."""
     d = WA.shape[1]
-    m = min(batch_size, a_ptr.shape[0] - 1)
-    M = min(m * k, max(a_ptr.shape[0], b_ptr.shape[0]) - 1)
-    # token occurrences of a batch: its m distinct sentences plus M distinct noise sentences (a
-    # sentence may be in both, so the corpus' token count is no bound); a batch touches at most
-    # that many distinct words
-    occA = _max_tokens(a_ptr, m) + _max_tokens(a_ptr, M)
-    occB = _max_tokens(b_ptr, m) + _max_tokens(b_ptr, M)
-    VA, VB = WA.shape[0], WB.shape[0]
-    tA_n, tB_n = min(VA, occA), min(VB, occB)
+    tA_n, tB_n = min(VA, occA), min(VB, occB)     # a batch touches at most that many words
     return (np.empty((m + M, d), dtype=WA.dtype), np.empty((m + M, d), dtype=WB.dtype),
             np.empty((m + M, d), dtype=WA.dtype), np.empty((m + M, d), dtype=WB.dtype),
             np.empty(m + M, dtype=np.uint8), np.empty(m + M, dtype=np.uint8),
             np.empty((m, k), dtype=np.uint8), np.empty((m, k), dtype=np.uint8), np.empty(m),
             np.empty((m, k), dtype=np.int64), np.empty((m, k), dtype=np.int64),
-            np.full(a_ptr.shape[0] - 1, -1, dtype=np.int64),
-            np.full(b_ptr.shape[0] - 1, -1, dtype=np.int64),
+            np.full(nA, -1, dtype=np.int64), np.full(nB, -1, dtype=np.int64),
             np.empty(m + M, dtype=np.int64), np.empty(m + M, dtype=np.int64),
             np.empty((m, k), dtype=np.int64), np.empty((m, k), dtype=np.int64),
             np.empty(M + 1, dtype=np.int64), np.empty(M + 1, dtype=np.int64),
@@ -607,42 +599,65 @@ def batch_gradient(WA, A, WB, B, batch, noiseA, noiseB, composition, distance, m
     return loss, grads[0], grads[1]
 
 
+def _needs(WA, a_ptr, WB, b_ptr, k: int, batch_size: int) -> tuple:
+    """The buffer sizes :func:`_workspace` takes for one pair of tables:
+    ``(m, M, nA, nB, VA, VB, occA, occB)``."""
+    nA, nB = len(a_ptr) - 1, len(b_ptr) - 1
+    m = min(batch_size, nA)
+    M = min(m * k, max(nA, nB))
+    # token occurrences of a batch: its m distinct sentences plus M distinct noise sentences (a
+    # sentence may be in both, so the corpus' token count is no bound)
+    occA = int(_max_tokens(a_ptr, m) + _max_tokens(a_ptr, M))
+    occB = int(_max_tokens(b_ptr, m) + _max_tokens(b_ptr, M))
+    return m, M, nA, nB, WA.shape[0], WB.shape[0], occA, occB
+
+
 class PairWorkspace:
-    """The buffers :func:`train_pair_epoch` needs for one pair of sentence tables (see
-    :func:`_workspace`), made once for a fit whose pairs take turns (one call per turn) and given
-    to each call with ``workspace=``. It remembers what it was sized for; a call on tables,
-    batches or noise counts it does not fit is an error (the kernels do not check bounds)."""
+    """The buffers :func:`train_pair_epoch` needs, made once for a fit and given to each call
+    with ``workspace=``: sized for the largest of the pairs ``[(WA, A, WB, B), ...]`` (a fit
+    whose pairs take turns calls the kernel once per turn; the pairs share one set of buffers,
+    whose contents do not outlive a call). A call on tables, batches or noise counts it cannot
+    hold is an error (the kernels do not check bounds)."""
 
-    def __init__(self, WA, A, WB, B, n_noise: int, batch_size: int) -> None:
-        self.ptrs = _csr(A)[1], _csr(B)[1]
-        self.key = self._key(WA, WB, int(n_noise), int(batch_size))
-        self.arrays = _workspace(WA, self.ptrs[0], WB, self.ptrs[1], int(n_noise), int(batch_size))
-
-    @staticmethod
-    def _key(WA, WB, n_noise, batch_size):
-        return WA.shape, WA.dtype.str, WB.shape, WB.dtype.str, n_noise, batch_size
+    def __init__(self, pairs, n_noise: int, batch_size: int) -> None:
+        k, bs = int(n_noise), int(batch_size)
+        WA0, _, WB0, _ = pairs[0]
+        self.key = (WA0.shape[1], WA0.dtype.str, WB0.dtype.str, k, bs)
+        self._ptrs = []                         # the tables it was sized for (held: ids stay valid)
+        need = np.zeros(8, dtype=np.int64)
+        for WA, A, WB, B in pairs:
+            a_ptr, b_ptr = _csr(A)[1], _csr(B)[1]
+            self._ptrs.append((a_ptr, b_ptr))
+            need = np.maximum(need, _needs(WA, a_ptr, WB, b_ptr, k, bs))
+        self.capacity = tuple(int(x) for x in need)
+        self.arrays = _workspace(WA0, WB0, *self.capacity[:2], k, *self.capacity[2:])
 
     def fits(self, WA, a_ptr, WB, b_ptr, n_noise, batch_size) -> bool:
-        """Whether these tables (the same sentence lengths), batches and noise count are the
-        ones it was sized for."""
-        return (self.key == self._key(WA, WB, n_noise, batch_size)
-                and all(p is q or np.array_equal(p, q) for p, q in zip(self.ptrs, (a_ptr, b_ptr), strict=True)))
+        """Whether a call on these tables, batches and noise count stays within the buffers."""
+        if self.key != (WA.shape[1], WA.dtype.str, WB.dtype.str, int(n_noise), int(batch_size)):
+            return False
+        if WA.shape[0] <= self.capacity[4] and WB.shape[0] <= self.capacity[5] and any(
+                a is a_ptr and b is b_ptr for a, b in self._ptrs):
+            return True
+        need = _needs(WA, a_ptr, WB, b_ptr, int(n_noise), int(batch_size))
+        return all(n <= c for n, c in zip(need, self.capacity, strict=True))
 
 
 def train_pair_epoch(WA, GA, A, WB, GB, B, order, noiseA, noiseB, batch_size, composition,
                      distance, margin, learning_rate, alpha, optimizer, eps=1e-8, attraction=0.0,
                      workspace: PairWorkspace | None = None):
     """One epoch in place, like :func:`linxling.kernels.sgd_reference.train_pair_epoch`;
-    ``workspace``: a :class:`PairWorkspace` of these tables to reuse (default: made here)."""
+    ``workspace``: a :class:`PairWorkspace` that holds these tables, to reuse (default: made here)."""
     A, B = _csr(A), _csr(B)
     noiseA = np.ascontiguousarray(noiseA, np.int64)
     noiseB = np.ascontiguousarray(noiseB, np.int64)
     k = noiseA.shape[1]
     if workspace is None:
-        ws = _workspace(WA, A[1], WB, B[1], k, int(batch_size))
+        ws = PairWorkspace([(WA, A, WB, B)], k, int(batch_size)).arrays
     else:
         if not workspace.fits(WA, A[1], WB, B[1], k, int(batch_size)):
-            raise ValueError("workspace was made for other tables, batch size or noise count")
+            raise ValueError("workspace was made for smaller tables, or another batch size, noise count, "
+                             "width or dtype")
         ws = workspace.arrays
     return _epoch(WA, GA, *A, WB, GB, *B, np.asarray(order, np.int64), noiseA, noiseB,
                   int(batch_size), COMPOSITIONS[composition], DISTANCES[distance], float(margin),

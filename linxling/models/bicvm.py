@@ -226,9 +226,9 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
             bar = progress(range(int(self.n_epochs)), show=self.show_progress,
                            desc=type(self).__name__, unit="epoch")
             bs = int(self.batch_size)
-            # each pair's kernel buffers, made once (the pairs take turns: one call per turn)
-            spaces = {(p, a, b): sgd.PairWorkspace(self.vectors_[a], encoded[p][a], self.vectors_[b],
-                                                   encoded[p][b], k, bs) for p, a, b in jobs}
+            # the kernel's buffers, made once for every pair (the pairs take turns: one call per turn)
+            space = sgd.PairWorkspace([(self.vectors_[a], encoded[p][a], self.vectors_[b], encoded[p][b])
+                                       for p, a, b in jobs], k, bs)
             for epoch in bar:
                 total, n_batches = 0.0, 0
                 plans = []
@@ -251,7 +251,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                                 self.vectors_[a], acc[a], encoded[p][a], self.vectors_[b], acc[b],
                                 encoded[p][b], part, noiseA, noiseB, bs, self._composition,
                                 self._distance, margin, float(self.learning_rate), float(self.alpha),
-                                self._optimizer, attraction=attraction, workspace=spaces[p, a, b])
+                                self._optimizer, attraction=attraction, workspace=space)
                 self.loss_curve_.append(total / n_batches)
                 self._check_finite(epoch)
                 bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}")
