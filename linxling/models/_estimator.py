@@ -41,7 +41,18 @@ from linxling._warnings import find_stack_level
 from linxling.xp import DEVICES, Device
 
 __all__ = ["DEPRECATED", "DEVICE", "FLOAT_DTYPE", "LinxlingEstimator", "NONNEG_INT", "NONNEG_REAL", "NotFittedError",
-           "POSITIVE_INT", "POSITIVE_REAL", "RANDOM_STATE", "as_output"]
+           "POSITIVE_INT", "POSITIVE_REAL", "RANDOM_STATE", "as_output", "warn_few_examples"]
+
+
+def warn_few_examples(model: Any, n: int, what: str) -> None:
+    """Warn when a model is about to train ``n_components`` dimensions on fewer than that many
+    examples (``what``: "aligned sentences", "training sentences"): such vectors are mostly their
+    random initialisation, and the fit would otherwise look fine."""
+    d = int(model.n_components)
+    if n < d:
+        warnings.warn(f"{type(model).__name__}: only {n} {what} for n_components={d}: more dimensions than "
+                      "training examples give vectors that are mostly their random initialisation; give "
+                      f"more {what} or lower n_components", UserWarning, stacklevel=find_stack_level())
 
 #: the default of a renamed parameter's old name in ``__init__``: "not given" (scikit-learn's
 #: convention for a parameter kept one release under its old name)

@@ -35,6 +35,7 @@ from linxling.models._estimator import (
     RANDOM_STATE,
     LinxlingEstimator,
     as_output,
+    warn_few_examples,
 )
 
 __all__ = ["BiCVM"]
@@ -175,15 +176,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
 
         pairs = self._check_pairs(X)
         languages = sorted({lang for p in pairs for lang in p})
-        n_aligned = sum(len(next(iter(p.values()))) for p in pairs)
-        if n_aligned < int(self.n_components):
-            import warnings
-
-            from linxling._warnings import find_stack_level
-            warnings.warn(f"{type(self).__name__}: only {n_aligned} aligned sentences for n_components="
-                          f"{int(self.n_components)}: more dimensions than training examples give vectors that "
-                          "are mostly their random initialisation; give more aligned sentences or lower "
-                          "n_components", UserWarning, stacklevel=find_stack_level())
+        warn_few_examples(self, sum(len(next(iter(p.values()))) for p in pairs), "aligned sentences")
         self.vocabulary_ = {}
         words = {}
         seqs = {}

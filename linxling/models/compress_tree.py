@@ -31,6 +31,7 @@ from linxling.models._estimator import (
     RANDOM_STATE,
     LinxlingEstimator,
     as_output,
+    warn_few_examples,
 )
 
 __all__ = ["CompressTree"]
@@ -260,11 +261,7 @@ class CompressTree(LinxlingEstimator):
         else:
             texts = X
         texts = check_texts(texts, "X", allow_empty=False)
-        if len(texts) < int(self.n_components):
-            warnings.warn(f"CompressTree: only {len(texts)} training sentences for n_components="
-                          f"{int(self.n_components)}: more dimensions than training examples give vectors "
-                          "that are mostly their random initialisation; give more sentences or lower "
-                          "n_components", UserWarning, stacklevel=find_stack_level())
+        warn_few_examples(self, len(texts), "training sentences")
         # each sentence tokenized once: its word ids come with the vocabulary
         vocab, ids, indptr = vocabulary_and_sequences(texts, tokenizer=tokenize, min_df=int(self.min_df),
                                                       max_features=int(self.max_features) - 1,

@@ -190,7 +190,8 @@ class WMF(_WMFParams):
                         "(pivot_texts, texts)})")
 
     def _input_matrix(self, X, *, fit: bool, name: str = "X") -> sp.csr_matrix:
-        self._refuse_mapping(X, "fit" if fit else "transform")
+        if not fit:                        # fit refuses a mapping first thing, before any path
+            self._refuse_mapping(X, "transform")
         dtype = (self._model_dtype() if not fit else
                  None if self.dtype is None else check_float_dtype(self.dtype))
         texts = _texts_or_none(X, name)

@@ -280,6 +280,14 @@ def _empty_vocab_error(min_df: int, n_docs: int, n_terms: int) -> ValueError:
                       "(non-empty) documents")
 
 
+def _vocabulary_args(docs, tokenizer, min_df, max_features) -> tuple:
+    """The checked arguments of :func:`build_vocabulary` and :func:`vocabulary_and_sequences`:
+    ``(docs, tokenizer, min_df, max_features)``."""
+    return (_check_docs(docs), check_tokenizer(tokenizer),
+            _check_count(min_df, "min_df", minimum=1, allow_none=False),
+            _check_count(max_features, "max_features", minimum=1, allow_none=True))
+
+
 def build_vocabulary(docs: Iterable[str], *, tokenizer: Callable[[str], list[str]] | None = None,
                      min_df: int = 3, max_features: int | None = 200_000,
                      min_unique_words: int | None = None, max_unique_words: int | None = None,
@@ -313,10 +321,7 @@ def build_vocabulary(docs: Iterable[str], *, tokenizer: Callable[[str], list[str
     ValueError
         If no word appears in at least ``min_df`` documents.
     """
-    checked = _check_docs(docs)
-    tok = check_tokenizer(tokenizer)
-    min_df = _check_count(min_df, "min_df", minimum=1, allow_none=False)
-    max_features = _check_count(max_features, "max_features", minimum=1, allow_none=True)
+    checked, tok, min_df, max_features = _vocabulary_args(docs, tokenizer, min_df, max_features)
     lo, hi = _check_unique_bounds(min_unique_words, max_unique_words)
     counts = _count_pass(checked, tok, lo, hi, show_progress, "counting words")
     n_dropped = counts.n_input - counts.n_kept
@@ -346,10 +351,7 @@ def vocabulary_and_sequences(docs: Iterable[str], *, tokenizer: Callable[[str], 
         ``min_df`` or beyond ``max_features``); nothing is dropped, so ``np.diff(ptr)`` counts the
         tokenizer's tokens.
     """
-    checked = _check_docs(docs)
-    tok = check_tokenizer(tokenizer)
-    min_df = _check_count(min_df, "min_df", minimum=1, allow_none=False)
-    max_features = _check_count(max_features, "max_features", minimum=1, allow_none=True)
+    checked, tok, min_df, max_features = _vocabulary_args(docs, tokenizer, min_df, max_features)
     terms: dict = {}
     setdefault = terms.setdefault
     seq = array("i")
