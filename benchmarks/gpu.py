@@ -378,33 +378,62 @@ VERSE_VARIANTS = {
 }
 
 
-def _verse_variants(dev, target, kw, blocks, concepts, test, qpos, t_cpu) -> dict:
-    """The float32 verse fit under each of :data:`VERSE_VARIANTS`, timed as the default's."""
-    import importlib
+#: rounds of the interleaved variant fits (each round runs the default and every variant once,
+#: in alternating order: ABBA...), so that the host's drift falls on every setting alike
+VERSE_ROUNDS = 6
 
+
+@contextlib.contextmanager
+def _module_settings(settings):
+    """Apply ``(module, attribute, value)`` settings (``"flip"`` negates a flag); restore after."""
+    import importlib
+    saved, applied = [], {}
+    try:
+        for mod_name, attr, value in settings:
+            mod = importlib.import_module(mod_name)
+            old = getattr(mod, attr)
+            saved.append((mod, attr, old))
+            value = (not old) if value == "flip" else value
+            setattr(mod, attr, value)
+            applied[attr] = value
+        yield applied
+    finally:
+        for mod, attr, old in reversed(saved):
+            setattr(mod, attr, old)
+
+
+def _verse_variants(dev, target, kw, blocks, concepts, test, qpos, t_cpu, rounds: int = VERSE_ROUNDS) -> dict:
+    """The float32 verse fit by default and under each of :data:`VERSE_VARIANTS`, interleaved.
+
+    ``rounds`` rounds, each fitting the default and every variant once, the order reversed every
+    other round; each setting's median time, all its times and the P@1 of its last fit. The
+    default's entry (``"default"``) is the reference the variants are to beat in the same run.
+    """
     from linxling import Cr5
     bl = {lang: X.astype(np.float32) for lang, X in blocks.items()}
-    out: dict = {}
-    for name, settings in VERSE_VARIANTS.items():
-        saved = []
-        res: dict = {}
-        try:
-            for mod_name, attr, value in settings:
-                mod = importlib.import_module(mod_name)
-                old = getattr(mod, attr)
-                saved.append((mod, attr, old))
-                value = (not old) if value == "flip" else value
-                setattr(mod, attr, value)
-                res[attr] = value
-            t, m = timed(dev, lambda: Cr5(**kw, device=target).fit_matrices(bl, concepts), repeats=2)
-            res.update(gpu_float32_s=t, speedup=t_cpu / t, p1=_verse_quality(m.components_, test, qpos),
-                       stages_s=_stages(m))
-        except Exception:  # noqa: BLE001 (a variant is extra: its failure must not lose the row)
-            res["error"] = traceback.format_exc()
-        finally:
-            for mod, attr, old in reversed(saved):
-                setattr(mod, attr, old)
-        out[name] = res
+    configs = {"default": (), **VERSE_VARIANTS}
+    out: dict = {name: {"times_s": []} for name in configs}
+    models: dict = {}
+    names = list(configs)
+    for rnd in range(rounds):
+        for name in (names if rnd % 2 == 0 else names[::-1]):
+            res = out[name]
+            if "error" in res:
+                continue
+            try:
+                with _module_settings(configs[name]) as applied:
+                    res.update(applied)
+                    t, models[name] = timed(dev, lambda: Cr5(**kw, device=target).fit_matrices(bl, concepts))
+                res["times_s"].append(t)
+            except Exception:  # noqa: BLE001 (a variant is extra: its failure must not lose the row)
+                res["error"] = traceback.format_exc()
+    for name, res in out.items():
+        if res["times_s"] and name in models:
+            t = float(np.median(res["times_s"]))
+            res.update(gpu_float32_s=t, speedup=t_cpu / t, p1=_verse_quality(models[name].components_, test, qpos),
+                       stages_s=_stages(models[name]))
+            if name != "default" and "gpu_float32_s" in out["default"]:
+                res["time_ratio_to_default"] = t / out["default"]["gpu_float32_s"]
     return out
 
 
@@ -696,8 +725,12 @@ def table(res: dict) -> str:
             parts = []
             for name, w in v.get("variants", {}).items():
                 setting = ", ".join(f"{k}={w[k]}" for k in ("FUSED_CG", "DENSE_MAX") if k in w)
-                parts.append(f"{name} ({setting}): f32 {w['gpu_float32_s']:.2f} s ({w['speedup']:.1f}x, "
-                             f"P@1 {w['p1']:.3f})" if "gpu_float32_s" in w else
+                setting = f" ({setting})" if setting else ""
+                n = len(w.get("times_s", ()))
+                rel = (f", {w['time_ratio_to_default']:.2f} of the default's time"
+                       if "time_ratio_to_default" in w else "")
+                parts.append(f"{name}{setting}: f32 median of {n} interleaved {w['gpu_float32_s']:.3f} s "
+                             f"({w['speedup']:.1f}x{rel}, P@1 {w['p1']:.3f})" if "gpu_float32_s" in w else
                              f"{name}: failed ({w['error'].strip().splitlines()[-1]})")
             extra = "; " + "; ".join(parts) if parts else ""
             row(f"Cr5 verse (r = {v['r']})",

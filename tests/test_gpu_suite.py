@@ -68,9 +68,13 @@ def test_the_rehearsal_runs_every_measurement(tmp_path):
     # block dense), the settings restored after
     import linxling.xp.cr5 as xc
     import linxling.xp.linalg as xl
+    from benchmarks import gpu
     var = verse["variants"]
     assert var["fused_cg"]["FUSED_CG"] is (not xl.FUSED_CG) and var["dense_blocks"]["DENSE_MAX"] == 16384
-    assert all(w["gpu_float32_s"] > 0 for w in var.values()) and xc.DENSE_MAX == 8192
+    assert all(w["gpu_float32_s"] > 0 and len(w["times_s"]) == gpu.VERSE_ROUNDS for w in var.values())
+    assert set(var) == {"default", "fused_cg", "dense_blocks"} and xc.DENSE_MAX == 8192
+    fused, default = var["fused_cg"], var["default"]
+    assert fused["time_ratio_to_default"] == fused["gpu_float32_s"] / default["gpu_float32_s"]
     assert res["results"]["csls"]["P@1"] > 0.9
     assert "REHEARSAL" in (tmp_path / "gpu.md").read_text()
 
@@ -183,12 +187,15 @@ def test_the_verse_row_gives_its_variants():
     from benchmarks import gpu
     v = {"r": 100, "cpu_2_threads_s": 2.81, "gpu_float32_s": 0.345, "gpu_float64_s": 0.333, "speedup": 8.4,
          "cpu_p1": 0.861, "gpu_float32_p1": 0.8608, "gpu_float64_p1": 0.8607, "p1_difference": 0.0003,
-         "variants": {"fused_cg": {"FUSED_CG": True, "gpu_float32_s": 0.25, "speedup": 11.2, "p1": 0.8607},
+         "variants": {"default": {"times_s": [0.35, 0.36, 0.34], "gpu_float32_s": 0.35, "speedup": 8.0, "p1": 0.8606},
+                      "fused_cg": {"FUSED_CG": True, "times_s": [0.25, 0.26, 0.24], "gpu_float32_s": 0.25,
+                                   "speedup": 11.2, "p1": 0.8607, "time_ratio_to_default": 0.25 / 0.35},
                       "dense_blocks": {"DENSE_MAX": 16384, "error": "Traceback ...\nCompileException: bad\n"}}}
     text = gpu.table({"results": {"cr5_verse": v}, "rehearse": False,
                       "machine": {"gpu": "G", "cpu": "c", "cores": 2, "date": "d"}})
-    assert ("GPU 0.861/0.861; fused_cg (FUSED_CG=True): f32 0.25 s (11.2x, P@1 0.861); "
-            "dense_blocks: failed (CompileException: bad)") in text and "**missed**" in text
+    assert ("GPU 0.861/0.861; default: f32 median of 3 interleaved 0.350 s (8.0x, P@1 0.861); "
+            "fused_cg (FUSED_CG=True): f32 median of 3 interleaved 0.250 s (11.2x, 0.71 of the default's time, "
+            "P@1 0.861); dense_blocks: failed (CompileException: bad)") in text and "**missed**" in text
 
 
 def test_the_cr5_wiki_row_names_the_kernel_fit():
