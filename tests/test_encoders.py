@@ -70,6 +70,43 @@ def test_numba_kernel_matches_reference(enc):
 
 
 @pytest.mark.parametrize("enc", ENC)
+@pytest.mark.parametrize("lengths", [[15, 9, 7, 3, 1, 1], [2, 15, 1, 2, 5, 1]], ids=["longest-first", "mixed"])
+def test_running_prefix_matches_reference(enc, lengths):
+    # the numba GRU steps only the prefix of rows that holds the running ones (all of them when
+    # sorted longest first, as BilDRL's batches are; finished rows inside it when mixed) and packs
+    # the input and recurrent products to those rows: the reference computes every row
+    from linxling.kernels.encoders import _active_prefix
+    rng = np.random.default_rng(9)
+    L = np.array(lengths)
+    B, T, d, do = len(L), 15, 5, 4
+    X = rng.standard_normal((B, T, d))
+    p = R.init_params(enc, d, do, hidden=6, n_layers=2, rng=3)
+    G = rng.standard_normal((B, do))
+    (Y1, c1), (Y2, c2) = R.forward(enc, p, X, L), K.forward(enc, p, X, L)
+    np.testing.assert_allclose(Y2, Y1, rtol=1e-12, atol=1e-12)
+    (g1, dX1), (g2, dX2) = R.backward(enc, p, c1, G), K.backward(enc, p, c2, G)
+    np.testing.assert_allclose(dX2, dX1, rtol=1e-10, atol=1e-12)
+    for k in g1:
+        np.testing.assert_allclose(g2[k], g1[k], rtol=1e-10, atol=1e-12, err_msg=k)
+    mask = R.mask_from_lengths(L, T)
+    expect = [max((b + 1 for b in range(B) if L[b] > t), default=0) for t in range(T)]
+    np.testing.assert_array_equal(_active_prefix(mask), expect)
+
+
+@pytest.mark.parametrize("enc", ENC)
+@pytest.mark.parametrize("impl", [R, K], ids=["reference", "numba"])
+def test_backward_without_the_input_gradient(enc, impl):
+    # input_grad=False (BilDRL on fixed word vectors) skips dX and leaves the weights' gradients as they were
+    X, L, p, G = _setup(enc)
+    _, cache = impl.forward(enc, p, X, L)
+    g1, dX = impl.backward(enc, p, cache, G)
+    g2, none = impl.backward(enc, p, cache, G, input_grad=False)
+    assert dX.shape == X.shape and none is None and set(g1) == set(g2)
+    for k in g1:
+        np.testing.assert_array_equal(g2[k], g1[k], err_msg=k)
+
+
+@pytest.mark.parametrize("enc", ENC)
 def test_batched_equals_one_at_a_time(enc):
     rng = np.random.default_rng(4)
     B, T, d, do = 5, 15, 6, 3

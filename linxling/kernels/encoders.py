@@ -96,14 +96,44 @@ def _masked_sum(X, lengths):
     return out
 
 
+def _active_prefix(mask) -> np.ndarray:
+    """Per time step, the length of the shortest prefix of the batch's rows that holds every row
+    still running (``mask[b, t] > 0``); the rows after it only carry their state. With the rows
+    sorted by length, longest first (as BilDRL's batches are), it is the number of rows running."""
+    act = np.asarray(mask) > 0                                       # (B, T)
+    B = act.shape[0]
+    last = B - np.argmax(act[::-1], axis=0)                          # 1 + last running row
+    return np.where(act.any(axis=0), last, 0).astype(np.int64)
+
+
+def _packed_rows(ns: np.ndarray, B: int) -> np.ndarray | None:
+    """Time-major row numbers ``t B + b`` of every step's running prefix (``b < ns[t]``), or
+    ``None`` when that is every row."""
+    if (ns == B).all():
+        return None
+    return np.concatenate([t * B + np.arange(n) for t, n in enumerate(ns)]).astype(np.int64)
+
+
 def gru_layer_forward(inp, mask, Wx, Wh, bx, bh):
-    """One GRU layer (BLAS products + numba gate kernel per step); same outputs and cache as the
-    reference. Time-major work arrays keep every step's slice contiguous."""
+    """One GRU layer (BLAS products + numba gate kernel per step); same outputs as the reference.
+
+    Time-major work arrays keep every step's slice contiguous. Each step computes only the prefix
+    of rows that holds the running ones (:func:`_active_prefix`); the rows after it copy their
+    state, as the masked update would (their gate arrays are zero), and their input projections
+    are not computed. The cache holds the time-major input rows and that packing."""
     B, T, _ = inp.shape
     H = Wh.shape[0]
     dt = inp.dtype
-    gx = np.ascontiguousarray((inp.reshape(B * T, -1) @ Wx + bx).reshape(B, T, 3 * H).transpose(1, 0, 2),
-                              dtype=dt)                                     # (T, B, 3H)
+    ns = _active_prefix(mask)
+    rows = _packed_rows(ns, B)
+    inp2 = _ref._tm2d(inp)                                                  # (T B, d_in), time-major
+    if rows is None:
+        gx = inp2 @ Wx
+        gx += bx
+    else:                          # only the rows that are read (the rest stay unwritten, never read)
+        gx = np.empty((T * B, 3 * H), dt)
+        gx[rows] = inp2[rows] @ Wx + bx
+    gx = gx.reshape(T, B, 3 * H)
     mT = np.ascontiguousarray(np.asarray(mask, dtype=dt).T)                 # (T, B)
     bh = np.ascontiguousarray(bh, dtype=dt)
     Hs, Z, R, N, GHN = (np.empty((T, B, H), dt) for _ in range(5))
@@ -111,23 +141,31 @@ def gru_layer_forward(inp, mask, Wx, Wh, bx, bh):
     gh = np.empty((B, 3 * H), dt)
     tmp = np.empty((B, 3 * H), dt)
     for t in range(T):
-        np.matmul(h, Wh, out=gh)
-        _gru_step(gx[t], gh, bh, mT[t], h, Hs[t], Z[t], R[t], N[t], GHN[t], tmp)
+        n = int(ns[t])
+        if n < B:
+            Hs[t, n:] = h[n:]
+            for A in (Z, R, N, GHN):
+                A[t, n:] = 0.0
+        if n:
+            np.matmul(h[:n], Wh, out=gh[:n])
+            _gru_step(gx[t, :n], gh[:n], bh, mT[t, :n], h[:n], Hs[t, :n], Z[t, :n], R[t, :n], N[t, :n],
+                      GHN[t, :n], tmp[:n])
         h = Hs[t]
     def tr(A):
         return (A.transpose(1, 0, 2))
-    return tr(Hs), (inp, mask, Wx, Wh, tr(Hs), tr(Z), tr(R), tr(N), tr(GHN))
+    return tr(Hs), (inp2, (B, T), ns, rows, mT, Wx, Wh, Hs, Z, R, N, GHN)
 
 
-def gru_layer_backward(dHs, cache):
-    """Gradients of one GRU layer: ``(dinp, dWx, dWh, dbx, dbh)`` (BLAS + numba per step)."""
-    inp, mask, Wx, Wh, Hs, Z, R, N, GHN = cache
-    B, T, H = Hs.shape
-    dt = Hs.dtype
-    def tm(A):
-        return (np.ascontiguousarray(A.transpose(1, 0, 2), dtype=dt))
-    HsT, ZT, RT, NT, GT, dHsT = tm(Hs), tm(Z), tm(R), tm(N), tm(GHN), tm(dHs)
-    mT = np.ascontiguousarray(np.asarray(mask, dtype=dt).T)
+def gru_layer_backward(dHs, cache, input_grad: bool = True):
+    """Gradients of one GRU layer: ``(dinp, dWx, dWh, dbx, dbh)`` (BLAS + numba per step), over
+    each step's prefix of running rows as in :func:`gru_layer_forward` (the rows after it pass
+    their state's gradient back unchanged and have zero gate gradients; the products with the
+    input and the previous states take only the packed rows). ``input_grad=False``: ``dinp`` is
+    ``None`` (the first layer's input gradient, which only joint learning needs)."""
+    inp2, (B, T), ns, rows, mT, Wx, Wh, HsT, ZT, RT, NT, GT = cache
+    H = HsT.shape[2]
+    dt = HsT.dtype
+    dHsT = np.ascontiguousarray(dHs.transpose(1, 0, 2), dtype=dt)
     dgx = np.empty((T, B, 3 * H), dt)
     dgh = np.empty((T, B, 3 * H), dt)     # every step's, for one dWh product after the loop
     dprev = np.empty((B, H), dt)
@@ -135,18 +173,38 @@ def gru_layer_backward(dHs, cache):
     dh = np.zeros((B, H), dt)
     WhT = np.ascontiguousarray(Wh.T)
     for t in range(T - 1, -1, -1):
+        n = int(ns[t])
         dh += dHsT[t]
-        hprev = HsT[t - 1] if t > 0 else zero
-        _gru_step_backward(dh, hprev, ZT[t], RT[t], NT[t], GT[t], mT[t], dgh[t], dgx[t], dprev)
-        np.matmul(dgh[t], WhT, out=dh)
-        dh += dprev
-    # dWh = sum_t h_{t-1}^T dgh_t as one (H, (T-1) B) x ((T-1) B, 3H) product (h_{-1} = 0)
-    dWh = HsT[:T - 1].reshape(-1, H).T @ dgh[1:].reshape(-1, 3 * H) if T > 1 else np.zeros((H, 3 * H), dt)
-    dbh = dgh.reshape(-1, 3 * H).sum(axis=0)
-    g2 = dgx.transpose(1, 0, 2).reshape(B * T, 3 * H)
-    dWx = inp.reshape(B * T, -1).T @ g2
-    dbx = g2.sum(axis=0)
-    dinp = (g2 @ Wx.T).reshape(B, T, -1)
+        if n < B:
+            dgh[t, n:] = 0.0
+            dgx[t, n:] = 0.0
+        if n:
+            hprev = HsT[t - 1, :n] if t > 0 else zero[:n]
+            _gru_step_backward(dh[:n], hprev, ZT[t, :n], RT[t, :n], NT[t, :n], GT[t, :n], mT[t, :n],
+                               dgh[t, :n], dgx[t, :n], dprev[:n])
+            np.matmul(dgh[t, :n], WhT, out=dh[:n])
+            dh[:n] += dprev[:n]
+    dgh2, dgx2 = dgh.reshape(T * B, 3 * H), dgx.reshape(T * B, 3 * H)
+    # dWh = sum_t h_{t-1}^T dgh_t (h_{-1} = 0): one product over the packed rows of steps 1..T-1,
+    # whose previous states are the rows B earlier
+    if rows is None:
+        dWh = HsT[:T - 1].reshape(-1, H).T @ dgh2[B:] if T > 1 else np.zeros((H, 3 * H), dt)
+        g, x = dgx2, inp2
+    else:
+        later = rows[rows >= B]
+        dWh = HsT.reshape(T * B, H)[later - B].T @ dgh2[later]
+        g, x = dgx2[rows], inp2[rows]
+    dbh = dgh2.sum(axis=0)
+    dWx = x.T @ g
+    dbx = g.sum(axis=0)
+    dinp = None
+    if input_grad:
+        if rows is None:
+            dinp2 = g @ Wx.T
+        else:
+            dinp2 = np.zeros((T * B, Wx.shape[0]), dt)
+            dinp2[rows] = g @ Wx.T
+        dinp = _ref._from_tm2d(dinp2, B, T)
     return dinp, dWx, dWh, dbx, dbh
 
 
@@ -160,6 +218,7 @@ def forward(encoder: str, params: dict, X: np.ndarray, lengths: np.ndarray, pool
     return _ref.encoder_forward(encoder, params, X, lengths, pool_size, gru_layer_forward)
 
 
-def backward(encoder: str, params: dict, cache, dY: np.ndarray):
-    """``(grads, dX)``, as :func:`linxling.kernels.encoders_reference.backward`."""
-    return _ref.encoder_backward(encoder, params, cache, dY, gru_layer_backward)
+def backward(encoder: str, params: dict, cache, dY: np.ndarray, input_grad: bool = True):
+    """``(grads, dX)``, as :func:`linxling.kernels.encoders_reference.backward`; ``dX`` is
+    ``None`` with ``input_grad=False`` (training on fixed word vectors, where it is not used)."""
+    return _ref.encoder_backward(encoder, params, cache, dY, gru_layer_backward, input_grad=input_grad)

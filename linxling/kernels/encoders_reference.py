@@ -122,8 +122,9 @@ def gru_layer_forward(inp, mask, Wx, Wh, bx, bh):
     return Hs, (inp, mask, Wx, Wh, Hs, Z, R, N, GHN)
 
 
-def gru_layer_backward(dHs, cache):
-    """Gradients of one GRU layer: ``(dinp, dWx, dWh, dbx, dbh)``."""
+def gru_layer_backward(dHs, cache, input_grad: bool = True):
+    """Gradients of one GRU layer: ``(dinp, dWx, dWh, dbx, dbh)`` (``dinp`` None without
+    ``input_grad``)."""
     inp, mask, Wx, Wh, Hs, Z, R, N, GHN = cache
     B, T, H = Hs.shape
     dgx = np.zeros((B, T, 3 * H), dtype=Hs.dtype)
@@ -149,8 +150,20 @@ def gru_layer_backward(dHs, cache):
         dh = dprev + dgh @ Wh.T
     dWx = inp.reshape(B * T, -1).T @ dgx.reshape(B * T, -1)
     dbx = dgx.sum(axis=(0, 1))
-    dinp = dgx @ Wx.T
+    dinp = dgx @ Wx.T if input_grad else None
     return dinp, dWx, dWh, dbx, dbh
+
+
+def _tm2d(X):
+    """``X`` (B, T, k) as a (T B, k) matrix of time-major rows: a view when ``X`` is the
+    transposed view of a time-major array (the numba GRU's states), a copy otherwise. One 2-D
+    product over it replaces a stack of B small ones (6x slower in float32 for ``dpre Waᵀ``)."""
+    return np.ascontiguousarray(X.transpose(1, 0, 2)).reshape(-1, X.shape[2])
+
+
+def _from_tm2d(Y, B: int, T: int):
+    """A (T B, k) matrix of time-major rows as a (B, T, k) view."""
+    return Y.reshape(T, B, -1).transpose(1, 0, 2)
 
 
 def _last_state(Hs, lengths):
@@ -183,16 +196,16 @@ def encoder_forward(encoder, params, X, lengths, pool_size, gru_layer):
         if encoder == "gru":
             hL = _last_state(Hs, lengths)
             return hL @ params["Wo"] + params["bo"], (caches, Hs, hL, lengths)
-        U = np.tanh(Hs @ params["Wa"] + params["ba"])                  # (B, T, A)
+        B = Hs.shape[0]
+        U = _from_tm2d(np.tanh(_tm2d(Hs) @ params["Wa"] + params["ba"]), B, T)   # (B, T, A)
         q = _last_state(U, lengths)                                    # (B, A)
         e = np.einsum("bta,ba->bt", U, q)
         e = np.where(mask > 0, e, -np.inf)
         e = e - e.max(axis=1, keepdims=True)
         a = np.exp(e) * mask
         a /= a.sum(axis=1, keepdims=True)
-        Lf = lengths.astype(X.dtype)[:, None, None]
-        weighted = Lf * a[:, :, None] * Hs                             # L a_t h_t
-        c = (weighted * mask[:, :, None]).sum(axis=1) / Lf[:, :, 0]    # mean over the L tokens
+        # the mean over the L tokens of the weighted states L a_t h_t: c = sum_t a_t h_t (a is 0 on padding)
+        c = np.matmul(a[:, None, :], Hs)[:, 0]
         return c @ params["Wo"] + params["bo"], (caches, Hs, U, q, a, c, lengths, mask)
     if encoder == "cnn":
         caches = []
@@ -215,12 +228,13 @@ def encoder_forward(encoder, params, X, lengths, pool_size, gru_layer):
     raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
 
 
-def backward(encoder: str, params: dict, cache, dY: np.ndarray):
-    """``(grads, dX)`` for the loss gradient ``dY`` (B, d_out)."""
-    return encoder_backward(encoder, params, cache, dY, gru_layer_backward)
+def backward(encoder: str, params: dict, cache, dY: np.ndarray, input_grad: bool = True):
+    """``(grads, dX)`` for the loss gradient ``dY`` (B, d_out); ``dX`` is ``None`` with
+    ``input_grad=False`` (the input's gradient is then not computed)."""
+    return encoder_backward(encoder, params, cache, dY, gru_layer_backward, input_grad=input_grad)
 
 
-def encoder_backward(encoder, params, cache, dY, gru_layer_back):
+def encoder_backward(encoder, params, cache, dY, gru_layer_back, input_grad: bool = True):
     """:func:`backward` with the GRU layer's backward function given."""
     g: dict = {}
     if encoder == "bow":
@@ -228,7 +242,7 @@ def encoder_backward(encoder, params, cache, dY, gru_layer_back):
         g["W"] = s.T @ dY
         g["b"] = dY.sum(axis=0)
         ds = dY @ params["W"].T
-        return g, ds[:, None, :] * mask[:, :, None] * np.ones_like(X)
+        return g, (ds[:, None, :] * mask[:, :, None] * np.ones_like(X) if input_grad else None)
     if encoder in ("gru", "att"):
         caches = cache[0]
         Hs = cache[1]
@@ -252,12 +266,14 @@ def encoder_backward(encoder, params, cache, dY, gru_layer_back):
             dq = np.einsum("bt,bta->ba", de, U)
             dU[np.arange(B), np.maximum(lengths - 1, 0)] += dq
             dpre = dU * (1.0 - U * U)
-            g["Wa"] = Hs.reshape(B * T, H).T @ dpre.reshape(B * T, -1)
-            g["ba"] = dpre.sum(axis=(0, 1))
-            dHs += dpre @ params["Wa"].T
+            dpre2 = _tm2d(dpre)
+            g["Wa"] = _tm2d(Hs).T @ dpre2
+            g["ba"] = dpre2.sum(axis=0)
+            dHs += _from_tm2d(dpre2 @ params["Wa"].T, B, T)
         d = dHs
         for l in range(len(caches) - 1, -1, -1):
-            d, g[f"Wx{l}"], g[f"Wh{l}"], g[f"bx{l}"], g[f"bh{l}"] = gru_layer_back(d, caches[l])
+            d, g[f"Wx{l}"], g[f"Wh{l}"], g[f"bx{l}"], g[f"bh{l}"] = gru_layer_back(
+                d, caches[l], input_grad=input_grad or l > 0)
         return g, d
     if encoder == "cnn":
         caches, mean, Tl = cache
@@ -278,6 +294,8 @@ def encoder_backward(encoder, params, cache, dY, gru_layer_back):
             g[f"K{l}"] = np.stack([inp[:, j:j + Tc].reshape(B * Tc, -1).T @ dpre.reshape(B * Tc, -1)
                                    for j in range(k)])
             g[f"bk{l}"] = dpre.sum(axis=(0, 1))
+            if l == 0 and not input_grad:
+                return g, None
             dinp = np.zeros_like(inp)
             for j in range(k):
                 dinp[:, j:j + Tc] += dpre @ K[j].T

@@ -559,11 +559,12 @@ class BilDRL(LinxlingEstimator):
             tot = 0.0
             for s in range(0, n, bs):
                 bi = perm[s:s + bs]
+                bi = bi[np.argsort(-L[bi], kind="stable")]   # longest first: the GRU steps skip finished rows
                 X = self._batch_inputs(idx[bi], L[bi], [langs[i] for i in bi], dt)
                 out, cache = K.forward(self.encoder, params, X, L[bi], pool_size=self.pool_size)
                 diff = out - Y[bi]
                 tot += float((diff.astype(np.float64) ** 2).sum())
-                grads, _ = K.backward(self.encoder, params, cache, (2.0 / len(bi)) * diff)
+                grads, _ = K.backward(self.encoder, params, cache, (2.0 / len(bi)) * diff, input_grad=False)
                 opt.step(grads)
             self._end_epoch(tot / n)
         return {"kind": "neural", "params": params}, n_bad
@@ -701,6 +702,7 @@ class BilDRL(LinxlingEstimator):
                         al_n += len(prow)
                 for s in starts[len(starts) * blk // nblk: len(starts) * (blk + 1) // nblk]:
                     bi = perm[s:s + bs]
+                    bi = bi[np.argsort(-L[bi], kind="stable")]   # longest first (the GRU skips finished rows)
                     loss, grads, rows_, G = dictionary_word_grad(self.encoder, params, V, idx[bi], L[bi],
                                                                  tgt[bi], self.pool_size)
                     tot += loss
@@ -773,10 +775,12 @@ class BilDRL(LinxlingEstimator):
                 idx, L = self._pad([x for x in ids if x])
                 p = unit["params"]
                 dt = next(iter(p.values())).dtype
+                rows = np.flatnonzero(known)
+                order = np.argsort(-L, kind="stable")          # longest first, as in training
                 for s in range(0, len(idx), 1024):
-                    Xb = self._batch_inputs(idx[s:s + 1024], L[s:s + 1024], [language] * len(idx[s:s + 1024]), dt)
-                    Yb = K.forward(self.encoder, p, Xb, L[s:s + 1024], pool_size=self.pool_size)[0]
-                    out[np.flatnonzero(known)[s:s + 1024]] = Yb
+                    ob = order[s:s + 1024]
+                    Xb = self._batch_inputs(idx[ob], L[ob], [language] * len(ob), dt)
+                    out[rows[ob]] = K.forward(self.encoder, p, Xb, L[ob], pool_size=self.pool_size)[0]
         return as_output(out * self.scale_, dtype)
 
     def word_vectors(self, language: str) -> tuple[list[str], np.ndarray]:
