@@ -119,8 +119,8 @@ def gru_layer_forward(inp, mask, Wx, Wh, bx, bh):
 
     Time-major work arrays keep every step's slice contiguous. Each step computes only the prefix
     of rows that holds the running ones (:func:`_active_prefix`); the rows after it copy their
-    state, as the masked update would (their gate arrays are zero), and their input projections
-    are not computed. The cache holds the time-major input rows and that packing."""
+    state, as the masked update would, and neither their gates nor their input projections are
+    computed (the backward pass reads neither). The cache holds the time-major input rows and that packing."""
     B, T, _ = inp.shape
     H = Wh.shape[0]
     dt = inp.dtype
@@ -143,9 +143,7 @@ def gru_layer_forward(inp, mask, Wx, Wh, bx, bh):
     for t in range(T):
         n = int(ns[t])
         if n < B:
-            Hs[t, n:] = h[n:]
-            for A in (Z, R, N, GHN):
-                A[t, n:] = 0.0
+            Hs[t, n:] = h[n:]             # (their gate arrays are left unwritten: never read)
         if n:
             np.matmul(h[:n], Wh, out=gh[:n])
             _gru_step(gx[t, :n], gh[:n], bh, mT[t, :n], h[:n], Hs[t, :n], Z[t, :n], R[t, :n], N[t, :n],

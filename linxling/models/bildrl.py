@@ -528,13 +528,19 @@ class BilDRL(LinxlingEstimator):
         return idx, L
 
     def _batch_inputs(self, idx, L, langs, dt):
-        d = self.n_components_
-        X = np.zeros((idx.shape[0], self.max_length, d), dt)
-        for lang in set(langs):
-            rows = np.flatnonzero(np.asarray(langs) == lang)
-            X[rows] = self.word_vectors_[lang][idx[rows]] / self.scale_
-        X *= (np.arange(self.max_length)[None, :] < L[:, None])[:, :, None]
-        return X
+        """The batch's scaled word vectors, (B, T, d), zero beyond each length (only real tokens
+        gathered); for the GRU encoders a view of a time-major array, which they read without a copy."""
+        d, T = self.n_components_, self.max_length
+        B = idx.shape[0]
+        X = np.zeros((T, B, d), dt)
+        tt, bb = np.nonzero(np.arange(T)[:, None] < L[None, :])         # real tokens, time-major
+        langs = np.asarray(langs)
+        for lang in set(langs.tolist()):
+            sel = langs[bb] == lang
+            t_, b_ = tt[sel], bb[sel]
+            X[t_, b_] = self.word_vectors_[lang][idx[b_, t_]] / self.scale_
+        X = X.transpose(1, 0, 2)
+        return X if self.encoder in ("gru", "att") else np.ascontiguousarray(X)
 
     def _fit_neural(self, urows, rng):
         from linxling._progress import progress
