@@ -660,7 +660,9 @@ class Cr5(ConceptEmbeddingMixin):
                       problem.labels, len(problem.classes), problem.r, float(self.alpha), problem.dtype,
                       cg_rtol=float(self.cg_rtol), cg_maxiter=int(self.cg_maxiter), eig_tol=float(self.eig_tol),
                       eig_maxiter=int(self.eig_maxiter), random_state=self.random_state,
-                      start_steps=int(self.start_steps))
+                      start_steps=int(self.start_steps),
+                      means=np.split(problem.mean, np.cumsum([problem.blocks[lang].shape[1]
+                                                              for lang in problem.languages])[:-1]))
         info = out["info"]
         sv = np.asarray(out["singular_values"])
         comps = out["components"]

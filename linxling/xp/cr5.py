@@ -79,18 +79,22 @@ def _kernel_products(dev: Device) -> bool:
 
 class _Block:
     def __init__(self, dev: Device, X: sp.csr_matrix, labels: np.ndarray, K: int, n: int, alpha: float,
-                 dtype: Any, dense_max: int, cg_rtol: float, cg_maxiter: int) -> None:
+                 dtype: Any, dense_max: int, cg_rtol: float, cg_maxiter: int, mean: Any = None) -> None:
         xp = dev.xp
         self.dev, self.xp = dev, xp
         X = sp.csr_matrix(X, dtype=dtype)
         self.X = dev.put(X)
-        self.XT = dev.put(X.T.tocsr())
+        self.XT = self.X.T.tocsr()        # transposed where the data is (on a GPU by cuSPARSE, not the host)
         self.labels = dev.put(np.asarray(labels, dtype=np.int64))
         self.S = dev.put(sp.csr_matrix((np.ones(X.shape[0], dtype=dtype), (labels, np.arange(X.shape[0]))),
                                        shape=(K, X.shape[0])))
         self.p = X.shape[1]
         self.alpha = float(alpha)
-        self.mu = dev.put(np.asarray(X.sum(axis=0)).ravel() / n, dtype=dtype)
+        if mean is None:
+            mean = np.asarray(X.sum(axis=0)).ravel() / n
+        self.mu = dev.put(np.asarray(mean), dtype=dtype)
+        # diag(XᵀX): the CG's Jacobi preconditioner and the start's surrogate
+        self.sumsq = xp.asarray(self.XT.multiply(self.XT).sum(axis=1)).ravel()
         self.cg_rtol, self.cg_maxiter = cg_rtol, cg_maxiter
         self.cg_iterations: list[int] = []
         self.nonconverged = 0
@@ -108,7 +112,7 @@ class _Block:
             self.method = "dense"
         else:
             self.L = None
-            self.diag = xp.asarray((self.XT.multiply(self.XT)).sum(axis=1)).ravel() + dtype.type(alpha)
+            self.diag = self.sumsq + dtype.type(alpha)
             self.method = "cg"
         if wrap:
             self.X, self.XT = _KernelCSR(self.X), _KernelCSR(self.XT)
@@ -134,7 +138,8 @@ class _Block:
 
 def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: float, dtype: Any, *,
             cg_rtol: float = 1e-2, cg_maxiter: int = 500, eig_tol: float = 1e-1, eig_maxiter: int = 250,
-            random_state: Any = None, dense_max: int | None = None, start_steps: int = 3) -> dict:
+            random_state: Any = None, dense_max: int | None = None, start_steps: int = 3,
+            means: list | None = None) -> dict:
     """Fit Cr5 on ``dev``; ``blocks`` are the languages' host CSR matrices, ``labels`` each
     row's concept (0..K-1). Returns host arrays: ``components`` (list of (r, p_l)),
     ``singular_values``, ``eigenvalues`` and an ``info`` dict (methods, CG iterations,
@@ -143,15 +148,17 @@ def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: floa
     block, as the CPU fit does (:class:`linxling.Cr5`'s ``start_steps``). ``info["timings"]``
     gives the stages' seconds with the CPU fit's names (``time_factor``: the blocks' set-up and
     factors; ``time_start``; ``time_eig`` without the start; ``time_phi``: the components from
-    the carried solves), the device synchronised at each boundary."""
+    the carried solves), the device synchronised at each boundary. ``means``: each block's
+    column means over all n documents, when the caller has them (else summed here)."""
     xp = dev.xp
     dtype = np.dtype(dtype)
     dense_max = DENSE_MAX if dense_max is None else dense_max   # read at call time (tests lower it)
     timings: dict[str, float] = {"time_start": 0.0}
     t0 = time.perf_counter()
     n = sum(X.shape[0] for X in blocks)
-    parts = [_Block(dev, X, lab, K, n, alpha, dtype, dense_max, cg_rtol, cg_maxiter)
-             for X, lab in zip(blocks, labels, strict=True)]
+    means = [None] * len(blocks) if means is None else means
+    parts = [_Block(dev, X, lab, K, n, alpha, dtype, dense_max, cg_rtol, cg_maxiter, mean)
+             for X, lab, mean in zip(blocks, labels, means, strict=True)]
     counts = np.bincount(np.concatenate([np.asarray(lab, dtype=np.int64) for lab in labels]), minlength=K)
     ybar = dev.put(counts / n, dtype=dtype)
     # Woodbury: A⁻¹ = B⁻¹ + c g gᵀ, g = B⁻¹ μ (per block), c = n / (1 − n μᵀ g)
@@ -178,8 +185,7 @@ def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: floa
         return ct_apply(Zs), Zs
 
     # the diagonal of the centred X̂ᵀX̂ + λI per block: column sums of squares − n μ²
-    d_inv = [1.0 / (xp.asarray(b.XT.multiply(b.XT).sum(axis=1)).ravel() - n * b.mu * b.mu + b.alpha)
-             for b in parts]
+    d_inv = [1.0 / (b.sumsq - n * b.mu * b.mu + b.alpha) for b in parts]
 
     def start(bsize):
         dev.sync()
