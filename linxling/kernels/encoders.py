@@ -149,9 +149,7 @@ def gru_layer_forward(inp, mask, Wx, Wh, bx, bh):
             _gru_step(gx[t, :n], gh[:n], bh, mT[t, :n], h[:n], Hs[t, :n], Z[t, :n], R[t, :n], N[t, :n],
                       GHN[t, :n], tmp[:n])
         h = Hs[t]
-    def tr(A):
-        return (A.transpose(1, 0, 2))
-    return tr(Hs), (inp2, (B, T), ns, rows, mT, Wx, Wh, Hs, Z, R, N, GHN)
+    return Hs.transpose(1, 0, 2), (inp2, (B, T), ns, rows, mT, Wx, Wh, Hs, Z, R, N, GHN)
 
 
 def gru_layer_backward(dHs, cache, input_grad: bool = True):

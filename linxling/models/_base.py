@@ -104,7 +104,8 @@ def encode_concepts(concepts: Mapping[str, Any], languages: Sequence[str]):
     Returns
     -------
     labels : dict language -> int64 array (n_l,)
-    classes : list of the K distinct concept ids (Python values), in first-seen order
+    classes : list of the K distinct concept ids (Python values), in first-seen order (for
+        integer arrays, each language's new ids in increasing order)
 
     Raises
     ------
