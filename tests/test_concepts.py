@@ -94,3 +94,26 @@ def test_mixed_scalar_types_always_refused(ids):
     else:
         with pytest.raises(TypeError, match="one type"):
             encode_concepts({"a": ids}, ["a"])
+
+
+def test_integer_arrays_fast_path_equals_the_general_path(monkeypatch):
+    # encode_concepts numbers integer arrays without a Python loop; the loop over the ids (what
+    # lists and mixed inputs take) is the reference: the same labels and classes, as Python ints
+    import linxling.models._base as base
+    rng = np.random.default_rng(0)
+    cases = [{"a": np.array([5, 3, 5, 9]), "b": np.array([9, 1, 3], dtype=np.int32), "c": np.array([2**40, 1])},
+             {"a": rng.integers(0, 50, 200, dtype=np.uint16), "b": rng.integers(0, 80, 300, dtype=np.uint16)},
+             {"a": rng.permutation(1000), "b": rng.permutation(1000)[:500], "c": rng.integers(-5, 5, 40)}]
+    for concepts in cases:
+        langs = list(concepts)
+        fast = base._encode_integer_arrays(concepts, langs)
+        with monkeypatch.context() as m:
+            m.setattr(base, "_encode_integer_arrays", lambda *a: None)
+            slow = base.encode_concepts(concepts, langs)
+        assert fast is not None and fast[1] == slow[1]
+        assert all(type(x) is int for x in fast[1])
+        for lang in langs:
+            np.testing.assert_array_equal(fast[0][lang], slow[0][lang])
+            assert fast[0][lang].dtype == np.int64
+    # int64 with uint64 would promote to float64: the general path takes it
+    assert base._encode_integer_arrays({"a": np.arange(3), "b": np.arange(3, dtype=np.uint64)}, ["a", "b"]) is None
