@@ -30,6 +30,20 @@ def check_sparse_matrix(X: Any, name: str = "X", *, dtype: Any = None, nonnegati
     (float32 stays float32, never upcast). Raises on NaN/inf, negative values when
     ``nonnegative``, wrong number of dimensions, or zero rows/columns unless ``allow_empty``.
     """
+    return check_sparse_matrix_max(X, name, dtype=dtype, nonnegative=nonnegative, allow_empty=allow_empty)[0]
+
+
+def check_sparse_matrix_max(X: Any, name: str = "X", *, dtype: Any = None, nonnegative: bool = False,
+                            allow_empty: bool = False, canonical: bool = False) -> tuple[Any, float | None]:
+    """:func:`check_sparse_matrix`, and the largest absolute stored value of the result when the
+    input's values were floats (``None`` otherwise), for :func:`check_value_range`'s ``max_abs``.
+
+    A host matrix's values are checked in one pass without temporaries
+    (:func:`linxling.kernels.spmm.value_stats`). With ``canonical=True`` the result is also in
+    canonical format (column indices sorted within each row, duplicates summed: SciPy's
+    ``sum_duplicates``, which works in place on the input when no copy was made); a canonical
+    host matrix converted to ``dtype`` then shares the input's index arrays (only its values are
+    copied), which is safe because nothing reorders the indices of a canonical matrix."""
     ns = get_namespace(X)
     in_dtype = getattr(X, "dtype", None)
     if in_dtype is not None and np.dtype(in_dtype) == np.float16:
@@ -58,41 +72,72 @@ def check_sparse_matrix(X: Any, name: str = "X", *, dtype: Any = None, nonnegati
     if X.dtype.kind not in "fiub":
         raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
     xp = ns.xp
-    if X.data.size and X.dtype.kind == "f" and not bool(xp.all(xp.isfinite(X.data))):
-        bad = int(xp.sum(~xp.isfinite(X.data)))
-        raise ValueError(f"{name} contains {bad} non-finite value(s) (NaN or inf)")
+    on_host = ns.name != "cupy"
+    big = None
+    n_neg = None
+    if X.data.size and X.dtype.kind == "f":
+        if not on_host:  # pragma: no cover - GPU only
+            bad = 0 if bool(xp.all(xp.isfinite(X.data))) else int(xp.sum(~xp.isfinite(X.data)))
+        else:
+            from linxling.kernels.spmm import value_stats
+            big, bad, n_neg = value_stats(X.data)
+        if bad:
+            raise ValueError(f"{name} contains {bad} non-finite value(s) (NaN or inf)")
+    is_canonical = False
+    if canonical and on_host:
+        from linxling.kernels.spmm import csr_has_canonical_format
+        is_canonical = csr_has_canonical_format(X)
     if dtype is not None:
         target = check_float_dtype(dtype)
         if X.data.size and X.dtype != target and X.dtype.kind == "f":
-            big = float(xp.max(xp.abs(X.data)))
+            if big is None:
+                big = float(xp.max(xp.abs(X.data)))
             if big > float(np.finfo(target).max):
                 raise ValueError(f"{name} has values up to {big:.3g}, which do not fit in {target} "
                                  f"(largest {np.finfo(target).max:.3g}); use dtype=float64 or rescale it")
-        X = X.astype(target, copy=False)
+        if is_canonical and X.dtype != target:
+            X = sp.csr_matrix((X.data.astype(target), X.indices, X.indptr), shape=X.shape, copy=False)
+            X.has_canonical_format = True
+        else:
+            X = X.astype(target, copy=False)
     elif X.dtype not in FLOAT_DTYPES:
         X = X.astype(np.float64)
+    if canonical and not is_canonical:
+        X.sum_duplicates()                 # duplicates summed: the largest value may change
+        big = None
+        n_neg = None
+    if big is not None:
+        big = float(X.data.dtype.type(big))          # the value as stored in the result
     if not allow_empty and X.shape[0] == 0:
         raise ValueError(f"{name} is empty: 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
     if not allow_empty and X.shape[1] == 0:
         raise ValueError(f"{name} is empty: 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     data = X.data
-    if nonnegative and data.size and bool(xp.any(data < 0)):
-        raise ValueError(f"Negative values in data passed to {name}: {int(xp.sum(data < 0))} negative "
-                         "value(s); it must be non-negative")
-    return X
+    if nonnegative and data.size:
+        if n_neg is None:
+            n_neg = int(xp.sum(data < 0))
+        if n_neg:
+            raise ValueError(f"Negative values in data passed to {name}: {n_neg} negative "
+                             "value(s); it must be non-negative")
+    return X, big
 
 
-def check_value_range(X: Any, name: str, what: str, *, allow_zero: bool = False) -> None:
+def check_value_range(X: Any, name: str, what: str, *, allow_zero: bool = False,
+                      max_abs: float | None = None) -> None:
     """Refuse a matrix whose products (Gram entries, squared residuals) would overflow or underflow.
 
     ``X`` is a validated CSR matrix. ``what`` says what is computed from it, for the message.
     Sums of ``n`` products of entries of size ``m`` reach ``n m²``: that must stay within the
     dtype's range, and ``m²`` must not underflow to zero. An all-zero matrix has nothing to fit
-    (allowed with ``allow_zero``, e.g. for documents to transform).
+    (allowed with ``allow_zero``, e.g. for documents to transform). ``max_abs``: ``X``'s largest
+    absolute value when already known (:func:`check_sparse_matrix_max`), else computed here.
     """
-    xp = get_namespace(X).xp
     data = X.data
-    big = float(xp.max(xp.abs(data))) if data.size else 0.0
+    if max_abs is not None:
+        big = float(max_abs) if data.size else 0.0
+    else:
+        xp = get_namespace(X).xp
+        big = float(xp.max(xp.abs(data))) if data.size else 0.0
     if big == 0.0:
         if allow_zero:
             return

@@ -103,7 +103,14 @@ def test_integer_arrays_fast_path_equals_the_general_path(monkeypatch):
     rng = np.random.default_rng(0)
     cases = [{"a": np.array([5, 3, 5, 9]), "b": np.array([9, 1, 3], dtype=np.int32), "c": np.array([2**40, 1])},
              {"a": rng.integers(0, 50, 200, dtype=np.uint16), "b": rng.integers(0, 80, 300, dtype=np.uint16)},
-             {"a": rng.permutation(1000), "b": rng.permutation(1000)[:500], "c": rng.integers(-5, 5, 40)}]
+             {"a": rng.permutation(1000), "b": rng.permutation(1000)[:500], "c": rng.integers(-5, 5, 40)},
+             # ids in a narrow range take a table (_encode_dense_ids), others a sort: both, with
+             # types whose subtraction of the smallest id would overflow in their own width
+             {"a": np.array([100, -100, 7, 100], dtype=np.int8), "b": np.array([-128, 127], dtype=np.int8)},
+             {"a": np.array([2**63 + 5, 2**63 + 1], dtype=np.uint64), "b": np.array([2**63 + 9, 2**63 + 1],
+                                                                                  dtype=np.uint64)},
+             {"a": rng.integers(0, 10**12, 300), "b": rng.integers(0, 10**12, 30)},
+             {"a": np.repeat(np.arange(40), 3)[::-1], "b": np.arange(40)[::-1], "c": np.arange(35, 60)}]
     for concepts in cases:
         langs = list(concepts)
         fast = base._encode_integer_arrays(concepts, langs)

@@ -134,3 +134,45 @@ def test_an_empty_language_code_is_an_error_naming_its_index():
     for cls in (Cr5, CLLSI):
         with pytest.raises(ValueError, match=r"languages\[61\] is '': a language code must be a non-empty str"):
             cls(n_components=4).fit(texts, langs, concepts)
+
+
+def test_blocks_with_duplicate_or_unsorted_entries_are_summed_and_the_input_kept():
+    """A block in non-canonical CSR (a duplicate entry, a row's columns out of order) is fitted as
+    the matrix it represents (duplicates added, as SciPy does); a canonical float64 block fitted
+    in float32 shares its indices with the fit and keeps its own values and flags."""
+    import scipy.sparse as sp
+
+    from linxling._validation import check_sparse_matrix_max
+    rng = np.random.default_rng(0)
+    ids = np.arange(40)
+    blocks = {lang: sp.random(40, 30, density=0.2, format="csr", random_state=rng) for lang in ("en", "fr")}
+    for X in blocks.values():
+        X.data += 0.5
+    concepts = {"en": ids, "fr": ids}
+    ref = Cr5(n_components=3, random_state=0).fit_matrices(blocks, concepts)
+    # en's row 2 with a duplicate of its first entry (half the value twice) and the columns reversed
+    en = blocks["en"]
+    s, e = en.indptr[2], en.indptr[3]
+    assert e - s >= 2
+    data = np.concatenate([en.data[:s], [en.data[s] / 2, en.data[s] / 2], en.data[s + 1:e][::-1], en.data[e:]])
+    idx = np.concatenate([en.indices[:s], [en.indices[s]] * 2, en.indices[s + 1:e][::-1], en.indices[e:]])
+    indptr = en.indptr.copy()
+    indptr[3:] += 1
+    messy = sp.csr_matrix((data, idx, indptr), shape=en.shape)
+    assert not messy.has_canonical_format
+    np.testing.assert_allclose(messy.toarray(), en.toarray(), rtol=1e-15)
+    got = Cr5(n_components=3, random_state=0).fit_matrices({"en": messy, "fr": blocks["fr"]}, concepts)
+    for lang in ("en", "fr"):
+        np.testing.assert_allclose(np.abs(got.components_[lang]), np.abs(ref.components_[lang]), atol=1e-10)
+    # the largest value is the summed matrix's, whatever the layout
+    X, big = check_sparse_matrix_max(messy.copy(), "X", dtype=np.float32, canonical=True)
+    assert X.has_canonical_format and big == float(np.float32(np.abs(en.data).max()))
+    # a canonical float64 input cast to float32: only the values copied, the input untouched
+    fr = blocks["fr"]
+    before = (fr.data.copy(), fr.indices.copy(), fr.indptr.copy())
+    X, big = check_sparse_matrix_max(fr, "X", dtype=np.float32, canonical=True)
+    assert X.dtype == np.float32 and np.shares_memory(X.indices, fr.indices)
+    assert big == float(np.float32(np.abs(fr.data).max()))
+    for a, b in zip(before, (fr.data, fr.indices, fr.indptr), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert fr.dtype == np.float64

@@ -387,6 +387,57 @@ def test_csr_column_stats_matches_bincount_reference(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 7, 300_000])
+def test_value_stats_match_numpy(dtype, n):
+    """The input checks' one pass over the values (largest |value| over the finite ones, non-finite
+    and negative counts) against NumPy, on 1 and 2 threads, in one part and in several."""
+    import numba
+    rng = np.random.default_rng(n)
+    d = (rng.standard_normal(n) * 3).astype(dtype)
+    if n:
+        d[rng.integers(0, n, 3)] = [np.nan, np.inf, -np.inf]
+        d[rng.integers(0, n)] = dtype(-1e30 if dtype == np.float32 else -1e300)    # the largest
+    before = numba.get_num_threads()
+    try:
+        runs = []
+        for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(threads)
+            runs.append(spmm.value_stats(d))
+    finally:
+        numba.set_num_threads(before)
+    want = spmm.value_stats_reference(d)
+    finite = d[np.isfinite(d)]
+    assert want == ((float(np.abs(finite).max()) if finite.size else 0.0), d.size - finite.size,
+                    int(np.sum(finite < 0)))
+    assert all(r == want for r in runs)
+    ints = np.array([3, -7, 2])
+    assert spmm.value_stats(ints) == spmm.value_stats_reference(ints) == (7.0, 0, 1)
+
+
+@pytest.mark.parametrize("n_rows", [1, 50, 200_000])
+def test_canonical_format_check_agrees_with_scipy(n_rows):
+    """csr_has_canonical_format against SciPy's own test: sorted rows, an unsorted row, a
+    duplicate, in the first, a middle and the last row; the flag is set on a canonical matrix."""
+    rng = np.random.default_rng(n_rows)
+    X = sp.random(n_rows, 400, density=0.02, format="csr", random_state=rng)
+    X.sum_duplicates()
+    fresh = sp.csr_matrix((X.data, X.indices, X.indptr), shape=X.shape)
+    assert spmm.csr_has_canonical_format(fresh) and fresh.has_canonical_format
+    long_rows = np.flatnonzero(np.diff(X.indptr) >= 2)
+    for row in {int(long_rows[0]), int(long_rows[len(long_rows) // 2]), int(long_rows[-1])}:
+        for how in ("swap", "duplicate"):
+            idx = X.indices.copy()
+            s = X.indptr[row]
+            if how == "swap":
+                idx[s], idx[s + 1] = idx[s + 1], idx[s]
+            else:
+                idx[s + 1] = idx[s]
+            Y = sp.csr_matrix((X.data.copy(), idx, X.indptr.copy()), shape=X.shape)
+            want = sp.csr_matrix((X.data.copy(), idx.copy(), X.indptr.copy()), shape=X.shape).has_canonical_format
+            assert spmm.csr_has_canonical_format(Y) is False is want
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_transpose_equals_scipys_array_by_array(dtype, threads, monkeypatch):
     import numba

@@ -44,7 +44,8 @@ __all__ = ["csr_matmat", "csr_matmat_reference", "csr_rmatmat", "csr_rmatmat_ref
            "csr_transpose_reference",
            "rows_matmat", "rows_matmat_reference", "tiled_rows_matmat", "tile_rows", "tile_bytes",
            "MIN_PARALLEL_WORK", "NARROW_ROW_BYTES", "csr_column_sumsq", "csr_column_sumsq_reference",
-           "csr_column_stats", "csr_column_stats_reference"]
+           "csr_column_stats", "csr_column_stats_reference", "value_stats", "value_stats_reference",
+           "csr_has_canonical_format"]
 
 # below this many multiply-adds (nnz * n_cols) the thread start-up costs more than it saves
 MIN_PARALLEL_WORK = 200_000
@@ -678,3 +679,92 @@ def csr_column_stats(X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, float, i
     pbad = np.empty(parts, dtype=np.int64)
     _column_stats_parts(X.indices, X.data, psum, psq, pmax, pbad)
     return psum.sum(axis=0), psq.sum(axis=0), float(pmax.max()), int(pbad.sum())
+
+
+# ---- one pass over a matrix's stored values and indices for the input checks
+# (linxling._validation): what NumPy does in three passes with two temporaries of the matrix's size
+# (np.isfinite, np.abs, then max) and SciPy's canonical-format test, in fixed parts on all threads
+_SCAN_PARTS = 16
+_SCAN_MIN = 1 << 16       # fewer values than this per part are not worth a thread
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _value_stats_parts(data, pmax, pbad, pneg):  # pragma: no cover - compiled
+    n_parts = pmax.shape[0]
+    n = data.shape[0]
+    big = np.finfo(np.float64).max
+    for t in numba.prange(n_parts):
+        mx = 0.0
+        bad = 0
+        neg = 0
+        for k in range(t * n // n_parts, (t + 1) * n // n_parts):
+            v = np.float64(data[k])
+            a = abs(v)
+            if a <= big:                     # false for NaN and inf
+                if a > mx:
+                    mx = a
+                if v < 0.0:
+                    neg += 1
+            else:
+                bad += 1
+        pmax[t] = mx
+        pbad[t] = bad
+        pneg[t] = neg
+
+
+def value_stats_reference(data: np.ndarray) -> tuple[float, int, int]:
+    """``(max |value| over the finite values, number of non-finite values, number of finite
+    negative values)`` of a float array, by NumPy: the oracle of :func:`value_stats`."""
+    d = np.asarray(data, dtype=np.float64)
+    finite = np.isfinite(d)
+    bad = int(d.size - np.count_nonzero(finite))
+    d = d[finite] if bad else d
+    return (float(np.max(np.abs(d))) if d.size else 0.0), bad, int(np.count_nonzero(d < 0))
+
+
+def value_stats(data: np.ndarray) -> tuple[float, int, int]:
+    """``(max |value| over the finite values, number of non-finite values, number of finite
+    negative values)`` of a 1-D float32 or float64 array in one pass without temporaries (the
+    input checks of every fit: NumPy's ``isfinite``, ``abs`` and ``< 0`` each make an array of
+    the input's size), on all numba threads in at most 16 fixed parts (a maximum and counts: the
+    result does not depend on the thread count). Other dtypes use :func:`value_stats_reference`."""
+    if data.ndim != 1 or data.dtype not in (np.float32, np.float64):
+        return value_stats_reference(data)
+    parts = int(min(_SCAN_PARTS, max(1, data.size // _SCAN_MIN)))
+    pmax = np.empty(parts)
+    pbad = np.empty(parts, dtype=np.int64)
+    pneg = np.empty(parts, dtype=np.int64)
+    _value_stats_parts(data, pmax, pbad, pneg)
+    return float(pmax.max()), int(pbad.sum()), int(pneg.sum())
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _canonical_parts(indptr, indices, n_parts, ok):  # pragma: no cover - compiled
+    n_rows = indptr.shape[0] - 1
+    for t in numba.prange(n_parts):
+        good = True
+        for i in range(t * n_rows // n_parts, (t + 1) * n_rows // n_parts):
+            s = indptr[i]
+            e = indptr[i + 1]
+            if e < s:
+                good = False
+                break
+            for k in range(s + 1, e):
+                if indices[k] <= indices[k - 1]:
+                    good = False
+                    break
+            if not good:
+                break
+        ok[t] = good
+
+
+def csr_has_canonical_format(X: sp.csr_matrix) -> bool:
+    """Whether a CSR matrix's column indices are sorted within every row without duplicates
+    (SciPy's ``has_canonical_format``, computed on all numba threads; the flag is set on ``X``)."""
+    parts = int(min(_SCAN_PARTS, max(1, X.nnz // _SCAN_MIN)))
+    ok = np.empty(parts, dtype=np.bool_)
+    _canonical_parts(X.indptr, X.indices, parts, ok)
+    good = bool(ok.all())
+    if good:
+        X.has_canonical_format = True
+    return good

@@ -77,6 +77,11 @@ def _encode_integer_arrays(concepts: Mapping[str, Any], languages: Sequence[str]
     common = np.result_type(*arrays)
     if common.kind not in "iu":              # int64 with uint64 would promote to float64
         return None
+    arrays = [a.astype(common, copy=False) for a in arrays]
+    lo = min(a.min() for a in arrays)
+    span = int(max(a.max() for a in arrays)) - int(lo) + 1
+    if span <= 4 * sum(a.size for a in arrays) + 1024:
+        return _encode_dense_ids(arrays, languages, lo, span)
     uniqs, invs = zip(*(np.unique(a.astype(common, copy=False), return_inverse=True) for a in arrays), strict=True)
     cat = np.concatenate(uniqs)
     lang_of = np.repeat(np.arange(len(arrays)), [len(u) for u in uniqs])
@@ -87,6 +92,31 @@ def _encode_integer_arrays(concepts: Mapping[str, Any], languages: Sequence[str]
     labels = {lang: label_of[np.searchsorted(distinct, u)][inv.ravel()]
               for lang, u, inv in zip(languages, uniqs, invs, strict=True)}
     return labels, distinct[order].tolist()
+
+
+def _encode_dense_ids(arrays: Sequence[np.ndarray], languages: Sequence[str], lo, span: int):
+    """:func:`_encode_integer_arrays` for ids within a range of ``span`` values from ``lo`` (at
+    most a few per document): a table from id to label replaces the sorts, and only a language's
+    ids not seen before are sorted (none after the first language when the languages share their
+    concepts, as verse-aligned corpora do). The same labels and classes."""
+    wide = np.uint64 if arrays[0].dtype.kind == "u" else np.int64     # no overflow in ``a - lo``
+    lo = wide(lo)
+    table = np.full(span, -1, dtype=np.int64)
+    labels = {}
+    found = []
+    n_classes = 0
+    for lang, a in zip(languages, arrays, strict=True):
+        pos = (a.astype(wide, copy=False) - lo).astype(np.intp, copy=False)
+        lab = table[pos]
+        new_at = lab < 0
+        if new_at.any():
+            new = np.unique(pos[new_at])
+            table[new] = np.arange(n_classes, n_classes + new.size)
+            n_classes += new.size
+            found.append(new)
+            lab = table[pos]
+        labels[lang] = lab
+    return labels, (np.concatenate(found).astype(wide) + lo).tolist()
 
 
 def encode_concepts(concepts: Mapping[str, Any], languages: Sequence[str]):

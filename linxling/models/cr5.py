@@ -35,7 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from linxling._memory import current_rss, parse_budget
 from linxling._progress import progress
 from linxling._threads import blas_single_thread
-from linxling._validation import check_float_dtype, check_random_state, check_sparse_matrix, check_value_range
+from linxling._validation import check_float_dtype, check_random_state, check_sparse_matrix_max, check_value_range
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.kernels.dense import add_outer, gemm_acc, gram64, gram_tn
@@ -454,10 +454,10 @@ class Cr5(ConceptEmbeddingMixin):
             if is_row_partitioned(X):
                 out[lang] = self._validate_source(X, lang, concepts, dtype, client)
                 continue
-            Xl = check_sparse_matrix(X, f"blocks[{lang!r}]", dtype=dtype, allow_empty=True)
+            Xl, big = check_sparse_matrix_max(X, f"blocks[{lang!r}]", dtype=dtype, allow_empty=True,
+                                              canonical=True)
             _check_block_shape(Xl.shape, lang, concepts)
-            Xl.sum_duplicates()
-            check_value_range(Xl, f"blocks[{lang!r}]", "the Gram matrix XᵀX")
+            check_value_range(Xl, f"blocks[{lang!r}]", "the Gram matrix XᵀX", max_abs=big)
             out[lang] = Xl
         return out
 
