@@ -350,6 +350,25 @@ def test_column_sumsq_matches_bincount(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_sums_in_float64_match_bincount(dtype):
+    """Cr5's column means: float64 sums whatever the dtype (the parallel kernel against
+    np.bincount, to float64 rounding); SciPy's float32 sums are further off."""
+    from linxling.kernels.spmm import csr_column_sums, csr_column_sums_reference
+    X = sp.random(3_000, 4_000, density=0.1, format="csr", dtype=dtype, random_state=1)
+    X.data -= dtype(0.25)
+    assert X.nnz >= 1_000_000
+    want = csr_column_sums_reference(X)
+    got = csr_column_sums(X)
+    assert got.dtype == np.float64
+    abs_sum = np.bincount(X.indices, np.abs(X.data.astype(np.float64)), minlength=X.shape[1])
+    assert np.all(np.abs(got - want) <= 4 * np.finfo(np.float64).eps * np.sqrt(X.nnz) * abs_sum)
+    exact = X.astype(np.float64).sum(axis=0).A1
+    assert np.all(np.abs(want - exact) <= 4 * np.finfo(np.float64).eps * np.sqrt(X.nnz) * abs_sum)
+    small = X[:10]                                  # one part: the reference's order
+    np.testing.assert_allclose(csr_column_sums(small), csr_column_sums_reference(small), rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_csr_column_stats_matches_bincount_reference(dtype):
     """The one-pass statistics of a streamed chunk against NumPy's bincount: the sums to float64
     rounding, the largest value and the non-finite count exactly; the same bits on 1 and 2

@@ -44,6 +44,7 @@ __all__ = ["csr_matmat", "csr_matmat_reference", "csr_rmatmat", "csr_rmatmat_ref
            "csr_transpose_reference",
            "rows_matmat", "rows_matmat_reference", "tiled_rows_matmat", "tile_rows", "tile_bytes",
            "MIN_PARALLEL_WORK", "NARROW_ROW_BYTES", "csr_column_sumsq", "csr_column_sumsq_reference",
+           "csr_column_sums", "csr_column_sums_reference",
            "csr_column_stats", "csr_column_stats_reference", "value_stats", "value_stats_reference",
            "csr_has_canonical_format"]
 
@@ -578,6 +579,11 @@ def _transpose_fill(indptr, indices, data, bounds, starts, out_indices, out_data
                 pos[j] = q + 1
 
 
+# the one-pass scans (value_stats, csr_has_canonical_format, csr_column_sums) cut their input in
+# at most _SCAN_PARTS fixed parts of at least _SCAN_MIN items: fewer are not worth a thread
+_SCAN_PARTS = 16
+_SCAN_MIN = 1 << 16
+
 # the nonzeros of csr_column_sumsq are summed in this many fixed parts (then added in order): the
 # result never depends on the thread count
 _SUMSQ_PARTS = 16
@@ -614,6 +620,37 @@ def csr_column_sumsq(X: sp.csr_matrix) -> np.ndarray:
         return csr_column_sumsq_reference(X)
     part = np.empty((_SUMSQ_PARTS, X.shape[1]))
     _column_sumsq_parts(X.indices, X.data, part)
+    return part.sum(axis=0)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _column_sum_parts(indices, data, part):  # pragma: no cover - compiled
+    n_parts, _ = part.shape
+    nnz = indices.shape[0]
+    for t in numba.prange(n_parts):
+        for j in range(part.shape[1]):
+            part[t, j] = 0.0
+        for k in range(t * nnz // n_parts, (t + 1) * nnz // n_parts):
+            part[t, indices[k]] += np.float64(data[k])
+
+
+def csr_column_sums_reference(X: sp.csr_matrix) -> np.ndarray:
+    """Column sums in float64 by ``np.bincount`` (one thread): the oracle of :func:`csr_column_sums`."""
+    return np.bincount(X.indices, weights=X.data.astype(np.float64), minlength=X.shape[1])
+
+
+def csr_column_sums(X: sp.csr_matrix) -> np.ndarray:
+    """Column sums of a sparse ``X`` (made CSR) summed in float64 whatever its dtype (SciPy's
+    ``X.sum(axis=0)`` sums a float32 matrix in float32: 1.4e-4 relative error on a column of
+    2,000,000 values), on all numba threads: the nonzeros in at most 16 fixed parts (one per
+    65,536 nonzeros; a number set by the nonzeros alone, so the result never depends on the
+    thread count), each summed into its own float64 row, the rows added in order. Non-float
+    values use the reference."""
+    X = sp.csr_matrix(X) if not sp.isspmatrix_csr(X) else X
+    if X.dtype not in (np.float32, np.float64):
+        return csr_column_sums_reference(X)
+    part = np.empty((int(min(_SCAN_PARTS, max(1, X.nnz // _SCAN_MIN))), X.shape[1]))
+    _column_sum_parts(X.indices, X.data, part)
     return part.sum(axis=0)
 
 
@@ -684,8 +721,6 @@ def csr_column_stats(X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, float, i
 # ---- one pass over a matrix's stored values and indices for the input checks
 # (linxling._validation): what NumPy does in three passes with two temporaries of the matrix's size
 # (np.isfinite, np.abs, then max) and SciPy's canonical-format test, in fixed parts on all threads
-_SCAN_PARTS = 16
-_SCAN_MIN = 1 << 16       # fewer values than this per part are not worth a thread
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -39,7 +39,7 @@ from linxling._validation import check_float_dtype, check_random_state, check_sp
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.kernels.dense import add_outer, gemm_acc, gram64, gram_tn
-from linxling.kernels.spmm import csr_column_sumsq
+from linxling.kernels.spmm import csr_column_sums, csr_column_sumsq
 from linxling.models._base import ConceptEmbeddingMixin, check_shared_concepts, encode_concepts, group_by_language
 from linxling.models._estimator import (
     DEVICE,
@@ -1439,7 +1439,7 @@ def _column_sums(X) -> np.ndarray:
     """Column sums (float64) of an in-memory CSR block or a row source (cached statistics)."""
     if isinstance(X, RowSource):
         return X.column_sums()
-    return np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+    return csr_column_sums(X)
 
 
 def _column_sumsq64(X) -> np.ndarray:
