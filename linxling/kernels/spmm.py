@@ -590,7 +590,9 @@ _SUMSQ_PARTS = 16
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _column_sumsq_parts(indices, data, part):  # pragma: no cover - compiled
+def _column_sum_parts(indices, data, part, square):  # pragma: no cover - compiled
+    """Row t of ``part``: the float64 column sums (of the squares with ``square``) of the
+    nonzeros in the t-th of ``part.shape[0]`` equal ranges."""
     n_parts, _ = part.shape
     nnz = indices.shape[0]
     for t in numba.prange(n_parts):
@@ -598,7 +600,7 @@ def _column_sumsq_parts(indices, data, part):  # pragma: no cover - compiled
             part[t, j] = 0.0
         for k in range(t * nnz // n_parts, (t + 1) * nnz // n_parts):
             a = np.float64(data[k])
-            part[t, indices[k]] += a * a
+            part[t, indices[k]] += a * a if square else a
 
 
 def csr_column_sumsq_reference(X: sp.csr_matrix) -> np.ndarray:
@@ -619,19 +621,8 @@ def csr_column_sumsq(X: sp.csr_matrix) -> np.ndarray:
     if X.nnz < 1_000_000 or X.dtype not in (np.float32, np.float64):
         return csr_column_sumsq_reference(X)
     part = np.empty((_SUMSQ_PARTS, X.shape[1]))
-    _column_sumsq_parts(X.indices, X.data, part)
+    _column_sum_parts(X.indices, X.data, part, True)
     return part.sum(axis=0)
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _column_sum_parts(indices, data, part):  # pragma: no cover - compiled
-    n_parts, _ = part.shape
-    nnz = indices.shape[0]
-    for t in numba.prange(n_parts):
-        for j in range(part.shape[1]):
-            part[t, j] = 0.0
-        for k in range(t * nnz // n_parts, (t + 1) * nnz // n_parts):
-            part[t, indices[k]] += np.float64(data[k])
 
 
 def csr_column_sums_reference(X: sp.csr_matrix) -> np.ndarray:
@@ -650,7 +641,7 @@ def csr_column_sums(X: sp.csr_matrix) -> np.ndarray:
     if X.dtype not in (np.float32, np.float64):
         return csr_column_sums_reference(X)
     part = np.empty((int(min(_SCAN_PARTS, max(1, X.nnz // _SCAN_MIN))), X.shape[1]))
-    _column_sum_parts(X.indices, X.data, part)
+    _column_sum_parts(X.indices, X.data, part, False)
     return part.sum(axis=0)
 
 
