@@ -82,7 +82,7 @@ def _encode_integer_arrays(concepts: Mapping[str, Any], languages: Sequence[str]
     span = int(max(a.max() for a in arrays)) - int(lo) + 1
     if span <= 4 * sum(a.size for a in arrays) + 1024:
         return _encode_dense_ids(arrays, languages, lo, span)
-    uniqs, invs = zip(*(np.unique(a.astype(common, copy=False), return_inverse=True) for a in arrays), strict=True)
+    uniqs, invs = zip(*(np.unique(a, return_inverse=True) for a in arrays), strict=True)
     cat = np.concatenate(uniqs)
     lang_of = np.repeat(np.arange(len(arrays)), [len(u) for u in uniqs])
     distinct, first_at = np.unique(cat, return_index=True)     # first_at: in the first language holding it
