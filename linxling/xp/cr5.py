@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from linxling.kernels.spmm import csr_column_sums
 from linxling.xp import Device
 from linxling.xp.linalg import cg_columns, eig_subspace, orthonormalize
 
@@ -90,8 +91,8 @@ class _Block:
                                        shape=(K, X.shape[0])))
         self.p = X.shape[1]
         self.alpha = float(alpha)
-        if mean is None:
-            mean = np.asarray(X.sum(axis=0)).ravel() / n
+        if mean is None:                  # summed in float64, as the CPU fit's means
+            mean = csr_column_sums(X) / n
         self.mu = dev.put(np.asarray(mean), dtype=dtype)
         # diag(XᵀX): the CG's Jacobi preconditioner and the start's surrogate
         self.sumsq = xp.asarray(self.XT.multiply(self.XT).sum(axis=1)).ravel()
