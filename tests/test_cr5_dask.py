@@ -62,8 +62,13 @@ def test_dask_fit_equals_in_memory_fit(client, tmp_path, block_method, source):
     rec = got.fit_info_["dask"]
     assert rec["n_workers"] == 2 and rec["n_retries"] == 0
     assert rec["bytes_sent"] > 0 and rec["bytes_received"] > 0
-    if source == "disk":                # nothing placed; without a client the files stream here, same numbers
-        assert rec["n_local"] == 0 and set(rec["placed_on"].values()) == {None}
+    if source == "disk":
+        # each language is given a worker (nothing is kept there), where its whole block-CG solves
+        # run as one task each, reading the file; without a client the files stream here, same numbers
+        assert len(set(rec["placed_on"].values()) - {None}) == 2
+        assert (rec["n_local"] > 0) == (block_method == "cg")
+        kinds = {k for k, where, *_ in rec["product_log"] if where == "local"}
+        assert kinds == ({"solve"} if block_method == "cg" else set())
         local = Cr5(**kw).fit_matrices(data, concepts)
         assert local.fit_info_["sources"] == {"a": "hdf5", "b": "hdf5"}
         np.testing.assert_allclose(got.eigenvalues_, local.eigenvalues_, rtol=1e-12)
@@ -353,6 +358,70 @@ def test_disk_source_products_and_retry_after_a_lost_worker(client, tmp_path, mo
     assert (kind, cols, out_bytes, in_bytes) == ("gram", V.shape[1], V.nbytes, X.shape[1] * V.shape[1] * 8)
 
 
+def test_disk_source_groups_ranges_per_worker_and_solves_on_one(client, tmp_path, monkeypatch):
+    """Consecutive ranges are grouped per worker (one task each, a summed product's subtrees
+    added there): the sum is the pairwise tree over the ranges wherever they ran, bitwise equal
+    to every range alone. A whole block-CG solve is one task on one worker reading the file:
+    equal to the same solve streamed in this process, bitwise, and to a dense solve; retried
+    when its gather fails as if a worker died; None when no worker's memory limit could hold it;
+    an error when the file was rewritten."""
+    import linxling._dask as ldask
+    from linxling.io import ChunkedCSR
+    from linxling.operators import _dask as mod
+    from linxling.operators._dask import DaskDiskSource
+    from linxling.operators._source import ChunkedSource
+    from linxling.operators.gram import SourceGram
+    from linxling.solvers.cg import jacobi_block_cg, krylov_block_cg
+    rng = np.random.default_rng(25)
+    X = sp.random(90, 30, density=0.2, random_state=rng, format="csr")
+    for transpose in (True, False):
+        (tmp_path / str(transpose)).mkdir()
+        chunked = _disk_blocks({"a": X}, tmp_path / str(transpose), chunk_rows=10, transpose=transpose)["a"]
+        src = DaskDiskSource(chunked, client=client, read_bytes=1)       # 9 ranges over 2 workers
+        V, W = rng.standard_normal((30, 4)), rng.standard_normal((90, 4))
+        grouped = (src.gram_matmat(V), src.matmat(V), src.rmatmat(W))
+        with monkeypatch.context() as m:        # no worker known: every range its own task
+            m.setattr(mod, "worker_list", lambda _c: [])
+            alone = (src.gram_matmat(V), src.matmat(V), src.rmatmat(W))
+        for a, b in zip(grouped, alone, strict=True):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(grouped[0], X.T @ (X @ V), rtol=1e-12, atol=1e-12)
+
+    alpha = 0.7
+    R, d = rng.standard_normal((30, 3)), np.asarray(X.multiply(X).sum(0)).ravel() + alpha
+    src = DaskDiskSource(ChunkedCSR(tmp_path / "True" / "a.h5"), client=client, read_bytes=1)
+    dense = np.linalg.solve((X.T @ X).toarray() + alpha * np.eye(30), R)
+    for krylov, solver in (("columns", jacobi_block_cg), ("block", krylov_block_cg)):
+        got = src.solve_local(R, alpha, d, rtol=1e-12, maxiter=500, krylov=krylov)
+        here = solver(SourceGram(ChunkedSource(src.chunked, np.float64, src.read_bytes), alpha), R, d,
+                      rtol=1e-12, maxiter=500)
+        np.testing.assert_array_equal(got.x, here.x)
+        np.testing.assert_allclose(got.x, dense, rtol=1e-8, atol=1e-10)
+    assert src.n_local == 2 and src.product_log[-1][:4] == ("solve", "local", 3, got.n_iter)
+
+    from distributed.scheduler import KilledWorker
+    gather, calls = client.gather, []
+
+    def flaky(futures, *a, **k):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KilledWorker("task", "tcp://lost", allowed_failures=0)
+        return gather(futures, *a, **k)
+    with monkeypatch.context() as m:
+        m.setattr(client, "gather", flaky)
+        again = src.solve_local(R, alpha, d, rtol=1e-12, maxiter=500, krylov="block")
+    np.testing.assert_array_equal(again.x, got.x)
+    assert src.n_retries == 1
+    limits = ldask.worker_memory_limits
+    with monkeypatch.context() as m:        # workers of 1 kB: the solve stays with the caller
+        m.setattr(ldask, "worker_memory_limits", lambda c: dict.fromkeys(limits(c), 1000))
+        assert src.solve_local(R, alpha, d, rtol=1e-12) is None
+    from linxling.io import write_chunks
+    write_chunks(tmp_path / "True" / "a.h5", 2 * X, chunk_rows=10, overwrite=True)
+    with pytest.raises(RuntimeError, match="was rewritten since it was opened"):
+        src.solve_local(R, alpha, d, rtol=1e-12)
+
+
 def test_disk_source_errors(client, tmp_path):
     """A file the workers cannot open, or one rewritten since it was opened, is a clear error."""
     from linxling.io import ChunkedCSR, write_chunks
@@ -382,12 +451,15 @@ def test_disk_source_errors(client, tmp_path):
     assert _disk_check(str(path), ChunkedCSR(path).generation) == ""
 
 
-def test_disk_fit_survives_a_killed_worker(client, tmp_path):
-    """A worker killed hard during the eigen-solve: the product it was in is submitted again (the
-    data are in the file, not on the worker) and the fit gives the same numbers."""
+@pytest.mark.parametrize("block_method", ["dense", "cg"])
+def test_disk_fit_survives_a_killed_worker(client, tmp_path, block_method):
+    """A worker killed hard during the eigen-solve: the product or whole block-CG solve it was in
+    is submitted again (the data are in the file, not on the worker) and the fit gives the same
+    numbers."""
     rng = np.random.default_rng(24)
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
-    kw = dict(n_components=5, alpha=0.5, block_method="dense", eig_method="subspace", random_state=0, **TIGHT)
+    kw = dict(n_components=5, alpha=0.5, block_method=block_method, eig_method="subspace", random_state=0,
+              **TIGHT)
     files = _disk_blocks(blocks, tmp_path)
     ref = Cr5(**kw).fit_matrices(files, concepts, client=client)
     pids = client.run(os.getpid)

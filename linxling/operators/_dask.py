@@ -533,27 +533,33 @@ def place_sources(sources: list, share: float | None = None) -> int:
     loaded, when every one fits within ``share`` (default ``COPY_MEMORY_SHARE``) of its worker's
     memory limit (its chunks, a stacked copy in another dtype and the transpose). Then each
     language's products and block-CG solves run as one task on its worker, and different
-    languages' on different workers at the same time. Returns the number of workers used; 0
-    (nothing moved) with fewer than two sources or workers, or when some language does not fit."""
+    languages' on different workers at the same time. A :class:`DaskDiskSource` keeps nothing on
+    the workers: it is given a worker (its :attr:`~DaskDiskSource.home`) where its whole solves
+    run, balanced by the same measure. Returns the number of workers used; 0 (nothing moved)
+    with fewer than two sources or workers, or when some in-memory language does not fit."""
     share = COPY_MEMORY_SHARE if share is None else float(share)
     if len(sources) < 2:
         return 0
     client = sources[0].client
     from linxling._dask import worker_memory_limits
     limit = worker_memory_limits(client)
-    if len(limit) < 2 or any(src.client is not client or not isinstance(src, DaskSource) for src in sources):
-        return 0            # a DaskDiskSource keeps nothing on the workers: nothing to place
+    if len(limit) < 2 or any(src.client is not client or not isinstance(src, (DaskSource, DaskDiskSource))
+                             for src in sources):
+        return 0
     load = dict.fromkeys(sorted(limit), 0)
     plan = []
     for src in sorted(sources, key=lambda s: -s.nnz):
         need = 3 * src.nnz * (4 + src.dtype.itemsize) + 8 * src.shape[0]
         w = min(load, key=lambda a: (load[a], a))
-        if limit[w] and load[w] + need > share * limit[w]:
+        if isinstance(src, DaskSource) and limit[w] and load[w] + need > share * limit[w]:
             return 0
         load[w] += need
         plan.append((src, w))
     for src, w in plan:
-        src.consolidate(w)
+        if isinstance(src, DaskDiskSource):
+            src.home = w
+        else:
+            src.consolidate(w)
     return len({w for _, w in plan})
 
 
@@ -883,28 +889,79 @@ class DaskSource(_ProductCounters, RowSource):
 # DaskDiskSource: a corpus on a filesystem every worker reads, no chunk kept on any worker
 # ---------------------------------------------------------------------------------------------
 
-def _disk_product(fn_name: str, path: str, group: str, r0: int, r1: int, V, generation: str):
-    """Worker side: rows ``r0:r1`` of ``group`` read from the file (values in V's dtype) times
-    ``V``: ``X_i V`` or ``(Xᵀ)_c W`` (fn "matmat", a gather, ``V`` the whole block),
-    ``X_iᵀ W_i`` (fn "rmatmat", a scatter, ``V`` the range's rows of W: a corpus without its
-    stored transpose), or ``X_iᵀ (X_i V)`` (fn "gram", ``V`` the whole block: the range's part of
-    the Gram product, summed over the ranges on the workers)."""
-    from linxling._dask import _FILE_ERRORS, CorpusReadError, kernel_threads
+def _disk_read(path: str, group: str, r0: int, r1: int, dtype: Any, generation: str):
+    """Worker side: rows ``r0:r1`` of ``group`` read from the file in ``dtype``; a damaged file
+    is a :class:`linxling._dask.CorpusReadError` (not a lost worker: not retried)."""
+    from linxling._dask import _FILE_ERRORS, CorpusReadError
     from linxling.io._chunks import read_rows
-    from linxling.kernels.spmm import csr_gram_accumulate, csr_matmat, csr_rmatmat
     try:
-        X = read_rows(path, group, r0, r1, V.dtype, generation)
+        return read_rows(path, group, r0, r1, dtype, generation)
     except _FILE_ERRORS:
         raise
-    except OSError as exc:      # h5py's error for a damaged file: not a lost worker, not retried
+    except OSError as exc:      # h5py's error for a damaged file
         raise CorpusReadError(f"reading rows {r0}:{r1} of {group!r} from the corpus file {path!r} on a "
                               f"dask worker failed: {exc}") from exc
+
+
+def _disk_rows(path: str, group: str, generation: str, ranges: list, V):
+    """Worker side: ``X_i V`` (or ``(Xᵀ)_c W``) of consecutive ``ranges``, read one after
+    another, into one block of their rows (each range's product the same as alone)."""
+    from linxling._dask import kernel_threads
+    from linxling.kernels.spmm import csr_matmat
+    base = ranges[0][0]
+    out = np.empty((ranges[-1][1] - base, V.shape[1]), dtype=V.dtype)
+    for r0, r1 in ranges:
+        X = _disk_read(path, group, r0, r1, V.dtype, generation)
+        with kernel_threads():
+            csr_matmat(X, V, out[r0 - base:r1 - base])
+    return out
+
+
+def _disk_part(fn_name: str, path: str, group: str, generation: str, _index: int, rng: tuple, V, W_i,
+               out=None):
+    """Worker side: one range's part of a summed product, for :func:`_group_sum`: ``X_iᵀ (X_i V)``
+    (fn "gram", ``V`` the whole block) or ``X_iᵀ W_i`` (fn "rmatmat", ``W_i`` the range's rows of
+    ``W``: a corpus without its stored transpose), into ``out`` when given (overwritten; a pooled
+    buffer) else a new array. The same additions either way."""
+    from linxling._dask import kernel_threads
+    from linxling.kernels.spmm import csr_gram_accumulate, csr_rmatmat_accumulate
+    B = V if fn_name == "gram" else W_i
+    X = _disk_read(path, group, rng[0], rng[1], B.dtype, generation)
+    if out is None:
+        out = np.zeros((X.shape[1], B.shape[1]), dtype=B.dtype)
+    else:
+        out.fill(0)
     with kernel_threads():
-        if fn_name == "matmat":
-            return csr_matmat(X, V)
         if fn_name == "gram":
-            return csr_gram_accumulate(X, V, np.zeros((X.shape[1], V.shape[1]), dtype=V.dtype))
-        return csr_rmatmat(X, V)
+            return csr_gram_accumulate(X, V, out)
+        return csr_rmatmat_accumulate(X, np.ascontiguousarray(W_i), out)
+
+
+def _disk_solve(path: str, generation: str, read_bytes: int, alpha: float, R, d, X0, rtol: float,
+                maxiter: Any, krylov: str):
+    """Worker side: the whole Jacobi block CG of ``(XᵀX + alpha I) Z = R`` with the corpus read
+    from the file at every iteration (a :class:`~linxling.operators._source.ChunkedSource` here,
+    ``read_bytes`` at a time, each read's ``X_iᵀ (X_i V)`` added at once, as the out-of-core fit
+    does in one process): one task per solve, only ``R`` and the solution travel."""
+    from linxling._dask import _FILE_ERRORS, CorpusReadError, kernel_threads
+    from linxling.io import ChunkedCSR
+    from linxling.operators._source import ChunkedSource
+    from linxling.operators.gram import SourceGram
+    from linxling.solvers.cg import jacobi_block_cg, krylov_block_cg
+    solver = jacobi_block_cg if krylov == "columns" else krylov_block_cg
+    try:
+        chunked = ChunkedCSR(path)
+        if chunked.generation != generation:
+            raise RuntimeError(f"the corpus file {path!r} was rewritten since it was opened (generation "
+                               f"{chunked.generation!r}, opened as {generation!r})")
+        op = SourceGram(ChunkedSource(chunked, R.dtype, read_bytes), alpha, dtype=R.dtype)
+        with kernel_threads():
+            return solver(op, R, d, X0, rtol=rtol, maxiter=maxiter, gram=None)
+    except _FILE_ERRORS:
+        raise
+    except OSError as exc:      # h5py's error for a damaged file
+        raise CorpusReadError(f"reading the corpus file {path!r} on a dask worker during a block-CG "
+                              f"solve failed: {exc}") from exc
 
 
 def _disk_check(path: str, generation: str) -> str:
@@ -971,7 +1028,8 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
         self.path = os.path.abspath(os.fspath(chunked.path))
         self.generation = chunked.generation
         self._init_counters()
-        self.home: str | None = None            # never placed: the data stay in the file
+        #: the worker its whole block-CG solves run on (:func:`place_sources`; None: the first)
+        self.home: str | None = None
         why = {w: msg for w, msg in self.client.run(_disk_check, self.path, self.generation).items() if msg}
         if why:
             w, msg = sorted(why.items())[0]
@@ -985,27 +1043,55 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
 
     def _submit(self, kind: str, group: str, ranges: list, V: Any = None, per_range: list | None = None,
                 fn: str | None = None):
-        """``_disk_product`` of every range where the scheduler puts it; summed on the workers
-        (pairwise, in range order) when ``per_range`` is given or ``fn`` is "gram". Retried when
-        a worker is lost."""
+        """The product over ``ranges`` on the workers, retried when a worker is lost.
+
+        Consecutive ranges go to one worker (:func:`_wished` over the sorted workers; loosely:
+        another worker takes them when that one is gone): a row product (``per_range`` None and
+        ``fn`` not "gram") is one task per worker returning its ranges' rows (a list of blocks
+        in order); a summed one (``per_range`` given, or ``fn`` "gram") is the pairwise tree over
+        the ranges in order (:func:`_sum_plan`), every subtree of one worker's ranges summed in
+        one task there (:func:`_group_sum`: the ranges read one after another, their parts in
+        reused buffers), and only the tree's top crossing between workers: ``[sum]``. The tree
+        is the same wherever the tasks run, so is the sum, to the bit."""
         from linxling._dask import _FILE_ERRORS
         client = self.client
         fn = fn or ("matmat" if per_range is None else "rmatmat")
         summed = per_range is not None or fn == "gram"
+        n = len(ranges)
         last: BaseException | None = None
         for _attempt in range(self.max_retries + 1):
             t0 = time.perf_counter()
             try:
-                if per_range is None:
+                workers = worker_list(client)
+                owners = [workers[_wished(i, n, len(workers))] if workers else None for i in range(n)]
+                b = None
+                if V is not None:
                     b = client.scatter(V, hash=False, direct=direct(client))
-                    args = [b] * len(ranges)
+                if not summed:
+                    groups: dict = {}
+                    for i, w in enumerate(owners):
+                        groups.setdefault(w, []).append(ranges[i])
+                    futs = [client.submit(_disk_rows, self.path, group, self.generation, rs, b, pure=False,
+                                          workers=None if w is None else [w], allow_other_workers=w is not None)
+                            for w, rs in groups.items()]
                 else:
-                    args = client.scatter(per_range, hash=False, direct=direct(client))
-                futs = [client.submit(_disk_product, fn, self.path, group, r0, r1, a, self.generation, pure=False)
-                        for (r0, r1), a in zip(ranges, args, strict=True)]
-                if summed:                # pairwise in range order, every addition a task
-                    futs = [_submit_plan(client, _sum_plan([None] * len(futs)),
-                                         lambda _lev, j, _w, parts=futs: parts[j])]
+                    per = [None] * n
+                    if per_range is not None:            # each range's rows of W to its worker
+                        for w in dict.fromkeys(owners):
+                            idx = [i for i in range(n) if owners[i] == w]
+                            sent = client.scatter([per_range[i] for i in idx], workers=None if w is None else [w],
+                                                  hash=False, direct=direct(client))
+                            for i, f in zip(idx, sent, strict=True):
+                                per[i] = f
+                    head = (fn, self.path, group, self.generation)
+
+                    def one_group(level: int, j: int, owner, per=per, head=head, b=b):
+                        lo, hi = j << level, min((j + 1) << level, n)
+                        return client.submit(_group_sum, _disk_part, head, level, j, n, b, hi - lo,
+                                             *ranges[lo:hi], *per[lo:hi], pure=False,
+                                             workers=None if owner is None else [owner],
+                                             allow_other_workers=owner is not None)
+                    futs = [_submit_plan(client, _sum_plan(owners), one_group)]
                 out = client.gather(futs, direct=direct(client))
             except _FILE_ERRORS:
                 raise
@@ -1013,12 +1099,60 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
                 last = exc
                 self.n_retries += 1
                 continue
-            self.n_reads += len(ranges)
+            self.n_reads += n
             cols = (V if V is not None else per_range[0]).shape[1]        # type: ignore[index]
             self._count(kind, "chunks", cols, 0, t0, _nbytes(V) + _nbytes(per_range), sum(_nbytes(o) for o in out))
             return out
         raise RuntimeError(f"{self.name}: a product on the dask cluster failed {self.max_retries + 1} times "
                            f"(workers lost?); last error: {last!r}")
+
+    #: a whole solve runs on one worker when its vectors (about this many blocks of ``R``'s shape,
+    #: the block CG's and the product's) and two reads fit ``COPY_MEMORY_SHARE`` of its memory limit
+    SOLVE_BLOCKS = 8
+
+    def solve_local(self, R, alpha: float, d, X0=None, *, rtol: float, maxiter: Any = None,
+                    krylov: str = "columns"):
+        """Solve ``(XᵀX + alpha I) Z = R`` by the Jacobi-preconditioned block CG as one task on one
+        worker (:attr:`home` when the fit placed this language, else the first), which reads the
+        corpus from the file at every iteration (:func:`_disk_solve`): per solve ``R`` goes out
+        and the solution comes back, where a CG run here sends and receives a p × m block per
+        iteration. Returns None (the caller then runs the CG here, one product per iteration)
+        when that worker's memory limit could not hold the solve (``SOLVE_BLOCKS`` blocks of
+        ``R``'s shape and two reads within ``COPY_MEMORY_SHARE`` of it). A worker lost during the
+        solve costs that solve: it runs again on another, with the same result."""
+        from linxling._dask import _FILE_ERRORS, worker_memory_limits
+        R = np.ascontiguousarray(R)
+        d = np.ascontiguousarray(d, dtype=R.dtype)
+        X0 = None if X0 is None else np.ascontiguousarray(X0, dtype=R.dtype)
+        client = self.client
+        last: BaseException | None = None
+        for _attempt in range(self.max_retries + 1):
+            limits = worker_memory_limits(client)
+            if not limits:
+                return None
+            w = self.home if self.home in limits else min(limits)
+            need = self.SOLVE_BLOCKS * R.nbytes + 2 * self.max_chunk_nbytes()
+            if limits[w] and need > COPY_MEMORY_SHARE * limits[w]:
+                return None
+            t0 = time.perf_counter()
+            try:
+                sent = [None if a is None else client.scatter(a, workers=[w], hash=False, direct=direct(client))
+                        for a in (R, d, X0)]
+                fut = client.submit(_disk_solve, self.path, self.generation, self.read_bytes, float(alpha),
+                                    *sent, float(rtol), maxiter, krylov, workers=[w],
+                                    allow_other_workers=True, pure=False)
+                out = client.gather([fut], direct=direct(client))[0]
+            except _FILE_ERRORS:
+                raise
+            except lost_errors() as exc:
+                last = exc
+                self.n_retries += 1
+                continue
+            self._count("solve", "local", int(R.shape[1]), int(out.n_iter), t0,
+                        R.nbytes + d.nbytes + _nbytes(X0), _nbytes(out.x))
+            return out
+        raise RuntimeError(f"{self.name}: a block-CG solve on the dask cluster failed {self.max_retries + 1} "
+                           f"times (workers lost?); last error: {last!r}")
 
     # the products run on the workers, so ChunkedSource's products summed read by read on this
     # process are not used (the cross-covariance's take X V and Xᵀ W whole)
