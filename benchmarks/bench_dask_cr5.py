@@ -17,10 +17,17 @@ The in-memory fit (the peer, numba on all cores of this process) runs in the sam
 client and the workers, to test the scaling model's network term (:mod:`benchmarks.dask_scaling`).
 The unshaped runs are under ``"dask"`` in the JSON, the shaped ones under ``"links"``, by rate.
 
+``--source disk`` writes each language once with :func:`linxling.io.write_chunks` (with its
+transpose) under ``--workdir`` and gives the Dask fits ``ChunkedCSR`` files that the workers read
+(:class:`linxling.operators._dask.DaskDiskSource`: nothing kept on the workers, whole block-CG
+solves as one task on a language's worker); the same files are also fitted out of core in this
+process (no cluster), a second peer under ``"out_of_core"``.
+
 Usage::
 
     python benchmarks/bench_dask_cr5.py --concepts 4000 --vocab 30000 --r 24 --chunks 4
     sudo python benchmarks/bench_dask_cr5.py --concepts 60000 --vocab 200000 --r 300 --workers 1,2 --links 0,2,1
+    python benchmarks/bench_dask_cr5.py --concepts 60000 --vocab 200000 --r 300 --workers 2,1 --source disk
 """
 from __future__ import annotations
 
@@ -51,7 +58,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--concepts", type=int, default=4000)
     ap.add_argument("--vocab", type=int, default=30_000)
     ap.add_argument("--r", type=int, default=24)
-    ap.add_argument("--chunks", type=int, default=4, help="row chunks per language")
+    ap.add_argument("--chunks", type=int, default=4, help="row chunks per language (--source array)")
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--kernel-threads", type=int, default=0,
                     help="numba threads per worker (default: this machine's cores // workers, so that "
@@ -62,6 +69,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--placement", choices=["auto", "spread"], default="auto",
                     help="Cr5.fit_matrices(placement=...): whole languages on workers (auto) or every "
                          "language's chunks over all of them, products chunk by chunk (spread)")
+    ap.add_argument("--source", choices=["array", "disk"], default="array",
+                    help="dask arrays persisted on the workers, or ChunkedCSR files the workers read")
+    ap.add_argument("--workdir", default="/tmp/linxling_dask_cr5", help="HDF5 corpus files (--source disk)")
+    ap.add_argument("--chunk-rows", type=int, default=2048, help="rows per stored chunk (--source disk)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_cr5.json"))
     args = ap.parse_args(argv)
     import dask.array as da
@@ -84,6 +95,22 @@ def main(argv=None) -> dict:
                  "placement": args.placement, "dask": {}}
     print(f"in memory: {t_mem:.1f} s (CPU {cpu_mem:.1f} s), eig {ref.convergence_['eig']}, "
           f"blocks {ref.fit_info_['block_methods']}", flush=True)
+    files = None
+    if args.source == "disk":
+        from linxling.io import ChunkedCSR, write_chunks
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        files = {}
+        for lang, X in blocks.items():
+            path = Path(args.workdir) / f"{lang}.h5"
+            write_chunks(path, X, chunk_rows=args.chunk_rows, overwrite=True)
+            files[lang] = ChunkedCSR(path)
+        ooc, t_ooc, cpu_ooc = _fit(files, concepts, args.r)
+        diff = float(np.max(np.abs(ooc.singular_values_ / ref.singular_values_ - 1)))
+        res["out_of_core"] = {"fit_s": t_ooc, "fit_cpu_s": cpu_ooc, "sv_max_rel_diff_vs_memory": diff,
+                              "loadavg": os.getloadavg()}
+        print(f"out of core in this process: {t_ooc:.1f} s (CPU {cpu_ooc:.1f} s), singular values vs memory "
+              f"{diff:.1e}", flush=True)
+    res["source"] = args.source
     links = [float(g) for g in args.links.split(",")]
     runs = [(g, int(w)) for g in links for w in args.workers.split(",")]
     for gbit, n_workers in runs:
@@ -94,8 +121,8 @@ def main(argv=None) -> dict:
                 LocalCluster(n_workers=n_workers, threads_per_worker=kt, processes=True, dashboard_address=None,
                              env=one) as cluster, Client(cluster) as client:
             client.run(lambda: __import__("linxling.models.cr5"))
-            dblocks = {lang: da.from_array(X, chunks=(-(-X.shape[0] // args.chunks), -1), asarray=False)
-                       for lang, X in blocks.items()}
+            dblocks = files or {lang: da.from_array(X, chunks=(-(-X.shape[0] // args.chunks), -1), asarray=False)
+                                for lang, X in blocks.items()}
             meter = CommMeter(client)
             load0 = os.getloadavg()
             wire0 = meter.read()

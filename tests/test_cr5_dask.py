@@ -69,6 +69,11 @@ def test_dask_fit_equals_in_memory_fit(client, tmp_path, block_method, source):
         assert (rec["n_local"] > 0) == (block_method == "cg")
         kinds = {k for k, where, *_ in rec["product_log"] if where == "local"}
         assert kinds == ({"solve"} if block_method == "cg" else set())
+        if block_method == "cg":        # spread: the CG runs here, one product over the workers per iteration
+            spread = Cr5(**kw).fit_matrices(data, concepts, client=client, placement="spread")
+            assert spread.fit_info_["dask"]["n_local"] == 0
+            assert set(spread.fit_info_["dask"]["placed_on"].values()) == {None}
+            np.testing.assert_allclose(spread.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
         local = Cr5(**kw).fit_matrices(data, concepts)
         assert local.fit_info_["sources"] == {"a": "hdf5", "b": "hdf5"}
         np.testing.assert_allclose(got.eigenvalues_, local.eigenvalues_, rtol=1e-12)

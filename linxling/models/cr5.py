@@ -494,7 +494,10 @@ class Cr5(ConceptEmbeddingMixin):
             each, different languages side by side (``fit_info_["dask"]["placed_on"]``).
             Otherwise, and with ``"spread"``, each language's chunks are spread over the
             workers, consecutive chunks on one worker (chunk i of c on worker ⌊i W / c⌋), and
-            a language spread over workers costs one round trip per CG iteration. Measured at
+            a language spread over workers costs one round trip per CG iteration. ChunkedCSR
+            languages read by the workers are never moved: with ``"auto"`` each is given a
+            worker where its block-CG solves run whole, one task per solve reading the file at
+            every iteration; with ``"spread"`` the CG runs here, each product over all workers. Measured at
             K = 60,000 on 2 workers of one thread (docs/scale.md): see benchmarks/README.md,
             "Dask at real sizes".
 
@@ -541,6 +544,10 @@ class Cr5(ConceptEmbeddingMixin):
                 X.set_read_bytes(plan.read_bytes)
         dask_sources = [X for X in problem.blocks.values() if _source_kind(X) == "dask"]
         placed = 0
+        if placement == "spread":        # corpus files: the CG on the client, one product per iteration
+            for X in dask_sources:
+                if hasattr(X, "whole_solves"):
+                    X.whole_solves = False
         if dask_sources and placement == "auto" and len(dask_sources) == len(problem.blocks):
             from linxling.operators._dask import place_sources
             with _timed(timings, "time_placement"):

@@ -982,16 +982,23 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
     ``dask.distributed`` cluster, every task reading its rows from the file.
 
     No worker keeps any of the corpus: a product sends the dense block ``V`` once (scattered; the
-    workers fetch it from each other), and each task reads one range of stored chunks (at most
-    ``read_bytes``) from the HDF5 file, multiplies and returns its rows of the result. So a
-    cluster can fit a corpus no worker could hold (each holds one range, ``V`` and its result),
-    and a worker lost mid-product costs that product only: it is submitted again
-    (``max_retries`` times) with the same result, since the data are in the file, not on the
-    worker. ``X V`` reads the row chunks (group ``"X"``), ``Xᵀ W`` the stored transpose's
-    (``"XT"``), so both are the row-parallel gathers of the in-memory products. ``Xᵀ (X V)``
-    (block CG's product) is made per range, ``X_iᵀ (X_i V)``, and the ranges' p × m parts are
-    summed on the workers: no n × m block travels. A corpus written without its transpose is
-    multiplied by a scatter per range, the partial sums added on the workers.
+    workers fetch it from each other), and each worker's task reads its consecutive ranges of
+    stored chunks (at most ``read_bytes`` each) from the HDF5 file one after another, multiplies
+    and returns its rows of the result. So a cluster can fit a corpus no worker could hold (each
+    holds one range, ``V`` and its result), and a worker lost mid-product costs that product
+    only: it is submitted again (``max_retries`` times) with the same result, since the data are
+    in the file, not on the worker. ``X V`` reads the row chunks (group ``"X"``), ``Xᵀ W`` the
+    stored transpose's (``"XT"``), so both are the row-parallel gathers of the in-memory
+    products. ``Xᵀ (X V)`` is made per range, ``X_iᵀ (X_i V)``, and the ranges' p × m parts are
+    summed by the pairwise tree in range order, each worker's subtrees in its own task, so only
+    the tree's top crosses between workers and no n × m block travels. A corpus written without
+    its transpose is multiplied by a scatter per range, summed the same way.
+
+    A block-CG solve of ``(XᵀX + alpha I) Z = R`` (Cr5's ``block_method="cg"``) runs whole as one
+    task on one worker (:meth:`solve_local`; the language's :attr:`home` when the fit placed it,
+    different languages side by side), reading the file at every iteration: ``R`` goes out and
+    the solution comes back, instead of a p × m block each way per CG iteration. Set
+    :attr:`whole_solves` False (Cr5's ``placement="spread"``) to run the CG on the client instead.
 
     The file must be readable by every worker at the same path (a shared filesystem; checked at
     construction, with its generation stamp: a rewritten file is an error, never mixed). The
@@ -1008,12 +1015,14 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
     client : distributed.Client, optional (default: the current default client)
     name : str, for error messages
     read_bytes : int, optional
-        Bytes per task (consecutive stored chunks read together). Default: the corpus split into
-        about two tasks per worker, between 4 MiB and ``ChunkedSource.READ_BYTES`` (64 MiB).
+        Bytes per read (consecutive stored chunks read together). Default: the corpus split into
+        about two reads per worker, between 4 MiB and ``ChunkedSource.READ_BYTES`` (64 MiB).
     max_retries : int, default 3
     """
 
     kind = "dask"
+    #: whether :meth:`solve_local` runs whole solves on a worker (else it returns None)
+    whole_solves = True
 
     def __init__(self, chunked: Any, dtype: Any = None, *, client: Any = None, name: str = "X",
                  read_bytes: int | None = None, max_retries: int = 3) -> None:
@@ -1124,6 +1133,8 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
         R = np.ascontiguousarray(R)
         d = np.ascontiguousarray(d, dtype=R.dtype)
         X0 = None if X0 is None else np.ascontiguousarray(X0, dtype=R.dtype)
+        if not self.whole_solves:
+            return None
         client = self.client
         last: BaseException | None = None
         for _attempt in range(self.max_retries + 1):
