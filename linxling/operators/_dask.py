@@ -522,6 +522,20 @@ class _ProductCounters:
         self.bytes_received += got
         self.product_log.append((kind, where, int(cols), int(iters), time.perf_counter() - t0, sent, got))
 
+    def _scatter_to_chunks(self, blocks: list, held: list) -> list:
+        """``blocks[i]`` scattered straight to the first of ``held[i]`` (the workers holding chunk
+        ``i``; one call per worker): their futures, in order."""
+        by_worker: dict = {}
+        for i, h in enumerate(held):
+            by_worker.setdefault(h[0] if h else None, []).append(i)
+        out: list = [None] * len(blocks)
+        for w, idx in by_worker.items():
+            futs = self.client.scatter([blocks[i] for i in idx], workers=None if w is None else [w],
+                                       hash=False, direct=direct(self.client))
+            for i, f in zip(idx, futs, strict=True):
+                out[i] = f
+        return out
+
     def counters(self) -> dict:
         return {"bytes_sent": int(self.bytes_sent), "bytes_received": int(self.bytes_received),
                 "n_products": int(self.n_products), "n_local": int(self.n_local),
@@ -742,20 +756,6 @@ class DaskSource(_ProductCounters, RowSource):
                                       *per[lo:hi], pure=False, workers=[owner] if owner else None,
                                       allow_other_workers=False)
         return _submit_plan(self.client, plan, group)
-
-    def _scatter_to_chunks(self, blocks: list, held: list) -> list:
-        """``blocks[i]`` scattered straight to the first of ``held[i]`` (the workers holding chunk
-        ``i``; one call per worker): their futures, in order."""
-        by_worker: dict = {}
-        for i, h in enumerate(held):
-            by_worker.setdefault(h[0] if h else None, []).append(i)
-        out: list = [None] * len(blocks)
-        for w, idx in by_worker.items():
-            futs = self.client.scatter([blocks[i] for i in idx], workers=None if w is None else [w],
-                                       hash=False, direct=direct(self.client))
-            for i, f in zip(idx, futs, strict=True):
-                out[i] = f
-        return out
 
     # -- every chunk on one worker: one task per product or solve, on the stacked chunks
     def local_worker(self) -> str | None:
@@ -1084,14 +1084,8 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
                                           workers=None if w is None else [w], allow_other_workers=w is not None)
                             for w, rs in groups.items()]
                 else:
-                    per = [None] * n
-                    if per_range is not None:            # each range's rows of W to its worker
-                        for w in dict.fromkeys(owners):
-                            idx = [i for i in range(n) if owners[i] == w]
-                            sent = client.scatter([per_range[i] for i in idx], workers=None if w is None else [w],
-                                                  hash=False, direct=direct(client))
-                            for i, f in zip(idx, sent, strict=True):
-                                per[i] = f
+                    per = [None] * n if per_range is None else \
+                        self._scatter_to_chunks(per_range, [[w] if w else None for w in owners])  # to its worker
                     head = (fn, self.path, group, self.generation)
 
                     def one_group(level: int, j: int, owner, per=per, head=head, b=b):
