@@ -295,10 +295,32 @@ def test_retry_lost_and_kernel_threads():
         retry_lost(lambda: calls.append(1) or open("/nonexistent/linxling"), wait_s=0)
     assert len(calls) == 1
     import numba
+
+    from linxling._threads import blas_held
     before = numba.get_num_threads()
-    with kernel_threads() as t:
+    with kernel_threads() as t:         # outside a worker: numba's and BLAS's settings kept
         assert t == before == numba.get_num_threads()
+        assert not blas_held()
     assert numba.get_num_threads() == before
+
+
+def _blas_on_worker():
+    from threadpoolctl import threadpool_info
+
+    from linxling._threads import blas_held
+    blas = lambda: {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}   # noqa: E731
+    with kernel_threads() as t:
+        inside = (t, blas_held(), blas())
+    return inside, blas_held()
+
+
+@pytest.mark.slow
+def test_kernel_threads_hold_blas_on_a_worker(client):
+    """On a worker, a task's kernels run with BLAS held to one thread, as a fit in one process does
+    (the solvers' dense products then take their row parts on the worker's threads), and the hold
+    ends with the task."""
+    (threads, held, blas), after = client.submit(_blas_on_worker, pure=False).result()
+    assert threads >= 1 and held and blas <= {1} and not after
 
 
 @pytest.mark.slow
