@@ -73,6 +73,46 @@ def test_chunked_source_streams_one_chunk_at_a_time(tmp_path):
     assert src.max_chunk_nbytes(1 << 30) == 8 * 101 + 12 * X.nnz
 
 
+@pytest.mark.parametrize("solver", ["jacobi", "krylov"])
+def test_block_cg_on_a_streamed_gram_writes_into_its_buffer(tmp_path, solver, monkeypatch):
+    """The block solvers let a streamed Gram product write into a buffer they reuse
+    (``SourceGram.matmat_into``): the iterates are bitwise those of a fresh block per iteration,
+    and the operator's counts the same."""
+    from linxling.operators.gram import SourceGram
+    from linxling.solvers.cg import jacobi_block_cg, krylov_block_cg
+    rng = np.random.default_rng(5)
+    X = _matrix(rng, n=300, p=40, density=0.15)
+    src = ChunkedSource(write_chunks(tmp_path / "x.h5", X, chunk_rows=40), np.float32, read_bytes=0)
+    B = rng.standard_normal((40, 6)).astype(np.float32)
+    d = (src.column_sumsq() + 0.5).astype(np.float32)
+    run = jacobi_block_cg if solver == "jacobi" else krylov_block_cg
+
+    def solve():
+        op = SourceGram(src, 0.5, dtype=np.float32)
+        res = run(op, B, d, None, rtol=1e-6, maxiter=200)
+        return res, op.n_matmat, op.n_matvec_equiv
+
+    outs = []
+    real = ChunkedSource.gram_matmat
+    monkeypatch.setattr(ChunkedSource, "gram_matmat",
+                        lambda self, V, out=None: outs.append(out is not None) or real(self, V, out=out))
+    got, n_into, cols_into = solve()
+    assert outs and all(outs[1:])            # the first product (the residual) is a fresh block
+    outs.clear()
+    monkeypatch.setattr(ChunkedSource, "gram_into", False)
+    ref, n_ref, cols_ref = solve()
+    assert not any(outs)
+    np.testing.assert_array_equal(got.x, ref.x)
+    assert got.n_iter == ref.n_iter > 1 and (n_into, cols_into) == (n_ref, cols_ref)
+    D = X.toarray()
+    np.testing.assert_allclose(D.T @ (D @ got.x) + 0.5 * got.x, B, rtol=1e-4, atol=1e-4 * np.abs(B).max())
+    out = np.empty((40, 6), dtype=np.float32)
+    assert src.gram_matmat(B, out=out) is out
+    np.testing.assert_array_equal(out, src.gram_matmat(B))
+    with pytest.raises(ValueError, match="out must be"):
+        src.gram_matmat(B, out=np.empty((40, 6)))
+
+
 def _chunked_problem(tmp_path, blocks, chunk_rows=13):
     return {lang: write_chunks(tmp_path / f"{lang}.h5", X, chunk_rows=chunk_rows) for lang, X in blocks.items()}
 

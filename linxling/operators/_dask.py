@@ -1023,6 +1023,8 @@ class DaskDiskSource(_ProductCounters, ChunkedSource):
     kind = "dask"
     #: whether :meth:`solve_local` runs whole solves on a worker (else it returns None)
     whole_solves = True
+    #: the Gram product is summed on the workers and returned, not into a block here
+    gram_into = False
 
     def __init__(self, chunked: Any, dtype: Any = None, *, client: Any = None, name: str = "X",
                  read_bytes: int | None = None, max_retries: int = 3) -> None:

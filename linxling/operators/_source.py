@@ -316,13 +316,23 @@ class ChunkedSource(RowSource):
             out[r0:r0 + X.shape[0]] = csr_matmat(X, V)
         return out
 
-    def gram_matmat(self, V):
+    #: :meth:`gram_matmat` sums into a given ``out`` (:meth:`SourceGram.matmat_into`)
+    gram_into = True
+
+    def gram_matmat(self, V, out=None):
         """``Xᵀ (X V)`` summed chunk by chunk (:func:`linxling.kernels.spmm.csr_gram_accumulate`):
         each read's ``X_i V`` is used at once, so no n × m block exists and the stored transpose
         is not read. The sums are grouped by read (``read_bytes``): equal to the two-pass product
-        to rounding, not bitwise."""
+        to rounding, not bitwise. ``out`` (p × m, C-contiguous, ``V``'s dtype), when given, is
+        overwritten with the result (the same additions) and returned."""
         V = np.ascontiguousarray(V)
-        out = np.zeros((self.shape[1], V.shape[1]), dtype=V.dtype)
+        if out is None:
+            out = np.zeros((self.shape[1], V.shape[1]), dtype=V.dtype)
+        else:
+            if out.shape != (self.shape[1], V.shape[1]) or out.dtype != V.dtype or not out.flags.c_contiguous:
+                raise ValueError(f"out must be a C-contiguous {V.dtype} array of shape "
+                                 f"{(self.shape[1], V.shape[1])}, got {out.dtype} {out.shape}")
+            out.fill(0)
         for _, X in self._chunks(V.dtype):
             csr_gram_accumulate(X, V, out)
         return out

@@ -185,6 +185,23 @@ class SourceGram(LinearOperator):
         Y += self.dtype.type(self.alpha) * V
         return Y
 
+    def matmat_into(self, V, out):
+        """``(XᵀX + alpha I) V`` written into ``out`` (C-contiguous, ``V``'s shape, this operator's
+        dtype) when the source sums its Gram product into a given block (a corpus streamed from
+        disk: :meth:`ChunkedSource.gram_matmat`), with the same additions as :meth:`matmat`;
+        None (``out`` untouched) otherwise. The block solvers pass a buffer they reuse at every
+        iteration: a fresh p × m block each time costs a page fault per page. Measured on one
+        K = 60,000 Wikipedia-shaped language read from its file (194,980 features, 330
+        right-hand sides, 23 Jacobi block-CG iterations, float32, a fresh process each, old and
+        new interleaved on a 2-core AMD EPYC): medians 37.4 against 40.1 s (6 solves each; the
+        ranges 30.3-44.2 and 32.2-42.0 s overlap on this shared machine)."""
+        if not getattr(self.X, "gram_into", False):
+            return None
+        V = np.ascontiguousarray(V, dtype=self.dtype)
+        self.X.gram_matmat(V, out=out)
+        out += self.dtype.type(self.alpha) * V
+        return out
+
     def diagonal(self):
         """``diag(X^T X) + alpha`` (from the source's cached column statistics)."""
         return (self.X.column_sumsq() + self.alpha).astype(self.dtype)

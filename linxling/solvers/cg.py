@@ -268,6 +268,22 @@ def _head(buf: np.ndarray, n: int, w: int) -> np.ndarray:
     return buf[:n * w].reshape(n, w)
 
 
+def _apply(op: Any, P: np.ndarray, buf: np.ndarray | None, dt: Any) -> np.ndarray:
+    """``op P`` for the block solvers: into the head of ``buf`` when the operator writes its
+    product into a given block (``matmat_into``, e.g. :class:`linxling.operators.gram.SourceGram`
+    over a corpus streamed from disk: the same additions, no fresh (n, w) block per iteration),
+    else a new array."""
+    into = getattr(op, "matmat_into", None)
+    if buf is not None and into is not None:
+        n, w = P.shape
+        Q = _head(buf, n, w)
+        if into(P, Q) is not None:
+            op.n_matmat += 1
+            op.n_matvec_equiv += w
+            return Q
+    return np.ascontiguousarray(op.matmat(P), dtype=dt)
+
+
 def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
                     maxiter: int | None = None, gram: tuple | None = None) -> SolveResult:
     """:func:`block_cg` with the Jacobi preconditioner ``diag(d)⁻¹``, in fused numba kernels.
@@ -366,7 +382,7 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
             op.n_matmat += 1
             op.n_matvec_equiv += ma
         else:
-            Q = np.ascontiguousarray(op.matmat(P), dtype=dt)
+            Q = _apply(op, P, Q_buf, dt)
             kern.column_dots(P, Q, part_a[:, :ma], chunk)
         pq = part_a[:, :ma].sum(axis=0)
         bad = ~(pq > 0)
@@ -534,7 +550,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     # block per iteration (a fresh block's first touch costs a page fault per page, and on a
     # virtual machine that returns freed memory to its host, as much again to get it back)
     bufs = [np.empty(n * m, dtype=dt), np.empty(n * m, dtype=dt)]
-    q_buf = np.empty(n * m, dtype=dt) if gram is not None else None
+    q_buf = np.empty(n * m, dtype=dt) if gram is not None or hasattr(op, "matmat_into") else None
     P = np.multiply(Ra, dinv, out=_head(bufs[0], n, Ra.shape[1]))
     in_p = 0                                        # the buffer P is in
     it = 0
@@ -552,7 +568,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
             op.n_matmat += 1
             op.n_matvec_equiv += w
         else:
-            Q = np.ascontiguousarray(op.matmat(P), dtype=dt)
+            Q = _apply(op, P, q_buf, dt)
         G = gram_tn(P, Q)
         lam, U = np.linalg.eigh(0.5 * (G + G.T))
         top = float(lam[-1]) if lam.size else 0.0
