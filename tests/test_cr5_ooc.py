@@ -92,6 +92,7 @@ def test_block_cg_on_a_streamed_gram_writes_into_its_buffer(tmp_path, solver, mo
         res = run(op, B, d, None, rtol=1e-6, maxiter=200)
         return res, op.n_matmat, op.n_matvec_equiv
 
+    assert SourceGram(src, 0.5).writes_into
     outs = []
     real = ChunkedSource.gram_matmat
     monkeypatch.setattr(ChunkedSource, "gram_matmat",
@@ -99,7 +100,8 @@ def test_block_cg_on_a_streamed_gram_writes_into_its_buffer(tmp_path, solver, mo
     got, n_into, cols_into = solve()
     assert outs and all(outs[1:])            # the first product (the residual) is a fresh block
     outs.clear()
-    monkeypatch.setattr(ChunkedSource, "gram_into", False)
+    monkeypatch.setattr(ChunkedSource, "gram_into", False)     # as a DaskDiskSource: summed on the workers
+    assert not SourceGram(src, 0.5).writes_into
     ref, n_ref, cols_ref = solve()
     assert not any(outs)
     np.testing.assert_array_equal(got.x, ref.x)

@@ -185,6 +185,12 @@ class SourceGram(LinearOperator):
         Y += self.dtype.type(self.alpha) * V
         return Y
 
+    @property
+    def writes_into(self) -> bool:
+        """Whether :meth:`matmat_into` writes into the block it is given (the source sums its
+        Gram product here: a corpus streamed from disk, not one summed on dask workers)."""
+        return bool(getattr(self.X, "gram_into", False))
+
     def matmat_into(self, V, out):
         """``(XᵀX + alpha I) V`` written into ``out`` (C-contiguous, ``V``'s shape, this operator's
         dtype) when the source sums its Gram product into a given block (a corpus streamed from
@@ -195,7 +201,7 @@ class SourceGram(LinearOperator):
         right-hand sides, 23 Jacobi block-CG iterations, float32, a fresh process each, old and
         new interleaved on a 2-core AMD EPYC): medians 37.4 against 40.1 s (6 solves each; the
         ranges 30.3-44.2 and 32.2-42.0 s overlap on this shared machine)."""
-        if not getattr(self.X, "gram_into", False):
+        if not self.writes_into:
             return None
         V = np.ascontiguousarray(V, dtype=self.dtype)
         self.X.gram_matmat(V, out=out)

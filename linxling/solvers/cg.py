@@ -268,16 +268,20 @@ def _head(buf: np.ndarray, n: int, w: int) -> np.ndarray:
     return buf[:n * w].reshape(n, w)
 
 
+def _writes_into(op: Any) -> bool:
+    """Whether ``op`` writes its products into a given block (:func:`_apply`)."""
+    return bool(getattr(op, "writes_into", False))
+
+
 def _apply(op: Any, P: np.ndarray, buf: np.ndarray | None, dt: Any) -> np.ndarray:
     """``op P`` for the block solvers: into the head of ``buf`` when the operator writes its
     product into a given block (``matmat_into``, e.g. :class:`linxling.operators.gram.SourceGram`
     over a corpus streamed from disk: the same additions, no fresh (n, w) block per iteration),
     else a new array."""
-    into = getattr(op, "matmat_into", None)
-    if buf is not None and into is not None:
+    if buf is not None and _writes_into(op):
         n, w = P.shape
         Q = _head(buf, n, w)
-        if into(P, Q) is not None:
+        if op.matmat_into(P, Q) is not None:
             op.n_matmat += 1
             op.n_matvec_equiv += w
             return Q
@@ -550,7 +554,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     # block per iteration (a fresh block's first touch costs a page fault per page, and on a
     # virtual machine that returns freed memory to its host, as much again to get it back)
     bufs = [np.empty(n * m, dtype=dt), np.empty(n * m, dtype=dt)]
-    q_buf = np.empty(n * m, dtype=dt) if gram is not None or hasattr(op, "matmat_into") else None
+    q_buf = np.empty(n * m, dtype=dt) if gram is not None or _writes_into(op) else None
     P = np.multiply(Ra, dinv, out=_head(bufs[0], n, Ra.shape[1]))
     in_p = 0                                        # the buffer P is in
     it = 0
