@@ -115,6 +115,20 @@ def test_add_outer_matches_reference(dtype, monkeypatch):
                                np.tile(np.arange(3), (8, 1)))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_add_scaled_is_bitwise_the_numpy_expression(dtype, monkeypatch):
+    rng = np.random.default_rng(3)
+    for threshold in (0, dense._MIN_PARALLEL):
+        monkeypatch.setattr(dense, "_MIN_PARALLEL", threshold)
+        Y, X = rng.standard_normal((300, 7)).astype(dtype), rng.standard_normal((300, 7)).astype(dtype)
+        want = dense.add_scaled_reference(Y.copy(), X, 0.37)
+        got = dense.add_scaled(Y, X, 0.37)
+        assert got is Y and got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+    view = np.zeros((8, 6), dtype=dtype)[:, ::2]          # not contiguous: the NumPy path
+    np.testing.assert_array_equal(dense.add_scaled(view, np.ones((8, 3), dtype), 2.0), np.full((8, 3), 2.0))
+
+
 def test_dense_block_float32_factor_only_at_loose_tolerance():
     rng = np.random.default_rng(2)
     X = sp.random(400, 120, density=0.1, format="csr", random_state=3)

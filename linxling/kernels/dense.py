@@ -33,8 +33,8 @@ from typing import Any
 import numba
 import numpy as np
 
-__all__ = ["add_outer", "add_outer_reference", "gram64", "gram_tn", "matmul_rows", "gemm_acc", "trmm_rows",
-           "ROW_PARTS"]
+__all__ = ["add_outer", "add_outer_reference", "add_scaled", "add_scaled_reference", "gram64", "gram_tn",
+           "matmul_rows", "gemm_acc", "trmm_rows", "ROW_PARTS"]
 
 # the row parts of the split products: at most this many, of at least _MIN_PART_ROWS rows (the
 # parts depend on the number of rows only, never on the thread count)
@@ -72,6 +72,34 @@ def add_outer(Y, a, b, scale: float = 1.0):
             or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray)):
         return add_outer_reference(Y, a, b, scale)
     _add_outer(Y, np.ascontiguousarray(scale * a, dtype=Y.dtype), np.ascontiguousarray(b, dtype=Y.dtype))
+    return Y
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _add_scaled(Y, X, s):  # pragma: no cover - compiled
+    p, m = Y.shape
+    for i in numba.prange(p):
+        for j in range(m):
+            Y[i, j] += s * X[i, j]
+
+
+def add_scaled_reference(Y, X, scale: float):
+    """``Y += scale * X`` with NumPy (a temporary block for ``scale * X``; the oracle of
+    :func:`add_scaled`)."""
+    Y += Y.dtype.type(scale) * X
+    return Y
+
+
+def add_scaled(Y, X, scale: float):
+    """``Y += scale * X`` in place, row-parallel and without the temporary ``scale * X`` block of
+    the NumPy expression (each element rounded as NumPy's: the product, then the sum), for
+    C-contiguous NumPy ``Y`` and ``X`` of one float dtype and shape; anything else uses
+    :func:`add_scaled_reference`. Returns ``Y``."""
+    if (not isinstance(Y, np.ndarray) or not isinstance(X, np.ndarray) or Y.ndim != 2
+            or X.shape != Y.shape or X.dtype != Y.dtype or Y.dtype not in (np.float32, np.float64)
+            or not (Y.flags.c_contiguous and X.flags.c_contiguous) or Y.size < _MIN_PARALLEL):
+        return add_scaled_reference(Y, X, scale)
+    _add_scaled(Y, X, Y.dtype.type(scale))
     return Y
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling.kernels.dense import add_outer
+from linxling.kernels.dense import add_outer, add_scaled
 from linxling.kernels.spmm import csr_matmat, csr_rmatmat, csr_transpose
 from linxling._backend import get_namespace
 from linxling._validation import check_positive, check_sparse_matrix
@@ -205,8 +205,7 @@ class SourceGram(LinearOperator):
             return None
         V = np.ascontiguousarray(V, dtype=self.dtype)
         self.X.gram_matmat(V, out=out)
-        out += self.dtype.type(self.alpha) * V
-        return out
+        return add_scaled(out, V, self.alpha)      # no temporary alpha V block either
 
     def diagonal(self):
         """``diag(X^T X) + alpha`` (from the source's cached column statistics)."""

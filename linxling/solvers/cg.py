@@ -278,14 +278,13 @@ def _apply(op: Any, P: np.ndarray, buf: np.ndarray | None, dt: Any) -> np.ndarra
     product into a given block (``matmat_into``, e.g. :class:`linxling.operators.gram.SourceGram`
     over a corpus streamed from disk: the same additions, no fresh (n, w) block per iteration),
     else a new array."""
-    if buf is not None and _writes_into(op):
-        n, w = P.shape
-        Q = _head(buf, n, w)
-        if op.matmat_into(P, Q) is not None:
-            op.n_matmat += 1
-            op.n_matvec_equiv += w
-            return Q
-    return np.ascontiguousarray(op.matmat(P), dtype=dt)
+    if buf is None or not _writes_into(op):
+        return np.ascontiguousarray(op.matmat(P), dtype=dt)
+    n, w = P.shape
+    Q = op.matmat_into(P, _head(buf, n, w))
+    op.n_matmat += 1
+    op.n_matvec_equiv += w
+    return Q
 
 
 def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
