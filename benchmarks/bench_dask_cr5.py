@@ -104,6 +104,9 @@ def main(argv=None) -> dict:
             path = Path(args.workdir) / f"{lang}.h5"
             write_chunks(path, X, chunk_rows=args.chunk_rows, overwrite=True)
             files[lang] = ChunkedCSR(path)
+        # what a pass over each file reads (benchmarks/dask_scaling.py models the reads)
+        res["files"] = {lang: {"nbytes": f.nbytes, "nbytes_T": f.T.nbytes, "dtype": str(f.dtype),
+                               "chunk_rows": args.chunk_rows} for lang, f in files.items()}
         ooc, t_ooc, cpu_ooc = _fit(files, concepts, args.r)
         diff = float(np.max(np.abs(ooc.singular_values_ / ref.singular_values_ - 1)))
         res["out_of_core"] = {"fit_s": t_ooc, "fit_cpu_s": cpu_ooc, "sv_max_rel_diff_vs_memory": diff,

@@ -36,6 +36,12 @@ The time of one product is modelled as ::
   machine's loopback), or over a network link the slower of that and the link's own time
   (:meth:`Machine.seconds_per_byte`).
 
+A corpus the workers read from files (:class:`linxling.operators._dask.DaskDiskSource`) adds
+``reads · file_bytes · read_seconds_per_byte`` to a product: one pass over the language's file
+per product (each worker its share, chunk by chunk), one per CG iteration of a whole solve, read
+by one thread and not overlapped with the products; its Gram products and solves, summed read
+by read, run at the streamed kernel's own rate (:func:`read_constants` measures both).
+
 Languages placed whole on different workers run side by side: their work divides by the
 languages running at once, their transfers do not (every block starts or ends at the client,
 through its one network link: :func:`side_by_side`).
@@ -44,9 +50,14 @@ The fit's time is the client's own work (the eigen-solver's dense algebra, the W
 correction, Φ), measured as the fit's wall time minus the time inside products and taken as
 independent of ``W``, plus the sum over the fit's products. The machine's constants are
 measured here (:func:`calibrate`): the gram kernel's seconds per nonzero and column on one and on
-all cores, the latency of a task round trip, the bandwidth of a client↔worker transfer, and the
-addition of two partial sums into a new block on a worker (:func:`cross_worker_add`). The last
-two include first touches of fresh memory, which on this virtual machine cost about 10x a touch
+all cores (at the fits' width), the latency of a task round trip, the bandwidth of a
+client↔worker transfer, the addition of two partial sums into a new block on a worker
+(:func:`cross_worker_add`) and, for fits from files, a pass of reads and the streamed Gram
+kernel (:func:`read_constants`). From the 1-worker run come the bandwidth end to end
+(:func:`effective_bandwidth`, from its products other than whole solves) and a whole solve's
+own cost beyond its products (:func:`solve_constants`: a fixed cost per solve and the block
+CG's work per iteration and block element). The addition and the transfers
+include first touches of fresh memory, which on this virtual machine cost about 10x a touch
 of memory freed moments before (freed memory goes back to the host after about a second: free
 page reporting), so the addition is measured after the pause a fit leaves between products.
 
@@ -58,9 +69,10 @@ with the constants of the unshaped runs: nothing is fitted to the shaped runs.
 
 **Prediction.** :func:`predict_job` gives a job of ``L`` languages on ``M`` machines with a
 given network bandwidth, as the code runs it today (each language's products spread over every
-machine, languages one after the other) and, for comparison, with every language's solves run
-whole on the machines that hold it, languages side by side (what :meth:`DaskSource.solve_local`
-does for one worker; placing languages on machines is not implemented).
+machine, languages one after the other: ``placement="spread"``) and with every language's
+solves run whole on the machine that holds it, languages side by side (``placement="auto"``,
+:meth:`DaskSource.solve_local` on the worker :func:`place_sources` gives the language), the
+corpus in the workers' memory or read from files (``file_bytes_per_language``).
 
     python benchmarks/dask_scaling.py --runs benchmarks/results/dask_cr5_60k.json
 """
@@ -98,6 +110,21 @@ class Machine:
     #: just freed; 0: the first level's rate)
     add_seconds_per_byte: float = 0.0
     add_warm_seconds_per_byte: float = 0.0
+    #: a corpus read from its file (:class:`linxling.operators._dask.DaskDiskSource`, the
+    #: out-of-core fit): seconds per byte of one pass over the file by the one thread that reads
+    #: (HDF5 from the page cache, the values cast to the fit's dtype, the indices checked), and
+    #: the kernel that sums ``X_iᵀ (X_i V)`` read by read (:meth:`ChunkedSource.gram_matmat`: each
+    #: read transposed, then two row gathers) per nonzero, column and pass on one and on all
+    #: cores (0: the in-memory kernel's rate)
+    read_seconds_per_byte: float = 0.0
+    s_per_nnz_col_stream_1: float = 0.0
+    s_per_nnz_col_stream_all: float = 0.0
+    #: a whole solve on a worker beyond its products: a fixed cost per solve task (setting up the
+    #: solver, opening the file) and the block CG's own work per iteration and element of its
+    #: p_l × m blocks (vector updates, preconditioner, dots), from the 1-worker run's solves
+    #: (:func:`solve_constants`; 0: not modelled)
+    solve_seconds: float = 0.0
+    cg_seconds_per_element: float = 0.0
 
     def seconds_per_byte(self, link: float | None = None) -> float:
         """Seconds per byte moved between the client and a worker: the host's end-to-end cost
@@ -106,14 +133,17 @@ class Machine:
         link's, as the runs over a shaped loopback showed)."""
         return max(1.0 / self.bandwidth, 1.0 / link) if link else 1.0 / self.bandwidth
 
-    def rate(self, cores: int) -> float:
+    def rate(self, cores: int, streamed: bool = False) -> float:
         """Seconds per nonzero-column pass on ``cores`` cores of one machine (linear between the
-        one-core and all-core measurements, never better than all cores)."""
+        one-core and all-core measurements, never better than all cores); ``streamed``: of the
+        Gram product summed read by read from a file (when measured)."""
+        one, allc = self.s_per_nnz_col_1, self.s_per_nnz_col_all
+        if streamed and self.s_per_nnz_col_stream_1 > 0:
+            one, allc = self.s_per_nnz_col_stream_1, self.s_per_nnz_col_stream_all or self.s_per_nnz_col_stream_1
         cores = max(1, min(int(cores), self.cores))
         if cores == 1 or self.cores == 1:
-            return self.s_per_nnz_col_1
-        speedup = self.s_per_nnz_col_1 / self.s_per_nnz_col_all
-        return self.s_per_nnz_col_1 / (1 + (speedup - 1) * (cores - 1) / (self.cores - 1))
+            return one
+        return one / (1 + (one / allc - 1) * (cores - 1) / (self.cores - 1))
 
 
 #: the chunk-by-chunk products whose partial results are summed on the workers
@@ -125,7 +155,8 @@ BROADCAST = ("gram", "matmat")
 
 def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations: int, nnz: float,
                     bytes_moved: float, workers: int, threads: int, *, link: float | None = None,
-                    shared_cores: int | None = None, received: float = 0.0, shared_link: bool = False) -> float:
+                    shared_cores: int | None = None, received: float = 0.0, shared_link: bool = False,
+                    file_bytes: float = 0.0, block_rows: float = 0.0) -> float:
     """Modelled seconds of one product (see the module docstring). ``link``: the network's
     bandwidth in bytes/s (None: this machine's loopback, as measured). ``shared_cores``: the
     workers share one machine of that many cores (a LocalCluster): their aggregate speed is
@@ -134,19 +165,31 @@ def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations:
     the result's size are copied and added, at each of the tree's levels. ``shared_link``: every
     copy crosses the same link (a LocalCluster on a shaped loopback), so the ``W - 1`` copies of
     each crossing block follow one another; on a cluster each machine has its own link and the
-    copies of one level run side by side."""
+    copies of one level run side by side. ``file_bytes``: the bytes of one pass over the
+    language's file when the workers read it (:class:`linxling.operators._dask.DaskDiskSource`;
+    0: the corpus held in their memory): one read per product, or per CG iteration of a solve, by
+    one thread (chunk by chunk: each worker reads its share), the reads and the products one
+    after the other; Gram products and solves at the streamed kernel's rate. ``block_rows``: the
+    rows (p_l) of a whole solve's blocks, whose own work per iteration is charged
+    (:attr:`Machine.cg_seconds_per_element`) with the solve's fixed cost."""
     per_byte = m.seconds_per_byte(link)
+    streamed = file_bytes > 0 and kind in ("gram", "solve")
+    reads = max(1, iterations) if kind == "solve" else 1
+    read = reads * file_bytes * m.read_seconds_per_byte
     if where == "local":
         passes = 2 * max(1, iterations) if kind == "solve" else PASSES.get(kind, 2)
-        return m.latency + bytes_moved * per_byte + nnz * columns * passes * m.rate(threads)
+        own = m.solve_seconds + reads * block_rows * columns * m.cg_seconds_per_element if kind == "solve" else 0.0
+        return (m.latency + bytes_moved * per_byte + nnz * columns * passes * m.rate(threads, streamed) + read
+                + own)
     levels = math.ceil(math.log2(workers)) if workers > 1 else 0
     passes = PASSES.get(kind, 2)
     # each worker computes its share on its own cores (or all share one machine's cores)
     work = nnz * columns * passes
     if shared_cores is not None and workers * threads > shared_cores:
-        compute = work * m.rate(shared_cores)
+        compute = work * m.rate(shared_cores, streamed)
     else:
-        compute = work / workers * m.rate(threads)
+        compute = work / workers * m.rate(threads, streamed)
+    compute += read / workers
     crossing = (bytes_moved - received if kind in BROADCAST else 0.0) + (received if kind in SUMMED else 0.0)
     adds = 0.0
     if kind in SUMMED and levels:
@@ -164,10 +207,17 @@ def side_by_side(total_s: float, transfer_s: float, side: int, cap: float = 1.0)
     return (total_s - transfer_s) / max(1, side) * cap + transfer_s
 
 
-def calibrate(n_rows: int = 60_000, columns: int = 64, seed: int = 0, record: dict | None = None) -> Machine:
+def calibrate(n_rows: int = 60_000, columns: int = 330, seed: int = 0, record: dict | None = None,
+              file_dtype: str | None = None) -> Machine:
     """Measure the model's constants on this machine (a Wikipedia-shaped block, a 1-worker
     LocalCluster for latency and bandwidth, a 2-worker one for :func:`cross_worker_add`, whose
-    whole measurement goes into ``record["cross_worker_add"]``)."""
+    whole measurement goes into ``record["cross_worker_add"]``). The kernels are timed on
+    ``columns`` columns, the width of the fits' products and solves (r = 300 and its 10 %
+    oversampling): per column a product of 64 columns costs more (at 1 thread 3.6e-10 against
+    3.0e-10 s per nonzero and column on the AMD EPYC, 2026-11-29), and the streamed product's
+    transposes cost the same at any width. With ``file_dtype`` the block is also written to a
+    file of that dtype and :func:`read_constants` measured on it; the measurement goes into
+    ``record["reads"]``."""
     import numba
 
     from benchmarks.wiki_synth import wiki_corpus
@@ -215,12 +265,67 @@ def calibrate(n_rows: int = 60_000, columns: int = 64, seed: int = 0, record: di
             bw.append(2 * block.nbytes / (time.perf_counter() - t0))
             del f
     added = cross_worker_add()
+    reads: dict = {}
+    if file_dtype:
+        reads = read_constants(blocks["l0"], V, file_dtype)
     if record is not None:
         record["cross_worker_add"] = added
+        if reads:
+            record["reads"] = reads
     return Machine(s_per_nnz_col_1=one, s_per_nnz_col_all=allc, cores=cores,
                    latency=float(np.median(lat)), bandwidth=float(np.median(bw)),
                    add_seconds_per_byte=added["add_seconds_per_byte"],
-                   add_warm_seconds_per_byte=added["add_warm_seconds_per_byte"])
+                   add_warm_seconds_per_byte=added["add_warm_seconds_per_byte"],
+                   **{k: reads[k] for k in ("read_seconds_per_byte", "s_per_nnz_col_stream_1",
+                                            "s_per_nnz_col_stream_all") if k in reads})
+
+
+def read_constants(X, V, file_dtype: str = "float64", chunk_rows: int = 2048, repeats: int = 3) -> dict:
+    """The constants of a corpus read from its file, measured on ``X`` written to a temporary
+    HDF5 file of ``file_dtype`` (:func:`linxling.io.write_chunks`, ``chunk_rows`` a chunk, as
+    ``bench_dask_cr5.py --source disk`` writes it) and read into ``V``'s dtype by a
+    :class:`~linxling.operators._source.ChunkedSource` (its default reads of up to 64 MiB), the
+    file in the page cache (read once first): a pass of reads alone (one thread: HDF5, the cast,
+    the index check), ``read_seconds_per_byte`` per byte of the file's ``X``
+    (:attr:`ChunkedCSR.nbytes`); and :meth:`ChunkedSource.gram_matmat` ``Xᵀ (X V)`` on one and
+    on all numba threads, its time less the reads per nonzero, column and pass (2 passes):
+    ``s_per_nnz_col_stream_1`` / ``_all``. Best of ``repeats`` each."""
+    import tempfile
+
+    import numba
+
+    from linxling.io import write_chunks
+    from linxling.operators._source import ChunkedSource
+    V = np.ascontiguousarray(V)
+    cores = numba.config.NUMBA_NUM_THREADS
+
+    def best(fn, threads: int) -> float:
+        before = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            fn()
+            took = np.inf
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                fn()
+                took = min(took, time.perf_counter() - t0)
+        finally:
+            numba.set_num_threads(before)
+        return took
+
+    with tempfile.TemporaryDirectory(prefix="linxling_calibrate_") as d:
+        f = write_chunks(Path(d) / "calibrate.h5", X.astype(file_dtype), chunk_rows=chunk_rows)
+        src = ChunkedSource(f, dtype=V.dtype)
+        out = np.zeros((X.shape[1], V.shape[1]), dtype=V.dtype)
+        read = best(lambda: [None for _ in src._chunks(V.dtype)], 1)
+        one = best(lambda: src.gram_matmat(V, out=out), 1)
+        allc = best(lambda: src.gram_matmat(V, out=out), cores)
+        nbytes = f.nbytes
+    work = 2.0 * X.nnz * V.shape[1]
+    return {"read_seconds_per_byte": read / nbytes, "s_per_nnz_col_stream_1": max(one - read, 0.0) / work,
+            "s_per_nnz_col_stream_all": max(allc - read, 0.0) / work, "file_bytes": nbytes,
+            "file_dtype": str(np.dtype(file_dtype)), "columns": int(V.shape[1]), "read_s": read,
+            "gram_1_s": one, "gram_all_s": allc, "reads_per_pass": len(src._row_ranges)}
 
 
 def cross_worker_add(nbytes: int = 256 * 2 ** 20, idle: float = 2.0, repeats: int = 3) -> dict:
@@ -281,29 +386,74 @@ def _log(run: dict) -> list[dict]:
     return [dict(zip(fields, e, strict=False)) for e in rec.get("product_log", [])]
 
 
-def effective_bandwidth(run: dict, m: Machine, nnz_lang: float, threads: int) -> float:
-    """The bandwidth that explains a run's local products: their measured seconds less the
-    modelled latency and compute, per byte moved (serialisation and copies on both ends
-    included, which a bare transfer test does not see)."""
+def effective_bandwidth(run: dict, m: Machine, nnz_lang: float, threads: int, file_bytes: float = 0.0) -> float:
+    """The bandwidth that explains a 1-worker run's products other than whole solves (every one
+    on the one worker): their measured seconds less the modelled latency, compute and reads, per
+    byte moved (serialisation and copies on both ends included, which a bare transfer test does
+    not see). The solves, where the blocks moved are a few percent of the time, calibrate their
+    own constants (:func:`solve_constants`); a run with no other product takes all of them."""
     rest, moved = 0.0, 0.0
-    for e in _log(run):
-        if e["where"] != "local":
+    log = _log(run)
+    others = any(e["kind"] != "solve" for e in log)
+    for e in log:
+        if e["kind"] == "solve" and others:
             continue
         b = e["bytes_sent"] + e["bytes_received"]
         rest += e["seconds"] - product_seconds(m, e["kind"], "local", e["columns"], e.get("cg_iterations", 1),
-                                               nnz_lang, 0.0, 1, threads)
+                                               nnz_lang, 0.0, 1, threads, file_bytes=file_bytes)
         moved += b
     return moved / rest if rest > 0 else m.bandwidth
+
+
+def solve_constants(run: dict, m: Machine, nnz_lang: float, p_lang: float, threads: int,
+                    file_bytes: float = 0.0) -> tuple[float, float]:
+    """``(solve_seconds, cg_seconds_per_element)`` that explain a 1-worker run's whole solves:
+    what their measured seconds leave beyond the modelled round trip, transfers, Gram products
+    and reads, fitted (least squares, both at least 0) as a fixed cost per solve plus a cost per
+    iteration and element of the solve's p_l × m blocks."""
+    rows, rest = [], []
+    for e in _log(run):
+        if e["kind"] != "solve" or e["where"] != "local":
+            continue
+        iters = max(1, e.get("cg_iterations", 1) or 1)
+        modelled = product_seconds(m, "solve", "local", e["columns"], iters, nnz_lang,
+                                   e["bytes_sent"] + e["bytes_received"], 1, threads, file_bytes=file_bytes)
+        rows.append((1.0, iters * p_lang * e["columns"]))
+        rest.append(e["seconds"] - modelled)
+    if not rows:
+        return 0.0, 0.0
+    A, b = np.array(rows), np.array(rest)
+    coef = np.linalg.lstsq(A, b, rcond=None)[0] if len(rows) > 1 else np.array([b[0], 0.0])
+    if coef[0] < 0:
+        coef = np.array([0.0, max(0.0, float(A[:, 1] @ b / (A[:, 1] @ A[:, 1])))])
+    elif coef[1] < 0:
+        coef = np.array([max(0.0, float(b.mean())), 0.0])
+    return float(coef[0]), float(coef[1])
+
+
+def file_bytes(runs: dict, n_languages: int) -> float:
+    """Bytes of one pass over a language's file in runs whose workers read the corpus from files
+    (``runs["source"] == "disk"``; 0 otherwise): the mean of the files' ``nbytes`` as recorded,
+    else (runs recorded before the files were) that of the float64 files ``bench_dask_cr5.py``
+    writes, ``8 (n + 1) + 12 nnz_l``."""
+    if runs.get("source") != "disk":
+        return 0.0
+    files = runs.get("files")
+    if files:
+        return float(np.mean([f["nbytes"] for f in files.values()]))
+    return 8.0 * (runs["concepts"] + 1) + 12.0 * runs["nnz"] / n_languages
 
 
 def validate(runs: dict, m: Machine, n_languages: int, link_gbit: float = 0.0) -> list[dict]:
     """Predicted against measured time inside products and whole fit, per run of
     ``bench_dask_cr5.py`` (its JSON). The languages are taken as equal in size (as the
-    generator makes them): each product reads ``nnz / n_languages`` nonzeros. ``link_gbit``:
-    validate the runs over the loopback shaped to that rate (``runs["links"]``; 0: the unshaped
-    runs, ``runs["dask"]``)."""
+    generator makes them): each product reads ``nnz / n_languages`` nonzeros, from the language's
+    file in runs from files (:func:`file_bytes`). ``link_gbit``: validate the runs over the
+    loopback shaped to that rate (``runs["links"]``; 0: the unshaped runs, ``runs["dask"]``)."""
     cores = m.cores
     nnz_lang = runs["nnz"] / n_languages
+    p_lang = runs["p"] / n_languages
+    per_file = file_bytes(runs, n_languages)
     link = link_gbit * 1e9 / 8 if link_gbit else None
     chosen = runs["links"][f"{link_gbit:g}"] if link_gbit else runs["dask"]
     rows = []
@@ -319,7 +469,7 @@ def validate(runs: dict, m: Machine, n_languages: int, link_gbit: float = 0.0) -
         predicted = sum(product_seconds(m, e["kind"], e["where"], e["columns"], e.get("cg_iterations", 1),
                                         nnz_lang, e["bytes_sent"] + e["bytes_received"], w, threads,
                                         link=link, shared_cores=cores, received=e["bytes_received"],
-                                        shared_link=True)
+                                        shared_link=True, file_bytes=per_file, block_rows=p_lang)
                         for e in log)
         if side > 1:      # side by side (on shared cores: capped), the transfers one after the other
             predicted = side_by_side(predicted, moved * m.seconds_per_byte(link), side,
@@ -336,7 +486,8 @@ def validate(runs: dict, m: Machine, n_languages: int, link_gbit: float = 0.0) -
 
 
 def predict_job(m: Machine, run: dict, n_languages_run: int, *, languages: int, nnz_per_language: float,
-                concepts_scale: float, machines: int, cores_per_machine: int, network: float) -> dict:
+                concepts_scale: float, machines: int, cores_per_machine: int, network: float,
+                file_bytes_per_language: float = 0.0, disk_bandwidth: float | None = None) -> dict:
     """Seconds for a job of ``languages`` languages of ``nnz_per_language`` nonzeros each, whose
     per-language products are those of the measured 1-worker ``run`` (same count, columns and
     CG iterations per language: the solves' conditioning is assumed alike), with dense blocks
@@ -349,10 +500,18 @@ def predict_job(m: Machine, run: dict, n_languages_run: int, *, languages: int, 
     ``spread``: every language's chunks over all machines, products chunk by chunk, languages one
     after the other (what linxling does on a cluster whose workers share every language);
     ``local``: each machine holds whole languages and runs their products and solves as one task
-    each, languages side by side on different machines (not implemented: the what-if).
+    each, languages side by side on different machines (``placement="auto"``).
+
+    ``file_bytes_per_language``: the workers read each language from its file (bytes of one pass;
+    0: the corpus held in their memory), at the calibrated rate from the page cache or, with
+    ``disk_bandwidth`` (bytes/s), at most that (a file no machine's memory caches).
     """
     log = _log(run)
-    fm = Machine(**{**asdict(m), "cores": cores_per_machine})
+    p_lang = run["p"] / n_languages_run            # the vocabulary rows of a solve's blocks (kept)
+    read = m.read_seconds_per_byte
+    if disk_bandwidth:
+        read = max(read, 1.0 / disk_bandwidth)
+    fm = Machine(**{**asdict(m), "cores": cores_per_machine, "read_seconds_per_byte": read})
     client_s = (run["fit_s"] - sum(e["seconds"] for e in log)) * concepts_scale * languages / n_languages_run
 
     def moved(e: dict) -> tuple[float, float]:
@@ -377,10 +536,12 @@ def predict_job(m: Machine, run: dict, n_languages_run: int, *, languages: int, 
                 # moving one block each way (as the solve's right-hand sides and solutions do)
                 kind, n = ("gram", iters) if e["kind"] == "solve" else (e["kind"], 1)
                 s += n * product_seconds(fm, kind, "chunks", e["columns"], 1, nnz_per_language, sent + received,
-                                         machines, cores_per_machine, link=network, received=received)
+                                         machines, cores_per_machine, link=network, received=received,
+                                         file_bytes=file_bytes_per_language)
             else:
                 s += product_seconds(fm, e["kind"], "local", e["columns"], iters, nnz_per_language,
-                                     sent + received, 1, cores_per_machine, link=network)
+                                     sent + received, 1, cores_per_machine, link=network,
+                                     file_bytes=file_bytes_per_language, block_rows=p_lang)
         s *= languages / n_languages_run           # the run's products cover its languages
         b *= languages / n_languages_run
         if layout == "local":                      # languages side by side on different machines
@@ -403,6 +564,7 @@ def main(argv=None) -> dict:
                          "instead of measuring them (e.g. while the machine is busy)")
     args = ap.parse_args(argv)
     runs = json.loads(Path(args.runs).read_text())
+    per_file = file_bytes(runs, args.languages_in_runs)
     measured: dict = {}
     if args.constants:
         known = json.loads(Path(args.constants).read_text())["machine_constants"]
@@ -410,12 +572,18 @@ def main(argv=None) -> dict:
         print(f"machine constants from {args.constants}: {json.dumps(asdict(m))}", flush=True)
     else:
         print(f"calibrating on this machine (load {os.getloadavg()})", flush=True)
-        m = calibrate(record=measured)
+        # runs from files: the reads measured on a file of their dtype (float64 unless recorded)
+        dtypes = {f.get("dtype", "float64") for f in (runs.get("files") or {}).values()} or {"float64"}
+        m = calibrate(record=measured, file_dtype=sorted(dtypes)[0])
         print(json.dumps(asdict(m)), flush=True)
         print(f"bare transfer test: {m.bandwidth / 1e9:.2f} GB/s", flush=True)
     if "1" in runs["dask"] and not args.constants:   # calibrated on the 1-worker run, validated on the others
-        m = Machine(**{**asdict(m), "bandwidth": effective_bandwidth(
-            runs["dask"]["1"], m, runs["nnz"] / args.languages_in_runs, m.cores)})
+        nnz_l, p_l = runs["nnz"] / args.languages_in_runs, runs["p"] / args.languages_in_runs
+        m = Machine(**{**asdict(m), "bandwidth": effective_bandwidth(runs["dask"]["1"], m, nnz_l, m.cores, per_file)})
+        fixed, per_element = solve_constants(runs["dask"]["1"], m, nnz_l, p_l, m.cores, per_file)
+        m = Machine(**{**asdict(m), "solve_seconds": fixed, "cg_seconds_per_element": per_element})
+        print(f"a whole solve beyond its products (the 1-worker run's): {fixed:.2f} s each and "
+              f"{per_element * 1e9:.2f} ns per iteration and block element", flush=True)
         print(f"effective bandwidth from the 1-worker run's local products: {m.bandwidth / 1e9:.2f} GB/s",
               flush=True)
     # the runs over a shaped loopback (bench_dask_cr5.py --links): validated with these constants
@@ -431,13 +599,19 @@ def main(argv=None) -> dict:
     # languages (82.4M nonzeros, p_l = 200,000 each); the concepts grow 485,000 / 60,000 from the run
     one = dict(runs["dask"].get("1") or runs["dask"][min(runs["dask"], key=int)],
                concepts=runs["concepts"], p=runs["p"])
-    preds = [predict_job(m, one, args.languages_in_runs, languages=28, nnz_per_language=82.4e6,
-                         concepts_scale=485_000 / runs["concepts"], machines=M, cores_per_machine=cpm,
-                         network=bw)
-             for M in (8, 64) for cpm in (16,) for bw in (0.125e9, 1.25e9, 12.5e9)]
+    # held in the workers' memory, and (with the reads measured) read from float32 files of
+    # 8 (K + 1) + 8 nnz_l bytes, from the page cache or from disks of 0.5 GB/s
+    sources = [("memory", 0.0, None)]
+    if m.read_seconds_per_byte > 0:
+        f32 = 8.0 * (485_000 + 1) + 8.0 * 82.4e6
+        sources += [("files", f32, None), ("files at 0.5 GB/s", f32, 0.5e9)]
+    preds = [{**predict_job(m, one, args.languages_in_runs, languages=28, nnz_per_language=82.4e6,
+                            concepts_scale=485_000 / runs["concepts"], machines=M, cores_per_machine=cpm,
+                            network=bw, file_bytes_per_language=fb, disk_bandwidth=disk), "source": src}
+             for src, fb, disk in sources for M in (8, 64) for cpm in (16,) for bw in (0.125e9, 1.25e9, 12.5e9)]
     for p in preds:
-        print(f"28 languages on {p['machines']} machines x 16 cores, {p['bandwidth_GBps']:.2f} GB/s: spread "
-              f"{p['spread_s'] / 3600:.2f} h, whole-language solves {p['local_s'] / 3600:.2f} h "
+        print(f"28 languages ({p['source']}) on {p['machines']} machines x 16 cores, {p['bandwidth_GBps']:.2f} "
+              f"GB/s: spread {p['spread_s'] / 3600:.2f} h, whole-language solves {p['local_s'] / 3600:.2f} h "
               f"(client {p['client_s'] / 3600:.2f} h), {p['memory_per_machine_GiB']:.1f} GiB per machine",
               flush=True)
     res = {"machine_constants": asdict(m), "validation": rows, "prediction_28_languages": preds,

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from benchmarks.dask_scaling import Machine, predict_job, product_seconds, validate
+from benchmarks.dask_scaling import Machine, file_bytes, predict_job, product_seconds, validate
 
 M = Machine(s_per_nnz_col_1=2e-9, s_per_nnz_col_all=1e-9, cores=2, latency=0.01, bandwidth=1e9)
 
@@ -165,3 +165,97 @@ def test_shaped_loopback_removes_its_filter_also_on_errors(monkeypatch):
         assert rate == pytest.approx(2.5e8)                      # 2 Gbit/s in bytes/s
         raise KeyError("a failed fit")
     assert calls == [("qdisc", "add", "tbf", "rate"), ("qdisc", "del")]
+
+
+def test_reads_from_files_by_hand():
+    m = Machine(2e-9, 1e-9, 2, 0.01, 1e9, read_seconds_per_byte=5e-10, s_per_nnz_col_stream_1=4e-9,
+                s_per_nnz_col_stream_all=3e-9)
+    assert m.rate(1, streamed=True) == 4e-9 and m.rate(2, streamed=True) == pytest.approx(3e-9)
+    assert M.rate(2, streamed=True) == M.rate(2)          # not measured: the in-memory kernel's rate
+    # a local solve from a file: one read of the file per CG iteration, the Gram at the streamed rate
+    t = product_seconds(m, "solve", "local", 100, 10, 1e6, 2e8, 1, 2, file_bytes=1.2e7)
+    assert t == pytest.approx(0.01 + 0.2 + 1e6 * 100 * 20 * 3e-9 + 10 * 1.2e7 * 5e-10)
+    # in memory (file_bytes 0): as before
+    assert product_seconds(m, "solve", "local", 100, 10, 1e6, 2e8, 1, 2) == \
+        pytest.approx(0.01 + 0.2 + 1e6 * 100 * 20 * 1e-9)
+    # chunk by chunk on 4 workers: each reads a quarter of the file; X V at the in-memory kernel's rate
+    t = product_seconds(m, "matmat", "chunks", 100, 1, 1e6, 2e8, 4, 1, received=1e8, file_bytes=1.2e7)
+    assert t == pytest.approx(product_seconds(m, "matmat", "chunks", 100, 1, 1e6, 2e8, 4, 1, received=1e8)
+                              + 1.2e7 / 4 * 5e-10)
+
+
+def test_file_bytes_of_runs():
+    assert file_bytes({"source": "array", "nnz": 10, "concepts": 5}, 2) == 0.0
+    assert file_bytes({"nnz": 10, "concepts": 5}, 2) == 0.0
+    # recorded: the mean over the languages' files
+    runs = {"source": "disk", "nnz": 10, "concepts": 5, "files": {"a": {"nbytes": 100}, "b": {"nbytes": 300}}}
+    assert file_bytes(runs, 2) == 200.0
+    # not recorded: the float64 files the bench writes, 8 (n + 1) + 12 nnz_l
+    assert file_bytes({"source": "disk", "nnz": 10, "concepts": 5}, 2) == 8 * 6 + 12 * 5
+
+
+def test_predict_job_from_files_reads_every_iteration_and_a_slow_disk_sets_the_pace():
+    m = Machine(2e-9, 1e-9, 2, 0.01, 1e9, read_seconds_per_byte=5e-10)
+    log = [("solve", "local", 50, 12, 1.0, 4e7, 4e7)]
+    one = dict(_run(log, 5.0), concepts=1000, p=2000)
+    kw = dict(languages=1, nnz_per_language=4e6, concepts_scale=1.0, machines=1, cores_per_machine=2, network=1e9)
+    mem = predict_job(m, one, 1, **kw)
+    cached = predict_job(m, one, 1, file_bytes_per_language=3e7, **kw)
+    slow = predict_job(m, one, 1, file_bytes_per_language=3e7, disk_bandwidth=1e8, **kw)
+    assert cached["local_s"] - mem["local_s"] == pytest.approx(12 * 3e7 * 5e-10)
+    assert slow["local_s"] - mem["local_s"] == pytest.approx(12 * 3e7 / 1e8)
+    # spread over 4 machines: each of the 12 iterations' Gram products reads a quarter of the file on each
+    spread = predict_job(m, one, 1, file_bytes_per_language=3e7, **{**kw, "machines": 4})
+    spread_mem = predict_job(m, one, 1, **{**kw, "machines": 4})
+    assert spread["spread_s"] - spread_mem["spread_s"] == pytest.approx(12 * 3e7 / 4 * 5e-10)
+
+
+def test_read_constants_on_a_small_file():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from benchmarks.dask_scaling import read_constants
+    X = sp.random(3000, 500, density=0.02, format="csr", random_state=0)
+    V = np.random.default_rng(0).standard_normal((500, 8)).astype(np.float32)
+    got = read_constants(X, V, "float64", chunk_rows=256, repeats=1)
+    assert got["file_bytes"] == 8 * 3001 + 12 * X.nnz and got["file_dtype"] == "float64"
+    assert got["read_seconds_per_byte"] > 0 and got["gram_1_s"] >= got["read_s"]
+    assert got["s_per_nnz_col_stream_1"] >= 0 and got["s_per_nnz_col_stream_all"] >= 0
+
+
+def test_solve_constants_and_bandwidth_recover_a_run_made_by_the_model():
+    from benchmarks.dask_scaling import effective_bandwidth, solve_constants
+    truth = Machine(2e-9, 1e-9, 2, 0.01, 5e8, read_seconds_per_byte=5e-10, solve_seconds=0.8,
+                    cg_seconds_per_element=3e-9)
+    guess = Machine(2e-9, 1e-9, 2, 0.01, 1e9, read_seconds_per_byte=5e-10)
+    nnz, p_l, fb = 2e6, 1e5, 2.4e7
+
+    def entry(kind, cols, iters, sent, received):
+        t = product_seconds(truth, kind, "local", cols, iters, nnz, sent + received, 1, 2, file_bytes=fb,
+                            block_rows=p_l)
+        return (kind, "chunks" if kind != "solve" else "local", cols, iters, t, sent, received)
+    log = [entry("solve", 1, 1, 8e5, 4e5), entry("matmat", 300, 0, 1.2e8, 7e7),
+           entry("rmatmat", 300, 0, 7e7, 1.2e8), entry("solve", 300, 15, 2.4e8, 1.2e8),
+           entry("solve", 300, 12, 2.4e8, 1.2e8)]
+    run = _run(log, 60.0)
+    # the bandwidth from the products other than solves, then the solves' own constants
+    bw = effective_bandwidth(run, guess, nnz, 2, fb)
+    assert bw == pytest.approx(5e8)
+    fixed, per_element = solve_constants(run, Machine(**{**guess.__dict__, "bandwidth": bw}), nnz, p_l, 2, fb)
+    assert fixed == pytest.approx(0.8) and per_element == pytest.approx(3e-9)
+    # a run of whole solves only: nothing left to explain the solves by, so nothing is charged
+    assert solve_constants(_run([], 1.0), guess, nnz, p_l, 2) == (0.0, 0.0)
+    # never negative: solves faster than their products alone charge nothing beyond them
+    fast = _run([("solve", "local", 300, 15, 0.01, 2.4e8, 1.2e8), ("solve", "local", 1, 1, 0.001, 8e5, 4e5)], 1.0)
+    assert all(c >= 0 for c in solve_constants(fast, guess, nnz, p_l, 2, fb))
+
+
+def test_predict_job_charges_a_whole_solves_own_work_on_the_runs_vocabulary_rows():
+    m = Machine(2e-9, 1e-9, 2, 0.01, 1e9)
+    own = Machine(2e-9, 1e-9, 2, 0.01, 1e9, solve_seconds=0.5, cg_seconds_per_element=1e-9)
+    log = [("solve", "local", 50, 12, 1.0, 4e7, 4e7)]
+    one = dict(_run(log, 5.0), concepts=1000, p=2000)
+    kw = dict(languages=1, nnz_per_language=4e6, concepts_scale=1.0, machines=1, cores_per_machine=2, network=1e9)
+    # p = 2000 over the run's 2 languages: blocks of 1000 rows x 50 columns, 12 iterations
+    assert predict_job(own, one, 2, **kw)["local_s"] - predict_job(m, one, 2, **kw)["local_s"] == \
+        pytest.approx((0.5 + 12 * 1000 * 50 * 1e-9) / 2)
