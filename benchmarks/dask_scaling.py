@@ -119,10 +119,11 @@ class Machine:
     read_seconds_per_byte: float = 0.0
     s_per_nnz_col_stream_1: float = 0.0
     s_per_nnz_col_stream_all: float = 0.0
-    #: a whole solve on a worker beyond its products: a fixed cost per solve task (setting up the
-    #: solver, opening the file) and the block CG's own work per iteration and element of its
-    #: p_l × m blocks (vector updates, preconditioner, dots), from the 1-worker run's solves
-    #: (:func:`solve_constants`; 0: not modelled)
+    #: a whole solve on a worker beyond its products: a fixed cost per solve task (in the fits
+    #: measured, each language's 1-column solve is also its first on the worker, which builds
+    #: the worker's copies or opens the file) and the block CG's own work per iteration and
+    #: element of its p_l × m blocks (vector updates, preconditioner, dots), from the 1-worker
+    #: run's solves (:func:`solve_constants`; 0: not modelled)
     solve_seconds: float = 0.0
     cg_seconds_per_element: float = 0.0
 
