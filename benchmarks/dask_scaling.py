@@ -295,6 +295,7 @@ def read_constants(X, V, file_dtype: str = "float64", chunk_rows: int = 2048, re
 
     import numba
 
+    from benchmarks.floor import best_seconds
     from linxling.io import write_chunks
     from linxling.operators._source import ChunkedSource
     V = np.ascontiguousarray(V)
@@ -304,15 +305,9 @@ def read_constants(X, V, file_dtype: str = "float64", chunk_rows: int = 2048, re
         before = numba.get_num_threads()
         numba.set_num_threads(threads)
         try:
-            fn()
-            took = np.inf
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                fn()
-                took = min(took, time.perf_counter() - t0)
+            return best_seconds(fn, repeats)
         finally:
             numba.set_num_threads(before)
-        return took
 
     with tempfile.TemporaryDirectory(prefix="linxling_calibrate_") as d:
         f = write_chunks(Path(d) / "calibrate.h5", X.astype(file_dtype), chunk_rows=chunk_rows)
