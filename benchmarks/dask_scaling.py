@@ -578,10 +578,10 @@ def main(argv=None) -> dict:
         m = Machine(**{**asdict(m), "bandwidth": effective_bandwidth(runs["dask"]["1"], m, nnz_l, m.cores, per_file)})
         fixed, per_element = solve_constants(runs["dask"]["1"], m, nnz_l, p_l, m.cores, per_file)
         m = Machine(**{**asdict(m), "solve_seconds": fixed, "cg_seconds_per_element": per_element})
+        print(f"effective bandwidth from the 1-worker run's products other than whole solves: "
+              f"{m.bandwidth / 1e9:.2f} GB/s", flush=True)
         print(f"a whole solve beyond its products (the 1-worker run's): {fixed:.2f} s each and "
               f"{per_element * 1e9:.2f} ns per iteration and block element", flush=True)
-        print(f"effective bandwidth from the 1-worker run's local products: {m.bandwidth / 1e9:.2f} GB/s",
-              flush=True)
     # the runs over a shaped loopback (bench_dask_cr5.py --links): validated with these constants
     links = sorted((float(g) for g in runs.get("links", {})), reverse=True)
     rows = [r for g in [0.0, *links] for r in validate(runs, m, args.languages_in_runs, g)]
