@@ -181,9 +181,7 @@ class SourceGram(LinearOperator):
 
     def _matmat(self, V):
         V = np.ascontiguousarray(V, dtype=self.dtype)
-        Y = self.X.gram_matmat(V)
-        Y += self.dtype.type(self.alpha) * V
-        return Y
+        return add_scaled(self.X.gram_matmat(V), V, self.alpha)     # as matmat_into: no alpha V block
 
     @property
     def writes_into(self) -> bool:

@@ -369,7 +369,8 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         Xg, XTg, alpha_g = gram
         T_buf = np.empty(Xg.shape[0] * max(cols.size, 1), dtype=dt)
         alpha_g = dt.type(alpha_g)
-    Q_buf = np.empty(n * max(cols.size, 1), dtype=dt)
+    # the product's block, reused: for the fused Gram, or an operator that writes into it (_apply)
+    Q_buf = np.empty(n * max(cols.size, 1), dtype=dt) if gram is not None or _writes_into(op) else None
     it = 0
     for it in range(1, maxiter + 1):
         ma = cols.size
