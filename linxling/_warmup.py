@@ -57,11 +57,19 @@ def _fits() -> list[tuple[str, Any]]:
                 lx.Cr5(n_components=24, min_df=1, doc_filter=None, block_method=method, dtype=dtype,
                        **small).fit(docs, bl, list(range(400)) * 2)
 
+    def wmf():
+        """Both solvers, and the exact solver's whitened path (many rows shorter than k, as
+        sentences are) with a transform's Gram fingerprint, float32 and float64."""
+        lx.WMF(n_components=4, min_df=1, max_iter=1, **small).fit(en)
+        lx.WMF(n_components=4, max_iter=1, solver="cholesky", **small).fit(X32)
+        for dtype in (np.float32, np.float64):
+            Xs = sp.random(400, 200, density=0.02, random_state=1, format="csr", dtype=dtype)
+            lx.WMF(n_components=16, max_iter=1, solver="cholesky", **small).fit(Xs).transform(Xs)
+
     return [
         ("Cr5", cr5),
         ("CLLSI", lambda: lx.CLLSI(n_components=4, random_state=0).fit(en + es, langs, concepts)),
-        ("WMF", lambda: (lx.WMF(n_components=4, min_df=1, max_iter=1, **small).fit(en),
-                         lx.WMF(n_components=4, max_iter=1, solver="cholesky", **small).fit(X32))),
+        ("WMF", wmf),
         ("BilingualWMF", lambda: lx.BilingualWMF(n_components=4, min_df=1, max_iter=1, **small).fit(
             {"en": en, "es": es})),
         ("CrossWMF", lambda: lx.CrossWMF(n_components=4, min_df=1, max_iter=1, **small).fit({"es": (en, es)})),

@@ -129,3 +129,22 @@ def test_split_products_work_in_a_forked_child():
         if proc.is_alive():
             proc.kill()
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("held", [False, True])
+def test_matmul_rows_inplace_matches_numpy(dtype, held):
+    """A[...] = A @ S through small blocks, alone and with BLAS held to one thread (the row parts
+    on the pool, as inside a fit); rows not a multiple of the block."""
+    A, _, _ = _blocks(dtype, n=40_003)
+    S = np.random.default_rng(5).standard_normal((A.shape[1], A.shape[1])).astype(dtype)
+    A64, S64 = A.astype(np.float64), S.astype(np.float64)
+    if held:
+        with blas_single_thread():
+            got = dense.matmul_rows_inplace(A, S, block=1000)
+    else:
+        got = dense.matmul_rows_inplace(A, S, block=1000)
+    assert got is A and A.dtype == dtype
+    assert np.all(np.abs(A - A64 @ S64) <= _tol(dtype, S.shape[0]) * (np.abs(A64) @ np.abs(S64)))
+    with pytest.raises(ValueError, match="S must be square"):
+        dense.matmul_rows_inplace(A, S[:, :3])

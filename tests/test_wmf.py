@@ -244,6 +244,125 @@ def test_multi_language_kernel_matches_reference(dtype, solver):
     assert _rel(out, expected) < (1e-9 if dtype == np.float64 else 1e-4)
 
 
+def _rows_of_lengths(lengths, m, seed):
+    """CSR (len(lengths), m) whose row u has lengths[u] nonzeros in distinct random columns."""
+    rng = np.random.default_rng(seed)
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    cols = np.concatenate([rng.choice(m, n, replace=False) for n in lengths])
+    return sp.csr_matrix((rng.uniform(0.5, 3.0, rows.size), (rows, cols)), shape=(len(lengths), m))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("m", [90, 20_000])     # every row of Y used / a few mapped (Y[cols] M)
+def test_exact_solver_in_the_whitened_basis_matches_reference(dtype, m, monkeypatch):
+    """Rows of 0 to 2k nonzeros: empty, short ones solved by the Woodbury identity, and rows
+    longer than k by their k x k system in the Gram's whitened basis; the same solutions and
+    objective as the dense reference and the per-row Cholesky kernel."""
+    k = 24
+    lengths = np.tile(np.arange(0, 2 * k + 1), 4)
+    X = _rows_of_lengths(lengths, m, seed=11)
+    Y = np.random.default_rng(12).standard_normal((m, k)).astype(dtype)
+    monkeypatch.setattr(als, "_whitened_pays", lambda *a: True)   # the rule: test below
+    calls = []
+    whitened = als._half_step_whitened
+    monkeypatch.setattr(als, "_half_step_whitened", lambda *a: calls.append(a) or whitened(*a))
+    out = np.full((X.shape[0], k), 7.0, dtype=dtype)
+    _, objective = als.als_half_step(X, Y, out, missing_weight=W_M, regularization=LAM,
+                                     solver="cholesky", return_objective=True)
+    assert len(calls) == 1 and (calls[0][3].shape[0] < m) == (m == 20_000)
+    expected = ref.half_step_reference(X, Y.astype(np.float64), missing_weight=W_M, regularization=LAM)
+    assert _rel(out, expected) < TOL[dtype]
+    assert np.all(out[lengths == 0] == 0)
+    # the objective Σ_u f_u(x_u) from the kernel against the rows' quadratics at the solutions
+    Yd, x = Y.astype(np.float64), out.astype(np.float64)
+    direct = float(np.sum(X.data.astype(np.float64) ** 2))
+    G = W_M * Yd.T @ Yd + LAM * np.eye(k)
+    for u in range(X.shape[0]):
+        lo, hi = X.indptr[u], X.indptr[u + 1]
+        Yu, v = Yd[X.indices[lo:hi]], X.data[lo:hi]
+        A = G + (1 - W_M) * Yu.T @ Yu
+        direct += x[u] @ A @ x[u] - 2 * x[u] @ (Yu.T @ v)
+    assert abs(objective - direct) < (1e-9 if dtype == np.float64 else 1e-3) * abs(direct)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_exact_multi_language_in_the_whitened_basis(dtype, monkeypatch):
+    """b-WMF's exact rows (a weight 1 − w_l per language's columns) through the whitened path."""
+    k = 16
+    Xs = [_rows_of_lengths(np.arange(60) % 30, 70, seed=s) for s in (13, 14)]
+    rng = np.random.default_rng(15)
+    Ys = [rng.standard_normal((70, k)).astype(dtype) for _ in Xs]
+    ws = [0.05, 0.4]
+    monkeypatch.setattr(als, "_whitened_pays", lambda *a: True)
+    out = np.zeros((60, k), dtype=dtype)
+    als.als_half_step_multi(Xs, Ys, out, missing_weights=ws, regularization=LAM, solver="cholesky")
+    expected = ref.half_step_multi_reference(Xs, [Y.astype(np.float64) for Y in Ys],
+                                             missing_weights=ws, regularization=LAM)
+    assert _rel(out, expected) < TOL[dtype]
+
+
+def test_exact_solver_with_a_singular_gram_forms_each_row():
+    """λ = 0 and Y of rank 5 < k: G is singular, so no whitening; every row forms its own system,
+    which is singular too, and the error says so (as before the whitened path existed)."""
+    rng = np.random.default_rng(16)
+    Y = rng.standard_normal((60, 5)) @ rng.standard_normal((5, 12))
+    assert als._whitening(als.gram(Y, W_M, 0.0)) is None
+    assert als._whitening(als.gram(Y, W_M, LAM)) is not None
+    X = _rows_of_lengths(np.full(200, 4), 60, seed=17)
+    assert als._whitened_pays(np.diff(X.indptr), 12, 60)
+    with pytest.raises(np.linalg.LinAlgError, match="not numerically positive definite"):
+        als.als_half_step(X, Y, np.zeros((200, 12)), missing_weight=W_M, regularization=0.0,
+                          solver="cholesky")
+
+
+def test_whitened_basis_pays_only_for_enough_short_rows():
+    k = 100
+    assert not als._whitened_pays(np.array([20]), k, 20)               # one query: eigh costs more
+    assert als._whitened_pays(np.full(5_000, 20), k, 50_000)           # many short rows
+    assert not als._whitened_pays(np.full(5_000, 150), k, 50_000)      # rows longer than k
+    assert not als._whitened_pays(np.zeros(10, dtype=np.int64), k, 0)  # nothing to solve
+
+
+def test_factor_sketch_sees_any_edit():
+    V = np.random.default_rng(18).standard_normal((500, 8))
+    key = als.factor_sketch(V)
+    assert als.factor_sketch(V.copy()) == key                     # content, not identity
+    assert als.factor_sketch(V.astype(np.float32)) != key         # dtype is part of it
+    for i, j in [(0, 0), (499, 7), (250, 3)]:
+        W = V.copy()
+        W[i, j] = np.nextafter(W[i, j], np.inf) + 1e-9 * abs(W[i, j])
+        assert als.factor_sketch(W) != key
+
+
+def test_transform_keeps_its_gram_and_sees_edits():
+    """transform forms the Gram w_m VᵀV + λI once per word factor and keeps it outside the model
+    (``__dict__`` unchanged, as scikit-learn's checks ask); an edit of components_ in place or a
+    new missing_weight gives a new Gram, so results equal the uncached solve every time."""
+    from linxling.models import _wmf_base
+    X = _X(60, 40, density=0.2, seed=19)
+    model = WMF(n_components=6, alpha=LAM, missing_weight=W_M, max_iter=3, random_state=0).fit(X)
+    before = dict(vars(model))
+
+    def uncached():
+        return _wmf_base._solve_rows(X, np.ascontiguousarray(model.components_.T),
+                                     model.missing_weight, model.alpha_)
+    np.testing.assert_array_equal(model.transform(X), uncached())
+    assert vars(model) == before
+    cache = _wmf_base._GRAM_CACHES[model]
+    assert len(cache) == 1
+    model.transform(X[:3])
+    assert len(cache) == 1                                         # the same Gram again
+    model.components_[:, 4] *= 1.5                                # edited in place
+    np.testing.assert_array_equal(model.transform(X), uncached())
+    model.set_params(missing_weight=0.2)
+    np.testing.assert_array_equal(model.transform(X), uncached())
+    assert len(cache) == 3
+    pair = BilingualWMF(n_components=4, alpha=LAM, missing_weight=W_M, max_iter=2,
+                        random_state=0).fit({"en": X, "fr": _X(60, 30, density=0.2, seed=20)})
+    pair.transform(X, "en"), pair.transform(_X(5, 30, seed=21), "fr")
+    assert len(_wmf_base._GRAM_CACHES[pair]) == 2                  # one per language
+
+
 def test_wmf_loss_matches_dense_eq1():
     X = _X(30, 20)
     rng = np.random.default_rng(8)

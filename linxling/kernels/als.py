@@ -20,7 +20,11 @@ kernel on the column-stacked matrix [X_1 | X_2 | ...] with the row-stacked facto
 Solvers
 -------
 ``"cholesky"``
-    Exact: per row, the lower triangle of the k × k system is accumulated (nonzeros in
+    Exact. In the Gram's whitened basis (``M = QΛ^(-1/2)``, ``MᵀGM = I``, when G is safely
+    positive definite and the rows are many enough to pay for its eigendecomposition): a row
+    of n < k nonzeros is ``(I + WᵀW) z = b̂`` with an n × k block W, solved by the Woodbury
+    identity through an n × n Cholesky factor, and ``x = M z``. Otherwise (and for rows of at
+    least k nonzeros) the lower triangle of the row's k × k system is accumulated (nonzeros in
     blocks of 16 so a row of the system stays in L1), factorised in place and solved.
 ``"cg"``
     Conjugate gradient warm-started from the current row (Takács, Pilászy & Tikk 2011, as in
@@ -45,10 +49,10 @@ from numba import njit, prange
 
 from linxling.kernels._prefetch import PREFETCH_DISTANCE as PD
 from linxling.kernels._prefetch import prefetch_row
-from linxling.kernels.dense import gram_tn, matmul_rows
+from linxling.kernels.dense import gram_tn, matmul_rows, matmul_rows_inplace
 
 __all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_sums",
-           "hot_plan", "SOLVERS"]
+           "hot_plan", "factor_sketch", "SOLVERS"]
 
 SOLVERS = ("cholesky", "cg")
 _FM = {"reassoc", "contract", "arcp", "nsz"}  # allow SIMD reductions; keep inf/nan semantics
@@ -102,6 +106,49 @@ def _cholesky_solve_inplace(A, b, k):
     return True
 
 
+@njit(cache=True, fastmath=_FM, inline="always")
+def _dense_row(u, indptr, indices, data, Y, G, dw, out, A, b, b0, Yb, Wb):
+    """Row u solved exactly by its k × k system ``(G + Σ dw_i y_i y_iᵀ) x = Σ X_ui y_i``, formed
+    in blocks of _BLOCK nonzeros (a row of A stays in L1) and factorised in place; ``out[u] = x``.
+    Returns ``x·b``, or NaN (and ``out[u]`` NaN) when the system is not numerically positive
+    definite."""
+    k = out.shape[1]
+    start = indptr[u]
+    end = indptr[u + 1]
+    for j in range(k):
+        b[j] = 0
+        for m in range(j + 1):
+            A[j, m] = G[j, m]
+    for s0 in range(start, end, _BLOCK):
+        nb = min(_BLOCK, end - s0)
+        for q in range(nb):
+            i = indices[s0 + q]
+            w = dw[i]
+            x = data[s0 + q]
+            for j in range(k):
+                yij = Y[i, j]
+                Yb[q, j] = yij
+                Wb[q, j] = w * yij
+                b[j] += x * yij
+        # A[j, :j+1] += Σ_q Wb[q, j] Yb[q, :j+1]   (row j of A stays in L1)
+        for j in range(k):
+            for q in range(nb):
+                t = Wb[q, j]
+                for m in range(j + 1):
+                    A[j, m] += t * Yb[q, m]
+    for j in range(k):
+        b0[j] = b[j]
+    if not _cholesky_solve_inplace(A, b, k):
+        for j in range(k):
+            out[u, j] = np.nan
+        return np.nan
+    t = b[0] * 0
+    for j in range(k):
+        out[u, j] = b[j]
+        t += b[j] * b0[j]
+    return np.float64(t)
+
+
 @njit(parallel=True, cache=True, fastmath=_FM)
 def _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads):
     n, k = out.shape
@@ -116,45 +163,99 @@ def _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads):
         Yb = np.empty((_BLOCK, k), dtype=Y.dtype)   # gathered factor rows of one block
         Wb = np.empty((_BLOCK, k), dtype=Y.dtype)   # the same rows scaled by dw
         for u in range(c, n, nchunks):
-            start = indptr[u]
-            end = indptr[u + 1]
-            if start == end:
+            if indptr[u] == indptr[u + 1]:
                 for j in range(k):
                     out[u, j] = 0
                 continue
-            for j in range(k):
-                b[j] = 0
-                for m in range(j + 1):
-                    A[j, m] = G[j, m]
-            for s0 in range(start, end, _BLOCK):
-                nb = min(_BLOCK, end - s0)
-                for q in range(nb):
-                    i = indices[s0 + q]
-                    w = dw[i]
-                    x = data[s0 + q]
-                    for j in range(k):
-                        yij = Y[i, j]
-                        Yb[q, j] = yij
-                        Wb[q, j] = w * yij
-                        b[j] += x * yij
-                # A[j, :j+1] += Σ_q Wb[q, j] Yb[q, :j+1]   (row j of A stays in L1)
+            t = _dense_row(u, indptr, indices, data, Y, G, dw, out, A, b, b0, Yb, Wb)
+            if np.isnan(t):
+                bad[c] += 1
+            else:
+                qsum += t
+        quad[c] = qsum
+    return bad.sum(), quad.sum()
+
+
+@njit(parallel=True, cache=True, fastmath=_FM)
+def _half_step_whitened(indptr, indices, data, Yw, sdw, dw, out, nthreads, short_max):
+    """Exact rows in the Gram's whitened basis (see :func:`whitening`): with the rows ``ŷ_i`` of
+    ``Yw`` (= Y M, MᵀGM = I), row u's system is ``(I + Σ dw_i ŷ_i ŷ_iᵀ) z = b̂ = Σ X_ui ŷ_i``
+    (``x = M z``; ``out[u] = z``, the caller maps back). A row of n ≤ ``short_max`` nonzeros
+    solves it by the Woodbury identity, ``z = b̂ − Wᵀ (I + W Wᵀ)⁻¹ W b̂`` with the n × k
+    block ``W`` of rows ``√dw_i ŷ_i`` packed in L1: O(n²k + n³) instead of the k × k system's
+    O(nk² + k³). Longer rows form ``I + Σ dw_i ŷ_i ŷ_iᵀ`` as :func:`_half_step_cholesky`.
+    Returns (rows not numerically positive definite, Σ z·b̂ = Σ x·b)."""
+    n, k = out.shape
+    nchunks = max(min(nthreads, n), 1)
+    bad = np.zeros(nchunks, dtype=np.int64)
+    quad = np.zeros(nchunks)
+    eye = np.eye(k, dtype=Yw.dtype)
+    m_short = max(min(short_max, k), 1)
+    for c in prange(nchunks):
+        A = np.empty((k, k), dtype=Yw.dtype)
+        b = np.empty(k, dtype=Yw.dtype)
+        b0 = np.empty(k, dtype=Yw.dtype)
+        Yb = np.empty((_BLOCK, k), dtype=Yw.dtype)
+        Wb = np.empty((_BLOCK, k), dtype=Yw.dtype)
+        W = np.empty((m_short, k), dtype=Yw.dtype)    # √dw_i ŷ_i of a short row, packed
+        S = np.empty((m_short, m_short), dtype=Yw.dtype)
+        t = np.empty(m_short, dtype=Yw.dtype)
+        zero = Yw.dtype.type(0)
+        one = Yw.dtype.type(1)
+        qsum = 0.0
+        for u in range(c, n, nchunks):
+            s = indptr[u]
+            e = indptr[u + 1]
+            nz = e - s
+            if nz == 0:
                 for j in range(k):
-                    for q in range(nb):
-                        t = Wb[q, j]
-                        for m in range(j + 1):
-                            A[j, m] += t * Yb[q, m]
+                    out[u, j] = zero
+                continue
+            if nz > m_short:
+                q = _dense_row(u, indptr, indices, data, Yw, eye, dw, out, A, b, b0, Yb, Wb)
+                if np.isnan(q):
+                    bad[c] += 1
+                else:
+                    qsum += q
+                continue
             for j in range(k):
-                b0[j] = b[j]
-            if not _cholesky_solve_inplace(A, b, k):
+                b[j] = zero
+            for a in range(nz):
+                i = indices[s + a]
+                w = sdw[i]
+                x = data[s + a]
+                for j in range(k):
+                    yij = Yw[i, j]
+                    W[a, j] = w * yij
+                    b[j] += x * yij
+            # S = I + W Wᵀ (lower triangle) and t = W b̂
+            for a in range(nz):
+                for a2 in range(a + 1):
+                    acc = zero
+                    for j in range(k):
+                        acc += W[a, j] * W[a2, j]
+                    S[a, a2] = acc
+                S[a, a] += one
+                acc = zero
+                for j in range(k):
+                    acc += W[a, j] * b[j]
+                t[a] = acc
+            if not _cholesky_solve_inplace(S, t, nz):
                 bad[c] += 1
                 for j in range(k):
                     out[u, j] = np.nan
                 continue
-            t = b[0] * 0
+            # z = b̂ − Wᵀ t;  z·b̂ = Σ_u x·b
             for j in range(k):
                 out[u, j] = b[j]
-                t += b[j] * b0[j]
-            qsum += np.float64(t)
+            for a in range(nz):
+                ta = t[a]
+                for j in range(k):
+                    out[u, j] -= ta * W[a, j]
+            acc = zero
+            for j in range(k):
+                acc += out[u, j] * b[j]
+            qsum += np.float64(acc)
         quad[c] = qsum
     return bad.sum(), quad.sum()
 
@@ -605,6 +706,28 @@ def _nonzero_sums(indptr, indices, data, E, V, nthreads):
     return res.sum(), pred.sum()
 
 
+@njit(cache=True, fastmath=_FM)
+def _content_sketch(V):
+    """``Σ_i r_i V[i, :]`` in float64 with fixed pseudo-random weights ``r_i`` in [−½, ½)
+    (a multiplicative hash of i): any change of V that moves its Gram beyond rounding moves
+    this sketch, and the same V always gives the same bits (one thread, one fixed order)."""
+    n, k = V.shape
+    s = np.zeros(k)
+    for i in range(n):
+        r = np.float64((i * 2654435761 + 12345) % 4294967296) / 4294967296.0 - 0.5
+        for j in range(k):
+            s[j] += r * V[i, j]
+    return s
+
+
+def factor_sketch(V: np.ndarray) -> bytes:
+    """A fingerprint of a factor's content (:func:`_content_sketch`, with its shape and dtype):
+    what a cached Gram of V is keyed on, so that an edit of V in place is never served a Gram
+    of its old values. About 1 ms for 50,000 x 100."""
+    V = np.ascontiguousarray(V)
+    return repr((V.shape, V.dtype.str)).encode() + _content_sketch(V).tobytes()
+
+
 # --------------------------------------------------------------------------------------------
 # Python wrappers
 # --------------------------------------------------------------------------------------------
@@ -647,6 +770,68 @@ def eigen_basis_pays(n_fixed: int, n_out: int, cg_steps: int) -> bool:
     return _EIGEN_BASIS and n_fixed + 2 * n_out < (1 + cg_steps) * n_out
 
 
+# the exact solver in the Gram's whitened basis (:func:`_half_step_whitened`) when its fixed costs
+# (the eigendecomposition of G, the used rows of Y and the solutions mapped through M) are paid
+# back by the rows' cheaper solves; _WHITEN_MIN: the smallest eigenvalue of G, relative to its
+# largest, below which G counts as singular and every row forms its own k x k system instead.
+_WHITEN_MIN = 1e-8
+
+
+def _whitening(G: np.ndarray) -> np.ndarray | None:
+    """``M = QΛ^(-1/2)`` (float64) with ``MᵀGM = I`` for ``G = QΛQᵀ``, or None when G is not
+    safely positive definite (its smallest eigenvalue at most ``_WHITEN_MIN`` of its largest)."""
+    lam, Q = np.linalg.eigh(np.asarray(G, dtype=np.float64))
+    if not (np.all(np.isfinite(lam)) and lam[0] > _WHITEN_MIN * lam[-1] > 0):
+        return None
+    return Q / np.sqrt(lam)
+
+
+def _whitened_pays(counts: np.ndarray, k: int, n_used: int) -> bool:
+    """Whether :func:`_half_step_whitened` (plus its fixed costs) does fewer multiply-adds than
+    :func:`_half_step_cholesky` on rows with ``counts`` nonzeros (``n_used`` rows of Y used):
+    per row n·k²/2 + k³/6 against n²k/2 + n³/6 + 3nk (a row of n ≥ k nonzeros costs the same
+    either way), plus 8k³ for the eigendecomposition and k² per used row of Y and per solved
+    row for the changes of basis."""
+    c = counts[counts > 0].astype(np.float64)
+    dense = c * k * k / 2 + k ** 3 / 6
+    short = np.minimum(c * c * k / 2 + c ** 3 / 6 + 3 * c * k, dense)
+    fixed = 8.0 * k ** 3 + (n_used + c.size) * k * k
+    return bool(short.sum() + fixed < dense.sum())
+
+
+def _exact_rows(indptr, indices, data, Y, G, dw, out) -> tuple[int, float]:
+    """Every row solved exactly (``solver="cholesky"``); (rows not positive definite, Σ x·b).
+
+    In the whitened basis of G when that pays (:func:`_whitened_pays`) and G is safely positive
+    definite and every ``dw`` ≥ 0: only the rows of Y the nonzeros use are mapped (``Y M``),
+    rows shorter than k solve by the Woodbury identity, and the solutions come back as ``M z``.
+    Otherwise every row forms and factorises its k × k system (:func:`_half_step_cholesky`).
+    Measured on the WMF benchmark's sentences (200,000 rows of 20 nonzeros, k = 100, 2-core AMD
+    EPYC, 2026-11-29): see benchmarks/README.md, "Exact solves by the Woodbury identity"."""
+    nthreads = numba.get_num_threads()
+    n, k = out.shape
+    m = Y.shape[0]
+    used = np.zeros(m, dtype=bool)
+    used[indices[:indptr[-1]]] = True
+    n_used = int(np.count_nonzero(used))
+    M = None
+    if n and (dw.size == 0 or float(dw.min()) >= 0) and _whitened_pays(np.diff(indptr), k, n_used):
+        M = _whitening(G)
+    if M is None:
+        return _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads)
+    if 2 * n_used < m:          # map only the rows of Y the nonzeros gather
+        cols = np.flatnonzero(used)
+        remap = np.zeros(m, dtype=np.int32)
+        remap[cols] = np.arange(cols.size, dtype=np.int32)
+        indices = remap[indices[:indptr[-1]]]
+        Y, dw = Y[cols], dw[cols]
+    Yw = matmul_rows(np.ascontiguousarray(Y), M.astype(Y.dtype))
+    sdw = np.sqrt(dw)
+    bad, quad = _half_step_whitened(indptr, indices, data, Yw, sdw, dw, out, nthreads, k)
+    matmul_rows_inplace(out, M.T)           # x = M z
+    return bad, quad
+
+
 def _run(parts, Y, G, dw, out, solver, cg_steps, hot=None):
     """Run a kernel; return Σ_u x_u·(A_u x_u − 2 b_u) (float64) — see als_half_step."""
     indptr, indices, data = parts
@@ -655,7 +840,7 @@ def _run(parts, Y, G, dw, out, solver, cg_steps, hot=None):
     # and OpenBLAS's generic (Prescott) gemv then crashes on it. A fresh k x k copy is aligned.
     G = np.array(G, dtype=Y.dtype, order="C")
     if solver == "cholesky":
-        bad, quad = _half_step_cholesky(indptr, indices, data, Y, G, dw, out, numba.get_num_threads())
+        bad, quad = _exact_rows(indptr, indices, data, Y, G, dw, out)
         if bad:
             raise np.linalg.LinAlgError(
                 f"{bad} row system(s) were not numerically positive definite; increase the "

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 __all__ = ["add_outer", "add_outer_reference", "add_scaled", "add_scaled_reference", "gram64", "gram_tn",
-           "matmul_rows", "gemm_acc", "trmm_rows", "ROW_PARTS"]
+           "matmul_rows", "matmul_rows_inplace", "gemm_acc", "trmm_rows", "ROW_PARTS"]
 
 # the row parts of the split products: at most this many, of at least _MIN_PART_ROWS rows (the
 # parts depend on the number of rows only, never on the thread count)
@@ -175,6 +175,26 @@ def matmul_rows(A: Any, S: Any) -> np.ndarray:
         np.matmul(A[a:b], S, out=out[a:b])
     each_row_part(part, A.shape[0], float(A.shape[0]) * A.shape[1] * S.shape[1])
     return out
+
+
+def matmul_rows_inplace(A: np.ndarray, S: np.ndarray, block: int = 4096) -> np.ndarray:
+    """``A[...] = A @ S`` for a square S, row part by row part (:func:`each_row_part`), each
+    part in blocks of ``block`` rows through one small buffer: no second n x k array, whose first
+    touch can cost more than the product (a fresh 80 MB result took 0.28 s against the 45 ms GEMM
+    on the 2-core AMD EPYC of 2026-11-29). Every output row comes from one BLAS call, as in
+    ``A @ S``."""
+    S = np.ascontiguousarray(S, dtype=A.dtype)
+    if S.shape != (A.shape[1], A.shape[1]):
+        raise ValueError(f"S must be square of side {A.shape[1]}, got shape {S.shape}")
+
+    def part(a, b):
+        buf = np.empty((min(block, b - a), S.shape[1]), dtype=A.dtype)
+        for i in range(a, b, block):
+            j = min(b, i + block)
+            np.matmul(A[i:j], S, out=buf[:j - i])
+            A[i:j] = buf[:j - i]
+    each_row_part(part, A.shape[0], float(A.shape[0]) * A.shape[1] * S.shape[1])
+    return A
 
 
 def _blas(dtype, name: str):

@@ -5,6 +5,7 @@ The models and their objective: :mod:`linxling.models.wmf`.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any, Self
@@ -213,7 +214,15 @@ class _WMFParams(LinxlingEstimator):
             raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
         X = self._language_matrix(X, language, fit=False, name="X")
         return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
-                                     self.missing_weight, self.alpha_), dtype)
+                                     self.missing_weight, self.alpha_, self._gram_cache()), dtype)
+
+    def _gram_cache(self) -> dict:
+        """This model's Grams for :func:`_solve_rows`, held outside the model (a transform leaves
+        its ``__dict__`` as it was, as scikit-learn asks; nothing is saved or cloned with it)."""
+        cache = _GRAM_CACHES.get(self)
+        if cache is None:
+            cache = _GRAM_CACHES[self] = {}
+        return cache
 
     def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
         """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
@@ -351,12 +360,35 @@ class _WMFParams(LinxlingEstimator):
         bar.close()
 
 
-def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float) -> np.ndarray:
-    """Eq. (2) exactly for every row of X with word factors V (n_words, k)."""
+#: Grams a model keeps for its transforms (one per word factor, so b-WMF's languages each have one)
+_GRAM_CACHE_SIZE = 8
+_GRAM_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # model -> {key: Gram}
+
+
+def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float,
+                cache: dict | None = None) -> np.ndarray:
+    """Eq. (2) exactly for every row of X with word factors V (n_words, k).
+
+    ``cache``: a model's dict of Grams ``w_m VᵀV + λI``, keyed on V's content
+    (:func:`linxling.kernels.als.factor_sketch`, about 1 ms) and the two weights, so that a
+    transform of a few sentences does not form the n_words x k Gram again (28 ms of a 35 ms
+    one-sentence transform at 50,000 x 100 float64 before), and an edited V gets a new one."""
     als = _kernels()
-    out = np.zeros((X.shape[0], V.shape[1]), dtype=V.dtype)
-    return als.als_half_step(X, V, out, missing_weight=w_m, regularization=lam,
-                             solver="cholesky")
+    G = None
+    # BLAS one thread, as in a fit: BLAS threads still spinning after a product or the Gram's
+    # eigendecomposition held the cores from the numba kernel that follows (8-10 ms a call)
+    with blas_single_thread():
+        if cache is not None:
+            key = (als.factor_sketch(V), float(w_m), float(lam))
+            G = cache.get(key)
+            if G is None:
+                G = als.gram(V, w_m, lam)
+                while len(cache) >= _GRAM_CACHE_SIZE:
+                    cache.pop(next(iter(cache)))
+                cache[key] = G
+        out = np.zeros((X.shape[0], V.shape[1]), dtype=V.dtype)
+        return als.als_half_step(X, V, out, missing_weight=w_m, regularization=lam,
+                                 solver="cholesky", gram_matrix=G)
 
 
 def _stored_dtype(dtype, array) -> np.dtype:

@@ -291,7 +291,7 @@ class WMF(_WMFParams):
         self._check_language(language)
         X = self._input_matrix(X, fit=False)
         return as_output(_solve_rows(X, np.ascontiguousarray(self.components_.T), self.missing_weight,
-                                     self.alpha_), dtype)
+                                     self.alpha_, self._gram_cache()), dtype)
 
     def _check_language(self, language: str | None) -> None:
         if language is not None and self.language is not None and language != self.language:
