@@ -723,3 +723,16 @@ def test_bwmf_defaults_learn_on_300_bible_verses():
     r = retrieval(m.transform([en[i] for i in val], "en"), m.transform([es[i] for i in val], "es"),
                   ks=(1,), similarity="cosine", show_progress=False)
     assert r["P@1"] > 0.35, r                           # chance 0.001; alpha 20 gave 0.12
+
+
+def test_transform_from_several_threads_at_once():
+    """A search server's threads embedding with one model at once (sharing its Gram cache):
+    every result equals the serial one."""
+    from concurrent.futures import ThreadPoolExecutor
+    X = _X(80, 40, density=0.2, seed=22)
+    model = WMF(n_components=6, alpha=LAM, missing_weight=W_M, max_iter=2, random_state=0).fit(X)
+    expected = model.transform(X)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: model.transform(X[i % 7:]), range(40)))
+    for i, got in enumerate(results):
+        np.testing.assert_array_equal(got, expected[i % 7:])

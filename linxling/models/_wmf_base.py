@@ -4,6 +4,7 @@ The models and their objective: :mod:`linxling.models.wmf`.
 """
 from __future__ import annotations
 
+import threading
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
@@ -219,10 +220,11 @@ class _WMFParams(LinxlingEstimator):
     def _gram_cache(self) -> dict:
         """This model's Grams for :func:`_solve_rows`, held outside the model (a transform leaves
         its ``__dict__`` as it was, as scikit-learn asks; nothing is saved or cloned with it)."""
-        cache = _GRAM_CACHES.get(self)
-        if cache is None:
-            cache = _GRAM_CACHES[self] = {}
-        return cache
+        with _GRAM_LOCK:
+            cache = _GRAM_CACHES.get(self)
+            if cache is None:
+                cache = _GRAM_CACHES[self] = {}
+            return cache
 
     def word_vectors(self, language: str) -> tuple[list[str] | None, np.ndarray]:
         """Word vectors of ``language``: the columns of its word factor, ``(words, vectors)``.
@@ -363,6 +365,7 @@ class _WMFParams(LinxlingEstimator):
 #: Grams a model keeps for its transforms (one per word factor, so b-WMF's languages each have one)
 _GRAM_CACHE_SIZE = 8
 _GRAM_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # model -> {key: Gram}
+_GRAM_LOCK = threading.Lock()
 
 
 def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float,
@@ -383,9 +386,10 @@ def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float,
             G = cache.get(key)
             if G is None:
                 G = als.gram(V, w_m, lam)
-                while len(cache) >= _GRAM_CACHE_SIZE:
-                    cache.pop(next(iter(cache)))
-                cache[key] = G
+                with _GRAM_LOCK:           # transforms from several threads (a search server)
+                    while len(cache) >= _GRAM_CACHE_SIZE:
+                        cache.pop(next(iter(cache)))
+                    cache[key] = G
         out = np.zeros((X.shape[0], V.shape[1]), dtype=V.dtype)
         return als.als_half_step(X, V, out, missing_weight=w_m, regularization=lam,
                                  solver="cholesky", gram_matrix=G)
