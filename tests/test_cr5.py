@@ -694,3 +694,26 @@ def test_eig_space_auto_takes_features_when_only_they_fit(monkeypatch):
         Cr5(n_components=r, eig_space="features", eig_method="arpack").fit_matrices(blocks, concepts)
     with pytest.raises(ValueError, match="'eig_space' parameter of Cr5 must be a str among"):
         Cr5(n_components=r, eig_space="words").fit_matrices(blocks, concepts)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_times_map_gathers_only_the_used_columns(dtype, monkeypatch):
+    """Embedding a few documents gathers only their columns of the map (no copy of the whole
+    transposed map per call) and is bitwise X @ C.T, unsorted and duplicate indices included;
+    batches that use most columns, dense rows and empty rows take the plain product."""
+    from linxling.models import _base
+    rng = np.random.default_rng(3)
+    C = rng.standard_normal((7, 500)).astype(dtype)
+    X = sp.random(4, 500, density=0.01, random_state=4, format="csr", dtype=dtype)
+    X.indices[:3] = X.indices[:3][::-1].copy()              # unsorted
+    X.has_sorted_indices = False
+    dup = sp.csr_matrix((np.array([1.0, 2.0], dtype), np.array([9, 9]), np.array([0, 2])), shape=(1, 500))
+    wide = sp.random(300, 500, density=0.05, random_state=5, format="csr", dtype=dtype)
+    empty = sp.csr_matrix((2, 500), dtype=dtype)
+    for M in (X, dup, wide, empty):
+        np.testing.assert_array_equal(_base.rows_times_map(M, C), np.asarray(M @ C.T))
+    np.testing.assert_array_equal(_base.rows_times_map(X.toarray(), C), X.toarray() @ C.T)
+    seen, csr = [], sp.csr_matrix
+    monkeypatch.setattr(_base.sp, "csr_matrix", lambda *a, **k: seen.append(k.get("shape")) or csr(*a, **k))
+    _base.rows_times_map(X, C)
+    assert seen and seen[0][1] <= X.nnz                      # only the used columns

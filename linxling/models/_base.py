@@ -13,7 +13,7 @@ from linxling.models._estimator import LinxlingEstimator, as_output
 from linxling.text._vectorize import check_unicode
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "classes_from_state",
-           "classes_state", "encode_concepts", "group_by_language", "vectorizers_state",
+           "classes_state", "encode_concepts", "group_by_language", "rows_times_map", "vectorizers_state",
            "vectorizers_from_state", "vectorizer_from_state", "vectorizer_state"]
 
 
@@ -298,6 +298,31 @@ def _is_matrix(X: Any) -> bool:
         return X.ndim != 1 or X.dtype.kind not in "OUS"
     return hasattr(X, "shape") and hasattr(X, "dtype")
 
+
+
+def rows_times_map(X: Any, C: Any) -> np.ndarray:
+    """``X @ C.T`` for feature rows X (n, p) and a language's map C (r, p), C-contiguous.
+
+    SciPy multiplies a CSR matrix by ``C.T`` only after copying that transposed view to C order:
+    the whole map, 240 MB at p = 200,000 and r = 300 in float32, for every call (81 ms to embed
+    one sentence, 0.8 ms without it; 2-core AMD EPYC, 2026-11-29). When X's nonzeros use fewer
+    than half of the p columns (a few documents), only those columns of C are gathered and X's
+    indices renumbered; each row's sum runs over its nonzeros in the same order, so the result
+    is bitwise the one of ``X @ C.T``. Other inputs (dense X, CuPy arrays, batches that use
+    most columns) take ``X @ C.T``."""
+    if not (sp.issparse(X) and X.format == "csr" and isinstance(C, np.ndarray)):
+        return np.asarray(X @ C.T)
+    p = C.shape[1]
+    nnz = int(X.indptr[-1])
+    used = np.zeros(p, dtype=bool)
+    used[X.indices[:nnz]] = True
+    cols = np.flatnonzero(used)
+    if 2 * cols.size >= p:
+        return np.asarray(X @ C.T)
+    remap = np.zeros(p, dtype=X.indices.dtype)
+    remap[cols] = np.arange(cols.size, dtype=X.indices.dtype)
+    Xs = sp.csr_matrix((X.data[:nnz], remap[X.indices[:nnz]], X.indptr), shape=(X.shape[0], cols.size))
+    return np.asarray(Xs @ C[:, cols].T)
 
 class ConceptEmbeddingMixin(LinxlingEstimator):
     """Shared behaviour of estimators with per-language maps ``components_[lang]`` (r, p_l).

@@ -29,7 +29,13 @@ from sklearn.utils._param_validation import StrOptions
 from linxling._validation import check_random_state, check_same_length, check_sparse_matrix
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
-from linxling.models._base import ConceptEmbeddingMixin, check_shared_concepts, encode_concepts, group_by_language
+from linxling.models._base import (
+    ConceptEmbeddingMixin,
+    check_shared_concepts,
+    encode_concepts,
+    group_by_language,
+    rows_times_map,
+)
 from linxling.models._estimator import NONNEG_INT, POSITIVE_INT, RANDOM_STATE
 from linxling.solvers import orthonormalize
 
@@ -259,7 +265,7 @@ class CLLSI(ConceptEmbeddingMixin):
 
     def _embed_matrix(self, X: Any, language: str) -> np.ndarray:
         """``S⁻¹ V_lᵀ x`` (``scale="fold_in"``) or ``V_lᵀ x`` of checked feature rows."""
-        Z = np.asarray(X @ self.components_[language].T, dtype=np.float64)
+        Z = np.asarray(rows_times_map(X, self.components_[language]), dtype=np.float64)
         return Z * self._inverse_scale()[None, :]
 
     # ------------------------------------------------------------------ store

@@ -40,7 +40,13 @@ from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.kernels.dense import add_outer, gemm_acc, gram64, gram_tn
 from linxling.kernels.spmm import csr_column_sums, csr_column_sumsq
-from linxling.models._base import ConceptEmbeddingMixin, check_shared_concepts, encode_concepts, group_by_language
+from linxling.models._base import (
+    ConceptEmbeddingMixin,
+    check_shared_concepts,
+    encode_concepts,
+    group_by_language,
+    rows_times_map,
+)
 from linxling.models._estimator import (
     DEVICE,
     FLOAT_DTYPE,
@@ -1224,7 +1230,7 @@ class Cr5(ConceptEmbeddingMixin):
     # ------------------------------------------------------------------ inference
     def _embed_matrix(self, X: Any, language: str) -> np.ndarray:
         """``X Φ_lᵀ`` (no centring) of checked feature rows: public as :meth:`transform_matrix`."""
-        return np.asarray(X @ self.components_[language].T)
+        return rows_times_map(X, self.components_[language])
 
     # ------------------------------------------------------------------ store
     def _get_state(self):
