@@ -178,7 +178,7 @@ def _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads):
 
 @njit(parallel=True, cache=True, fastmath=_FM)
 def _half_step_whitened(indptr, indices, data, Yw, sdw, dw, out, nthreads, short_max):
-    """Exact rows in the Gram's whitened basis (see :func:`whitening`): with the rows ``ŷ_i`` of
+    """Exact rows in the Gram's whitened basis (see :func:`_whitening`): with the rows ``ŷ_i`` of
     ``Yw`` (= Y M, MᵀGM = I), row u's system is ``(I + Σ dw_i ŷ_i ŷ_iᵀ) z = b̂ = Σ X_ui ŷ_i``
     (``x = M z``; ``out[u] = z``, the caller maps back). A row of n ≤ ``short_max`` nonzeros
     solves it by the Woodbury identity, ``z = b̂ − Wᵀ (I + W Wᵀ)⁻¹ W b̂`` with the n × k

@@ -299,7 +299,6 @@ def _is_matrix(X: Any) -> bool:
     return hasattr(X, "shape") and hasattr(X, "dtype")
 
 
-
 def rows_times_map(X: Any, C: Any) -> np.ndarray:
     """``X @ C.T`` for feature rows X (n, p) and a language's map C (r, p), C-contiguous.
 
@@ -323,6 +322,7 @@ def rows_times_map(X: Any, C: Any) -> np.ndarray:
     remap[cols] = np.arange(cols.size, dtype=X.indices.dtype)
     Xs = sp.csr_matrix((X.data[:nnz], remap[X.indices[:nnz]], X.indptr), shape=(X.shape[0], cols.size))
     return np.asarray(Xs @ C[:, cols].T)
+
 
 class ConceptEmbeddingMixin(LinxlingEstimator):
     """Shared behaviour of estimators with per-language maps ``components_[lang]`` (r, p_l).
