@@ -546,3 +546,17 @@ def test_thread_runs_balance_nonzeros_and_leave_the_sums_unchanged():
                                    rtol=tol)
         np.testing.assert_allclose(outs[0][2], X @ W[colmap], rtol=tol, atol=tol)
         np.testing.assert_array_equal(outs[0][3], outs[0][2])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 29), max_size=60), st.sampled_from([np.int32, np.int64]))
+def test_used_columns_and_renumbering(idx, dtype):
+    """The shared column compaction (Cr5's transform, WMF's exact solves): the sorted distinct
+    columns, and indices renumbered into them keeping order, duplicates and dtype."""
+    from linxling._sparse import renumbered, used_columns
+    indices = np.array(idx, dtype=dtype)
+    cols = used_columns(indices, 30)
+    np.testing.assert_array_equal(cols, sorted(set(idx)))
+    new = renumbered(indices, cols, 30)
+    assert new.dtype == indices.dtype
+    np.testing.assert_array_equal(cols[new], indices)

@@ -47,6 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
+from linxling._sparse import renumbered, used_columns
 from linxling.kernels._prefetch import PREFETCH_DISTANCE as PD
 from linxling.kernels._prefetch import prefetch_row
 from linxling.kernels.dense import gram_tn, matmul_rows, matmul_rows_inplace
@@ -811,19 +812,15 @@ def _exact_rows(indptr, indices, data, Y, G, dw, out) -> tuple[int, float]:
     nthreads = numba.get_num_threads()
     n, k = out.shape
     m = Y.shape[0]
-    used = np.zeros(m, dtype=bool)
-    used[indices[:indptr[-1]]] = True
-    n_used = int(np.count_nonzero(used))
+    cols = used_columns(indices[:indptr[-1]], m)
+    n_used = cols.size
     M = None
     if n and (dw.size == 0 or float(dw.min()) >= 0) and _whitened_pays(np.diff(indptr), k, n_used):
         M = _whitening(G)
     if M is None:
         return _half_step_cholesky(indptr, indices, data, Y, G, dw, out, nthreads)
     if 2 * n_used < m:          # map only the rows of Y the nonzeros gather
-        cols = np.flatnonzero(used)
-        remap = np.zeros(m, dtype=np.int32)
-        remap[cols] = np.arange(cols.size, dtype=np.int32)
-        indices = remap[indices[:indptr[-1]]]
+        indices = renumbered(indices[:indptr[-1]], cols, m)
         Y, dw = Y[cols], dw[cols]
     Yw = matmul_rows(np.ascontiguousarray(Y), M.astype(Y.dtype))
     sdw = np.sqrt(dw)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from linxling._sparse import renumbered, used_columns
 from linxling._validation import check_same_length, check_sparse_matrix
 from linxling.models._estimator import LinxlingEstimator, as_output
 from linxling.text._vectorize import check_unicode
@@ -313,14 +314,11 @@ def rows_times_map(X: Any, C: Any) -> np.ndarray:
         return np.asarray(X @ C.T)
     p = C.shape[1]
     nnz = int(X.indptr[-1])
-    used = np.zeros(p, dtype=bool)
-    used[X.indices[:nnz]] = True
-    cols = np.flatnonzero(used)
+    cols = used_columns(X.indices[:nnz], p)
     if 2 * cols.size >= p:
         return np.asarray(X @ C.T)
-    remap = np.zeros(p, dtype=X.indices.dtype)
-    remap[cols] = np.arange(cols.size, dtype=X.indices.dtype)
-    Xs = sp.csr_matrix((X.data[:nnz], remap[X.indices[:nnz]], X.indptr), shape=(X.shape[0], cols.size))
+    Xs = sp.csr_matrix((X.data[:nnz], renumbered(X.indices[:nnz], cols, p), X.indptr),
+                       shape=(X.shape[0], cols.size))
     return np.asarray(Xs @ C[:, cols].T)
 
 
