@@ -115,6 +115,9 @@ def test_cg_hot_rows_pushed_match_reference(dtype, small_hot_rows):
     assert plan is not None
     assert np.array_equal(plan["hot"], np.flatnonzero(counts >= 8))
     assert np.array_equal(np.sort(np.concatenate([plan["hot"], plan["cold"]])), np.arange(90))
+    slot = {int(u): s for s, u in enumerate(plan["hot"])}     # each pushed nonzero's hot row, or -1
+    assert plan["parts"][1].dtype == np.int16
+    np.testing.assert_array_equal(plan["parts"][1], [slot.get(int(u), -1) for u in X.T.tocsr().indices])
     got, want = X0.copy(), X0.copy()
     _, f_got = als.als_half_step(X, Y, got, missing_weight=W_M, regularization=LAM, solver="cg",
                                  cg_steps=3, hot=plan, return_objective=True)
