@@ -163,6 +163,31 @@ def test_cg_in_the_gram_eigenbasis_equals_plain_cg(dtype, with_hot, monkeypatch)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_column_blocks_share_one_slot_array(dtype, small_hot_rows):
+    """b-WMF's languages push from one stacked matrix: their plans share one slot array (each
+    block's hot rows numbered after the blocks before it) and solve bitwise as separate plans."""
+    blocks = [_zipf_rows(40, 70, seed=21), _zipf_rows(90, 70, seed=22), _zipf_rows(30, 70, seed=23)]
+    stacked = sp.hstack([B.T for B in blocks], format="csr")        # the other half-step's rows
+    push = als._csr_parts(stacked, dtype)
+    offsets = np.cumsum([0] + [B.shape[0] for B in blocks])
+    alone = [als.hot_plan(push, int(o), np.diff(B.indptr), 6, dtype) for B, o in zip(blocks, offsets[:-1], strict=True)]
+    shared = als.share_slots(alone)
+    assert all(p is not None for p in alone)
+    assert all(p["parts"][1] is shared[0]["parts"][1] for p in shared)
+    assert [p["slot0"] for p in shared] == [0, alone[0]["hot"].size, alone[0]["hot"].size + alone[1]["hot"].size]
+    assert als.share_slots([alone[0], None]) == [alone[0], None]
+    rng = np.random.default_rng(24)
+    Y = rng.standard_normal((70, 6)).astype(dtype)
+    kw = {"missing_weight": W_M, "regularization": LAM, "solver": "cg", "cg_steps": 3}
+    for B, a, b in zip(blocks, alone, shared, strict=True):
+        X0 = rng.standard_normal((B.shape[0], 6)).astype(dtype)
+        got, want = X0.copy(), X0.copy()
+        als.als_half_step(B, Y, got, hot=b, **kw)
+        als.als_half_step(B, Y, want, hot=a, **kw)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_hot_plan_local_equals_hot_plan(dtype, small_hot_rows):
     """A plan from the block's own rows (the hot rows' nonzeros transposed into a compact CSR, as
     a Dask column block makes it) pushes the same CG as one walking the full transposed matrix."""

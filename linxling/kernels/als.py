@@ -580,6 +580,31 @@ def hot_plan(push_parts, col0: int, counts: np.ndarray, k: int, dtype):
     return {"parts": (indptr, slot_of[indices], data), "hot": hot, "cold": cold}
 
 
+def share_slots(plans: Sequence) -> list:
+    """Plans of the column blocks of one push matrix (:func:`hot_plan` for each language of a
+    column-stacked matrix) with one slot array between them: each nonzero is in one block, so
+    block b's hot rows take the slots from ``slot0`` (the hot rows of the blocks before it) and
+    the plans cost 2 bytes a nonzero however many blocks there are, not 2 per block. ``None``
+    entries (blocks with no plan) are kept."""
+    live = [p for p in plans if p is not None]
+    if len(live) < 2:
+        return list(plans)
+    indptr, _, data = live[0]["parts"]
+    total = sum(p["hot"].size for p in live)
+    shared = np.full(live[0]["parts"][1].size, -1, dtype=_slot_dtype(total))
+    out, slot0 = [], 0
+    for p in plans:
+        if p is None:
+            out.append(None)
+            continue
+        own = p["parts"][1]
+        mine = own >= 0
+        shared[mine] = own[mine] + slot0
+        out.append({**p, "parts": (indptr, shared, data), "slot0": slot0})
+        slot0 += p["hot"].size
+    return out
+
+
 def _slot_dtype(n_hot: int) -> type:
     """The integer type of a plan's slots (hot-row numbers and -1)."""
     return np.int16 if n_hot < 2 ** 15 else np.int32
@@ -607,13 +632,15 @@ def hot_plan_local(parts, n_other: int, k: int, dtype):
 
 
 @njit(parallel=True, cache=True, fastmath=_FM)
-def _hot_pass(indptr, slots, data, bounds, Y, dw, src, acc, acc2, residual):
+def _hot_pass(indptr, slots, slot0, data, bounds, Y, dw, src, acc, acc2, residual):
     """One pass over the transposed matrix's rows ``i`` (row parts ``bounds`` on the threads, each
-    summing into its own ``acc[t]``): for every nonzero of a hot row h = slots[nonzero] ≥ 0,
+    summing into its own ``acc[t]``): for every nonzero of a hot row h = slots[nonzero] − slot0
+    in ``0:H`` (H = ``acc.shape[1]``; other slots are other blocks' or −1),
     ``acc[t, h] += (X − dw_i y_i·src[h]) y_i`` and ``acc2[t, h] += X y_i`` with ``residual``,
     else ``acc[t, h] += dw_i (y_i·src[h]) y_i``."""
     T = bounds.size - 1
     k = Y.shape[1]
+    H = acc.shape[1]
     zero = Y.dtype.type(0)
     for t in prange(T):
         a = acc[t]
@@ -624,8 +651,8 @@ def _hot_pass(indptr, slots, data, bounds, Y, dw, src, acc, acc2, residual):
         for i in range(bounds[t], bounds[t + 1]):
             d = dw[i]
             for idx in range(indptr[i], indptr[i + 1]):
-                h = slots[idx]
-                if h < 0:
+                h = slots[idx] - slot0
+                if h < 0 or h >= H:
                     continue
                 s = zero
                 for j in range(k):
@@ -689,13 +716,13 @@ def _half_step_hot(plan, Y, G, Q, Qt, dw, out, cg_steps, nthreads) -> float:
     np.negative(r, out=r)
     rsold, tiny = np.empty(H, dtype=Y.dtype), np.empty(H, dtype=Y.dtype)
     active = np.empty(H, dtype=np.bool_)
-    _hot_pass(indptr, slots, data, bounds, Y, dw, x, acc, acc2, True)
+    _hot_pass(indptr, slots, plan.get("slot0", 0), data, bounds, Y, dw, x, acc, acc2, True)
     _hot_start(x, r, p, bv, acc, acc2, rsold, tiny, active)
     for _ in range(cg_steps):
         if not active.any():
             break
         _gram_times(G, p, Ap, H)
-        _hot_pass(indptr, slots, data, bounds, Y, dw, p, acc, acc2, False)
+        _hot_pass(indptr, slots, plan.get("slot0", 0), data, bounds, Y, dw, p, acc, acc2, False)
         _hot_step(x, r, p, Ap, acc, rsold, tiny, active)
     out[hot] = x @ Qt if Q.shape[0] else x
     return float(np.einsum("ij,ij->i", x, r + bv, dtype=np.float64).sum())
