@@ -53,7 +53,7 @@ from linxling.kernels._prefetch import prefetch_row
 from linxling.kernels.dense import gram_tn, matmul_rows, matmul_rows_inplace
 
 __all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_sums",
-           "hot_plan", "factor_sketch", "SOLVERS"]
+           "hot_plan", "share_slots", "factor_sketch", "SOLVERS"]
 
 SOLVERS = ("cholesky", "cg")
 _FM = {"reassoc", "contract", "arcp", "nsz"}  # allow SIMD reductions; keep inf/nan semantics
