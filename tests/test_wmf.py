@@ -170,12 +170,17 @@ def test_column_blocks_share_one_slot_array(dtype, small_hot_rows):
     stacked = sp.hstack([B.T for B in blocks], format="csr")        # the other half-step's rows
     push = als._csr_parts(stacked, dtype)
     offsets = np.cumsum([0] + [B.shape[0] for B in blocks])
-    alone = [als.hot_plan(push, int(o), np.diff(B.indptr), 6, dtype) for B, o in zip(blocks, offsets[:-1], strict=True)]
-    shared = als.share_slots(alone)
+    own = [(int(o), np.diff(B.indptr)) for B, o in zip(blocks, offsets[:-1], strict=True)]
+    alone = [als.hot_plan(push, o, counts, 6, dtype) for o, counts in own]
+    shared = als.hot_plans(push, own, 6, dtype)
     assert all(p is not None for p in alone)
     assert all(p["parts"][1] is shared[0]["parts"][1] for p in shared)
     assert [p["slot0"] for p in shared] == [0, alone[0]["hot"].size, alone[0]["hot"].size + alone[1]["hot"].size]
-    assert als.share_slots([alone[0], None]) == [alone[0], None]
+    for a, b in zip(alone, shared, strict=True):
+        assert np.array_equal(a["hot"], b["hot"]) and np.array_equal(a["cold"], b["cold"])
+    short = (int(offsets[1]), np.minimum(own[1][1], 7))       # a block with no row of 8+ nonzeros
+    assert [p is None for p in als.hot_plans(push, [own[0], short], 6, dtype)] == [False, True]
+    assert als.hot_plans(push, [short], 6, dtype) == [None]
     rng = np.random.default_rng(24)
     Y = rng.standard_normal((70, 6)).astype(dtype)
     kw = {"missing_weight": W_M, "regularization": LAM, "solver": "cg", "cg_steps": 3}

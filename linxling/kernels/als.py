@@ -53,7 +53,7 @@ from linxling.kernels._prefetch import prefetch_row
 from linxling.kernels.dense import gram_tn, matmul_rows, matmul_rows_inplace
 
 __all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_sums",
-           "hot_plan", "share_slots", "factor_sketch", "SOLVERS"]
+           "hot_plan", "hot_plans", "factor_sketch", "SOLVERS"]
 
 SOLVERS = ("cholesky", "cg")
 _FM = {"reassoc", "contract", "arcp", "nsz"}  # allow SIMD reductions; keep inf/nan semantics
@@ -567,42 +567,42 @@ def hot_plan(push_parts, col0: int, counts: np.ndarray, k: int, dtype):
     column-stacked matrix); ``counts`` the nonzeros of each of this half-step's rows. The plan:
     ``hot`` and ``cold`` (this half-step's row numbers) and ``parts``, the push matrix's CSR with
     each nonzero's slot (its position in ``hot``, −1 for a cold column) in place of its column;
-    the slots cost 2 bytes a nonzero (4 with 32,768 hot rows or more)."""
-    hot = hot_rows(counts, k, dtype)
-    if hot is None:
-        return None
+    the slots cost 2 bytes a nonzero (4 with 32,768 hot rows or more). :func:`hot_plans` makes
+    the plans of several column blocks at once."""
+    return hot_plans(push_parts, [(col0, counts)], k, dtype)[0]
+
+
+def hot_plans(push_parts, blocks: Sequence, k: int, dtype) -> list:
+    """:func:`hot_plan` for each column block ``(col0, counts)`` of one push matrix (each language
+    of b-WMF's column-stacked matrix), with one slot array between them: each nonzero is in one
+    block, so block b's hot rows take the slots from ``slot0`` (the hot rows of the blocks before
+    it) and the plans cost 2 bytes a nonzero however many blocks there are, also while they are
+    made (one table of every column, one pass over the nonzeros). ``None`` for a block with no
+    hot rows."""
+    hots = [hot_rows(counts, k, dtype) for _, counts in blocks]
+    total = sum(h.size for h in hots if h is not None)
+    if total == 0:
+        return [None] * len(hots)
     indptr, indices, data = push_parts
     indices = indices[:indptr[-1]]
-    width = int(indices.max()) + 1 if indices.size else 0
-    slot_of = np.full(max(width, col0 + len(counts)), -1, dtype=_slot_dtype(hot.size))
-    slot_of[col0 + hot] = np.arange(hot.size)
-    cold = np.flatnonzero(slot_of[col0:col0 + len(counts)] < 0).astype(np.int64)
-    return {"parts": (indptr, slot_of[indices], data), "hot": hot, "cold": cold}
-
-
-def share_slots(plans: Sequence) -> list:
-    """Plans of the column blocks of one push matrix (:func:`hot_plan` for each language of a
-    column-stacked matrix) with one slot array between them: each nonzero is in one block, so
-    block b's hot rows take the slots from ``slot0`` (the hot rows of the blocks before it) and
-    the plans cost 2 bytes a nonzero however many blocks there are, not 2 per block. ``None``
-    entries (blocks with no plan) are kept."""
-    live = [p for p in plans if p is not None]
-    if len(live) < 2:
-        return list(plans)
-    indptr, _, data = live[0]["parts"]
-    total = sum(p["hot"].size for p in live)
-    shared = np.full(live[0]["parts"][1].size, -1, dtype=_slot_dtype(total))
-    out, slot0 = [], 0
-    for p in plans:
-        if p is None:
-            out.append(None)
+    width = max([int(indices.max()) + 1 if indices.size else 0]
+                + [int(col0) + len(counts) for col0, counts in blocks])
+    slot_of = np.full(width, -1, dtype=_slot_dtype(total))
+    slot0s, slot0 = [], 0
+    for (col0, _), hot in zip(blocks, hots, strict=True):
+        slot0s.append(slot0)
+        if hot is not None:
+            slot_of[col0 + hot] = np.arange(slot0, slot0 + hot.size)
+            slot0 += hot.size
+    slots = slot_of[indices]
+    plans = []
+    for (col0, counts), hot, s0 in zip(blocks, hots, slot0s, strict=True):
+        if hot is None:
+            plans.append(None)
             continue
-        own = p["parts"][1]
-        mine = own >= 0
-        shared[mine] = own[mine] + slot0
-        out.append({**p, "parts": (indptr, shared, data), "slot0": slot0})
-        slot0 += p["hot"].size
-    return out
+        cold = np.flatnonzero(slot_of[col0:col0 + len(counts)] < 0).astype(np.int64)
+        plans.append({"parts": (indptr, slots, data), "hot": hot, "cold": cold, "slot0": s0})
+    return plans
 
 
 def _slot_dtype(n_hot: int) -> type:

@@ -152,8 +152,8 @@ class InMemoryALS:
             als = _als()
             rows_parts = self.rows[0][2]
             dtype = rows_parts[2].dtype
-            self._hot = (k, als.share_slots([als.hot_plan(rows_parts, r0, np.diff(parts[0]), k, dtype)
-                                             for r0, _, parts in self.cols]))
+            self._hot = (k, als.hot_plans(rows_parts, [(r0, np.diff(parts[0])) for r0, _, parts in self.cols],
+                                          k, dtype))
         return self._hot[1]
 
     def half_step(self, side: str, Y, G, out, w, lam, solver, steps) -> float:
