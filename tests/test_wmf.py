@@ -733,6 +733,25 @@ def test_collapsed_factors_warn_naming_alpha():
             {"en": X, "es": X.copy()})
 
 
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_mean_cosine_equals_the_unit_rows_mean(dtype):
+    """The collapse check's mean cosine (norms in one pass, the mean as a product) against the
+    plain formula over the nonzero rows, and against the mean of every pair's cosine."""
+    from linxling.models._wmf_base import _mean_cosine
+    rng = np.random.default_rng(3)
+    E = (rng.standard_normal((300, 7)) + 0.4).astype(dtype)
+    E[::5] = 0                                          # empty sentences have zero vectors
+    U = E[np.any(E != 0, axis=1)].astype(np.float64)
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    want = float(U.mean(axis=0) @ U.mean(axis=0))
+    assert want == pytest.approx(float((U @ U.T).mean()), rel=1e-12)
+    assert _mean_cosine(E) == pytest.approx(want, rel=100 * float(np.finfo(dtype).eps))
+    assert _mean_cosine(E[:, :1]) is None and _mean_cosine(np.zeros((5, 3), dtype)) is None
+    one = np.zeros((5, 3), dtype)
+    one[2] = 1
+    assert _mean_cosine(one) is None                    # one nonzero row: no pair
+
 @pytest.mark.data
 def test_bwmf_defaults_learn_on_300_bible_verses():
     """Issue #27: b-WMF at its defaults on 300 verse pairs. With the paper's alpha = 20 the factors
