@@ -102,7 +102,6 @@ def _make_vectorizer(est):
     return TfidfVectorizer(**kw)
 
 
-
 def _mean_cosine(E: np.ndarray) -> float | None:
     """The mean cosine between two rows of ``E`` (pairs drawn with replacement), ``‖mean of the
     unit rows‖²`` over the nonzero rows; None with fewer than two of them or one column.
@@ -119,6 +118,7 @@ def _mean_cosine(E: np.ndarray) -> float | None:
     np.divide(1.0, np.sqrt(sq, where=keep, out=np.zeros_like(sq)), where=keep, out=inv)
     mean_unit = (inv.astype(E.dtype) @ E).astype(np.float64) / n_keep   # a GEMV in E's dtype
     return float(mean_unit @ mean_unit)
+
 
 class _WMFParams(LinxlingEstimator):
     """Hyper-parameters and checks shared by the three estimators (scikit-learn estimators)."""
