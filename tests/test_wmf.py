@@ -733,7 +733,6 @@ def test_collapsed_factors_warn_naming_alpha():
             {"en": X, "es": X.copy()})
 
 
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_mean_cosine_equals_the_unit_rows_mean(dtype):
     """The collapse check's mean cosine (norms in one pass, the mean as a product) against the
@@ -751,6 +750,7 @@ def test_mean_cosine_equals_the_unit_rows_mean(dtype):
     one = np.zeros((5, 3), dtype)
     one[2] = 1
     assert _mean_cosine(one) is None                    # one nonzero row: no pair
+
 
 @pytest.mark.data
 def test_bwmf_defaults_learn_on_300_bible_verses():

@@ -702,6 +702,7 @@ def _hot_step(x, r, p, Ap, acc, rsold, tiny, active):
 def _half_step_hot(plan, Y, G, Q, Qt, dw, out, cg_steps, nthreads) -> float:
     """CG on the hot rows of ``plan`` (:func:`hot_plan`), pushed; returns their Σ x·(r + b)."""
     indptr, slots, data = plan["parts"]
+    slot0 = plan.get("slot0", 0)
     hot = plan["hot"]
     n_in = indptr.size - 1
     T = max(min(nthreads, n_in), 1)
@@ -716,13 +717,13 @@ def _half_step_hot(plan, Y, G, Q, Qt, dw, out, cg_steps, nthreads) -> float:
     np.negative(r, out=r)
     rsold, tiny = np.empty(H, dtype=Y.dtype), np.empty(H, dtype=Y.dtype)
     active = np.empty(H, dtype=np.bool_)
-    _hot_pass(indptr, slots, plan.get("slot0", 0), data, bounds, Y, dw, x, acc, acc2, True)
+    _hot_pass(indptr, slots, slot0, data, bounds, Y, dw, x, acc, acc2, True)
     _hot_start(x, r, p, bv, acc, acc2, rsold, tiny, active)
     for _ in range(cg_steps):
         if not active.any():
             break
         _gram_times(G, p, Ap, H)
-        _hot_pass(indptr, slots, plan.get("slot0", 0), data, bounds, Y, dw, p, acc, acc2, False)
+        _hot_pass(indptr, slots, slot0, data, bounds, Y, dw, p, acc, acc2, False)
         _hot_step(x, r, p, Ap, acc, rsold, tiny, active)
     out[hot] = x @ Qt if Q.shape[0] else x
     return float(np.einsum("ij,ij->i", x, r + bv, dtype=np.float64).sum())

@@ -115,7 +115,7 @@ def _mean_cosine(E: np.ndarray) -> float | None:
     if E.shape[1] < 2 or n_keep < 2:
         return None
     inv = np.zeros(E.shape[0])
-    np.divide(1.0, np.sqrt(sq, where=keep, out=np.zeros_like(sq)), where=keep, out=inv)
+    inv[keep] = 1.0 / np.sqrt(sq[keep])
     mean_unit = (inv.astype(E.dtype) @ E).astype(np.float64) / n_keep   # a GEMV in E's dtype
     return float(mean_unit @ mean_unit)
 
