@@ -343,7 +343,8 @@ def m_cr5_verse(dev, size, args) -> dict:
            "nnz": int(sum(X.nnz for X in blocks.values()))}
     with cpu_threads(2):                                # the 2-core CPU fit of the same data
         Cr5(**{**kw, "n_components": min(r, 20)}).fit_matrices(small, small_c)   # compile outside the clock
-        t_cpu, cpu = timed(dev, lambda: Cr5(**kw, device="cpu").fit_matrices(blocks, concepts))
+        # best of 2, as the GPU fits (the first full fit is the slowest: CPU_REFERENCE_FITS)
+        t_cpu, cpu = timed(dev, lambda: Cr5(**kw, device="cpu").fit_matrices(blocks, concepts), repeats=2)
     out["cpu_2_threads_s"] = t_cpu
     out["cpu_p1"] = _verse_quality(cpu.components_, test, qpos)
     target = "cuda" if dev.name == "cupy" else dev
@@ -837,6 +838,12 @@ def cmd_run(args) -> int:
     return 0 if not any("error" in v for v in res["results"].values()) else 1
 
 
+#: full CPU verse fits ``prepare`` times for the CI machine's reference, the best kept as the GPU
+#: fits are timed: the first was the slowest in each of seven processes on the 2-core AMD EPYC
+#: (2.96-4.71 s against 2.33-3.21 s for the next two), its SpMM kernel and Cholesky factors slower
+CPU_REFERENCE_FITS = 3
+
+
 def cmd_prepare(args) -> int:
     """The verse inputs (the corpora are not on the GPU machine) and the 2-core CPU reference."""
     from benchmarks.bench_cr5 import LANGS5, evaluate, prepare
@@ -850,15 +857,20 @@ def cmd_prepare(args) -> int:
         Cr5(n_components=20, random_state=0, show_progress=False).fit_matrices(
             {k: v[:300] for k, v in blocks.items()}, {k: v[:300] for k, v in concepts.items()})
         load = os.getloadavg()
-        t = time.perf_counter()
-        m = Cr5(n_components=100, alpha=1.0, random_state=0, show_progress=False).fit_matrices(blocks, concepts)
-        fit_s = time.perf_counter() - t
+        times = []
+        for _ in range(CPU_REFERENCE_FITS):
+            t = time.perf_counter()
+            m = Cr5(n_components=100, alpha=1.0, random_state=0, show_progress=False).fit_matrices(blocks, concepts)
+            times.append(time.perf_counter() - t)
+        fit_s = min(times)                       # best of the fits, as the GPU fits are timed
         p1, _ = evaluate(m.components_, test, qpos)
         from benchmarks._machine import machine
-        ref = {"fit_s": fit_s, "csls_p1_mean": p1, "load_average_before": load, "load_average_after": os.getloadavg(),
-               "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+        ref = {"fit_s": fit_s, "fits_s": times, "csls_p1_mean": p1, "load_average_before": load,
+               "load_average_after": os.getloadavg(), "machine": machine(),
+               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
         (out / "cpu_reference.json").write_text(json.dumps(ref, indent=1, default=str))
-        print(f"CPU reference: {fit_s:.2f} s, CSLS P@1 {p1:.3f}, load {load}")
+        print(f"CPU reference: {fit_s:.2f} s (best of {', '.join(f'{t:.2f}' for t in times)} s), "
+              f"CSLS P@1 {p1:.3f}, load {load}")
     return 0
 
 
