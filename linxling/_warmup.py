@@ -28,6 +28,29 @@ def _corpus(n: int = 80, vocab: int = 40, seed: int = 0) -> tuple[list[str], lis
     return en, es
 
 
+def _sized_blocks(seed: int = 2) -> tuple[dict, dict]:
+    """Two languages' random blocks (1,500 documents × 3,000 features, 225,000 nonzeros each) of
+    500 shared concepts: big enough for the kernels that only run past a size threshold."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(seed)
+    blocks = {lang: sp.random(1500, 3000, density=0.05, random_state=rng, format="csr") for lang in ("en", "es")}
+    ids = {lang: np.arange(1500) % 500 for lang in blocks}
+    return blocks, ids
+
+
+def _zipf_matrix(dtype: Any, n: int = 2000, p: int = 600, per_row: int = 12, seed: int = 3) -> Any:
+    """A binary (n, p) matrix whose columns are drawn with Zipf frequencies, so that a few of them
+    have the hundreds of nonzeros the WMF half-steps push (:func:`linxling.kernels.als.hot_rows`)."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(seed)
+    freq = 1.0 / np.arange(1, p + 1)
+    cols = np.stack([rng.choice(p, per_row, replace=False, p=freq / freq.sum()) for _ in range(n)])
+    X = sp.csr_matrix((np.ones(cols.size, dtype=dtype), cols.ravel(), np.arange(0, cols.size + 1, per_row)),
+                      shape=(n, p))
+    X.sort_indices()
+    return X
+
+
 def _fits() -> list[tuple[str, Any]]:
     """(name, a function that fits the model once) for every model the registry lists."""
     import scipy.sparse as sp
@@ -49,22 +72,29 @@ def _fits() -> list[tuple[str, Any]]:
 
     def cr5():
         """The paths a default fit takes at scale too: the subspace eigen-solver (r > 20), the
-        dense and block-CG (mixed-precision) inverses, float64 and float32."""
+        dense and block-CG (mixed-precision) inverses, float64 and float32; and, on blocks past
+        the kernels' size thresholds (:data:`linxling.kernels.spmm.MIN_PARALLEL_WORK` nonzeros,
+        ``dense._MIN_PARALLEL`` entries), the threaded transpose and rank-one updates."""
         lx.Cr5(n_components=4, min_df=1, doc_filter=None, **small).fit(en + es, langs, concepts)
         docs, bl = big_en + big_es, ["en"] * 400 + ["es"] * 400
         for method in ("dense", "cg"):
             for dtype in (np.float64, np.float32):
                 lx.Cr5(n_components=24, min_df=1, doc_filter=None, block_method=method, dtype=dtype,
                        **small).fit(docs, bl, list(range(400)) * 2)
+        blocks, ids = _sized_blocks()
+        for dtype in (np.float64, np.float32):
+            lx.Cr5(n_components=24, dtype=dtype, **small).fit_matrices(blocks, ids)
 
     def wmf():
         """Both solvers, and the exact solver's whitened path (many rows shorter than k, as
-        sentences are) with a transform's Gram fingerprint, float32 and float64."""
+        sentences are) with a transform's Gram fingerprint, float32 and float64; the CG solver
+        with its frequent columns pushed (a matrix where they hold most nonzeros, as words do)."""
         lx.WMF(n_components=4, min_df=1, max_iter=1, **small).fit(en)
         lx.WMF(n_components=4, max_iter=1, solver="cholesky", **small).fit(X32)
         for dtype in (np.float32, np.float64):
             Xs = sp.random(400, 200, density=0.02, random_state=1, format="csr", dtype=dtype)
             lx.WMF(n_components=16, max_iter=1, solver="cholesky", **small).fit(Xs).transform(Xs)
+            lx.WMF(n_components=16, max_iter=1, **small).fit(_zipf_matrix(dtype))
 
     return [
         ("Cr5", cr5),

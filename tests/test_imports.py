@@ -115,6 +115,35 @@ def test_first_fit_says_it_compiles_once(tmp_path, monkeypatch, capsys):
     assert "compiling" not in capsys.readouterr().err
 
 
+def test_warmup_reaches_the_kernels_behind_size_thresholds():
+    """`linxling warmup` promises that a real fit compiles nothing more, but some kernels run only
+    past a size threshold (the threaded transpose and rank-one update of Cr5's larger blocks,
+    WMF's pushed frequent columns, and WMF's float32 CG): after the tiny warmup fits a verse-sized
+    Cr5 fit took 7.5 s instead of 3.8 and a float32 WMF fit 28.3 s instead of 2.4, compiling them
+    (benchmarks/README.md, "First and second fit"). The warmup's fits reach them now, in float32
+    and float64: checked in a fresh process by the signatures numba holds after it."""
+    code = """
+import json
+from numba.core import types
+from linxling._warmup import warmup
+from linxling.kernels import als, dense, spmm
+warmup(["Cr5", "WMF"], print_fn=lambda s: None)
+out = {}
+for mod, name in [(spmm, "_transpose_counts"), (spmm, "_transpose_fill"), (dense, "_add_outer"),
+                  (als, "_half_step_cg"), (als, "_hot_pass"), (als, "_hot_start"), (als, "_hot_step"),
+                  (als, "_gram_times")]:
+    sigs = getattr(mod, name).signatures
+    out[name] = [len(sigs), sorted({str(a.dtype) for sig in sigs for a in sig
+                                    if isinstance(a, types.Array) and a.dtype in (types.float32, types.float64)})]
+print(json.dumps(out))
+"""
+    import json
+    out = json.loads(_run(code).strip().splitlines()[-1])
+    assert out.pop("_transpose_counts")[0] >= 1            # integer arguments only
+    for name, (n_sigs, dtypes) in out.items():
+        assert n_sigs >= 1 and dtypes == ["float32", "float64"], (name, n_sigs, dtypes)
+
+
 def test_a_fit_inside_a_fit_says_it_compiles_once(tmp_path, monkeypatch, capsys):
     """CrossWMF fits a WMF for its pivot, SingleBlock fits the model it wraps: one notice, for
     the model the user fitted (CrossWMF) or the one that compiles (Cr5), not two."""
