@@ -4,7 +4,8 @@ numba compiles a kernel the first time it runs with a new type signature and cac
 code on disk (``cache=True``: beside the kernels' sources, or in ``NUMBA_CACHE_DIR``), so only the
 first fit on a machine pays for it (measured in benchmarks/README.md, "First and second fit").
 This fits each registered model once on a tiny corpus with its default settings (and float32 for
-the WMF family, whose dtype follows the data), which compiles the signatures a default fit uses;
+the WMF family, whose dtype follows the data), and Cr5 and WMF once more on data past the size
+thresholds of their threaded kernels, which compiles the signatures a default fit uses;
 ``make demo`` and ``make test`` run it after installing.
 """
 from __future__ import annotations
@@ -38,14 +39,15 @@ def _sized_blocks(seed: int = 2) -> tuple[dict, dict]:
     return blocks, ids
 
 
-def _zipf_matrix(dtype: Any, n: int = 2000, p: int = 600, per_row: int = 12, seed: int = 3) -> Any:
+def _zipf_matrix(n: int = 2000, p: int = 600, per_row: int = 12, seed: int = 3) -> Any:
     """A binary (n, p) matrix whose columns are drawn with Zipf frequencies, so that a few of them
     have the hundreds of nonzeros the WMF half-steps push (:func:`linxling.kernels.als.hot_rows`)."""
     import scipy.sparse as sp
     rng = np.random.default_rng(seed)
     freq = 1.0 / np.arange(1, p + 1)
-    cols = np.stack([rng.choice(p, per_row, replace=False, p=freq / freq.sum()) for _ in range(n)])
-    X = sp.csr_matrix((np.ones(cols.size, dtype=dtype), cols.ravel(), np.arange(0, cols.size + 1, per_row)),
+    freq /= freq.sum()
+    cols = np.stack([rng.choice(p, per_row, replace=False, p=freq) for _ in range(n)])
+    X = sp.csr_matrix((np.ones(cols.size), cols.ravel(), np.arange(0, cols.size + 1, per_row)),
                       shape=(n, p))
     X.sort_indices()
     return X
@@ -91,10 +93,11 @@ def _fits() -> list[tuple[str, Any]]:
         with its frequent columns pushed (a matrix where they hold most nonzeros, as words do)."""
         lx.WMF(n_components=4, min_df=1, max_iter=1, **small).fit(en)
         lx.WMF(n_components=4, max_iter=1, solver="cholesky", **small).fit(X32)
+        zipf = _zipf_matrix()
         for dtype in (np.float32, np.float64):
             Xs = sp.random(400, 200, density=0.02, random_state=1, format="csr", dtype=dtype)
             lx.WMF(n_components=16, max_iter=1, solver="cholesky", **small).fit(Xs).transform(Xs)
-            lx.WMF(n_components=16, max_iter=1, **small).fit(_zipf_matrix(dtype))
+            lx.WMF(n_components=16, max_iter=1, **small).fit(zipf.astype(dtype))
 
     return [
         ("Cr5", cr5),
