@@ -362,6 +362,7 @@ def m_cr5_verse(dev, size, args) -> dict:
         out[f"gpu_{name}_stages_s"] = _stages(m)
     if dev.name == "cupy" or args.rehearse:   # float32 again under other settings (VERSE_VARIANTS)
         out["variants"] = _verse_variants(dev, target, kw, blocks, concepts, test, qpos, t_cpu)
+        out["profile"] = _verse_profile(dev, target, kw, blocks, concepts)
     out["speedup"] = max(out["gpu_float32_speedup"], out["gpu_float64_speedup"])
     out["p1_difference"] = max(abs(out[f"gpu_{d}_p1"] - out["cpu_p1"]) for d in ("float32", "float64"))
     if ref:
@@ -437,6 +438,98 @@ def _verse_variants(dev, target, kw, blocks, concepts, test, qpos, t_cpu, rounds
                        stages_s=_stages(models[name]))
             if name != "default" and "gpu_float32_s" in out["default"]:
                 res["time_ratio_to_default"] = t / out["default"]["gpu_float32_s"]
+    return out
+
+
+#: the operations :func:`_verse_profile` times one by one: (module, attribute) on the device's
+#: array modules (``{xp}``: cupy or numpy; ``{sx}``: cupyx.scipy or scipy), or on linxling's
+#: modules where the fit looks them up
+PROFILED = (("{xp}.linalg", "eigh"), ("{xp}.linalg", "cholesky"), ("{sx}.linalg", "solve_triangular"),
+            ("linxling.xp.cr5", "cg_columns"), ("linxling.xp.linalg", "orthonormalize"),
+            ("linxling.xp.cr5", "orthonormalize"), ("linxling.xp._cuda_spmm", "csr_matmat"))
+
+
+def _verse_profile(dev, target, kw, blocks, concepts) -> dict:
+    """Where a warm float32 verse fit's time goes, three ways.
+
+    ``host``: the fit under cProfile, the 20 Python functions with the most own time (on a GPU a
+    function's own time includes the launches it makes and its waits at a synchronisation).
+    ``operations``: the fit again with the device synchronised before and after every call of
+    :data:`PROFILED` (calls and seconds by name, nested calls counted in both; the syncs drain the
+    queue, so the fit's time here is an upper bound of the unsynchronised one). ``eigh``: the
+    device's symmetric eigen-solver against NumPy's on the host with the copies, at the fit's
+    orders (110: the SVQB Grams; 330: the Rayleigh-Ritz basis), medians of 10.
+    """
+    import cProfile
+    import importlib
+    import pstats
+
+    from linxling import Cr5
+    bl = {lang: X.astype(np.float32) for lang, X in blocks.items()}
+    fit = lambda: Cr5(**kw, device=target).fit_matrices(bl, concepts)   # noqa: E731
+    out: dict = {}
+    fit()                                                       # warm
+    prof = cProfile.Profile()
+    sync(dev)
+    t = time.perf_counter()
+    prof.enable()
+    fit()
+    sync(dev)
+    prof.disable()
+    out["fit_s"] = time.perf_counter() - t
+    stats = pstats.Stats(prof)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:20]   # (cc, nc, tottime, cumtime, callers)
+    out["host"] = [{"function": f"{Path(f).name}:{line}({name})", "calls": int(nc), "own_s": round(tt, 5),
+                    "cumulative_s": round(ct, 5)} for (f, line, name), (cc, nc, tt, ct, _) in rows]
+    xp_name, sx_name = ("cupy", "cupyx.scipy") if dev.name == "cupy" else ("numpy", "scipy")
+    totals: dict = {}
+    saved = []
+
+    def wrap(label, f):
+        def timed_call(*a, **k):
+            sync(dev)
+            t0 = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                sync(dev)
+                c, s_ = totals.get(label, (0, 0.0))
+                totals[label] = (c + 1, s_ + time.perf_counter() - t0)
+        return timed_call
+    try:
+        for mod_name, attr in PROFILED:
+            mod_name = mod_name.format(xp=xp_name, sx=sx_name)
+            try:
+                mod = importlib.import_module(mod_name)
+            except ImportError:
+                continue
+            if not hasattr(mod, attr):
+                continue
+            saved.append((mod, attr, getattr(mod, attr)))
+            setattr(mod, attr, wrap(attr, getattr(mod, attr)))      # one entry per operation
+        t_sync, _ = timed(dev, fit)
+    finally:
+        for mod, attr, f in reversed(saved):
+            setattr(mod, attr, f)
+    out["synchronised_fit_s"] = t_sync
+    out["operations"] = {k: {"calls": c, "seconds": round(s_, 5)} for k, (c, s_) in totals.items()}
+    xp = dev.xp
+    rng = np.random.default_rng(0)
+    eig: dict = {}
+    for order in (110, 330):
+        A = rng.standard_normal((order, order)).astype(np.float32)
+        Ad = dev.put(A @ A.T)
+
+        def host(Ad=Ad):
+            lam, U = np.linalg.eigh(dev.get(Ad))
+            return dev.put(lam), dev.put(U)
+        times = {}
+        for name, f in (("device", lambda Ad=Ad: xp.linalg.eigh(Ad)), ("host", host)):
+            f()
+            ts = [timed(dev, f)[0] for _ in range(10)]
+            times[name] = float(np.median(ts))
+        eig[str(order)] = times
+    out["eigh"] = eig
     return out
 
 
@@ -736,6 +829,15 @@ def table(res: dict) -> str:
                              f"({w['speedup']:.1f}x{rel}, P@1 {w['p1']:.3f})" if "gpu_float32_s" in w else
                              f"{name}: failed ({w['error'].strip().splitlines()[-1]})")
             extra = "; " + "; ".join(parts) if parts else ""
+            prof = v.get("profile")
+            if prof:
+                ops = sorted(prof["operations"].items(), key=lambda kv: -kv[1]["seconds"])
+                eig = prof["eigh"]
+                extra += (f"; profile: fit {prof['fit_s']:.3f} s under cProfile, {prof['synchronised_fit_s']:.3f} s "
+                          "synchronised around " + ", ".join(f"{k} {o['calls']}x "
+                                                            f"{o['seconds']:.3f} s" for k, o in ops)
+                          + "; eigh of order " + ", ".join(f"{n}: device {1e3 * t['device']:.1f} ms, host "
+                                                            f"{1e3 * t['host']:.1f} ms" for n, t in eig.items()))
             row(f"Cr5 verse (r = {v['r']})",
                 f"CPU 2 threads {v['cpu_2_threads_s']:.1f} s, GPU f32 {v['gpu_float32_s']:.2f} s, "
                 f"f64 {v['gpu_float64_s']:.2f} s: {v['speedup']:.1f}x; P@1 CPU {v['cpu_p1']:.3f}, "

@@ -73,6 +73,11 @@ def test_the_rehearsal_runs_every_measurement(tmp_path):
     assert var["fused_cg"]["FUSED_CG"] is (not xl.FUSED_CG) and var["dense_blocks"]["DENSE_MAX"] == 16384
     assert all(w["gpu_float32_s"] > 0 and len(w["times_s"]) == gpu.VERSE_ROUNDS for w in var.values())
     assert set(var) == {"default", "fused_cg", "dense_blocks"} and xc.DENSE_MAX == 8192
+    # where the time goes: the host profile, the synchronised operations (restored after), eigh
+    prof = verse["profile"]
+    assert prof["fit_s"] > 0 and len(prof["host"]) == 20 and all(r["own_s"] >= 0 for r in prof["host"])
+    assert prof["operations"]["eigh"]["calls"] > 0 and prof["operations"]["orthonormalize"]["calls"] > 0
+    assert set(prof["eigh"]) == {"110", "330"} and all(t["device"] > 0 and t["host"] > 0 for t in prof["eigh"].values())
     fused, default = var["fused_cg"], var["default"]
     assert fused["time_ratio_to_default"] == fused["gpu_float32_s"] / default["gpu_float32_s"]
     assert res["results"]["csls"]["P@1"] > 0.9
