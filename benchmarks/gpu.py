@@ -372,11 +372,13 @@ def m_cr5_verse(dev, size, args) -> dict:
 
 
 #: the verse row's variants of the float32 GPU fit, each a set of module settings (restored after):
-#: the fused CG kernels flipped, and every language's block factored densely (the verse blocks
-#: have 2,951-11,850 features; 8,192 is the default bound, so three of five run CG)
+#: the fused CG kernels flipped, every language's block factored densely (the verse blocks
+#: have 2,951-11,850 features; 8,192 is the default bound, so three of five run CG), and the
+#: eigen-solver's random start drawn on the device (linxling.xp.cr5.START_ON_DEVICE flipped)
 VERSE_VARIANTS = {
     "fused_cg": (("linxling.xp.linalg", "FUSED_CG", "flip"),),
     "dense_blocks": (("linxling.xp.cr5", "DENSE_MAX", 16384),),
+    "device_start": (("linxling.xp.cr5", "START_ON_DEVICE", "flip"),),
 }
 
 
@@ -820,7 +822,7 @@ def table(res: dict) -> str:
         elif key == "cr5_verse":
             parts = []
             for name, w in v.get("variants", {}).items():
-                setting = ", ".join(f"{k}={w[k]}" for k in ("FUSED_CG", "DENSE_MAX") if k in w)
+                setting = ", ".join(f"{k}={w[k]}" for k in ("FUSED_CG", "DENSE_MAX", "START_ON_DEVICE") if k in w)
                 setting = f" ({setting})" if setting else ""
                 n = len(w.get("times_s", ()))
                 rel = (f", {w['time_ratio_to_default']:.2f} of the default's time"

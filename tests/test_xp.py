@@ -586,3 +586,34 @@ def test_cupy_inputs_fit_on_the_gpu_by_default():
     assert c.device_ == "cuda"
     np.testing.assert_allclose(c.singular_values_, Cr5(n_components=6, alpha=0.5, random_state=0, **TIGHT)
                                .fit_matrices(blocks, concepts).singular_values_, rtol=1e-8)
+
+
+@gpu
+def test_cr5_on_the_gpu_with_the_start_drawn_on_the_device_equals_the_cpu(monkeypatch):
+    """START_ON_DEVICE: another random start, the same converged fit; a fixed random_state gives
+    the same fit twice."""
+    import linxling.xp.cr5 as xc
+    from linxling import Cr5
+    from tests.test_cr5 import TIGHT, random_problem
+    blocks, concepts = random_problem(np.random.default_rng(3), n_langs=3, n_concepts=60)
+    kw = dict(n_components=6, alpha=0.5, random_state=0, **TIGHT)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    monkeypatch.setattr(xc, "START_ON_DEVICE", True)
+    got = [Cr5(**kw, device="cuda").fit_matrices(blocks, concepts) for _ in range(2)]
+    np.testing.assert_allclose(got[0].singular_values_, ref.singular_values_, rtol=1e-8)
+    for a, b in zip(got[0].components_.values(), got[1].components_.values(), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_start_on_the_device_is_for_cupy_only(monkeypatch):
+    """START_ON_DEVICE leaves the NumPy path's start (the host's draws) as it is."""
+    import linxling.xp.cr5 as xc
+    from linxling import Cr5
+    from tests.test_cr5 import TIGHT, random_problem
+    blocks, concepts = random_problem(np.random.default_rng(3), n_langs=2, n_concepts=40)
+    kw = dict(n_components=4, alpha=0.5, random_state=0, device=Device("numpy"), **TIGHT)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    monkeypatch.setattr(xc, "START_ON_DEVICE", True)
+    got = Cr5(**kw).fit_matrices(blocks, concepts)
+    for a, b in zip(got.components_.values(), ref.components_.values(), strict=True):
+        np.testing.assert_array_equal(a, b)

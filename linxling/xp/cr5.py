@@ -42,6 +42,13 @@ DENSE_MAX = 8192
 #: X V 3.0 ms against cuSPARSE's 28.6 ms, Xᵀ W 3.9 ms against 34.1 ms, equal to 7e-7. The suite's
 #: ``cr5_wiki`` row fits with both settings.
 PRODUCTS = "kernel"
+#: On CuPy, draw the eigen-solver's random starting block (K x b normals) on the device from a
+#: seed drawn from ``random_state``, instead of drawing it on the host and copying it. Off until
+#: measured: the GPU suite's profile of the verse fit (NVIDIA H200, 2026-11-29, benchmarks/README.md)
+#: put 0.037-0.041 s of the fit's 0.32 s in the start's own code, mostly the 20,000 x 110 host
+#: normals and their copy; its ``device_start`` variant times the fit with this on. A different
+#: random block, so a different (equally converged) start; read at each fit.
+START_ON_DEVICE = False
 
 
 class _KernelCSR:
@@ -191,7 +198,10 @@ def fit_cr5(dev: Device, blocks: list, labels: list, K: int, r: int, alpha: floa
     def start(bsize):
         dev.sync()
         ts = time.perf_counter()
-        Y = dev.put(rng.standard_normal((K, bsize)), dtype=dtype)
+        if START_ON_DEVICE and dev.name == "cupy":
+            Y = xp.random.RandomState(int(rng.integers(2**63))).standard_normal((K, bsize), dtype=dtype)
+        else:
+            Y = dev.put(rng.standard_normal((K, bsize)), dtype=dtype)
         for _ in range(int(start_steps)):
             Y = orthonormalize(dev, ct_apply([d[:, None] * U for d, U in zip(d_inv, c_apply(Y), strict=True)]))
         dev.sync()
