@@ -19,7 +19,10 @@ against the CPU run of the same data in the same run, or against a peer on the s
 * ``cr5_verse``: Cr5 on the verse benchmark (5 languages, 20,000 verses, r = 100; the inputs of
   ``prepare``): the GPU fit against the 2-core CPU fit of the same data (numba and BLAS held to
   two threads in this run; the reference fit measured by ``prepare`` on the CI machine is shown
-  too), and the held-out CSLS P@1 of both (goal: >= 10x, equal quality).
+  too), and the held-out CSLS P@1 of both (goal: >= 10x, equal quality); then the float32 fit
+  under each of :data:`VERSE_VARIANTS`, interleaved, and where a warm fit's time goes
+  (:func:`_verse_profile`: cProfile, a few operations timed with the device synchronised, eigh on
+  the device against the host's).
 * ``cr5_wiki``: Cr5 on the Wikipedia-shaped problem (K = 485,000, r = 300, float32; goal < 60 s).
 * ``wmf``: WMF ALS on the 200,000 x 50,000 benchmark matrix (k = 100, CG with 3 steps, float32):
   time per iteration against implicit's GPU ALS (when its CUDA 13 wheel and rmm-cu13 are carried)
