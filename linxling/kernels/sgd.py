@@ -248,6 +248,11 @@ def _sample_grad(i, nb, SA, SB, DA, DB, sA, sB, hA, hB, dist, margin, attraction
             hB[i, j] = 1
             _accum(a, b, dist, inv, inv, DA[i], DB[i])
             _accum_u(a, SB[nb + sB[i, j]], dist, -inv, DA[i])
+        elif h != h:
+            # overflowed sentence vectors (inf - inf): the hinge is not met but undefined; its
+            # NaN in the loss stops the fit with a FloatingPointError (_check_finite) instead of
+            # the hinge counting as met and the huge vectors kept in silence
+            loss += h
         # anchor b, positive a, negative A-side noise
         h = margin + eba - _energy(b, SA[nb + sA[i, j]], dist)
         if h > 0:
@@ -256,6 +261,8 @@ def _sample_grad(i, nb, SA, SB, DA, DB, sA, sB, hA, hB, dist, margin, attraction
             hA[i, j] = 1
             _accum(b, a, dist, inv, inv, DB[i], DA[i])
             _accum_u(b, SA[nb + sA[i, j]], dist, -inv, DB[i])
+        elif h != h:
+            loss += h
     actA[i] = act
     actB[i] = act
     losses[i] = loss
