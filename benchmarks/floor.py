@@ -47,7 +47,6 @@ import contextlib
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 import warnings
@@ -83,14 +82,9 @@ def llc_bytes() -> int:
 
 
 def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return "unknown"
+    """The CPU's name with its family, model and vector extension (:func:`benchmarks._machine.cpu_label`)."""
+    from benchmarks._machine import cpu_label
+    return cpu_label()
 
 
 def _kernels():

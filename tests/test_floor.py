@@ -305,3 +305,22 @@ def test_quick_end_to_end_writes_only_its_output(tmp_path):
     assert data["machine"]["cache_read_GBps"] > 0 and "cache's read bandwidth" in md
     assert len(data["cr5"]["steps"]) == 5 and len(data["machine"]["gather"]) == len(floor.SPARSE_WIDTHS)
     assert status() == before
+
+
+def test_the_cpu_identity_reads_family_model_and_vector_extension(tmp_path, monkeypatch):
+    """A VM's "AMD EPYC" can be hosted on different generations: the machine description carries
+    the family, model and widest vector extension from /proc/cpuinfo (first processor only)."""
+    import builtins
+
+    from benchmarks import _machine
+    text = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n"
+            "model name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 avx512f avx512bw\n\n"
+            "processor\t: 1\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: other\nflags\t\t: sse2\n")
+    fake = tmp_path / "cpuinfo"
+    fake.write_text(text)
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: real_open(fake if f == "/proc/cpuinfo" else f, *a, **k))
+    assert _machine.cpu_identity() == {"cpu": "AMD EPYC", "cpu_family": 26, "cpu_model": 2, "vector_isa": "avx512"}
+    assert _machine.cpu_label() == "AMD EPYC (family 26, model 2, avx512)" == floor.cpu_model()
+    fake.write_text("model name\t: Some CPU\nflags\t\t: sse2 avx2\n")
+    assert _machine.cpu_label() == "Some CPU (avx2)"
