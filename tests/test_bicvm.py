@@ -238,8 +238,9 @@ def test_a_diverging_fit_raises_not_nan_vectors(cls, params, pairs):
     silence; as BilBOWA, BilDRL and CompressTree, the fit now stops with a FloatingPointError
     naming the model and the epoch, and the model stays unfitted (fits are atomic). Vectors
     that overflow only the sentence scores (finite words of 1e28, their dot products inf) make
-    the hinges NaN, and the loss with them (2026-11-29: with numba 0.68.1 / llvmlite 0.50 the
-    dot-score model's words stayed finite, and NaN hinges had counted as met, loss 0)."""
+    the hinges NaN, and the loss with them (2026-11-29, numba 0.68.1 / llvmlite 0.50 on an AMD
+    Zen 5 host with AVX-512: the dot-score model's words stayed finite, and NaN hinges had counted
+    as met, loss 0)."""
     en, de = _toy()
     X = {"en": en, "de": de}
     if pairs == 2:
