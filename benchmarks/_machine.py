@@ -30,9 +30,10 @@ def cpu_identity() -> dict:
     return info
 
 
-def cpu_label() -> str:
-    """``cpu_identity()`` in a few words, e.g. "AMD EPYC (family 26, model 2, avx512)"."""
-    c = cpu_identity()
+def cpu_label(c: dict | None = None) -> str:
+    """``cpu_identity()`` (or a dict with its keys) in a few words, e.g. "AMD EPYC (family 26,
+    model 2, avx512)"."""
+    c = cpu_identity() if c is None else c
     extra = [f"{k} {c[f'cpu_{k}']}" for k in ("family", "model") if c[f"cpu_{k}"] is not None]
     extra += [c["vector_isa"]] if c["vector_isa"] else []
     return c["cpu"] + (f" ({', '.join(extra)})" if extra else "")

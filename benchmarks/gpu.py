@@ -74,16 +74,12 @@ def describe(dev) -> dict:
     """Host and device: CPU, cores, memory, versions, the GPU's name and memory, what is absent."""
     import numba
     import scipy
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+
+    from benchmarks._machine import cpu_identity
     mem = None
     with contextlib.suppress(OSError, ValueError, IndexError):
         mem = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
-    out = {"cpu": cpu, "cores": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version(),
+    out = {**cpu_identity(), "cores": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version(),
            "numpy": np.__version__, "scipy": scipy.__version__, "numba": numba.__version__,
            "load_average": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
            "absent": [m for m in ("dask", "sksparse", "implicit", "torch") if importlib.util.find_spec(m) is None]}
@@ -882,8 +878,10 @@ def table(res: dict) -> str:
             row(f"CSLS {v['n']:,}², d = {v['d']}", f"{v['seconds']:.2f} s at the default {v['default_block_rows']}-row "
                 f"blocks (P@1 {v['P@1']:.3f}; first call {v['first_call_seconds']:.2f} s); {sweep}",
                 GOALS[key], v["seconds"] < 10)
+    from benchmarks._machine import cpu_label
     m = res["machine"]
-    head = (f"GPU suite, {m.get('gpu')} ({m['cpu']}, {m['cores']} cores), {m['date']}, "
+    cpu = cpu_label(m) if "cpu_family" in m else m["cpu"]     # (runs before 2026-11-29 had no family)
+    head = (f"GPU suite, {m.get('gpu')} ({cpu}, {m['cores']} cores), {m['date']}, "
             f"{'REHEARSAL (toy sizes, NumPy): numbers mean nothing' if res['rehearse'] else 'real sizes'}\n\n"
             "| measurement | result | goal | |\n|---|---|---|---|\n")
     return head + "\n".join(rows) + "\n"
