@@ -8,8 +8,9 @@ import platform
 def cpu_identity() -> dict:
     """The CPU's model name, family and model numbers and widest x86 vector extension, from
     /proc/cpuinfo (``"unknown"`` / None where it is not there). A VM's "AMD EPYC" is not one chip:
-    on 2026-11-29 the 2-core VM reported family 26 (Zen 5) with AVX-512 and ran Cr5 and WMF
-    25-45 % faster than the readings of earlier sessions, which had not recorded the family."""
+    on 2026-11-29 the 2-core VM reported family 26 (Zen 5) with AVX-512 and fitted Cr5 at K =
+    485,000 in 154-160 s against 210 s at best in the earlier sessions, which had not recorded the
+    family."""
     info: dict = {"cpu": "unknown", "cpu_family": None, "cpu_model": None, "vector_isa": None}
     keys = {"model name": "cpu", "cpu family": "cpu_family", "model": "cpu_model"}
     try:
