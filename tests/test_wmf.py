@@ -86,6 +86,34 @@ def test_cg_kernel_row_lengths_and_batches(dtype):
     assert np.all(out[lengths == 0] == 0)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cg_in_the_eigenbasis_over_several_rotation_batches(dtype, monkeypatch):
+    """The rotated half-step gathers _ROTATE_BATCH rows per GEMM with Q: more rows than two such
+    batches per thread, empty rows among them (solved to zero, not rotated), against plain CG and
+    the reference."""
+    rng = np.random.default_rng(14)
+    n, m, k = 2 * als._ROTATE_BATCH * 2 + 2 * als._CG_BATCH + 5, 40, 6
+    assert als.eigen_basis_pays(m, n, 3)
+    lengths = np.arange(n) % 14
+    indices = np.concatenate([np.sort(rng.choice(m, size=c, replace=False)) for c in lengths])
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    X = sp.csr_matrix((rng.uniform(0.5, 3.0, indices.size), indices, indptr), shape=(n, m))
+    Y = rng.standard_normal((m, k)).astype(dtype)
+    X0 = rng.standard_normal((n, k)).astype(dtype)
+    kw = {"missing_weight": W_M, "regularization": LAM, "solver": "cg", "cg_steps": 3,
+          "return_objective": True}
+    got, want = X0.copy(), X0.copy()
+    _, f_got = als.als_half_step(X, Y, got, **kw)
+    monkeypatch.setattr(als, "_EIGEN_BASIS", False)
+    _, f_want = als.als_half_step(X, Y, want, **kw)
+    expected = ref.half_step_cg_reference(X, Y.astype(np.float64), X0.astype(np.float64),
+                                          missing_weight=W_M, regularization=LAM, cg_steps=3)
+    assert _rel(got, expected) < 100 * TOL[dtype]
+    assert _rel(got, want) < 100 * TOL[dtype]
+    assert f_got == pytest.approx(f_want, rel=100 * TOL[dtype])
+    assert np.all(got[lengths == 0] == 0)
+
+
 def _zipf_rows(n, m, seed, longest=60):
     """CSR (n, m) whose row lengths fall off as 1/rank (from ``longest`` down to 0-1 nonzeros),
     rows in a shuffled order: a few long rows among many short and empty ones."""

@@ -66,6 +66,14 @@ _BLOCK = 16  # nonzeros accumulated together when forming a row's system
 # (0.56 s): the (64, k) x (k, k) product leaves OpenBLAS's small-matrix path, whose calls from
 # the two numba threads then contend (not with OPENBLAS_NUM_THREADS=1 set before start-up)
 _CG_BATCH = 32
+# rows whose warm starts are rotated into the Gram's eigenbasis (and their solutions back) by one
+# GEMM with Q when a half-step runs in that basis (eigen_basis_pays): the rotations take
+# (S, k) x (k, k) products, which OpenBLAS runs faster the taller they are. Measured on a 2-core
+# AMD EPYC (Zen 5, 2026-11-30; 200,000 x 100 rows by a 100 x 100 matrix on the two numba threads,
+# BLAS one thread each): float32 0.0323 s in 32-row products, 0.0539 / 0.0320 / 0.0295 / 0.0240 s
+# in 64 / 128 / 256 / 512 rows; float64 0.0498 s, 0.0455 / 0.0424 / 0.0419 / 0.0409 s; the
+# sentence half-step of the WMF benchmark spent 0.067 s (float32) of its 0.20 s in the rotations.
+_ROTATE_BATCH = 512
 
 
 # --------------------------------------------------------------------------------------------
@@ -419,17 +427,23 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, 
     prefetches each gathered row of Y a few nonzeros ahead
     (:func:`linxling.kernels._prefetch.prefetch_row`). Measured on the WMF benchmark's half-steps
     (float32, k = 100, 2-core AMD EPYC): four nonzeros per pass, with the 32-row batches, took the
-    sentence half-step from 0.40 to 0.25 s and the word half-step from 0.31 to 0.24 s."""
+    sentence half-step from 0.40 to 0.25 s and the word half-step from 0.31 to 0.24 s. In the
+    Gram's eigenbasis (``Q`` not empty) the rows are gathered _ROTATE_BATCH at a time, their warm
+    starts rotated by one GEMM and their solutions rotated back by another, and solved in
+    batches of _CG_BATCH in between."""
     n, k = out.shape
     B = _CG_BATCH
+    rotated = Q.shape[0] > 0
+    S = _ROTATE_BATCH if rotated else B
     zero = Y.dtype.type(0)
-    x = np.empty((B, k), dtype=Y.dtype)
+    xs = np.empty((S, k), dtype=Y.dtype)         # the warm starts, then the solutions
+    zs = np.empty((S, k), dtype=Y.dtype) if rotated else xs   # the same rows in the eigenbasis
+    srows = np.empty(S, dtype=np.int64)
     bv = np.empty((B, k), dtype=Y.dtype)
     r = np.empty((B, k), dtype=Y.dtype)
     quad = 0.0
     p = np.empty((B, k), dtype=Y.dtype)
     Ap = np.empty((B, k), dtype=Y.dtype)
-    rows = np.empty(B, dtype=np.int64)
     active = np.empty(B, dtype=np.bool_)
     rsold = np.empty(B, dtype=Y.dtype)
     tiny = np.empty(B, dtype=Y.dtype)
@@ -437,64 +451,62 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, 
     step = np.int64(nchunks)
     nl = rowlist.size
     while u_next < nl:
-        # gather the next batch of non-empty rows of this chunk
-        nb = 0
-        while nb < B and u_next < nl:
+        # gather the next rows of this chunk that have nonzeros (the others solve to zero)
+        ns = 0
+        while ns < S and u_next < nl:
             u = rowlist[u_next]
             u_next += step
             if indptr[u] == indptr[u + 1]:
                 for j in range(k):
                     out[u, j] = zero
                 continue
-            rows[nb] = u
-            active[nb] = True
+            srows[ns] = u
             for j in range(k):
-                x[nb, j] = out[u, j]
-            nb += 1
-        if nb == 0:
+                xs[ns, j] = out[u, j]
+            ns += 1
+        if ns == 0:
             break
-        rotated = Q.shape[0] > 0
         if rotated:                            # the warm starts into the Gram's eigenbasis
+            np.dot(xs[:ns], Q, zs[:ns])
+        for s0 in range(0, ns, B):
+            nb = min(B, ns - s0)
+            x = zs[s0:s0 + nb]
+            rows = srows[s0:s0 + nb]
             for b in range(nb):
-                for j in range(k):
-                    r[b, j] = x[b, j]
-            np.dot(r[:nb], Q, x[:nb])
-        # r = b − A x, with A x = G x + Σ dw_i (y_i·x) y_i and b = Σ X_ui y_i
-        _gram_times(G, x, r, nb)
-        for b in range(nb):
-            u = rows[b]
-            for j in range(k):
-                r[b, j] = -r[b, j]
-                bv[b, j] = zero
-            _residual_row(Y, indices, data, dw, indptr[u], indptr[u + 1], x, r, bv, b)
-            _cg_start_row(r, p, rsold, tiny, active, b)
-        for _ in range(cg_steps):
-            any_active = False
+                active[b] = True
+            # r = b − A x, with A x = G x + Σ dw_i (y_i·x) y_i and b = Σ X_ui y_i
+            _gram_times(G, x, r, nb)
             for b in range(nb):
-                any_active = any_active or active[b]
-            if not any_active:
-                break
-            _gram_times(G, p, Ap, nb)           # G p for the batch (inactive rows: unused)
-            for b in range(nb):
-                if not active[b]:
-                    continue
                 u = rows[b]
-                _sparse_apply_row(Y, indices, dw, indptr[u], indptr[u + 1], p, Ap, b)
-                _cg_update_row(x, r, p, Ap, rsold, tiny, active, b)
-        for b in range(nb):
-            t = zero
-            for j in range(k):
-                t += x[b, j] * (r[b, j] + bv[b, j])
-            quad += np.float64(t)
-        if rotated:                            # the solutions back from the eigenbasis
-            np.dot(x[:nb], Qt, Ap[:nb])
-            for b in range(nb):
                 for j in range(k):
-                    x[b, j] = Ap[b, j]
-        for b in range(nb):
-            u = rows[b]
+                    r[b, j] = -r[b, j]
+                    bv[b, j] = zero
+                _residual_row(Y, indices, data, dw, indptr[u], indptr[u + 1], x, r, bv, b)
+                _cg_start_row(r, p, rsold, tiny, active, b)
+            for _ in range(cg_steps):
+                any_active = False
+                for b in range(nb):
+                    any_active = any_active or active[b]
+                if not any_active:
+                    break
+                _gram_times(G, p, Ap, nb)           # G p for the batch (inactive rows: unused)
+                for b in range(nb):
+                    if not active[b]:
+                        continue
+                    u = rows[b]
+                    _sparse_apply_row(Y, indices, dw, indptr[u], indptr[u + 1], p, Ap, b)
+                    _cg_update_row(x, r, p, Ap, rsold, tiny, active, b)
+            for b in range(nb):
+                t = zero
+                for j in range(k):
+                    t += x[b, j] * (r[b, j] + bv[b, j])
+                quad += np.float64(t)
+        if rotated:                            # the solutions back from the eigenbasis
+            np.dot(zs[:ns], Qt, xs[:ns])
+        for b in range(ns):
+            u = srows[b]
             for j in range(k):
-                out[u, j] = x[b, j]
+                out[u, j] = xs[b, j]
     return quad
 
 
