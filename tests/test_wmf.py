@@ -114,6 +114,34 @@ def test_cg_in_the_eigenbasis_over_several_rotation_batches(dtype, monkeypatch):
     assert np.all(got[lengths == 0] == 0)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_initial_factor_drawn_by_blocks_equals_one_draw(dtype, monkeypatch):
+    """The random starting factor, drawn a block of rows at a time, is bitwise the one draw of
+    the whole array it replaces (blocks of 12 rows here, the last one short)."""
+    from linxling.models import _als
+    monkeypatch.setattr(_als, "_INIT_BLOCK", 50)
+    got = _als._init_factor(np.random.default_rng(7), (301, 4), dtype)
+    want = (np.random.default_rng(7).standard_normal((301, 4)) / np.sqrt(4)).astype(dtype)
+    assert got.dtype == dtype and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)
+    assert _als._init_factor(np.random.default_rng(7), (0, 4), dtype).shape == (0, 4)
+
+
+def test_initial_factor_holds_no_float64_copy():
+    """Drawing a float32 factor allocates the factor and one block, not a float64 copy of it
+    (the whole draw held 12 bytes an entry at its peak, 120 MB here)."""
+    import tracemalloc
+
+    from linxling.models import _als
+    tracemalloc.start()
+    try:
+        factor = _als._init_factor(np.random.default_rng(0), (200_000, 50), np.float32)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < factor.nbytes + 1.5 * 8 * _als._INIT_BLOCK, (peak, factor.nbytes)
+
+
 def _zipf_rows(n, m, seed, longest=60):
     """CSR (n, m) whose row lengths fall off as 1/rank (from ``longest`` down to 0-1 nonzeros),
     rows in a shuffled order: a few long rows among many short and empty ones."""
