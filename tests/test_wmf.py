@@ -66,16 +66,21 @@ def test_cg_kernel_matches_reference(dtype):
     assert np.all(out[[0, 20]] == 0)
 
 
+def _row_lengths_matrix(rng, n, m):
+    """CSR (n, m) whose row i has i mod 14 nonzeros (empty rows included), and those lengths."""
+    lengths = np.arange(n) % 14
+    indices = np.concatenate([np.sort(rng.choice(m, size=c, replace=False)) for c in lengths])
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    return sp.csr_matrix((rng.uniform(0.5, 3.0, indices.size), indices, indptr), shape=(n, m)), lengths
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_cg_kernel_row_lengths_and_batches(dtype):
     """Rows of 0-13 nonzeros (every remainder of the kernel's four-nonzero passes, rows shorter
     than one pass) and more rows than one batch of _CG_BATCH per thread, against the reference."""
     rng = np.random.default_rng(4)
     n, m, k = 2 * als._CG_BATCH * 2 + 7, 40, 6
-    lengths = np.arange(n) % 14
-    indices = np.concatenate([np.sort(rng.choice(m, size=c, replace=False)) for c in lengths])
-    indptr = np.concatenate([[0], np.cumsum(lengths)])
-    X = sp.csr_matrix((rng.uniform(0.5, 3.0, indices.size), indices, indptr), shape=(n, m))
+    X, lengths = _row_lengths_matrix(rng, n, m)
     Y = rng.standard_normal((m, k)).astype(dtype)
     X0 = rng.standard_normal((n, k)).astype(dtype)
     out = X0.copy()
@@ -84,34 +89,6 @@ def test_cg_kernel_row_lengths_and_batches(dtype):
                                           missing_weight=W_M, regularization=LAM, cg_steps=3)
     assert _rel(out, expected) < 100 * TOL[dtype]
     assert np.all(out[lengths == 0] == 0)
-
-
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_cg_in_the_eigenbasis_over_several_rotation_batches(dtype, monkeypatch):
-    """The rotated half-step gathers _ROTATE_BATCH rows per GEMM with Q: more rows than two such
-    batches per thread, empty rows among them (solved to zero, not rotated), against plain CG and
-    the reference."""
-    rng = np.random.default_rng(14)
-    n, m, k = 2 * als._ROTATE_BATCH * 2 + 2 * als._CG_BATCH + 5, 40, 6
-    assert als.eigen_basis_pays(m, n, 3)
-    lengths = np.arange(n) % 14
-    indices = np.concatenate([np.sort(rng.choice(m, size=c, replace=False)) for c in lengths])
-    indptr = np.concatenate([[0], np.cumsum(lengths)])
-    X = sp.csr_matrix((rng.uniform(0.5, 3.0, indices.size), indices, indptr), shape=(n, m))
-    Y = rng.standard_normal((m, k)).astype(dtype)
-    X0 = rng.standard_normal((n, k)).astype(dtype)
-    kw = {"missing_weight": W_M, "regularization": LAM, "solver": "cg", "cg_steps": 3,
-          "return_objective": True}
-    got, want = X0.copy(), X0.copy()
-    _, f_got = als.als_half_step(X, Y, got, **kw)
-    monkeypatch.setattr(als, "_EIGEN_BASIS", False)
-    _, f_want = als.als_half_step(X, Y, want, **kw)
-    expected = ref.half_step_cg_reference(X, Y.astype(np.float64), X0.astype(np.float64),
-                                          missing_weight=W_M, regularization=LAM, cg_steps=3)
-    assert _rel(got, expected) < 100 * TOL[dtype]
-    assert _rel(got, want) < 100 * TOL[dtype]
-    assert f_got == pytest.approx(f_want, rel=100 * TOL[dtype])
-    assert np.all(got[lengths == 0] == 0)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -203,6 +180,12 @@ def test_cg_in_the_gram_eigenbasis_equals_plain_cg(dtype, with_hot, monkeypatch)
         monkeypatch.setattr(als, "_HOT_BYTES", 1 << 30)
         plan = als.hot_plan(als._csr_parts(X.T.tocsr(), dtype), 0, np.diff(X.indptr), 5, dtype)
         assert plan is not None and 0 < plan["hot"].size < 90
+    _rotated_equals_plain(X, Y, X0, dtype, monkeypatch, plan)
+
+
+def _rotated_equals_plain(X, Y, X0, dtype, monkeypatch, plan=None):
+    """The half-step in the Gram's eigenbasis (it must pay here) against plain CG and the reference."""
+    assert als.eigen_basis_pays(X.shape[1], X.shape[0], 3)
     kw = {"missing_weight": W_M, "regularization": LAM, "solver": "cg", "cg_steps": 3,
           "return_objective": True, "hot": plan}
     got, want = X0.copy(), X0.copy()
@@ -216,6 +199,17 @@ def test_cg_in_the_gram_eigenbasis_equals_plain_cg(dtype, with_hot, monkeypatch)
     assert _rel(got, want) < 100 * TOL[dtype]
     assert f_got == pytest.approx(f_want, rel=100 * TOL[dtype])
     assert np.all(got[np.diff(X.indptr) == 0] == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cg_in_the_eigenbasis_over_several_rotation_batches(dtype, monkeypatch):
+    """The rotated half-step gathers _ROTATE_BATCH rows per GEMM with Q: more rows than two such
+    batches per thread, empty rows among them (solved to zero, not rotated)."""
+    rng = np.random.default_rng(14)
+    n, m, k = 2 * als._ROTATE_BATCH * 2 + 2 * als._CG_BATCH + 5, 40, 6
+    X, _ = _row_lengths_matrix(rng, n, m)
+    _rotated_equals_plain(X, rng.standard_normal((m, k)).astype(dtype),
+                          rng.standard_normal((n, k)).astype(dtype), dtype, monkeypatch)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
