@@ -823,13 +823,13 @@ def eigen_basis_pays(n_fixed: int, n_out: int, cg_steps: int) -> bool:
     original ones, and G becomes the diagonal Λ, so its product costs k instead of 2k² flops per
     row and step. The rotations cost 2k²(n_fixed + 2·n_out); they pay when that is less than the
     Gram products saved, 2k²(1 + cg_steps)·n_out, i.e. in the sentence half-step (n_fixed =
-    words < (cg_steps − 1) × sentences), not in the word half-step. Measured on the WMF benchmark (200,000 x 50,000,
-    k = 100, cg_steps 3, 2-core AMD EPYC, 2026-11-27, interleaved in one process): the sentence
-    half-step 0.59 -> 0.47 s float32 and 0.94 -> 0.87 s float64 (its 32-row GEMMs with the Gram
-    ran at 62 / 37 GFLOP/s on both cores); rotating the whole sentence factor there and back
-    instead of each batch's rows: 0.58 -> 0.51 s and 1.01 -> 1.06 s. The rotations in products
-    of _ROTATE_BATCH rows instead of each 32-row batch's (2026-11-30, Zen 5): 0.20-0.22 ->
-    0.18-0.19 s float32, float64 unchanged."""
+    words < (cg_steps − 1) × sentences), not in the word half-step. Measured on the WMF
+    benchmark (200,000 x 50,000, k = 100, cg_steps 3, 2-core AMD EPYC, 2026-11-27, interleaved
+    in one process): the sentence half-step 0.59 -> 0.47 s float32 and 0.94 -> 0.87 s float64
+    (its 32-row GEMMs with the Gram ran at 62 / 37 GFLOP/s on both cores); rotating the whole
+    sentence factor there and back instead of each batch's rows: 0.58 -> 0.51 s and 1.01 -> 1.06
+    s. The rotations in products of _ROTATE_BATCH rows instead of each 32-row batch's
+    (2026-11-30, Zen 5): 0.20-0.22 -> 0.18-0.19 s float32, float64 unchanged."""
     return _EIGEN_BASIS and n_fixed + 2 * n_out < (1 + cg_steps) * n_out
 
 
