@@ -22,14 +22,14 @@ __all__ = ["prefetch_row", "PREFETCH_DISTANCE"]
 # per row cover a memory access). 6 until 2026-11-30; on the Zen 5 VM of that night (the WMF
 # benchmark's word half-step without its pushed words: 48,253 words gathering a 200,000 x 100
 # factor from memory; k = 100, 2 threads, interleaved, medians of 9; two runs float32, one
-# float64) 6 / 12 / 24 took
-# 0.0904 / 0.0818 / 0.0835 s and 0.0960 / 0.0902 / 0.0913 s in float32, 0.1861 / 0.1843 / 0.1958 s
-# in float64; the sentence half-step (its factor in the cache) 0.190-0.202 s / 0.190-0.199 s /
-# 0.195-0.201 s float32. Whole fits of that benchmark (float32, a fresh process each, 6 and 12
-# interleaved, four each): medians 0.424 -> 0.417 s per iteration, within their noise. On an
-# older AMD EPYC 3, 10 and 16 were within the noise of 6. The kernels of linxling.kernels.als
-# take it as a constant when numba compiles them, and numba's cache of them is keyed on als.py:
-# after changing it here, touch als.py (or clear the cache) in a checkout that has run them.
+# float64) 6 / 12 / 24 took 0.0904 / 0.0818 / 0.0835 s and 0.0960 / 0.0902 / 0.0913 s in
+# float32, 0.1861 / 0.1843 / 0.1958 s in float64; the sentence half-step (its factor in the
+# cache) 0.190-0.202 s / 0.190-0.199 s / 0.195-0.201 s float32. Whole fits of that benchmark
+# (float32, a fresh process each, 6 and 12 interleaved, four each): medians 0.424 -> 0.417 s per
+# iteration, within their noise. On an older AMD EPYC 3, 10 and 16 were within the noise of 6.
+# The kernels of linxling.kernels.als take it as a constant when numba compiles them, and numba's
+# cache of them is keyed on als.py: after changing it here, touch als.py (or clear the cache) in
+# a checkout that has run them.
 PREFETCH_DISTANCE = 12
 _MAX_LINES = 16      # at most 1 KiB of a row is asked for (longer rows: their head)
 
