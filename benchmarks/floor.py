@@ -81,12 +81,6 @@ def llc_bytes() -> int:
     return best or 32 * 2**20
 
 
-def cpu_model() -> str:
-    """The CPU's name with its family, model and vector extension (:func:`benchmarks._machine.cpu_label`)."""
-    from benchmarks._machine import cpu_label
-    return cpu_label()
-
-
 def _kernels():
     from numba import njit, prange
 
@@ -256,6 +250,8 @@ def gemm_rate(m: int, k: int, n: int, dtype, repeats: int = 3, threads: int | No
 def measure_machine(quick: bool = False) -> dict:
     """STREAM bandwidth and GEMM rates of this machine, now, with its load average around them."""
     import numba
+
+    from benchmarks._machine import cpu_label
     load0 = os.getloadavg()
     cores = numba.get_num_threads()
     llc = llc_bytes()
@@ -288,7 +284,7 @@ def measure_machine(quick: bool = False) -> dict:
         rows_dt = [g for g in gemm if g["dtype"] == dt]
         rates[f"gemm_{dt}_GFLOPs"] = max(g["GFLOPs"] for g in rows_dt)   # the best the cores gave
         rates[f"gemm_{dt}_1thread_GFLOPs"] = max(g["GFLOPs"] for g in rows_dt if g["threads"] == 1)
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": cores, "llc_bytes": llc,
+    return {"cpu": cpu_label(), "cores": os.cpu_count(), "threads": cores, "llc_bytes": llc,
             "loadavg_before": load0, "loadavg_after": load1, "seconds": time.perf_counter() - t0,
             "stream": st, "gemm": gemm, "sparse_cached": sparse, "cache_read": cache_read,
             "gather": gather,

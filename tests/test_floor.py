@@ -321,6 +321,6 @@ def test_the_cpu_identity_reads_family_model_and_vector_extension(tmp_path, monk
     real_open = builtins.open
     monkeypatch.setattr(builtins, "open", lambda f, *a, **k: real_open(fake if f == "/proc/cpuinfo" else f, *a, **k))
     assert _machine.cpu_identity() == {"cpu": "AMD EPYC", "cpu_family": 26, "cpu_model": 2, "vector_isa": "avx512"}
-    assert _machine.cpu_label() == "AMD EPYC (family 26, model 2, avx512)" == floor.cpu_model()
+    assert _machine.cpu_label() == "AMD EPYC (family 26, model 2, avx512)"
     fake.write_text("model name\t: Some CPU\nflags\t\t: sse2 avx2\n")
     assert _machine.cpu_label() == "Some CPU (avx2)"

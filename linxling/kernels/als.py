@@ -472,8 +472,6 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, 
             nb = min(B, ns - s0)
             x = zs[s0:s0 + nb]
             rows = srows[s0:s0 + nb]
-            for b in range(nb):
-                active[b] = True
             # r = b − A x, with A x = G x + Σ dw_i (y_i·x) y_i and b = Σ X_ui y_i
             _gram_times(G, x, r, nb)
             for b in range(nb):
