@@ -13,8 +13,10 @@ Fits, one after the other on the same matrix, same initial factors (``random_sta
 * ``dask-2``: the same on 2 workers (``threads_per_worker=T`` each, T = ``--threads``).
 
 Reported: seconds per iteration (median of iterations 2..; the first includes the numba cache
-load in the workers), CPU seconds per iteration of all processes (client + workers + scheduler,
-``time.process_time`` read in each), the time to persist the row blocks of X and Xᵀ (setup), the
+load in the workers; from the end of one callback to the start of the next, so that the
+callback's own readings below, ``callback_s``, are not charged to the fit), CPU seconds per
+iteration of all processes (client + workers + scheduler, ``time.process_time`` read in each;
+the callback's readings included), the time to persist the row blocks of X and Xᵀ (setup), the
 bytes sent per iteration (two counts: ``payload`` = nbytes of the arrays the fit scatters times
 the workers that receive them plus the solved blocks gathered, as recorded in ``dask_info_``;
 ``measured`` = the bytes every process wrote to its TCP comms, :class:`linxling._dask.CommMeter`,
@@ -68,8 +70,11 @@ def _cpu() -> float:
     return time.process_time()
 
 
-def _stats(stamps: list[float]) -> dict:
-    its = np.diff(stamps).tolist()
+def _stats(stamps: list[float], ends: list[float] | None = None) -> dict:
+    """Per-iteration seconds from the callback's stamps: iteration i runs from the end of the
+    callback after iteration i - 1 (``ends``; the callback's own readings are not the fit's
+    time) to the start of the one after it (``stamps``)."""
+    its = np.diff(stamps).tolist() if ends is None else [b - a for a, b in zip(ends[:-1], stamps[1:], strict=True)]
     return {"s_per_iteration": statistics.median(its[1:]) if len(its) > 1 else its[0],
             "iterations_s": its}
 
@@ -120,19 +125,24 @@ def fit_dask(args, n_workers: int, ref) -> dict:
             return (time.process_time() + sum(client.run(_cpu).values())
                     + client.run_on_scheduler(_cpu))
 
-        stamps, wire, cpu = [], [], []
+        stamps, ends, wire, cpu = [], [], [], []
 
         def cb(model, it, loss):
+            # the readings cost round trips to every process (10-20 ms): stamped apart, so that
+            # an iteration's time is the fit's alone, as in the in-memory fit (whose callback
+            # reads two clocks)
             stamps.append(time.perf_counter())
             wire.append(meter.read())
             cpu.append(cpu_all())
+            ends.append(time.perf_counter())
 
         model = WMF(n_components=args.k, alpha=1.0, max_iter=args.iterations, random_state=0,
                     show_progress=False, callback=cb)
         w0, t0, c0 = meter.read(), time.perf_counter(), cpu_all()
         model.fit(Xd, client=client)
-        out = _stats(stamps)                     # iterations 2..: the first stamp ends iteration 1
-        out["s_per_iteration"] = statistics.median(np.diff(stamps).tolist())
+        out = _stats(stamps, ends)               # iterations 2..: the first stamp ends iteration 1
+        out["s_per_iteration"] = statistics.median(out["iterations_s"])
+        out["callback_s"] = statistics.median([b - a for a, b in zip(stamps, ends, strict=True)])
         out["setup_and_first_iteration_s"] = stamps[0] - t0
         out["cpu_s_per_iteration"] = statistics.median(np.diff(cpu).tolist())
         out["measured_bytes_per_iteration"] = np.diff(wire).tolist()
