@@ -128,8 +128,8 @@ def fit_dask(args, n_workers: int, ref) -> dict:
         stamps, ends, wire, cpu = [], [], [], []
 
         def cb(model, it, loss):
-            # the readings cost round trips to every process (10-20 ms): stamped apart, so that
-            # an iteration's time is the fit's alone, as in the in-memory fit (whose callback
+            # the readings cost round trips to every process (5 ms on 2 cores): stamped apart, so
+            # that an iteration's time is the fit's alone, as in the in-memory fit (whose callback
             # reads two clocks)
             stamps.append(time.perf_counter())
             wire.append(meter.read())
