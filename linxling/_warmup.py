@@ -90,14 +90,18 @@ def _fits() -> list[tuple[str, Any]]:
     def wmf():
         """Both solvers, and the exact solver's whitened path (many rows shorter than k, as
         sentences are) with a transform's Gram fingerprint, float32 and float64; the CG solver
-        with its frequent columns pushed (a matrix where they hold most nonzeros, as words do)."""
+        with its frequent columns pushed (a matrix where they hold most nonzeros, as words do), at
+        a width the kernels take from the arrays and at the default width, whose CG kernels are
+        compiled with the width a constant (:data:`linxling.kernels.als.CONST_WIDTHS`)."""
+        from linxling.kernels.als import CONST_WIDTHS
         lx.WMF(n_components=4, min_df=1, max_iter=1, **small).fit(en)
         lx.WMF(n_components=4, max_iter=1, solver="cholesky", **small).fit(X32)
         zipf = _zipf_matrix()
         for dtype in (np.float32, np.float64):
             Xs = sp.random(400, 200, density=0.02, random_state=1, format="csr", dtype=dtype)
             lx.WMF(n_components=16, max_iter=1, solver="cholesky", **small).fit(Xs).transform(Xs)
-            lx.WMF(n_components=16, max_iter=1, **small).fit(zipf.astype(dtype))
+            for k in (16, *sorted(CONST_WIDTHS)):
+                lx.WMF(n_components=k, max_iter=1, **small).fit(zipf.astype(dtype))
 
     return [
         ("Cr5", cr5),

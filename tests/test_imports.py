@@ -129,10 +129,14 @@ from linxling._warmup import warmup
 from linxling.kernels import als, dense, spmm
 warmup(["Cr5", "WMF"], print_fn=lambda s: None)
 out = {}
-for mod, name in [(spmm, "_transpose_counts"), (spmm, "_transpose_fill"), (dense, "_add_outer"),
-                  (als, "_half_step_cg"), (als, "_hot_pass"), (als, "_hot_start"), (als, "_hot_step"),
-                  (als, "_gram_times")]:
-    sigs = getattr(mod, name).signatures
+kernels = [(getattr(mod, name), name) for mod, name in [
+    (spmm, "_transpose_counts"), (spmm, "_transpose_fill"), (dense, "_add_outer"),
+    (als, "_hot_start"), (als, "_hot_step"), (als, "_gram_times")]]
+for k in (16, *als.CONST_WIDTHS):                     # any width, and each constant width
+    cg, hot = als._cg_kernels(k)
+    kernels += [(cg, f"half_step_cg{k}"), (hot, f"hot_pass{k}")]
+for fn, name in kernels:
+    sigs = fn.signatures
     out[name] = [len(sigs), sorted({str(a.dtype) for sig in sigs for a in sig
                                     if isinstance(a, types.Array) and a.dtype in (types.float32, types.float64)})]
 print(json.dumps(out))

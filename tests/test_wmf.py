@@ -165,6 +165,37 @@ def test_cg_hot_rows_pushed_match_reference(dtype, small_hot_rows):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("rotated", [False, True])
+def test_cg_kernels_of_a_constant_width_match_any_width(dtype, rotated, small_hot_rows, monkeypatch):
+    """At a width in CONST_WIDTHS the CG kernels are compiled with the width a constant: the
+    same solutions as the kernels compiled for any width and the reference, pushed hot rows,
+    gathered cold ones, in the Gram's eigenbasis (fewer fixed rows than solved ones) or not."""
+    k = min(als.CONST_WIDTHS)
+    n, m = (150, 120) if rotated else (120, 300)
+    assert als.eigen_basis_pays(m, n, 3) == rotated
+    X = _zipf_rows(n, m, seed=21, longest=90)
+    rng = np.random.default_rng(22)
+    Y = rng.standard_normal((m, k)).astype(dtype)
+    X0 = rng.standard_normal((n, k)).astype(dtype)
+    plan = als.hot_plan(als._csr_parts(X.T.tocsr(), dtype), 0, np.diff(X.indptr), k, dtype)
+    assert plan is not None and plan["cold"].size > 0
+    kw = dict(missing_weight=W_M, regularization=LAM, solver="cg", cg_steps=3, hot=plan,
+              return_objective=True)
+    const = X0.copy()
+    _, f_const = als.als_half_step(X, Y, const, **kw)
+    assert als._CG_KERNELS[k] is als._cg_kernels(k)
+    monkeypatch.setattr(als, "CONST_WIDTHS", frozenset())
+    assert als._cg_kernels(k) is als._cg_kernels(k + 1)        # now the kernels of any width
+    anyw = X0.copy()
+    _, f_any = als.als_half_step(X, Y, anyw, **kw)
+    expected = ref.half_step_cg_reference(X, Y.astype(np.float64), X0.astype(np.float64),
+                                          missing_weight=W_M, regularization=LAM, cg_steps=3)
+    assert _rel(const, anyw) < 10 * TOL[dtype]
+    assert _rel(const, expected) < 100 * TOL[dtype]
+    assert f_const == pytest.approx(f_any, rel=10 * TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("with_hot", [False, True])
 def test_cg_in_the_gram_eigenbasis_equals_plain_cg(dtype, with_hot, monkeypatch):
     """CG on Qᵀx with G = QΛQᵀ (Y and the warm starts rotated, the solutions rotated back) gives
