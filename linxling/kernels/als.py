@@ -541,17 +541,13 @@ def _make_cg_kernels(width: int):
             quad[c] = cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, cg_steps)
         return quad.sum()
 
-    @njit(cache=True, fastmath=_FM)
-    def hot_part(t, indptr, slots, slot0, data, bounds, Y, dw, src, acc, acc2, residual):
-        k = W if W > 0 else Y.shape[1]
-        _hot_part(t, indptr, slots, slot0, data, bounds, Y, dw, src, acc, acc2, residual, k)
-
-    @njit(parallel=True, cache=True)
+    @njit(parallel=True, cache=True, fastmath=_FM)
     def hot_pass(indptr, slots, slot0, data, bounds, Y, dw, src, acc, acc2, residual):
         """One pass over the transposed matrix's rows, part ``t`` of ``bounds`` on thread t
-        (:func:`_hot_part`)."""
+        (:func:`_hot_part`, inlined: the width a constant inside the parallel loop's body)."""
         for t in prange(bounds.size - 1):
-            hot_part(t, indptr, slots, slot0, data, bounds, Y, dw, src, acc, acc2, residual)
+            k = W if W > 0 else Y.shape[1]
+            _hot_part(t, indptr, slots, slot0, data, bounds, Y, dw, src, acc, acc2, residual, k)
 
     return half_step_cg, hot_pass
 
