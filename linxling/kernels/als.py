@@ -508,13 +508,14 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, 
 # unrolled four times and finishes the rest in narrower and scalar loops (k = 100: 64 + 4 x 8 +
 # 4). Compiled with k a constant, each loop is unrolled whole (k = 100: six 16-lane steps and one
 # of 4). Measured on the WMF benchmark (200,000 x 50,000, k = 100, cg_steps 3; 2-core AMD EPYC
-# Zen 5, 2026-11-30, load 0.6-1.3): a pass over the frequent words, 0.0240 -> 0.0172 s float32;
-# the word half-step 0.192 -> 0.153-0.172 s and the sentence half-step 0.184 -> 0.161-0.170 s
-# (medians of 9, fresh processes, interleaved); whole fits, floor runs interleaved, 0.399 / 0.409
-# -> 0.363 / 0.367 s per iteration float32 and no change in float64 (0.693 / 0.680 against 0.729
-# / 0.662 s); k = 64 and 128 gained 10-20 % in both half-steps. A width costs its own compile
-# (11-15 s per dtype for these kernels), so only the WMF family's default width is compiled as a
-# constant (`linxling warmup` compiles it); other widths run the kernels compiled for any width.
+# Zen 5, 2026-11-30, load 0.5-1.3, old and new interleaved): a pass over the frequent words
+# 0.0240 -> 0.0164-0.0172 s float32; the word half-step 0.192 -> 0.154-0.160 s and the sentence
+# half-step 0.184 -> 0.157-0.161 s (medians of 9, fresh processes); whole fits (floor runs)
+# 0.415 / 0.401 -> 0.354 / 0.347 s per iteration float32, 0.722 / 0.696 -> 0.692 / 0.634 s
+# float64. Not at every width (k = 50: the word half-step 0.120 -> 0.165 s), and a width costs
+# its own compile (11-15 s per dtype for these kernels), so only the WMF family's default width is
+# compiled as a constant (`linxling warmup` compiles it); other widths run the kernels compiled
+# for any width (benchmarks/README.md, "The CG kernels compiled with the width a constant").
 CONST_WIDTHS = frozenset({100})
 _CG_KERNELS: dict = {}
 
