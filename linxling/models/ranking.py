@@ -81,6 +81,8 @@ class RankingEmbedding(_SentencePairSGD):
     min_df, init_scale, random_state, n_threads, callback, show_progress
         As in :class:`linxling.BiCVM`.
 
+    Notes
+    -----
     ``fit({"en": [...], "de": [...], "fr": [...]})``: any number (>= 2) of languages whose
     sentences are row-aligned; every pair of languages is trained each epoch, their minibatches
     taking turns.
