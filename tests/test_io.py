@@ -340,6 +340,21 @@ def test_save_into_missing_directory_names_the_target(tmp_path):
     assert info.value.filename == str(target)
 
 
+def test_a_directory_that_takes_no_new_file_names_the_target(tmp_path, monkeypatch):
+    """A destination whose folder exists but takes no new file (permissions, a read-only or
+    special file system): the error names the path asked for, not the temporary file's name."""
+    import linxling.io._store as store
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".m.h5.1.x.tmp"))
+    (tmp_path / "m.h5").write_bytes(b"old")
+    monkeypatch.setattr(store.tempfile, "mkstemp", refuse)
+    with pytest.raises(PermissionError, match="cannot create a file in .*Permission denied") as info:
+        Dummy({}, {}).save(tmp_path / "m.h5")
+    assert info.value.filename == str(tmp_path / "m.h5")
+    assert (tmp_path / "m.h5").read_bytes() == b"old"
+
+
 def test_lone_surrogate_is_a_clear_error(tmp_path):
     bad = "caf\udce9"                      # what errors="surrogateescape" makes of latin-1 bytes
     with pytest.raises(ValueError, match=r"arrays/vocab\[1\].*surrogate"):

@@ -394,8 +394,12 @@ def atomic_replace_all(items: list[tuple[str, Callable[[str], object]]]) -> None
         with _sigint_held() as interrupted:
             for p, (_, write) in zip(paths, items, strict=True):
                 directory = os.path.dirname(os.path.abspath(p))
-                fd, tmp = tempfile.mkstemp(dir=directory, prefix=_tmp_prefix(p) + f"{os.getpid()}.",
-                                           suffix=".tmp")
+                try:
+                    fd, tmp = tempfile.mkstemp(dir=directory, prefix=_tmp_prefix(p) + f"{os.getpid()}.",
+                                               suffix=".tmp")
+                except OSError as exc:         # named after the destination, not the temporary file
+                    raise type(exc)(exc.errno, f"cannot create a file in {directory!r} to write it "
+                                               f"({exc.strerror}); nothing was written", p) from exc
                 made.append((fd, tmp, p))
                 _lock(fd, blocking=True)
                 write(tmp)
