@@ -154,10 +154,11 @@ class Index:
         if Q.shape[1] != self.dim:
             raise ValueError(f"{name} have dimension {Q.shape[1]}, the index {self.dim}")
 
-    def _check_knn(self, knn: int, n_other: int) -> int:
+    def _check_knn(self, knn: int, n_other: int, hint: str = "") -> int:
         knn = check_int(knn, "knn")
         if knn > min(n_other, len(self)):
-            raise ValueError(f"knn={knn} exceeds the number of vectors on one side ({min(n_other, len(self))})")
+            raise ValueError(f"knn={knn} exceeds the number of vectors on one side ({min(n_other, len(self))})"
+                             + hint)
         return knn
 
     def _block(self, block_size: int | None, n_rows: int) -> int:
@@ -206,7 +207,10 @@ class Index:
                 r_c = self.reference_radii_
             else:
                 from linxling.evaluate._retrieval import _csls_radii_numpy
-                knn = self._check_knn(knn, n_q)
+                knn = self._check_knn(knn, n_q, (
+                    ": without a reference (set_reference; `linxling index --reference`) CSLS takes each "
+                    "document's hubness radius from the queries, so search with at least knn queries, "
+                    "a smaller knn, or an index that has a reference") if n_q < knn else "")
                 r_c = _csls_radii_numpy(C, Q, knn, self._block(None, n_q))[0]
         qb = check_int(block_size, "block_size") if block_size is not None else min(n_q, 4096)
         cb = int(min(n_c, max(k, knn, BLOCK_BYTES // (2 * qb * C.dtype.itemsize))))

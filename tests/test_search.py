@@ -50,6 +50,17 @@ def test_csls_with_a_reference_set(data):
     np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
 
 
+def test_csls_with_fewer_queries_than_knn_says_how_to_go_on(data):
+    """Without a reference the queries give each document's radius: fewer queries than knn is
+    an error that names the ways out; with a reference the same few queries are searched."""
+    Q, C, R = data
+    with pytest.raises(ValueError, match=r"knn=5 exceeds .*\(3\).*set_reference.*smaller knn"):
+        Index(C, dtype=np.float64).search(Q[:3], k=2, similarity="csls", knn=5)
+    s, i = Index(C, dtype=np.float64).set_reference(R, knn=5).search(Q[:3], k=2, similarity="csls", knn=5)
+    rs, ri = _dense(Q, C, 2, "csls", knn=5, ref=R)
+    np.testing.assert_array_equal(i, ri[:3])
+
+
 def test_equals_faiss_flat_inner_product(data):
     faiss = pytest.importorskip("faiss", reason="faiss-cpu comes with the 'test' extra")
     Q, C, _ = data
