@@ -189,6 +189,8 @@ def test_alignment_pulls_translations_together():
     ({"dtype": "int8"}, None, None, ValueError, "dtype"),
     ({}, {"en": "a b"}, None, TypeError, r"monolingual\['en'\]"),
     ({}, {"en": []}, None, ValueError, r"monolingual\['en'\] is empty"),
+    ({}, {}, None, ValueError, "monolingual is empty"),          # was a TypeError saying "got dict"
+    ({}, [["a b"]], None, TypeError, "monolingual must be a non-empty dict language -> list of str, got list"),
     ({}, {"en": ["a a"], "fr": ["b b"]}, {"en": ["a"], "fr": ["b", "b"]}, ValueError, "row-aligned"),
     ({}, {"en": ["a a"]}, {"en": ["a"], "de": ["b"]}, ValueError, "'de' has no monolingual"),
     ({}, {"en": ["a a", 3]}, None, TypeError, r"monolingual\['en'\]\[1\]"),

@@ -85,6 +85,11 @@ def test_multitask_false_has_one_encoder_per_direction():
     m2 = BilDRL(encoder="bow", multitask=True, n_epochs=2, random_state=0, show_progress=False)
     m2.fit(_dictionary(), FakeSpace())
     assert list(m2.units_) == ["shared"]
+    # definitions in a language no encoder reads: said so, not "pass target_language (one of [])"
+    one_way = BilDRL(encoder="bow", multitask=False, n_epochs=1, random_state=0, show_progress=False)
+    one_way.fit([r for r in _dictionary() if r[3] == "fr"], FakeSpace())
+    with pytest.raises(ValueError, match=r"no encoder was trained for definitions in 'en' \(trained: \['fr-en'\]"):
+        one_way.transform(["e1 e2"], language="en")
 
 
 def test_random_state_reproducible():

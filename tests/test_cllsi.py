@@ -92,6 +92,20 @@ def test_rank_deficient_components_are_zero_on_transform(rng, scale):
     np.testing.assert_allclose(np.abs(Z["propack"]), np.abs(Z["arpack"]), atol=1e-9 * np.abs(Z["arpack"]).max())
 
 
+def test_a_matrix_of_rank_below_n_components_warns_with_the_default_solver():
+    """PROPACK stops with LinAlgError "An invariant subspace of dimension 4 was found" on a matrix
+    of exact rank < n_components (here two languages with the same features: rank 4, r = 6):
+    the default solver fell over with that internal error instead of the rank warning ARPACK
+    gives; solver="propack" says what happened and what to do."""
+    X = sp.random(12, 4, density=0.5, random_state=1, format="csr")
+    blocks, concepts = {"en": X, "fr": X.copy()}, {"en": np.arange(12), "fr": np.arange(12)}
+    with pytest.warns(RuntimeWarning, match="2 of 6 singular values are"):
+        m = CLLSI(n_components=6, random_state=0).fit_matrices(blocks, concepts)
+    assert not m.components_["en"][4:].any() and m.components_["en"][:4].any()
+    with pytest.raises(ValueError, match=r"solver='propack' cannot compute n_components=6 .* rank < 6"):
+        CLLSI(n_components=6, random_state=0, solver="propack").fit_matrices(blocks, concepts)
+
+
 def test_scale_none_and_projection(rng):
     blocks, concepts = _problem(rng)
     a = CLLSI(n_components=4, random_state=1, scale="fold_in").fit_matrices(blocks, concepts)

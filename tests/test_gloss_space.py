@@ -82,3 +82,25 @@ def test_shipped_glosses_are_decontaminated_against_the_test_definitions(shared_
     leaked = test_defs - train_defs                  # a few definitions are in both splits verbatim
     assert not leaked & set(docs["texts"])
     assert not leaked & {x for lang in docs["descriptions"].values() for xs in lang.values() for x in xs}
+
+
+def test_descriptions_are_checked_not_split_into_characters_or_dropped():
+    """A description given as one str (not a list of texts) was read one character at a time
+    (its word then had no known token and silently lost its vector); descriptions or vocabulary
+    of a language with no documents were silently ignored; other bad types gave internal errors."""
+    texts, langs, concepts = _corpus()
+    fit = GlossSpace(n_components=5, random_state=0).fit
+    with pytest.raises(TypeError, match=r"descriptions\['en'\]\['newword'\] must be a list of str, not a single"):
+        fit(texts, langs, concepts, {"en": {"newword": "e4 e5 e6"}})
+    with pytest.raises(ValueError, match=r"descriptions has languages \['de'\] with no documents"):
+        fit(texts, langs, concepts, {"de": {"haus": ["e1"]}})
+    with pytest.raises(ValueError, match=r"vocabulary has languages \['de'\] with no documents"):
+        fit(texts, langs, concepts, {}, vocabulary={"de": ["haus"]})
+    with pytest.raises(TypeError, match=r"vocabulary\['en'\] must be a list of str, not a single"):
+        fit(texts, langs, concepts, {}, vocabulary={"en": "newword"})
+    with pytest.raises(TypeError, match=r"descriptions\['en'\] must be a dict word -> \[texts\], got list"):
+        fit(texts, langs, concepts, {"en": ["e1 e2"]})
+    with pytest.raises(TypeError, match=r"descriptions\['en'\]\['e1'\]\[0\] is a NoneType, not a str"):
+        fit(texts, langs, concepts, {"en": {"e1": [None]}})
+    with pytest.raises(TypeError, match=r"descriptions\['en'\]: word 3 must be a str, got int"):
+        fit(texts, langs, concepts, {"en": {3: ["e1"]}})

@@ -86,3 +86,37 @@ def test_load_checks_the_model_class(tmp_path):
     _wmf().fit(X).save(tmp_path / "wmf.h5")
     with pytest.raises(ModelFormatError, match="holds a WMF model, not a Cr5"):
         Cr5.load(tmp_path / "wmf.h5")
+
+
+def _split(text):
+    return text.split()
+
+
+def test_a_model_fitted_with_a_custom_tokenizer_is_not_saved_into_a_file_that_cannot_load(tmp_path):
+    """save() warned "the loaded model uses the default tokenizer" and wrote the file, which
+    linxling.load then refused (ModelFormatError: the vectoriser needs its custom tokenizer):
+    save now refuses, before writing, and the file already there stays as it was."""
+    import warnings
+
+    import linxling
+    from linxling.models import CrossWMF
+    en = [f"w{i} w{i + 1} w{(3 * i) % 7}" for i in range(30)]
+    de = [f"v{i} v{i + 1} v{(3 * i) % 7}" for i in range(30)]
+    kw = dict(n_components=2, max_iter=1, random_state=0, min_df=1, show_progress=False)
+    path = tmp_path / "m.h5"
+    WMF(**kw).fit(en).save(path)
+    before = path.read_bytes()
+    for model in (WMF(tokenizer=_split, **kw).fit(en),
+                  BilingualWMF(tokenizer=_split, **kw).fit({"en": en, "de": de}),
+                  CrossWMF(pivot_language="en", tokenizer=_split, **kw).fit({"de": (en, de)})):
+        with pytest.raises(ValueError, match=f"this {type(model).__name__} was fitted from texts with a custom "
+                                             "tokenizer, which cannot be stored"):
+            model.save(path)
+        assert path.read_bytes() == before
+    # fitted from a matrix: the tokenizer was never used, the model saves (with the warning) and loads
+    X = sp.random(30, 8, density=0.5, random_state=0, format="csr")
+    with pytest.warns(UserWarning, match="callable tokenizer cannot be saved"):
+        WMF(tokenizer=_split, **kw).fit(X).save(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert linxling.load(path).tokenizer is None

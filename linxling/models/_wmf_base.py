@@ -269,6 +269,13 @@ class _WMFParams(LinxlingEstimator):
         loss curve and iteration count and, for b-WMF and x-WMF, the vectorisers of the languages
         fitted from texts. Each model adds its factors."""
         self._check_fitted()
+        from linxling.text import Tokenizer
+        vecs = [getattr(self, "vectorizer_", None), *getattr(self, "vectorizers_", {}).values()]
+        if any(v is not None and type(v.tokenizer) is not Tokenizer for v in vecs):
+            # the file would hold a vocabulary no loader can tokenise for (it refused to load)
+            raise ValueError(f"this {type(self).__name__} was fitted from texts with a custom tokenizer, "
+                             "which cannot be stored in a model file (the file could not be loaded); "
+                             "keep the model with pickle or joblib, or fit with tokenizer=None")
         if self.tokenizer is not None:
             warnings.warn("a callable tokenizer cannot be saved; the loaded model uses the "
                           "default tokenizer unless you set it again", UserWarning, stacklevel=find_stack_level())

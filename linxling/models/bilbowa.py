@@ -198,9 +198,11 @@ class BilBOWA(LinxlingEstimator):
 
     @staticmethod
     def _check_corpora(monolingual, parallel):
-        if not isinstance(monolingual, dict) or not monolingual:
+        if not isinstance(monolingual, dict):
             raise TypeError("monolingual must be a non-empty dict language -> list of str, got "
                             f"{type(monolingual).__name__}")
+        if not monolingual:
+            raise ValueError("monolingual is empty: give a dict language -> list of str with at least one language")
         mono = {}
         for lang, texts in monolingual.items():
             if not isinstance(lang, str) or not lang:

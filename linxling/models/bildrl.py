@@ -739,6 +739,9 @@ class BilDRL(LinxlingEstimator):
             return self.units_["shared"]
         if target_language is None:
             cands = [t for q, t in self.directions_ if q == definition_language]
+            if not cands:
+                raise ValueError(f"no encoder was trained for definitions in {definition_language!r} "
+                                 f"(trained: {sorted(self.units_)}, as definition-target languages)")
             if len(cands) != 1:
                 raise ValueError(f"multitask=False: pass target_language (one of {cands}) to choose "
                                  f"the encoder of definitions in {definition_language!r}")

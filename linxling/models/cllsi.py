@@ -60,10 +60,22 @@ def _randomized_svd(M: sp.csr_matrix, k: int, rng: np.random.Generator, n_oversa
 
 def _svds(M: sp.csr_matrix, k: int, rng: np.random.Generator, solver: str) -> tuple:
     """``scipy.sparse.linalg.svds`` with PROPACK (``"propack"``, or ``"auto"`` where SciPy offers
-    it) or ARPACK (``"arpack"``, or ``"auto"`` where SciPy keeps PROPACK opt-in)."""
+    it) or ARPACK (``"arpack"``, or ``"auto"`` where SciPy keeps PROPACK opt-in or where PROPACK
+    stops on a matrix of rank < ``k``)."""
     if solver in ("auto", "propack"):
         try:
             return spla.svds(M, k=k, solver="propack", random_state=rng)
+        except np.linalg.LinAlgError as exc:
+            # (caught before ValueError, its base class) PROPACK's Lanczos stops on a matrix of
+            # rank < k ("An invariant subspace of dimension d was found"); ARPACK returns the
+            # zero singular values, which fit warns of
+            if "invariant subspace" not in str(exc):
+                raise
+            if solver == "propack":
+                raise ValueError(f"solver='propack' cannot compute n_components={k} singular triplets: "
+                                 f"the concept x word matrix has rank < {k} ({exc}); lower n_components "
+                                 "or use solver='auto' or 'arpack' (which warn and zero the null "
+                                 "components)") from exc
         except ValueError as exc:
             if solver == "propack" or "PROPACK" not in str(exc):
                 raise

@@ -54,10 +54,41 @@ from typing import Any
 
 import numpy as np
 
+from linxling._validation import check_texts
 from linxling.io import register_model
 from linxling.models._estimator import POSITIVE_INT, POSITIVE_REAL, RANDOM_STATE, LinxlingEstimator, as_output
 
 __all__ = ["GlossSpace", "overlap_mask", "wikt3l_gloss_documents", "wikt3l_gloss_space"]
+
+
+def _check_descriptions(descriptions: Any, vocabulary: Any) -> tuple[dict, dict | None]:
+    """``descriptions`` as ``{language: {word: [texts]}}`` and ``vocabulary`` as ``{language:
+    [words]}``, every key and text a str: a single string where a list is expected is refused
+    (it would be read one character at a time), as is any other type, naming where it is."""
+    if not isinstance(descriptions, Mapping):
+        raise TypeError("descriptions must be a dict language -> {word: [texts]}, "
+                        f"got {type(descriptions).__name__}")
+    out: dict[str, dict[str, list[str]]] = {}
+    for lang, words in descriptions.items():
+        if not isinstance(lang, str):
+            raise TypeError(f"descriptions: language {lang!r} must be a str, got {type(lang).__name__}")
+        if not isinstance(words, Mapping):
+            raise TypeError(f"descriptions[{lang!r}] must be a dict word -> [texts], got {type(words).__name__}")
+        out[lang] = {}
+        for word, texts in words.items():
+            if not isinstance(word, str):
+                raise TypeError(f"descriptions[{lang!r}]: word {word!r} must be a str, got {type(word).__name__}")
+            out[lang][word] = check_texts(texts, f"descriptions[{lang!r}][{word!r}]")
+    if vocabulary is None:
+        return out, None
+    if not isinstance(vocabulary, Mapping):
+        raise TypeError(f"vocabulary must be a dict language -> [words], got {type(vocabulary).__name__}")
+    vocab: dict[str, list[str]] = {}
+    for lang, words in vocabulary.items():
+        if not isinstance(lang, str):
+            raise TypeError(f"vocabulary: language {lang!r} must be a str, got {type(lang).__name__}")
+        vocab[lang] = check_texts(words, f"vocabulary[{lang!r}]")
+    return out, vocab
 
 
 def overlap_mask(texts: Sequence[str], references: Sequence[str], threshold: float = 0.5,
@@ -160,11 +191,15 @@ class GlossSpace(LinxlingEstimator):
         (those of them with a non-zero embedding).
         """
         from linxling.models.cr5 import Cr5
-        if not isinstance(descriptions, Mapping):
-            raise TypeError("descriptions must be a dict language -> {word: [texts]}")
+        descriptions, vocabulary = _check_descriptions(descriptions, vocabulary)
         cr5 = Cr5(n_components=self.n_components, alpha=self.alpha, min_df=self.min_df,
                   random_state=self.random_state, show_progress=self.show_progress)
         cr5.fit(texts, languages, concepts)
+        for name, given in (("descriptions", descriptions), ("vocabulary", vocabulary or {})):
+            unknown = sorted(set(given) - set(cr5.languages_))
+            if unknown:
+                raise ValueError(f"{name} has languages {unknown} with no documents in texts (the fitted "
+                                 f"languages are {sorted(cr5.languages_)}): their words could not be embedded")
         self.document_model_ = cr5
         self.languages_ = list(cr5.languages_)
         self.words_, self.vectors_, self.n_described_ = {}, {}, {}
