@@ -192,14 +192,18 @@ class GlossSpace(LinxlingEstimator):
         """
         from linxling.models.cr5 import Cr5
         descriptions, vocabulary = _check_descriptions(descriptions, vocabulary)
+        try:
+            fitted = {str(lang) for lang in languages}
+        except TypeError:
+            fitted = None                  # not a sequence of labels: Cr5.fit says what is wrong
+        for name, given in (("descriptions", descriptions), ("vocabulary", vocabulary or {})):
+            unknown = sorted(set(given) - fitted) if fitted is not None else []
+            if unknown:                    # checked before the document space is fitted
+                raise ValueError(f"{name} has languages {unknown} with no documents in texts (the "
+                                 f"languages of texts are {sorted(fitted)}): their words could not be embedded")
         cr5 = Cr5(n_components=self.n_components, alpha=self.alpha, min_df=self.min_df,
                   random_state=self.random_state, show_progress=self.show_progress)
         cr5.fit(texts, languages, concepts)
-        for name, given in (("descriptions", descriptions), ("vocabulary", vocabulary or {})):
-            unknown = sorted(set(given) - set(cr5.languages_))
-            if unknown:
-                raise ValueError(f"{name} has languages {unknown} with no documents in texts (the fitted "
-                                 f"languages are {sorted(cr5.languages_)}): their words could not be embedded")
         self.document_model_ = cr5
         self.languages_ = list(cr5.languages_)
         self.words_, self.vectors_, self.n_described_ = {}, {}, {}
