@@ -198,7 +198,7 @@ class GlossSpace(LinxlingEstimator):
             fitted = None                  # not a sequence of labels: Cr5.fit says what is wrong
         for name, given in (("descriptions", descriptions), ("vocabulary", vocabulary or {})):
             unknown = sorted(set(given) - fitted) if fitted is not None else []
-            if unknown:                    # checked before the document space is fitted
+            if unknown and fitted is not None:     # checked before the document space is fitted
                 raise ValueError(f"{name} has languages {unknown} with no documents in texts (the "
                                  f"languages of texts are {sorted(fitted)}): their words could not be embedded")
         cr5 = Cr5(n_components=self.n_components, alpha=self.alpha, min_df=self.min_df,
