@@ -47,6 +47,25 @@ def test_huge_values_are_named_not_nan():
         _wmf().fit(X * 0)
 
 
+def test_fewer_sentences_than_components_warn():
+    """The other trained models warn of more dimensions than training examples; the WMF family
+    did so only for a vocabulary smaller than n_components, and fitted 5 sentences into 10
+    dimensions in silence."""
+    from linxling.models import CrossWMF
+    X = sp.random(5, 40, density=0.5, random_state=0, format="csr")
+    kw = dict(n_components=10, max_iter=1, show_progress=False, random_state=0)
+    with pytest.warns(UserWarning, match=r"WMF: only 5 sentences for n_components=10"):
+        WMF(**kw).fit(X)
+    with pytest.warns(UserWarning, match=r"BilingualWMF: only 5 sentences for n_components=10"):
+        BilingualWMF(**kw).fit({"en": X, "fr": X.copy()})
+    with pytest.warns(UserWarning, match=r"^WMF: only 5 sentences for n_components=10"):   # its pivot WMF
+        CrossWMF(pivot_language="en", **kw).fit({"fr": (X, X.copy())})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=r".*sentences for n_components", category=UserWarning)
+        WMF(**{**kw, "n_components": 5}).fit(X)
+
+
 def test_bilingual_language_inputs_named():
     with pytest.raises(TypeError, match=r"X\['fr'\]\[2\] is bytes"):
         BilingualWMF(n_components=2, max_iter=1, min_df=1, show_progress=False).fit(

@@ -31,6 +31,7 @@ from linxling.models._estimator import (
     LinxlingEstimator,
     NotFittedError,
     as_output,
+    warn_few_examples,
 )
 
 #: ``alpha="auto"``: λ = min(AUTO_ALPHA_MAX, n_sentences / AUTO_ALPHA_SENTENCES), the paper's 20
@@ -344,6 +345,7 @@ class _WMFParams(LinxlingEstimator):
             data = DeviceALS(dev, list(X.values()), dtype)
         else:
             data = _als.executor(kind, X, names, dtype, k, memory_budget, client, self._check_k)
+        warn_few_examples(self, int(data.shape[0]), "sentences")
         rng = check_random_state(self.random_state)
         V, E = _als.init_factors(rng, data.widths, data.shape[0], k, dtype, init_components,
                                  init_embedding, init_names)
