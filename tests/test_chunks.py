@@ -213,3 +213,40 @@ def test_row_ranges_by_nnz_cover_every_row_within_the_limit():
     for a, b in ranges:
         assert indptr[b] - indptr[a] <= 5 or b == a + 1
     assert row_ranges_by_nnz(np.array([0]), 5) == []
+
+
+def test_files_not_written_by_this_write_chunks_are_named(tmp_path):
+    """A text file, a directory, a bare HDF5 group or a corpus of another chunk format version
+    gave h5py's OSError / KeyError without the path, or (another version) was read as this one."""
+    import h5py
+    X = _corpus(n=60, m=45)
+    (tmp_path / "notes.h5").write_text("not hdf5")
+    with pytest.raises(ValueError, match=r"notes\.h5' is not an HDF5 file"):
+        ChunkedCSR(tmp_path / "notes.h5")
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        ChunkedCSR(tmp_path)
+    with h5py.File(tmp_path / "bare.h5", "w") as fh:
+        fh.create_group("X")
+    with pytest.raises(ValueError, match="not written by linxling.io.write_chunks"):
+        ChunkedCSR(tmp_path / "bare.h5")
+    C = write_chunks(tmp_path / "c.h5", X, chunk_rows=20)
+    with h5py.File(C.path, "a") as fh:
+        fh["X"].attrs["format_version"] = 2
+    with pytest.raises(ValueError, match=r"group 'X' has chunk format version 2, but this linxling reads version 1"):
+        ChunkedCSR(C.path)
+    D = write_chunks(tmp_path / "d.h5", X, chunk_rows=20)
+    with h5py.File(D.path, "a") as fh:
+        del fh["XT/bounds"]
+    with pytest.raises(ValueError, match=r"group 'XT' lacks \['bounds'\]"):
+        ChunkedCSR(D.path, "XT")
+
+
+def test_an_empty_language_is_a_clear_error_at_write(tmp_path):
+    """A corpus with no rows made write_chunks fail in numpy ("need at least one array to
+    concatenate")."""
+    with pytest.raises(ValueError, match="X has no rows: nothing to write"):
+        write_chunks(tmp_path / "e.h5", sp.csr_matrix((0, 50)))
+    with pytest.raises(ValueError, match="X has no rows: nothing to write"):
+        write_chunks(tmp_path / "e.h5", iter([sp.csr_matrix((0, 50))]))
+    assert not (tmp_path / "e.h5").exists()
+
