@@ -250,3 +250,15 @@ def test_an_empty_language_is_a_clear_error_at_write(tmp_path):
         write_chunks(tmp_path / "e.h5", iter([sp.csr_matrix((0, 50))]))
     assert not (tmp_path / "e.h5").exists()
 
+
+def test_an_all_zero_corpus_is_an_error_streamed_as_in_memory(tmp_path):
+    """In memory an all-zero X is "nothing to fit"; streamed from a file it fitted in silence,
+    every factor zero."""
+    from linxling.models.wmf import BilingualWMF
+    Z = sp.csr_matrix((30, 20))
+    C = write_chunks(tmp_path / "z.h5", Z)
+    with pytest.raises(ValueError, match="X is all zero: there is nothing to fit"):
+        WMF(n_components=3, max_iter=1).fit(C)
+    X = write_chunks(tmp_path / "x.h5", _corpus(n=30, m=25))
+    with pytest.raises(ValueError, match=r"X\['es'\] is all zero: there is nothing to fit"):
+        BilingualWMF(n_components=3, max_iter=1).fit({"en": X, "es": C})
