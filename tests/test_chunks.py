@@ -262,3 +262,16 @@ def test_an_all_zero_corpus_is_an_error_streamed_as_in_memory(tmp_path):
     X = write_chunks(tmp_path / "x.h5", _corpus(n=30, m=25))
     with pytest.raises(ValueError, match=r"X\['es'\] is all zero: there is nothing to fit"):
         BilingualWMF(n_components=3, max_iter=1).fit({"en": X, "es": C})
+
+
+def test_a_transpose_of_another_matrix_is_refused(tmp_path):
+    """A file whose XT group is not the transpose of its X (another matrix's, copied in): the
+    streamed WMF fit read it as the word side and fitted in silence."""
+    import h5py
+    C = write_chunks(tmp_path / "c.h5", _corpus(n=60, m=45), chunk_rows=20)
+    other = write_chunks(tmp_path / "o.h5", _corpus(n=60, m=40, seed=3))
+    with h5py.File(C.path, "a") as fh, h5py.File(other.path, "r") as fo:
+        del fh["XT"]
+        fo.copy("XT", fh)
+    with pytest.raises(ValueError, match=r"group 'XT' has shape \(40, 60\).* not one matrix and its transpose"):
+        WMF(n_components=3, max_iter=1).fit(ChunkedCSR(C.path))

@@ -113,8 +113,15 @@ class ChunkedCSR:
 
     @property
     def T(self) -> ChunkedCSR:
-        """The transpose's chunks (``group="XT"``)."""
-        return ChunkedCSR(self.path, "XT" if self.group == "X" else "X")
+        """The transpose's chunks (``group="XT"``), checked to be this matrix's transpose in shape
+        and number of nonzeros."""
+        other = ChunkedCSR(self.path, "XT" if self.group == "X" else "X")
+        if other.shape != self.shape[::-1] or other.nnz != self.nnz:
+            raise ValueError(f"{str(self.path)!r}: group {other.group!r} has shape {other.shape} and "
+                             f"{other.nnz} nonzeros, but group {self.group!r}, shape {self.shape} and "
+                             f"{self.nnz} nonzeros: they are not one matrix and its transpose, the "
+                             "corpus file is corrupt")
+        return other
 
     def max_chunk_nbytes(self) -> int:
         nnz = np.diff(self.indptr[self.bounds])
