@@ -275,3 +275,21 @@ def test_a_transpose_of_another_matrix_is_refused(tmp_path):
         fo.copy("XT", fh)
     with pytest.raises(ValueError, match=r"group 'XT' has shape \(40, 60\).* not one matrix and its transpose"):
         WMF(n_components=3, max_iter=1).fit(ChunkedCSR(C.path))
+
+
+def test_memory_budget_sizes_are_read_strictly():
+    """"12BB" was read as 12 bytes and a budget under one byte ("0.5", 0.5) as 0 bytes."""
+    from linxling._memory import parse_budget
+    for text, want in [("12G", 12 * 2 ** 30), ("12GiB", 12 * 2 ** 30), ("12 GB", 12 * 2 ** 30),
+                       ("800mb", 800 * 2 ** 20), (" 64M ", 64 * 2 ** 20), ("1.5K", 1536), ("512", 512),
+                       ("512B", 512), (12e9, 12_000_000_000)]:
+        assert parse_budget(text) == want, text
+    for bad in ("12BB", "12iB", "12 G B", "lots", "12P", ""):
+        with pytest.raises(ValueError, match=rf"memory_budget must be None, a number of bytes or a size "
+                                             rf"like '12G', got {bad!r}"):
+            parse_budget(bad)
+    for tiny in ("0.5", 0.5):
+        with pytest.raises(ValueError, match="memory_budget must be at least one byte, got 0.5"):
+            parse_budget(tiny)
+    with pytest.raises(ValueError, match="memory_budget must be None, a positive number of bytes"):
+        parse_budget("-1G")
