@@ -96,6 +96,21 @@ def test_dask_uses_default_client_and_mixes_with_memory(client):
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
 
 
+def test_a_client_that_is_not_the_default_one_is_used(client, monkeypatch):
+    """client= made with set_as_default=False (or not the latest Client): the fit failed with
+    dask's "No clients found" (distributed.wait looks for the default client)."""
+    import distributed.client as dclient
+    monkeypatch.setattr(dclient, "_global_clients", {})    # no default client, as for Client(..., set_as_default=False)
+    with pytest.raises(ValueError, match="No clients found"):
+        distributed.default_client()
+    rng = np.random.default_rng(12)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=40)
+    kw = dict(n_components=4, block_method="dense", eig_method="subspace", random_state=0, **TIGHT)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    got = Cr5(**kw).fit_matrices(_dask_blocks(blocks), concepts, client=client)
+    np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
+
+
 def test_dask_fit_survives_a_killed_worker(client):
     rng = np.random.default_rng(13)
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)

@@ -33,6 +33,7 @@ from linxling._dask import (
     lost_errors,
     on_worker,
     sparse_row_blocks,
+    wait_on,
     worker_list,
 )
 from linxling._linop import LinearOperator
@@ -677,7 +678,6 @@ class DaskSource(_ProductCounters, RowSource):
         (the task :func:`_same`, a wish again, so a lost worker's chunks are made elsewhere), the
         old one released. The chunk-order tree of partial sums then crosses between workers only
         at its top (:func:`_sum_plan`). Returns the number of chunks moved."""
-        from distributed import wait
         held = holders(self.client, self._futures)
         c = len(self._futures)
         old, moved = list(self._futures), 0
@@ -688,7 +688,7 @@ class DaskSource(_ProductCounters, RowSource):
                                                       pure=False)
                 moved += 1
         if moved:
-            wait(self._futures)
+            wait_on(self.client, self._futures)
         del old
         return moved
 
@@ -705,13 +705,12 @@ class DaskSource(_ProductCounters, RowSource):
         (:func:`_sum_plan`, :func:`_group_sum`: its partials in reused buffers, added in place);
         only the tree's top crosses between workers.
         """
-        from distributed import wait
         client = self.client
         last: BaseException | None = None
         for _attempt in range(self.max_retries + 1):
             try:
                 t0 = time.perf_counter()
-                wait(self._futures)           # chunks being made (or made again after a lost worker)
+                wait_on(client, self._futures)    # chunks being made (or made again after a lost worker)
                 for f in self._futures:
                     if f.status == "error":
                         f.result()            # a bad chunk: its task's error
@@ -807,10 +806,9 @@ class DaskSource(_ProductCounters, RowSource):
         """Move every chunk onto ``worker`` as one stacked chunk (one task there, which fetches
         the chunks held elsewhere once; the old chunks are released). A placement wish: when the
         worker is lost, the scheduler recomputes the stacked chunk on another."""
-        from distributed import wait
         fut = self.client.submit(_stack_chunks, *self._futures, workers=[worker], allow_other_workers=True,
                                  pure=False)
-        wait([fut])
+        wait_on(self.client, [fut])
         if fut.status != "finished":
             fut.result()                   # re-raises the task's error
         old, self._futures = self._futures, [fut]
