@@ -163,6 +163,29 @@ def test_dask_bad_input_errors(client, monkeypatch):
     assert sp.issparse(blocks["a"])
 
 
+def test_chunks_unlike_their_dask_array_are_named(client):
+    """A chunk with fewer columns than its dask array says failed deep in the Woodbury operator
+    ("mean must have shape (p,)"), one with fewer rows blamed the concept ids, and a dense chunk
+    said "a chunk is a ndarray" without naming the language; b-WMF names all three."""
+    rng = np.random.default_rng(14)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=30)
+    arr = da.from_array(blocks["a"], chunks=(10, -1), asarray=False)
+    meta = sp.csr_matrix((0, 0))
+    narrow = arr.map_blocks(lambda b: b[:, :-1] if b.shape[0] == 10 else b, meta=meta)
+    short = arr.map_blocks(lambda b: b[:-1], meta=meta)
+    dense = arr.map_blocks(lambda b: b.toarray(), meta=meta)
+    kw = dict(n_components=3, block_method="dense", eig_method="subspace")
+    p = blocks["a"].shape[1]
+    with pytest.raises(ValueError, match=rf"blocks\['a'\] chunk 0 \(rows 0:10\) has shape \(10, {p - 1}\), "
+                                         rf"but its dask array's chunks say \(10, {p}\)"):
+        Cr5(**kw).fit_matrices({"a": narrow, "b": blocks["b"]}, concepts, client=client)
+    with pytest.raises(ValueError, match=rf"blocks\['a'\] chunk \d+ \(rows \d+:\d+\) has shape \(\d+, {p}\), but"):
+        Cr5(**kw).fit_matrices({"a": short, "b": blocks["b"]}, concepts, client=client)
+    with pytest.raises(TypeError, match=r"blocks\['a'\] chunk \d+ \(rows \d+:\d+\) is a numpy.ndarray, "
+                                        r"not a scipy.sparse matrix"):
+        Cr5(**kw).fit_matrices({"a": dense, "b": blocks["b"]}, concepts, client=client)
+
+
 def test_dask_source_products_and_retry_after_a_lost_worker(client, monkeypatch):
     """The source's products against SciPy; a product whose gather fails as if a worker died is
     submitted again with the same result (and counted in n_retries)."""

@@ -106,7 +106,9 @@ class DaskCenteredGram(LinearOperator):
         self.scheduler = scheduler
         self.split_every = max(2, int(split_every))
         # each chunk as the sorted, duplicate-free CSR matrix the shared per-chunk products expect
-        self._blocks = [dask.delayed(_prepare_chunk, pure=True)(b, dtype) for b in chunks]
+        self._blocks = [dask.delayed(_prepare_chunk, pure=True)(b, dtype, f"X chunk {i} (rows {r0}:{r1})",
+                                                                (r1 - r0, X.shape[1]))
+                        for i, (b, (r0, r1)) in enumerate(zip(chunks, ranges, strict=True))]
         self.n_chunks = len(self._blocks)
         p = X.shape[1]
         self.n_samples = n = ranges[-1][1]
@@ -157,13 +159,16 @@ class DaskCenteredGram(LinearOperator):
 # DaskSource: a row-partitioned matrix persisted on the workers of a dask.distributed cluster
 # ---------------------------------------------------------------------------------------------
 
-def _prepare_chunk(Xi, dtype):
-    """Worker side, once: the chunk as a sorted, duplicate-free CSR matrix in ``dtype``."""
+def _prepare_chunk(Xi, dtype, name: str = "a chunk", shape: tuple | None = None):
+    """Worker side, once: the chunk as a sorted, duplicate-free CSR matrix in ``dtype``; ``name``
+    for errors, ``shape`` the one its dask array declares (checked)."""
     if not sp.issparse(Xi):
-        raise TypeError(f"a chunk is a {type(Xi).__name__}, not a scipy.sparse matrix")
+        raise TypeError(f"{name} is a {type(Xi).__module__}.{type(Xi).__name__}, not a scipy.sparse matrix")
+    if shape is not None and tuple(Xi.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(Xi.shape)}, but its dask array's chunks say {tuple(shape)}")
     X = sp.csr_matrix(Xi)
     if X.dtype.kind not in "fiub":
-        raise TypeError(f"a chunk holds dtype {X.dtype}, not real numbers")
+        raise TypeError(f"{name} holds dtype {X.dtype}, not real numbers")
     X = X.astype(dtype) if X.dtype != dtype else X.copy()
     X.sum_duplicates()
     X.sort_indices()
@@ -632,7 +637,7 @@ class DaskSource(_ProductCounters, RowSource):
         super().__init__()
         if not isinstance(X, da.Array):
             raise TypeError(f"{name} must be a dask array, got {type(X).__name__}")
-        chunks, _ = sparse_row_blocks(X, name)
+        chunks, ranges = sparse_row_blocks(X, name)
         kind = np.dtype(X.dtype).kind
         if kind == "c":
             raise ValueError(f"Complex data not supported: {name} has dtype {X.dtype}")
@@ -656,7 +661,9 @@ class DaskSource(_ProductCounters, RowSource):
         parts = []
         for i, b in enumerate(chunks):
             with on_worker(here, _wished(i, len(chunks), len(here))):     # no-op without `here`
-                parts.append(dask.delayed(_prepare_chunk, pure=True)(b, self.dtype))
+                r0, r1 = ranges[i]
+                parts.append(dask.delayed(_prepare_chunk, pure=True)(
+                    b, self.dtype, f"{name} chunk {i} (rows {r0}:{r1})", (r1 - r0, int(X.shape[1]))))
         if workers is not None:             # a placement wish: another worker takes over when these are lost
             workers = [workers] if isinstance(workers, str) else list(workers)
             self._futures = self.client.compute(parts, workers=workers, allow_other_workers=True)
