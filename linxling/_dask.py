@@ -63,6 +63,14 @@ def get_client(client: Any = None, name: str = "client"):
                          "(the latest one becomes the default)") from None
 
 
+def wait_on(client, futures) -> None:
+    """``distributed.wait(futures)`` on ``client``: ``wait`` itself asks for the default client,
+    which need not exist (``Client(..., set_as_default=False)``) or be this one (a later Client)."""
+    from distributed import wait
+    with client.as_current():
+        wait(futures)
+
+
 def worker_memory_limits(client) -> dict[str, int]:
     """``{address: memory limit in bytes (0: none)}`` of the workers the scheduler knows now,
     asked of the scheduler itself: ``Client.scheduler_info()`` returns a cache that the

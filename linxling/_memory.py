@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -9,24 +10,28 @@ import numpy as np
 __all__ = ["current_rss", "parse_budget"]
 
 _UNITS = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+#: a size: a number, then K, M, G or T with an optional "B" or "iB" (any case), or "B" alone
+_SIZE = re.compile(r"^\s*([+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|nan))"
+                   r"\s*(?:([KMGT])(?:i?B)?|B)?\s*$", re.I)
 
 
 def parse_budget(value: Any, name: str = "memory_budget") -> int | None:
     """``None``, or a number of bytes: a positive number or a size such as ``"12G"``, ``"12GiB"``,
-    ``"800M"``, ``"512MB"`` (binary units). Anything else is a ValueError naming ``name``."""
+    ``"800M"``, ``"512MB"``, ``"12 GB"`` (binary units). Anything else, or less than one byte, is
+    a ValueError naming ``name``."""
     if value is None:
         return None
     if isinstance(value, str):
-        text = value.strip().upper().replace("IB", "").rstrip("B")
-        try:
-            number = float(text[:-1]) * _UNITS[text[-1]] if text and text[-1] in _UNITS else float(text)
-        except (ValueError, KeyError):
-            raise ValueError(f"{name} must be None, a number of bytes or a size like '12G', got {value!r}") from None
-        value = number
+        m = _SIZE.match(value)
+        if m is None:
+            raise ValueError(f"{name} must be None, a number of bytes or a size like '12G', got {value!r}")
+        value = float(m.group(1)) * _UNITS.get((m.group(2) or "").upper(), 1)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
         raise ValueError(f"{name} must be None, a positive number of bytes or a size like '12G', got {value!r}")
     if not np.isfinite(value):
         raise ValueError(f"{name} must be a finite number of bytes (None for no budget), got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least one byte, got {value!r}")
     return int(value)
 
 

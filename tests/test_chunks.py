@@ -213,3 +213,83 @@ def test_row_ranges_by_nnz_cover_every_row_within_the_limit():
     for a, b in ranges:
         assert indptr[b] - indptr[a] <= 5 or b == a + 1
     assert row_ranges_by_nnz(np.array([0]), 5) == []
+
+
+def test_files_not_written_by_this_write_chunks_are_named(tmp_path):
+    """A text file, a directory, a bare HDF5 group or a corpus of another chunk format version
+    gave h5py's OSError / KeyError without the path, or (another version) was read as this one."""
+    import h5py
+    X = _corpus(n=60, m=45)
+    (tmp_path / "notes.h5").write_text("not hdf5")
+    with pytest.raises(ValueError, match=r"notes\.h5' is not an HDF5 file"):
+        ChunkedCSR(tmp_path / "notes.h5")
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        ChunkedCSR(tmp_path)
+    with h5py.File(tmp_path / "bare.h5", "w") as fh:
+        fh.create_group("X")
+    with pytest.raises(ValueError, match="not written by linxling.io.write_chunks"):
+        ChunkedCSR(tmp_path / "bare.h5")
+    C = write_chunks(tmp_path / "c.h5", X, chunk_rows=20)
+    with h5py.File(C.path, "a") as fh:
+        fh["X"].attrs["format_version"] = 2
+    with pytest.raises(ValueError, match=r"group 'X' has chunk format version 2, but this linxling reads version 1"):
+        ChunkedCSR(C.path)
+    D = write_chunks(tmp_path / "d.h5", X, chunk_rows=20)
+    with h5py.File(D.path, "a") as fh:
+        del fh["XT/bounds"]
+    with pytest.raises(ValueError, match=r"group 'XT' lacks \['bounds'\]"):
+        ChunkedCSR(D.path, "XT")
+
+
+def test_an_empty_language_is_a_clear_error_at_write(tmp_path):
+    """A corpus with no rows made write_chunks fail in numpy ("need at least one array to
+    concatenate")."""
+    with pytest.raises(ValueError, match="X has no rows: nothing to write"):
+        write_chunks(tmp_path / "e.h5", sp.csr_matrix((0, 50)))
+    with pytest.raises(ValueError, match="X has no rows: nothing to write"):
+        write_chunks(tmp_path / "e.h5", iter([sp.csr_matrix((0, 50))]))
+    assert not (tmp_path / "e.h5").exists()
+
+
+def test_an_all_zero_corpus_is_an_error_streamed_as_in_memory(tmp_path):
+    """In memory an all-zero X is "nothing to fit"; streamed from a file it fitted in silence,
+    every factor zero."""
+    from linxling.models.wmf import BilingualWMF
+    Z = sp.csr_matrix((30, 20))
+    C = write_chunks(tmp_path / "z.h5", Z)
+    with pytest.raises(ValueError, match="X is all zero: there is nothing to fit"):
+        WMF(n_components=3, max_iter=1).fit(C)
+    X = write_chunks(tmp_path / "x.h5", _corpus(n=30, m=25))
+    with pytest.raises(ValueError, match=r"X\['es'\] is all zero: there is nothing to fit"):
+        BilingualWMF(n_components=3, max_iter=1).fit({"en": X, "es": C})
+
+
+def test_a_transpose_of_another_matrix_is_refused(tmp_path):
+    """A file whose XT group is not the transpose of its X (another matrix's, copied in): the
+    streamed WMF fit read it as the word side and fitted in silence."""
+    import h5py
+    C = write_chunks(tmp_path / "c.h5", _corpus(n=60, m=45), chunk_rows=20)
+    other = write_chunks(tmp_path / "o.h5", _corpus(n=60, m=40, seed=3))
+    with h5py.File(C.path, "a") as fh, h5py.File(other.path, "r") as fo:
+        del fh["XT"]
+        fo.copy("XT", fh)
+    with pytest.raises(ValueError, match=r"group 'XT' has shape \(40, 60\).* not one matrix and its transpose"):
+        WMF(n_components=3, max_iter=1).fit(ChunkedCSR(C.path))
+
+
+def test_memory_budget_sizes_are_read_strictly():
+    """"12BB" was read as 12 bytes and a budget under one byte ("0.5", 0.5) as 0 bytes."""
+    from linxling._memory import parse_budget
+    for text, want in [("12G", 12 * 2 ** 30), ("12GiB", 12 * 2 ** 30), ("12 GB", 12 * 2 ** 30),
+                       ("800mb", 800 * 2 ** 20), (" 64M ", 64 * 2 ** 20), ("1.5K", 1536), ("512", 512),
+                       ("512B", 512), (12e9, 12_000_000_000)]:
+        assert parse_budget(text) == want, text
+    for bad in ("12BB", "12iB", "12 G B", "lots", "12P", ""):
+        with pytest.raises(ValueError, match=rf"memory_budget must be None, a number of bytes or a size "
+                                             rf"like '12G', got {bad!r}"):
+            parse_budget(bad)
+    for tiny in ("0.5", 0.5):
+        with pytest.raises(ValueError, match="memory_budget must be at least one byte, got 0.5"):
+            parse_budget(tiny)
+    with pytest.raises(ValueError, match="memory_budget must be None, a positive number of bytes"):
+        parse_budget("-1G")

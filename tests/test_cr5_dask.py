@@ -96,6 +96,21 @@ def test_dask_uses_default_client_and_mixes_with_memory(client):
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
 
 
+def test_a_client_that_is_not_the_default_one_is_used(client, monkeypatch):
+    """client= made with set_as_default=False (or not the latest Client): the fit failed with
+    dask's "No clients found" (distributed.wait looks for the default client)."""
+    import distributed.client as dclient
+    monkeypatch.setattr(dclient, "_global_clients", {})    # no default client, as for Client(..., set_as_default=False)
+    with pytest.raises(ValueError, match="No clients found"):
+        distributed.default_client()
+    rng = np.random.default_rng(12)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=40)
+    kw = dict(n_components=4, block_method="dense", eig_method="subspace", random_state=0, **TIGHT)
+    ref = Cr5(**kw).fit_matrices(blocks, concepts)
+    got = Cr5(**kw).fit_matrices(_dask_blocks(blocks), concepts, client=client)
+    np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
+
+
 def test_dask_fit_survives_a_killed_worker(client):
     rng = np.random.default_rng(13)
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=60)
@@ -146,6 +161,29 @@ def test_dask_bad_input_errors(client, monkeypatch):
     with pytest.raises(ValueError, match="no dask.distributed client: pass client="):
         Cr5(n_components=3).fit_matrices(_dask_blocks(blocks), concepts)
     assert sp.issparse(blocks["a"])
+
+
+def test_chunks_unlike_their_dask_array_are_named(client):
+    """A chunk with fewer columns than its dask array says failed deep in the Woodbury operator
+    ("mean must have shape (p,)"), one with fewer rows blamed the concept ids, and a dense chunk
+    said "a chunk is a ndarray" without naming the language; b-WMF names all three."""
+    rng = np.random.default_rng(14)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=30)
+    arr = da.from_array(blocks["a"], chunks=(10, -1), asarray=False)
+    meta = sp.csr_matrix((0, 0))
+    narrow = arr.map_blocks(lambda b: b[:, :-1] if b.shape[0] == 10 else b, meta=meta)
+    short = arr.map_blocks(lambda b: b[:-1], meta=meta)
+    dense = arr.map_blocks(lambda b: b.toarray(), meta=meta)
+    kw = dict(n_components=3, block_method="dense", eig_method="subspace")
+    p = blocks["a"].shape[1]
+    with pytest.raises(ValueError, match=rf"blocks\['a'\] chunk 0 \(rows 0:10\) has shape \(10, {p - 1}\), "
+                                         rf"but its dask array's chunks say \(10, {p}\)"):
+        Cr5(**kw).fit_matrices({"a": narrow, "b": blocks["b"]}, concepts, client=client)
+    with pytest.raises(ValueError, match=rf"blocks\['a'\] chunk \d+ \(rows \d+:\d+\) has shape \(\d+, {p}\), but"):
+        Cr5(**kw).fit_matrices({"a": short, "b": blocks["b"]}, concepts, client=client)
+    with pytest.raises(TypeError, match=r"blocks\['a'\] chunk \d+ \(rows \d+:\d+\) is a numpy.ndarray, "
+                                        r"not a scipy.sparse matrix"):
+        Cr5(**kw).fit_matrices({"a": dense, "b": blocks["b"]}, concepts, client=client)
 
 
 def test_dask_source_products_and_retry_after_a_lost_worker(client, monkeypatch):

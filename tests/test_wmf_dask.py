@@ -214,6 +214,18 @@ def test_bad_dask_input_is_named(client):
         BilingualWMF(**KW).fit({"a": _dask(X), "b": X}, client=client)
 
 
+def test_unknown_chunk_sizes_are_named(client):
+    """A dask array of unknown chunk sizes (e.g. rows selected by a dask mask) failed in WMF with
+    "cannot convert float NaN to integer"; Cr5 already named it."""
+    X = _corpus()
+    masked = _dask(X)[da.from_array(np.ones(X.shape[0], dtype=bool), chunks=50)]
+    assert np.isnan(masked.shape[0])
+    with pytest.raises(ValueError, match=r"X has unknown chunk sizes; call X.compute_chunk_sizes\(\) first"):
+        WMF(**KW).fit(masked, client=client)
+    with pytest.raises(ValueError, match=r"X\['b'\] has unknown chunk sizes"):
+        BilingualWMF(**KW).fit({"a": _dask(X), "b": masked}, client=client)
+
+
 def test_balanced_ranges():
     counts = np.array([5, 0, 0, 9, 1, 1, 1, 30, 2, 0])
     for nb in (1, 2, 3, 4, 10, 20):

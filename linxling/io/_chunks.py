@@ -71,11 +71,22 @@ class ChunkedCSR:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"path {str(self.path)!r} does not exist")
-        with h5py.File(self.path, "r") as fh:
+        if self.path.is_dir():
+            raise IsADirectoryError(f"path {str(self.path)!r} is a directory, not a corpus file "
+                                    "(linxling.io.write_chunks)")
+        try:
+            fh = h5py.File(self.path, "r")
+        except PermissionError:
+            raise
+        except OSError as exc:
+            raise ValueError(f"{str(self.path)!r} is not an HDF5 file ({exc}): a corpus is read from "
+                             "a file written by linxling.io.write_chunks") from None
+        with fh:
             if group not in fh:
                 raise ValueError(f"{str(self.path)!r} has no group {group!r} (groups: {list(fh)}); "
                                  "write it with write_chunks(..., transpose=True) for 'XT'")
             g = fh[group]
+            _check_layout(g, self.path, group)
             self.shape = tuple(int(v) for v in g.attrs["shape"])
             self.bounds = np.asarray(g["bounds"][...], dtype=np.int64)
             self.indptr = np.asarray(g["indptr"][...], dtype=np.int64)
@@ -102,8 +113,15 @@ class ChunkedCSR:
 
     @property
     def T(self) -> ChunkedCSR:
-        """The transpose's chunks (``group="XT"``)."""
-        return ChunkedCSR(self.path, "XT" if self.group == "X" else "X")
+        """The transpose's chunks (``group="XT"``), checked to be this matrix's transpose in shape
+        and number of nonzeros."""
+        other = ChunkedCSR(self.path, "XT" if self.group == "X" else "X")
+        if other.shape != self.shape[::-1] or other.nnz != self.nnz:
+            raise ValueError(f"{str(self.path)!r}: group {other.group!r} has shape {other.shape} and "
+                             f"{other.nnz} nonzeros, but group {self.group!r}, shape {self.shape} and "
+                             f"{self.nnz} nonzeros: they are not one matrix and its transpose, the "
+                             "corpus file is corrupt")
+        return other
 
     def max_chunk_nbytes(self) -> int:
         nnz = np.diff(self.indptr[self.bounds])
@@ -175,6 +193,25 @@ def read_rows(path: str | os.PathLike, group: str, r0: int, r1: int, dtype: Any 
         _check_indices(indices, n_cols, f"{os.fspath(path)!r} group {group!r} rows {r0}:{r1}")
         values = g["data"] if dtype is None or np.dtype(dtype) == g["data"].dtype else g["data"].astype(np.dtype(dtype))
         return sp.csr_matrix((values[a:b], indices, indptr - a), shape=(r1 - r0, n_cols))
+
+
+def _check_layout(g, path: Path, group: str) -> None:
+    """The group is one :func:`write_chunks` wrote, in a format version this linxling reads."""
+    import h5py
+    where = f"{str(path)!r} group {group!r}"
+    if not isinstance(g, h5py.Group) or "format_version" not in g.attrs:
+        raise ValueError(f"{where} has no chunk format version: the file was not written by "
+                         "linxling.io.write_chunks")
+    version = g.attrs["format_version"]
+    version = version.item() if isinstance(version, np.generic) else version
+    if isinstance(version, bool) or not isinstance(version, int) or version != _FORMAT_VERSION:
+        raise ValueError(f"{where} has chunk format version {version!r}, but this linxling reads "
+                         f"version {_FORMAT_VERSION}: write the corpus again with this version's "
+                         "linxling.io.write_chunks, or use the linxling that wrote it")
+    missing = [k for k in ("indptr", "indices", "data", "bounds") if k not in g]
+    if missing or "shape" not in g.attrs:
+        raise ValueError(f"{where} lacks {missing or ['its shape attribute']}: the corpus file is "
+                         "incomplete or corrupt")
 
 
 def _generation(fh) -> str:
@@ -306,6 +343,8 @@ def _write_rows(g, blocks: Iterable, n_cols: int | None, chunk_rows: int | None)
             bounds.append(n_rows)
     if dtype is None:
         raise ValueError("X has no row blocks: nothing to write")
+    if n_rows == 0:
+        raise ValueError("X has no rows: nothing to write")
     g.create_dataset("indptr", data=np.concatenate(indptr_parts))
     g.create_dataset("bounds", data=np.asarray(bounds, dtype=np.int64))
     g.attrs["shape"] = (n_rows, int(n_cols or 0))

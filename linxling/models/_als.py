@@ -254,6 +254,9 @@ class ChunkedALS:
             if src.shape[0] != n:
                 raise ValueError(f"{name} has {src.shape[0]} rows but {names[0]} has {n}; the "
                                  "languages must be row-aligned (parallel sentences)")
+        for src, name in zip(srcs, names, strict=True):
+            if src.nnz == 0:             # as in memory (check_matrix): no stored value to fit
+                raise ValueError(f"{name} is all zero: there is nothing to fit")
         self.dtype = np.dtype(dtype)
         self.names = list(names)
         self.srcs = list(srcs)

@@ -122,6 +122,14 @@ def dask_sources(X: Mapping, langs: list, names: Mapping, n: int | None = None):
         raise TypeError("X mixes ChunkedCSR corpora and dask arrays; give every language the same way")
     kind = kinds[langs[0]]
     ranges: list[tuple[int, int]] | None
+    blocks: dict[str, Any] = {}
+    row_ranges: dict[str, list] = {}
+    if kind == "dask":                # checked first: an unknown chunk size makes the shape NaN
+        for lang in langs:
+            if not is_dask_array(X[lang]):
+                raise TypeError(f"{names[lang]} is a {type(X[lang]).__name__}; with a dask array in X every "
+                                "language must be a dask array")
+            blocks[lang], row_ranges[lang] = sparse_row_blocks(X[lang], names[lang])
     widths = [int(X[lang].shape[1]) for lang in langs]
     rows = {lang: int(X[lang].shape[0]) for lang in langs}
     for lang in langs[1:]:
@@ -137,13 +145,9 @@ def dask_sources(X: Mapping, langs: list, names: Mapping, n: int | None = None):
         bounds = X[langs[0]].bounds
         ranges = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
         return kind, {lang: [str(X[lang].path)] * len(ranges) for lang in langs}, ranges, widths
-    blocks: dict[str, Any] = {}
     ranges = None
     for lang in langs:
-        if not is_dask_array(X[lang]):
-            raise TypeError(f"{names[lang]} is a {type(X[lang]).__name__}; with a dask array in X every "
-                            "language must be a dask array")
-        blocks[lang], r = sparse_row_blocks(X[lang], names[lang])
+        r = row_ranges[lang]
         if ranges is None:
             ranges = r
         elif r != ranges:

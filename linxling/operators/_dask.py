@@ -33,6 +33,7 @@ from linxling._dask import (
     lost_errors,
     on_worker,
     sparse_row_blocks,
+    wait_on,
     worker_list,
 )
 from linxling._linop import LinearOperator
@@ -105,7 +106,9 @@ class DaskCenteredGram(LinearOperator):
         self.scheduler = scheduler
         self.split_every = max(2, int(split_every))
         # each chunk as the sorted, duplicate-free CSR matrix the shared per-chunk products expect
-        self._blocks = [dask.delayed(_prepare_chunk, pure=True)(b, dtype) for b in chunks]
+        self._blocks = [dask.delayed(_prepare_chunk, pure=True)(b, dtype, f"X chunk {i} (rows {r0}:{r1})",
+                                                                (r1 - r0, X.shape[1]))
+                        for i, (b, (r0, r1)) in enumerate(zip(chunks, ranges, strict=True))]
         self.n_chunks = len(self._blocks)
         p = X.shape[1]
         self.n_samples = n = ranges[-1][1]
@@ -156,13 +159,16 @@ class DaskCenteredGram(LinearOperator):
 # DaskSource: a row-partitioned matrix persisted on the workers of a dask.distributed cluster
 # ---------------------------------------------------------------------------------------------
 
-def _prepare_chunk(Xi, dtype):
-    """Worker side, once: the chunk as a sorted, duplicate-free CSR matrix in ``dtype``."""
+def _prepare_chunk(Xi, dtype, name: str = "a chunk", shape: tuple | None = None):
+    """Worker side, once: the chunk as a sorted, duplicate-free CSR matrix in ``dtype``; ``name``
+    for errors, ``shape`` the one its dask array declares (checked)."""
     if not sp.issparse(Xi):
-        raise TypeError(f"a chunk is a {type(Xi).__name__}, not a scipy.sparse matrix")
+        raise TypeError(f"{name} is a {type(Xi).__module__}.{type(Xi).__name__}, not a scipy.sparse matrix")
+    if shape is not None and tuple(Xi.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(Xi.shape)}, but its dask array's chunks say {tuple(shape)}")
     X = sp.csr_matrix(Xi)
     if X.dtype.kind not in "fiub":
-        raise TypeError(f"a chunk holds dtype {X.dtype}, not real numbers")
+        raise TypeError(f"{name} holds dtype {X.dtype}, not real numbers")
     X = X.astype(dtype) if X.dtype != dtype else X.copy()
     X.sum_duplicates()
     X.sort_indices()
@@ -631,7 +637,7 @@ class DaskSource(_ProductCounters, RowSource):
         super().__init__()
         if not isinstance(X, da.Array):
             raise TypeError(f"{name} must be a dask array, got {type(X).__name__}")
-        chunks, _ = sparse_row_blocks(X, name)
+        chunks, ranges = sparse_row_blocks(X, name)
         kind = np.dtype(X.dtype).kind
         if kind == "c":
             raise ValueError(f"Complex data not supported: {name} has dtype {X.dtype}")
@@ -655,7 +661,9 @@ class DaskSource(_ProductCounters, RowSource):
         parts = []
         for i, b in enumerate(chunks):
             with on_worker(here, _wished(i, len(chunks), len(here))):     # no-op without `here`
-                parts.append(dask.delayed(_prepare_chunk, pure=True)(b, self.dtype))
+                r0, r1 = ranges[i]
+                parts.append(dask.delayed(_prepare_chunk, pure=True)(
+                    b, self.dtype, f"{name} chunk {i} (rows {r0}:{r1})", (r1 - r0, int(X.shape[1]))))
         if workers is not None:             # a placement wish: another worker takes over when these are lost
             workers = [workers] if isinstance(workers, str) else list(workers)
             self._futures = self.client.compute(parts, workers=workers, allow_other_workers=True)
@@ -677,7 +685,6 @@ class DaskSource(_ProductCounters, RowSource):
         (the task :func:`_same`, a wish again, so a lost worker's chunks are made elsewhere), the
         old one released. The chunk-order tree of partial sums then crosses between workers only
         at its top (:func:`_sum_plan`). Returns the number of chunks moved."""
-        from distributed import wait
         held = holders(self.client, self._futures)
         c = len(self._futures)
         old, moved = list(self._futures), 0
@@ -688,7 +695,7 @@ class DaskSource(_ProductCounters, RowSource):
                                                       pure=False)
                 moved += 1
         if moved:
-            wait(self._futures)
+            wait_on(self.client, self._futures)
         del old
         return moved
 
@@ -705,13 +712,12 @@ class DaskSource(_ProductCounters, RowSource):
         (:func:`_sum_plan`, :func:`_group_sum`: its partials in reused buffers, added in place);
         only the tree's top crosses between workers.
         """
-        from distributed import wait
         client = self.client
         last: BaseException | None = None
         for _attempt in range(self.max_retries + 1):
             try:
                 t0 = time.perf_counter()
-                wait(self._futures)           # chunks being made (or made again after a lost worker)
+                wait_on(client, self._futures)    # chunks being made (or made again after a lost worker)
                 for f in self._futures:
                     if f.status == "error":
                         f.result()            # a bad chunk: its task's error
@@ -807,10 +813,9 @@ class DaskSource(_ProductCounters, RowSource):
         """Move every chunk onto ``worker`` as one stacked chunk (one task there, which fetches
         the chunks held elsewhere once; the old chunks are released). A placement wish: when the
         worker is lost, the scheduler recomputes the stacked chunk on another."""
-        from distributed import wait
         fut = self.client.submit(_stack_chunks, *self._futures, workers=[worker], allow_other_workers=True,
                                  pure=False)
-        wait([fut])
+        wait_on(self.client, [fut])
         if fut.status != "finished":
             fut.result()                   # re-raises the task's error
         old, self._futures = self._futures, [fut]
