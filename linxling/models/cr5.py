@@ -1811,15 +1811,22 @@ class _MemoryPlan:
         estimate = cls.sizes(problem, plan)
         if estimate > avail:
             raise MemoryError(
-                f"memory_budget={budget / 2 ** 30:.2f} GiB is too small for this problem: with "
-                f"{in_use / 2 ** 30:.2f} GiB already in use, the leanest plan needs about "
-                f"{(in_use + estimate) / 2 ** 30:.2f} GiB (n_concepts={len(problem.classes)}, "
+                f"memory_budget={_gib(budget)} is too small for this problem: with "
+                f"{_gib(in_use)} already in use, the leanest plan needs about "
+                f"{_gib(in_use + estimate)} (n_concepts={len(problem.classes)}, "
                 f"n_features={problem.p}, nnz={problem.nnz}, n_components={problem.r})")
         # half of what is left keeps more recorded solves, in whole blocks of b columns
         if block:
             record_blocks(plan.record_bytes // block + (avail - estimate) // 2 // block)
         plan.estimate = cls.sizes(problem, plan)
         return plan
+
+
+def _gib(nbytes: float) -> str:
+    """A size for a message: GiB to two decimals, or MiB / bytes where that would read 0.00 GiB."""
+    if nbytes >= 2 ** 27:
+        return f"{nbytes / 2 ** 30:.2f} GiB"
+    return f"{nbytes / 2 ** 20:.1f} MiB" if nbytes >= 2 ** 17 else f"{int(nbytes):,} bytes"
 
 
 @contextmanager
