@@ -153,6 +153,8 @@ def test_dask_bad_input_errors(client, monkeypatch):
     with pytest.raises(ValueError, match=r"blocks\['a'\] contains 1 non-finite"):
         Cr5(n_components=3).fit_matrices({"a": _dask_blocks({"a": bad})["a"], "b": blocks["b"]}, concepts,
                                          client=client)
+    with pytest.raises(ValueError, match=r"client is for row-partitioned blocks.*every block is in memory"):
+        Cr5(n_components=3).fit_matrices(blocks, concepts, client=client)     # as WMF: not ignored
     import distributed as dist
 
     def no_client(c=None):

@@ -465,6 +465,12 @@ class Cr5(ConceptEmbeddingMixin):
             _check_block_shape(Xl.shape, lang, concepts)
             check_value_range(Xl, f"blocks[{lang!r}]", "the Gram matrix XᵀX", max_abs=big)
             out[lang] = Xl
+        if client is not None and not any(isinstance(v, RowSource) for v in out.values()):
+            # as the WMF family: a client with nothing to run on it is a mistake, not a no-op
+            raise ValueError("client is for row-partitioned blocks (dask arrays with scipy.sparse chunks, or "
+                             "ChunkedCSR corpora); every block is in memory: wrap a block, e.g. "
+                             "dask.array.from_array(X_l, chunks=(10_000, -1), asarray=False), to fit it on "
+                             "the cluster, or leave client out")
         return out
 
     def fit_matrices(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], *,
@@ -491,7 +497,7 @@ class Cr5(ConceptEmbeddingMixin):
         client : dask.distributed.Client, optional
             The cluster for dask-array blocks (default: dask's current default client; a dask
             block without any client is an error), and, when given, for ChunkedCSR blocks (read
-            by the workers). Ignored when no block is row-partitioned.
+            by the workers). An error when no block is row-partitioned (as in the WMF family).
         placement : {"auto", "spread"}, default "auto"
             Where the chunks of dask-array languages live. ``"auto"``: with two or more such
             languages and two or more workers, each language is moved whole onto one worker
