@@ -82,3 +82,20 @@ def test_real_bible_genres():
     assert 0.15 < len(split.test) / n < 0.25
     assert set(split.test.labels) == set(GENRE_NAMES)
     assert not {(k[0], k[1]) for k in split.embedding_corpus.keys} & set(split.test.keys)
+
+
+def test_numpy_fraction_and_single_chapter_genres_are_said():
+    corpus = _toy_corpus()
+    # a numpy float is a fraction like any other (it read "must be in (0, 1), got 0.4")
+    a = load_bible_genres(["en"], corpus=corpus, test_fraction=np.float32(0.4), random_state=3)
+    b = load_bible_genres(["en"], corpus=corpus, test_fraction=0.4, random_state=3)
+    assert a.test.keys == b.test.keys
+    # a genre with one chapter cannot be tested: said with a warning, not left out in silence
+    one = corpus.subset([i for i, k in enumerate(corpus.keys) if k[0] != 66 or k[1] == 1])
+    with pytest.warns(UserWarning, match=r"apocalyptic has 1 chapter: it is only in train"):
+        split = load_bible_genres(["en"], corpus=one, test_fraction=0.4, random_state=3)
+    assert "apocalyptic" not in split.test.labels and "apocalyptic" in split.train.labels
+    # no genre with two chapters: an error, not an empty test set
+    only = corpus.subset([i for i, k in enumerate(corpus.keys) if k[0] == 66 and k[1] == 1])
+    with pytest.raises(ValueError, match=r"no genre has 2 chapters or more"), pytest.warns(UserWarning):
+        load_bible_genres(["en"], corpus=only)

@@ -126,3 +126,31 @@ def test_shared_loader_errors(tmp_path):
         load_sib200("xx", path=tmp_path)
     with pytest.raises(ValueError, match="unknown STS-17 track"):
         load_sts17("9", path=tmp_path)
+
+
+def test_split_errors_name_the_argument_given():
+    two = load_bible("en", books=[64, 65])            # 2 John, 3 John: one chapter each
+    # a test_fraction that rounds to no (or every) chapter is reported as such, not as n_test
+    with pytest.raises(ValueError, match=r"test_fraction=0\.2 of 2 chapters gives 0 test chapters"):
+        two.split(0.2)
+    with pytest.raises(ValueError, match=r"test_fraction=0\.8 of 2 chapters gives 2 test chapters"):
+        two.split(0.8)
+    for n in (0, -1, 2, 5):
+        with pytest.raises(ValueError, match=rf"n_test must be in 1\.\.1 \(the corpus has 2 chapters\), got {n}"):
+            two.split(n_test=n)
+    train, test = two.split(n_test=1, random_state=3)
+    assert len(set(train.chapters)) == len(set(test.chapters)) == 1
+    assert not set(train.chapters) & set(test.chapters)
+    # a corpus of one chapter (or none) cannot be split: said so, not "n_test must be in 1..0"
+    one = load_bible("en", books=[65])
+    for kw in ({}, {"n_test": 1}):
+        with pytest.raises(ValueError, match=r"cannot split a corpus of 1 chapter: it needs at least 2"):
+            one.split(**kw)
+    with pytest.raises(ValueError, match=r"cannot split a corpus of 0 books"):
+        one.subset([]).split(by="book")
+
+
+def test_load_bible_languages_type_error():
+    for bad in (None, 5):
+        with pytest.raises(TypeError, match=r"languages must be a language code \(str\) or an iterable"):
+            load_bible(bad)

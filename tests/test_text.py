@@ -505,3 +505,49 @@ def test_lone_surrogate_is_an_error_at_fit_naming_the_document():
     docs = ["a good text", "another good text", b"caf\xe9 text".decode("utf-8", "surrogateescape")]
     with pytest.raises(ValueError, match=r"docs\[2\] contains the lone surrogate '\\udce9' at position 3"):
         TfidfVectorizer(min_df=1).fit(docs)
+
+
+def test_min_df_above_the_number_of_documents_is_named():
+    for fit in (lambda d: TfidfVectorizer(min_df=10).fit(d), lambda d: build_vocabulary(d, min_df=10)):
+        with pytest.raises(ValueError, match=r"min_df=10 is larger than the number of documents \(2\)"):
+            fit(["a b", "a c"])
+    # every document dropped by the unique-word filter: the counts are said, not "empty or dropped"
+    with pytest.raises(ValueError, match=r"all 2 documents were dropped by the unique-word filter "
+                                         r"\[min_unique_words=5, max_unique_words=None\]"):
+        TfidfVectorizer(min_df=1, min_unique_words=5).fit(["a b", "c"])
+    with pytest.raises(ValueError, match="docs is empty"):
+        TfidfVectorizer(min_df=1).fit(iter([]))
+
+
+def test_from_state_checks_the_df_shape():
+    params, arrays = TfidfVectorizer(min_df=1).fit(["a b", "b c"]).get_state()
+    with pytest.raises(ValueError, match=r"arrays\['df'\] has shape \(2,\) but the vocabulary has 3 words"):
+        TfidfVectorizer.from_state(params, dict(arrays, df=arrays["df"][:2]))
+
+
+@pytest.mark.parametrize("kw", [{}, {"sublinear_tf": True}, {"smooth_idf": False, "min_df": 2},
+                                {"norm": None, "min_df": 1}])
+def test_same_weights_as_scikit_learn_on_the_same_tokens(eng, kw):
+    """docs/text.md: the weights are scikit-learn's TfidfVectorizer's (given the same tokens), and
+    max_features ranks by document frequency where scikit-learn ranks by corpus term count."""
+    from sklearn.feature_extraction.text import TfidfVectorizer as SkTfidf
+    docs = eng[:200] + ["", "zzzq"]
+    opts = {"min_df": 3, **kw}
+    ours = TfidfVectorizer(max_features=None, dtype=np.float64, **opts)
+    sk = SkTfidf(tokenizer=tokenize, lowercase=False, token_pattern=None, dtype=np.float64, **opts)
+    X, S = ours.fit_transform(docs), sk.fit_transform(docs)
+    assert ours.vocabulary_ == list(sk.get_feature_names_out())
+    np.testing.assert_allclose(ours.idf_, sk.idf_, rtol=1e-13)
+    np.testing.assert_allclose(X.toarray(), S.toarray(), rtol=1e-12, atol=1e-15)
+    other = eng[200:260]
+    np.testing.assert_allclose(ours.transform(other).toarray(), sk.transform(other).toarray(),
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_max_features_ranks_by_document_frequency_unlike_scikit_learn():
+    """The stated difference (docs/text.md): "b" is in 3 documents, "a" 5 times in one."""
+    from sklearn.feature_extraction.text import TfidfVectorizer as SkTfidf
+    docs = ["a a a a a", "b", "b", "b c"]
+    ours = TfidfVectorizer(min_df=1, max_features=1).fit(docs)
+    sk = SkTfidf(tokenizer=str.split, lowercase=False, token_pattern=None, max_features=1).fit(docs)
+    assert ours.vocabulary_ == ["b"] and list(sk.get_feature_names_out()) == ["a"]

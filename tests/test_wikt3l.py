@@ -23,8 +23,10 @@ def test_wikt3l_bad_arguments(tmp_path):
         load_wikt3l("de-en")
     with pytest.raises(ValueError, match="split"):
         load_wikt3l("fr-en", "dev")
-    with pytest.raises(FileNotFoundError, match="fr-en.train.tsv"):
+    with pytest.raises(FileNotFoundError, match="fr-en.train.tsv") as info:
         load_wikt3l("fr-en", path=tmp_path)
+    # the folder to point at is the one holding wikt3l/ (the message listed only sib200/ ... sts17/)
+    assert "holds sib200/, tatoeba/, sts17/, wikt3l/" in str(info.value)
 
 
 def test_wikt3l_env_variable(tmp_path, monkeypatch):

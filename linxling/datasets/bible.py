@@ -285,12 +285,18 @@ class BibleCorpus:
         n_groups = len(uniq)
         if test_fraction is not None and n_test is not None:
             raise ValueError("give test_fraction or n_test, not both")
+        if n_groups < 2:
+            raise ValueError(f"cannot split a corpus of {n_groups} {by}{'' if n_groups == 1 else 's'}: "
+                             f"it needs at least 2 (whole {by}s are held out)")
         if n_test is None:
             frac = 0.2 if test_fraction is None else test_fraction
             if isinstance(frac, bool) or not isinstance(frac, (float, int, np.floating, np.integer)) \
                     or not 0 < frac < 1:
                 raise ValueError(f"test_fraction must be in (0, 1), got {frac!r}")
             n_test = int(round(frac * n_groups))
+            if not 1 <= n_test < n_groups:
+                raise ValueError(f"test_fraction={frac!r} of {n_groups} {by}s gives {n_test} test "
+                                 f"{by}s; it must give 1..{n_groups - 1} (or pass n_test=)")
         if isinstance(n_test, bool) or not isinstance(n_test, (int, np.integer)):
             raise TypeError(f"n_test must be an integer, got {type(n_test).__name__}")
         if not 1 <= n_test < n_groups:
@@ -354,6 +360,9 @@ def load_bible(languages: str | Iterable[str], unit: str = "verse", books: Any =
         raise ValueError(f"unit must be 'verse' or 'chapter', got {unit!r}")
     if isinstance(languages, str):
         languages = [languages]
+    elif not isinstance(languages, Iterable):
+        raise TypeError("languages must be a language code (str) or an iterable of codes, got "
+                        f"{type(languages).__name__}")
     resolved = [resolve_language(code) for code in languages]
     if not resolved:
         raise ValueError("languages is empty; give at least one language code")

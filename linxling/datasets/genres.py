@@ -18,12 +18,14 @@ is seen when the embeddings are trained. The classifier's training chapters are 
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from linxling._warnings import find_stack_level
 from linxling.datasets.bible import N_BOOKS, BibleCorpus, load_bible
 
 __all__ = [
@@ -127,11 +129,14 @@ def load_bible_genres(languages: str | Iterable[str], *, test_fraction: float = 
     training time.
 
     The split holds out ``test_fraction`` of the chapters **of each genre** (stratified, at
-    least one per genre; seeded by ``random_state``). ``corpus`` (a verse-level
+    least one per genre; seeded by ``random_state``). A genre with a single chapter in the
+    corpus stays in train, with a :class:`UserWarning`; a corpus with no genre of two chapters
+    or more is a ``ValueError``. ``corpus`` (a verse-level
     :class:`BibleCorpus`) can be given to avoid loading the Bible again; otherwise
     :func:`linxling.datasets.load_bible` is called with ``languages`` and ``books``.
     """
-    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (float, int)) \
+    if isinstance(test_fraction, bool) \
+            or not isinstance(test_fraction, (float, int, np.floating, np.integer)) \
             or not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
     if corpus is None:
@@ -141,13 +146,22 @@ def load_bible_genres(languages: str | Iterable[str], *, test_fraction: float = 
     chapters = sorted({(k[0], k[1]) for k in corpus.keys})
     rng = np.random.default_rng(random_state)
     test_keys: set[tuple[int, int]] = set()
+    single: list[str] = []
     for genre in GENRE_NAMES:
         in_genre = [c for c in chapters if BIBLE_GENRES[c[0]] == genre]
         if len(in_genre) < 2:
-            continue   # a genre with a single chapter cannot be both trained and tested
+            if in_genre:   # a genre with a single chapter cannot be both trained and tested
+                single.append(genre)
+            continue
         n_test = min(len(in_genre) - 1, max(1, round(test_fraction * len(in_genre))))
         for i in rng.permutation(len(in_genre))[:n_test]:
             test_keys.add(in_genre[i])
+    if single:
+        warnings.warn(f"load_bible_genres: {', '.join(single)} has 1 chapter: it is only in train, "
+                      "never tested", UserWarning, stacklevel=find_stack_level())
+    if not test_keys:
+        raise ValueError(f"no genre has 2 chapters or more in this corpus ({len(chapters)} chapters): "
+                         "nothing can be held out for testing")
     train_keys = [c for c in chapters if c not in test_keys]
     test_sorted = [c for c in chapters if c in test_keys]
     mask = np.fromiter(((k[0], k[1]) not in test_keys for k in corpus.keys), dtype=bool,

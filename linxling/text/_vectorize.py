@@ -270,14 +270,25 @@ class Vocabulary:
         return f"Vocabulary({len(self.words)} words, n_docs={self.n_docs}, n_dropped={self.n_dropped})"
 
 
-def _empty_vocab_error(min_df: int, n_docs: int, n_terms: int) -> ValueError:
+def _empty_vocab_error(min_df: int, n_docs: int, n_terms: int, n_input: int | None = None,
+                       bounds: tuple[int | None, int | None] = (None, None)) -> ValueError:
+    """Why no term reached ``min_df``: no input, every document filtered out, ``min_df`` above
+    the number of documents, or too few (non-empty) documents. ``n_input`` counts the documents
+    before the unique-word filter ``bounds``."""
+    n_input = n_docs if n_input is None else n_input
+    none = f"no term appears in at least min_df={min_df} documents"
+    if n_input == 0:
+        return ValueError(f"docs is empty: there are no documents to fit on; {none}")
     if n_docs == 0:
-        return ValueError("docs has no documents to fit on (it is empty or every document was "
-                          f"dropped by the unique-word filter); no term appears in at least "
-                          f"min_df={min_df} documents")
-    return ValueError(f"empty vocabulary: no term appears in at least min_df={min_df} documents "
-                      f"({n_docs} documents, {n_terms} distinct terms); lower min_df or give more "
-                      "(non-empty) documents")
+        return ValueError(f"all {n_input} documents were dropped by the unique-word filter "
+                          f"[min_unique_words={bounds[0]}, max_unique_words={bounds[1]}], so there "
+                          f"are no documents to fit on; {none}")
+    if min_df > n_docs:
+        kept = f" kept of {n_input}" if n_input != n_docs else ""
+        return ValueError(f"min_df={min_df} is larger than the number of documents ({n_docs}{kept}): "
+                          f"{none}; lower min_df")
+    return ValueError(f"empty vocabulary: {none} ({n_docs} documents, {n_terms} distinct terms); "
+                      "lower min_df or give more (non-empty) documents")
 
 
 def _vocabulary_args(docs, tokenizer, min_df, max_features) -> tuple:
@@ -328,7 +339,7 @@ def build_vocabulary(docs: Iterable[str], *, tokenizer: Callable[[str], list[str
     _warn_dropped(n_dropped, counts.n_input, lo, hi)
     words, df, _ = _select_terms(counts, min_df, max_features)
     if not words:
-        raise _empty_vocab_error(min_df, counts.n_kept, len(counts.terms))
+        raise _empty_vocab_error(min_df, counts.n_kept, len(counts.terms), counts.n_input, (lo, hi))
     return Vocabulary(words=words, df=df, n_docs=counts.n_kept, n_dropped=n_dropped)
 
 
@@ -505,7 +516,8 @@ class TfidfVectorizer:
                              self.show_progress, "fitting TF-IDF")
         words, df, old_to_new = _select_terms(counts, self.min_df, self.max_features)
         if not words:
-            raise _empty_vocab_error(self.min_df, counts.n_kept, len(counts.terms))
+            raise _empty_vocab_error(self.min_df, counts.n_kept, len(counts.terms), counts.n_input,
+                                     (self.min_unique_words, self.max_unique_words))
         n = counts.n_kept
         self.vocabulary_ = words
         self._index = {w: i for i, w in enumerate(words)}
@@ -742,8 +754,12 @@ class TfidfVectorizer:
         vec.vocabulary_ = words
         vec._index = {w: i for i, w in enumerate(words)}
         vec.idf_ = idf.copy()
-        vec.df_ = (np.asarray(arrays["df"], dtype=np.int64).copy() if "df" in arrays
-                   else np.zeros(len(words), np.int64))
+        df = (np.asarray(arrays["df"], dtype=np.int64).copy() if "df" in arrays
+              else np.zeros(len(words), np.int64))
+        if df.shape != (len(words),):
+            raise ValueError(f"arrays['df'] has shape {df.shape} but the vocabulary has "
+                             f"{len(words)} words")
+        vec.df_ = df
         vec.n_features_ = len(words)
         vec.n_docs_ = int(params.get("n_docs", 0))
         vec.n_dropped_ = int(params.get("n_dropped", 0))
