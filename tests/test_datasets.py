@@ -112,6 +112,9 @@ def test_shared_loaders(shared_data):
     src, eng = load_tatoeba("deu", path=shared_data)
     assert len(src) == len(eng) == 1000
     assert len(load_tatoeba("zh", path=shared_data)[0]) == 1000
+    # codes in any case, as load_bible takes them ("EN" was unknown here while load_bible took it)
+    assert load_sib200("EN", path=shared_data)[2] == texts == load_sib200("ENG_LATN", path=shared_data)[2]
+    assert load_tatoeba(" DEU ", path=shared_data) == (src, eng)
     gold, s1, s2 = load_sts17("track2", path=shared_data)
     assert gold.shape == (250,) and len(s1) == len(s2) == 250 and 0 <= gold.min() <= gold.max() <= 5
     assert len(load_sts17("4b", path=shared_data)[0]) == 250

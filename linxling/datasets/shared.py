@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +59,19 @@ def _read_lines(file: Path) -> list[str]:
         return [line.rstrip("\r\n") for line in fh]
 
 
+def _code(code: Any, table: dict[str, str]) -> Any:
+    """A dataset's own code for ``code``: a key of ``table`` (ISO 639-1) or one of its values,
+    matched in any case and without surrounding spaces (``"EN"``, ``"ENG_LATN"``), as
+    :func:`linxling.datasets.load_bible` does; anything else is returned as given."""
+    if not isinstance(code, str):
+        return code
+    folded = code.strip().casefold()
+    for key, value in table.items():
+        if folded in (key.casefold(), value.casefold()):
+            return value
+    return code
+
+
 def load_sib200(lang: str, split: str = "train", path: str | os.PathLike | None = None
                 ) -> tuple[np.ndarray, list[str], list[str]]:
     """SIB-200 topic classification: ``(index_ids, categories, texts)``.
@@ -68,7 +82,7 @@ def load_sib200(lang: str, split: str = "train", path: str | os.PathLike | None 
     """
     if split not in ("train", "dev", "test"):
         raise ValueError(f"split must be 'train', 'dev' or 'test', got {split!r}")
-    folder = SIB200_LANGUAGES.get(lang, lang)
+    folder = _code(lang, SIB200_LANGUAGES)
     if folder not in SIB200_LANGUAGES.values():
         raise ValueError(f"unknown SIB-200 language {lang!r}; known: "
                          + ", ".join(f"{k} ({v})" for k, v in SIB200_LANGUAGES.items()))
@@ -93,7 +107,7 @@ def load_tatoeba(xxx: str, path: str | os.PathLike | None = None) -> tuple[list[
     ``xxx`` is the ISO 639-3 code used in the file names (``"deu"``, ``"cmn"``, ...) or an
     ISO 639-1 code (``"de"``, ``"zh"``, ...).
     """
-    code = TATOEBA_LANGUAGES.get(xxx, xxx)
+    code = _code(xxx, TATOEBA_LANGUAGES)
     if code not in TATOEBA_LANGUAGES.values():
         raise ValueError(f"unknown Tatoeba language {xxx!r}; known: "
                          + ", ".join(f"{k} ({v})" for k, v in TATOEBA_LANGUAGES.items()))
