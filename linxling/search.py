@@ -61,8 +61,20 @@ def _merge_topk(best_s: np.ndarray, best_i: np.ndarray, S: np.ndarray, offset: i
     """The running top-k (b, <= k) of each row merged with the score block S (b, n) of
     candidates ``offset .. offset + n``: score descending, ties to the lower candidate index."""
     kk = min(k, S.shape[1])
-    part = (np.argpartition(-S, kk - 1, axis=1)[:, :kk] if kk < S.shape[1]
-            else np.broadcast_to(np.arange(S.shape[1]), S.shape))
+    if kk < S.shape[1]:
+        part = np.argpartition(-S, kk - 1, axis=1)[:, :kk]
+        # argpartition picks any of the scores that tie with the kk-th: take the lowest rows
+        kth = np.take_along_axis(S, part, axis=1).min(axis=1, keepdims=True)
+        above = S > kth
+        need = kk - np.count_nonzero(above, axis=1)
+        at = S == kth
+        rows = np.flatnonzero(np.count_nonzero(at, axis=1) > need)   # rows with more ties than room
+        if rows.size:
+            keep = above[rows] | (at[rows] & (np.cumsum(at[rows], axis=1, dtype=np.int32)
+                                              <= need[rows, None]))
+            part[rows] = np.nonzero(keep)[1].reshape(rows.size, kk)
+    else:
+        part = np.broadcast_to(np.arange(S.shape[1]), S.shape)
     cand_s = np.concatenate([best_s, np.take_along_axis(S, part, axis=1)], axis=1)
     cand_i = np.concatenate([best_i, part + offset], axis=1)
     order = np.lexsort((cand_i, -cand_s), axis=1)[:, :k]

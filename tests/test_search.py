@@ -41,6 +41,23 @@ def test_search_equals_the_dense_reference(data, similarity, tiny_blocks, monkey
     np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("similarity", ["cosine", "csls"])
+@pytest.mark.parametrize("tiny_blocks", [False, True])
+def test_tied_scores_go_to_the_lower_row_as_documented(similarity, tiny_blocks, monkeypatch):
+    """Documents that tie (duplicates) come lower row first: argpartition's arbitrary choice at
+    the k-th place returned rows 0, 4, 12 of five copies at rows 0, 4, 8, 12, 16."""
+    if tiny_blocks:
+        monkeypatch.setattr(ls, "BLOCK_BYTES", 64)
+    rng = np.random.default_rng(3)
+    C = np.tile(np.eye(4), (5, 1))                        # row j equals rows j + 4, j + 8, ...
+    Q = np.vstack([np.eye(4), rng.standard_normal((6, 4))])
+    for k in (1, 2, 3, 7, len(C)):
+        s, i = Index(C, dtype=np.float64).search(Q, k=k, similarity=similarity, knn=3)
+        rs, ri = _dense(Q, C, k, similarity, knn=3)
+        np.testing.assert_array_equal(i, ri)
+        np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
+
+
 def test_csls_with_a_reference_set(data):
     Q, C, R = data
     index = Index(C, dtype=np.float64).set_reference(R, knn=5)
