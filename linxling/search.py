@@ -46,12 +46,28 @@ BLOCK_BYTES = 256 * 2 ** 20
 
 
 def _unit_rows(X: Any, name: str, dtype) -> np.ndarray:
-    X = np.array(X, dtype=dtype, order="C", copy=True)
+    try:
+        A = np.asarray(X)
+    except ValueError as exc:                       # ragged rows
+        raise ValueError(f"{name} must be a 2-D array of numbers (n, d): {exc}") from None
+    if A.dtype.kind not in "fiubO":
+        raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}")
+    with np.errstate(over="ignore"):                 # said below: values beyond float32
+        X = np.array(A, dtype=dtype, order="C", copy=True)
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (n, d), got shape {X.shape}")
     if not np.all(np.isfinite(X)):
+        if A.dtype.kind == "f" and np.all(np.isfinite(A)):     # finite, beyond the dtype's range
+            raise ValueError(f"{name} has values too large for {X.dtype}: give dtype=float64 or "
+                             "scale the vectors (only their direction counts)")
         raise ValueError(f"{name} contains NaN or infinite values")
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(X, axis=1, keepdims=True)
+    far = np.flatnonzero(~np.isfinite(norms[:, 0]) | (norms[:, 0] < np.finfo(X.dtype).tiny))
+    if far.size:                                     # the sum of squares over- or underflowed
+        top = np.abs(X[far]).max(axis=1, keepdims=True)
+        X[far] = np.divide(X[far], top, out=np.zeros_like(X[far]), where=top > 0)
+        norms[far] = np.linalg.norm(X[far], axis=1, keepdims=True)
     np.divide(X, norms, out=X, where=norms > 0)      # a zero row stays zero: cosine 0 to everything
     return X
 

@@ -113,6 +113,36 @@ def test_zero_rows_and_errors(data):
         Index(C, ids=["a", "b"])
 
 
+def test_vectors_that_are_not_real_numbers_are_named(data):
+    """Complex vectors lost their imaginary part with only a ComplexWarning; strings and ragged
+    rows gave NumPy's message, which names no argument; values beyond float32 were called NaN."""
+    Q, C, _ = data
+    with pytest.raises(TypeError, match=r"vectors must hold real numbers, got dtype complex128"):
+        Index(C + 1j)
+    with pytest.raises(TypeError, match=r"queries must hold real numbers, got dtype complex128"):
+        Index(C).search(Q + 1j)
+    with pytest.raises(TypeError, match=r"vectors must hold real numbers.*<U1"):
+        Index([["a", "b"]])
+    with pytest.raises(ValueError, match=r"vectors must be a 2-D array of numbers.*inhomogeneous"):
+        Index([[1.0, 2.0], [3.0]])
+    with pytest.raises(ValueError, match=r"vectors has values too large for float32: give dtype=float64"):
+        Index(np.full((3, 4), 1e300))
+
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_of_any_finite_size_are_normalised(dtype):
+    """The sum of squares overflowed (rows of 1e20 in float32, 1e200 in float64 became zero rows,
+    cosine 0 to everything) or underflowed (rows of 1e-25 in float32 stayed tiny, not unit)."""
+    big, small = (1e20, 1e-25) if dtype == np.float32 else (1e200, 1e-200)
+    C = np.array([[big, 0, 0], [0, small, small], [0, 0, 0], [1, 1, 1]])
+    index = Index(C, dtype=dtype)
+    np.testing.assert_allclose(np.linalg.norm(index.vectors_.astype(np.float64), axis=1), [1, 1, 0, 1],
+                               rtol=1e-6)
+    s, i = index.search([[0, 1, 1]], k=2)
+    assert i.tolist() == [[1, 3]] and np.isclose(s[0, 0], 1.0, rtol=1e-6)
+
+
 def test_index_file_round_trip(data, tmp_path):
     Q, C, R = data
     index = Index(C, ids=[f"d{j}" for j in range(len(C))], texts=[f"text {j}" for j in range(len(C))],
