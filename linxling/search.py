@@ -295,10 +295,11 @@ class Index:
                                   "dtype": self.vectors_.dtype.name, "reference_knn": self.reference_knn_,
                                   "has_ids": self.ids is not None, "has_texts": self.texts is not None}
         arrays: dict[str, Any] = {"vectors": self.vectors_}
+        # object arrays of str: NumPy's fixed-width str dtype drops trailing NULs, the store refuses them
         if self.ids is not None:
-            arrays["ids"] = np.array([str(i) for i in self.ids], dtype=str)
+            arrays["ids"] = np.array([str(i) for i in self.ids], dtype=object)
         if self.texts is not None:
-            arrays["texts"] = np.array(self.texts, dtype=str)
+            arrays["texts"] = np.array(self.texts, dtype=object)
         if self.reference_radii_ is not None:
             arrays["reference_radii"] = self.reference_radii_
         return params, arrays

@@ -158,6 +158,17 @@ def test_index_file_round_trip(data, tmp_path):
     assert all(isinstance(x, str) and x.startswith("d") for row in ids for x in row)
 
 
+@pytest.mark.parametrize("field", ["ids", "texts"])
+def test_a_trailing_nul_is_refused_on_save_not_dropped(tmp_path, field):
+    """NumPy's str arrays drop trailing NULs: ids 'c\\x00' came back as 'c' (a NUL inside was
+    already refused by the store, which HDF5 cannot hold)."""
+    values = ["a", "b", "c\x00"]
+    index = Index(np.eye(3), **{field: values})
+    with pytest.raises(ValueError, match=rf"arrays/{field} contains strings with NUL"):
+        index.save(tmp_path / "i.h5")
+    assert not (tmp_path / "i.h5").exists()
+
+
 def test_cli_index_and_search_find_translations(tmp_path, monkeypatch, capsys):
     """linxling index / search on a small parallel corpus: each English query's Spanish
     translation is its top document (the same ranking as Index.search on the model's vectors)."""
