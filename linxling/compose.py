@@ -28,6 +28,9 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from linxling._validation import check_int
 
 __all__ = ["LanguageView", "MultilingualFit"]
 
@@ -126,6 +129,7 @@ class MultilingualFit(BaseEstimator):
         self.k = k
 
     def fit(self, X: Sequence[tuple[str, str]], y: Sequence[Hashable]) -> MultilingualFit:
+        check_int(self.k, "k")
         texts, langs = _pairs(X)
         y = list(y)
         if len(y) != len(texts):
@@ -147,6 +151,7 @@ class MultilingualFit(BaseEstimator):
 
     def transform(self, X: Sequence[tuple[str, str]]) -> np.ndarray:
         from linxling.cli import embed_texts
+        check_is_fitted(self, "estimator_")
         texts, langs = _pairs(X)
         out: Any = None
         for lang in sorted(set(langs)):
@@ -158,6 +163,8 @@ class MultilingualFit(BaseEstimator):
         return out
 
     def score(self, X: Sequence[tuple[str, str]], y: Sequence[Hashable]) -> float:
+        check_is_fitted(self, "estimator_")
+        k = check_int(self.k, "k")
         texts, langs = _pairs(X)
         ids: dict = {}
         codes = np.asarray([ids.setdefault(c, len(ids)) for c in y])
@@ -176,7 +183,7 @@ class MultilingualFit(BaseEstimator):
                 if not len(qa):
                     continue
                 S = Z[qa] @ Z[cb].T
-                kk = min(int(self.k), len(cb))
+                kk = min(k, len(cb))
                 top = np.argpartition(-S, kk - 1, axis=1)[:, :kk]
                 hits += float(np.mean(np.any(codes[cb][top] == codes[qa][:, None], axis=1)))
                 total += 1

@@ -46,12 +46,28 @@ BLOCK_BYTES = 256 * 2 ** 20
 
 
 def _unit_rows(X: Any, name: str, dtype) -> np.ndarray:
-    X = np.array(X, dtype=dtype, order="C", copy=True)
+    try:
+        A = np.asarray(X)
+    except ValueError as exc:                       # ragged rows
+        raise ValueError(f"{name} must be a 2-D array of numbers (n, d): {exc}") from None
+    if A.dtype.kind not in "fiubO":
+        raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}")
+    with np.errstate(over="ignore"):                 # said below: values beyond float32
+        X = np.array(A, dtype=dtype, order="C", copy=True)
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (n, d), got shape {X.shape}")
     if not np.all(np.isfinite(X)):
+        if A.dtype.kind == "f" and np.all(np.isfinite(A)):     # finite, beyond the dtype's range
+            raise ValueError(f"{name} has values too large for {X.dtype}: give dtype=float64 or "
+                             "scale the vectors (only their direction counts)")
         raise ValueError(f"{name} contains NaN or infinite values")
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(X, axis=1, keepdims=True)
+    far = np.flatnonzero(~np.isfinite(norms[:, 0]) | (norms[:, 0] < np.finfo(X.dtype).tiny))
+    if far.size:                                     # the sum of squares over- or underflowed
+        top = np.abs(X[far]).max(axis=1, keepdims=True)
+        X[far] = np.divide(X[far], top, out=np.zeros_like(X[far]), where=top > 0)
+        norms[far] = np.linalg.norm(X[far], axis=1, keepdims=True)
     np.divide(X, norms, out=X, where=norms > 0)      # a zero row stays zero: cosine 0 to everything
     return X
 
@@ -61,8 +77,20 @@ def _merge_topk(best_s: np.ndarray, best_i: np.ndarray, S: np.ndarray, offset: i
     """The running top-k (b, <= k) of each row merged with the score block S (b, n) of
     candidates ``offset .. offset + n``: score descending, ties to the lower candidate index."""
     kk = min(k, S.shape[1])
-    part = (np.argpartition(-S, kk - 1, axis=1)[:, :kk] if kk < S.shape[1]
-            else np.broadcast_to(np.arange(S.shape[1]), S.shape))
+    if kk < S.shape[1]:
+        part = np.argpartition(-S, kk - 1, axis=1)[:, :kk]
+        # argpartition picks any of the scores that tie with the kk-th: take the lowest rows
+        kth = np.take_along_axis(S, part, axis=1).min(axis=1, keepdims=True)
+        above = S > kth
+        need = kk - np.count_nonzero(above, axis=1)
+        at = S == kth
+        rows = np.flatnonzero(np.count_nonzero(at, axis=1) > need)   # rows with more ties than room
+        if rows.size:
+            keep = above[rows] | (at[rows] & (np.cumsum(at[rows], axis=1, dtype=np.int32)
+                                              <= need[rows, None]))
+            part[rows] = np.nonzero(keep)[1].reshape(rows.size, kk)
+    else:
+        part = np.broadcast_to(np.arange(S.shape[1]), S.shape)
     cand_s = np.concatenate([best_s, np.take_along_axis(S, part, axis=1)], axis=1)
     cand_i = np.concatenate([best_i, part + offset], axis=1)
     order = np.lexsort((cand_i, -cand_s), axis=1)[:, :k]
@@ -267,10 +295,11 @@ class Index:
                                   "dtype": self.vectors_.dtype.name, "reference_knn": self.reference_knn_,
                                   "has_ids": self.ids is not None, "has_texts": self.texts is not None}
         arrays: dict[str, Any] = {"vectors": self.vectors_}
+        # object arrays of str: NumPy's fixed-width str dtype drops trailing NULs, the store refuses them
         if self.ids is not None:
-            arrays["ids"] = np.array([str(i) for i in self.ids], dtype=str)
+            arrays["ids"] = np.array([str(i) for i in self.ids], dtype=object)
         if self.texts is not None:
-            arrays["texts"] = np.array(self.texts, dtype=str)
+            arrays["texts"] = np.array(self.texts, dtype=object)
         if self.reference_radii_ is not None:
             arrays["reference_radii"] = self.reference_radii_
         return params, arrays

@@ -97,3 +97,23 @@ def test_multilingual_fit_of_an_aligned_sentence_model():
     assert 0.0 <= m.score(pairs, concepts) <= 1.0
     with pytest.raises(TypeError, match=r"X\[0\] must be a \(text, language\) pair"):
         m.fit(EN, concepts[:len(EN)])
+
+
+def test_multilingual_fit_refuses_a_bad_k_and_use_before_fit():
+    """k=0 scored 0.0 and k=-1 about 1.0 (argpartition then kept all but one document), k=1.5
+    was taken; transform or score before fit raised AttributeError 'estimator_'."""
+    from sklearn.exceptions import NotFittedError
+    pairs = [(t, "en") for t in EN[:30]] + [(t, "es") for t in ES[:30]]
+    concepts = list(range(30)) * 2
+    est = Cr5(n_components=4, min_df=1, doc_filter=None, random_state=0, show_progress=False)
+    for call in (lambda m: m.transform(pairs), lambda m: m.score(pairs, concepts)):
+        with pytest.raises(NotFittedError, match="MultilingualFit"):
+            call(MultilingualFit(est))
+    with pytest.raises(ValueError, match="k must be >= 1, got 0"):
+        MultilingualFit(est, k=0).fit(pairs, concepts)
+    m = MultilingualFit(est).fit(pairs, concepts)
+    for k, err, msg in [(0, ValueError, "k must be >= 1, got 0"), (-1, ValueError, "k must be >= 1, got -1"),
+                        (1.5, TypeError, "k must be an integer")]:
+        m.k = k
+        with pytest.raises(err, match=msg):
+            m.score(pairs, concepts)

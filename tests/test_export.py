@@ -89,6 +89,18 @@ def test_word2vec_rejects_unstorable_words(tmp_path, fmt, bad, msg):
     assert not path.exists() and os.listdir(tmp_path) == []  # nothing half-written
 
 
+@pytest.mark.parametrize("fmt", ["npy", "faiss"])
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\r\n"])
+def test_vocabulary_refuses_every_line_break_splitlines_reads(tmp_path, fmt, brk):
+    """The documented reader is splitlines(), which also breaks at U+2028, NEL, VT, FF, ...:
+    such a word gave a vocabulary one line longer than the matrix, every later word shifted."""
+    V, words = _data(n=3)
+    words[1] = f"a{brk}b"
+    with pytest.raises(ValueError, match=r"words\[1\] .* line break"):
+        export_vectors(tmp_path / "v.npy", V, words, format=fmt)
+    assert os.listdir(tmp_path) == []
+
+
 def test_bad_input_errors(tmp_path):
     V, words = _data(n=3)
     p = tmp_path / "v.txt"

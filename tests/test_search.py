@@ -41,6 +41,23 @@ def test_search_equals_the_dense_reference(data, similarity, tiny_blocks, monkey
     np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("similarity", ["cosine", "csls"])
+@pytest.mark.parametrize("tiny_blocks", [False, True])
+def test_tied_scores_go_to_the_lower_row_as_documented(similarity, tiny_blocks, monkeypatch):
+    """Documents that tie (duplicates) come lower row first: argpartition's arbitrary choice at
+    the k-th place returned rows 0, 4, 12 of five copies at rows 0, 4, 8, 12, 16."""
+    if tiny_blocks:
+        monkeypatch.setattr(ls, "BLOCK_BYTES", 64)
+    rng = np.random.default_rng(3)
+    C = np.tile(np.eye(4), (5, 1))                        # row j equals rows j + 4, j + 8, ...
+    Q = np.vstack([np.eye(4), rng.standard_normal((6, 4))])
+    for k in (1, 2, 3, 7, len(C)):
+        s, i = Index(C, dtype=np.float64).search(Q, k=k, similarity=similarity, knn=3)
+        rs, ri = _dense(Q, C, k, similarity, knn=3)
+        np.testing.assert_array_equal(i, ri)
+        np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
+
+
 def test_csls_with_a_reference_set(data):
     Q, C, R = data
     index = Index(C, dtype=np.float64).set_reference(R, knn=5)
@@ -96,6 +113,36 @@ def test_zero_rows_and_errors(data):
         Index(C, ids=["a", "b"])
 
 
+def test_vectors_that_are_not_real_numbers_are_named(data):
+    """Complex vectors lost their imaginary part with only a ComplexWarning; strings and ragged
+    rows gave NumPy's message, which names no argument; values beyond float32 were called NaN."""
+    Q, C, _ = data
+    with pytest.raises(TypeError, match=r"vectors must hold real numbers, got dtype complex128"):
+        Index(C + 1j)
+    with pytest.raises(TypeError, match=r"queries must hold real numbers, got dtype complex128"):
+        Index(C).search(Q + 1j)
+    with pytest.raises(TypeError, match=r"vectors must hold real numbers.*<U1"):
+        Index([["a", "b"]])
+    with pytest.raises(ValueError, match=r"vectors must be a 2-D array of numbers.*inhomogeneous"):
+        Index([[1.0, 2.0], [3.0]])
+    with pytest.raises(ValueError, match=r"vectors has values too large for float32: give dtype=float64"):
+        Index(np.full((3, 4), 1e300))
+
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_of_any_finite_size_are_normalised(dtype):
+    """The sum of squares overflowed (rows of 1e20 in float32, 1e200 in float64 became zero rows,
+    cosine 0 to everything) or underflowed (rows of 1e-25 in float32 stayed tiny, not unit)."""
+    big, small = (1e20, 1e-25) if dtype == np.float32 else (1e200, 1e-200)
+    C = np.array([[big, 0, 0], [0, small, small], [0, 0, 0], [1, 1, 1]])
+    index = Index(C, dtype=dtype)
+    np.testing.assert_allclose(np.linalg.norm(index.vectors_.astype(np.float64), axis=1), [1, 1, 0, 1],
+                               rtol=1e-6)
+    s, i = index.search([[0, 1, 1]], k=2)
+    assert i.tolist() == [[1, 3]] and np.isclose(s[0, 0], 1.0, rtol=1e-6)
+
+
 def test_index_file_round_trip(data, tmp_path):
     Q, C, R = data
     index = Index(C, ids=[f"d{j}" for j in range(len(C))], texts=[f"text {j}" for j in range(len(C))],
@@ -109,6 +156,17 @@ def test_index_file_round_trip(data, tmp_path):
         np.testing.assert_array_equal(a[0], b[0])
     _, ids = back.search_ids(Q[:2], k=2)
     assert all(isinstance(x, str) and x.startswith("d") for row in ids for x in row)
+
+
+@pytest.mark.parametrize("field", ["ids", "texts"])
+def test_a_trailing_nul_is_refused_on_save_not_dropped(tmp_path, field):
+    """NumPy's str arrays drop trailing NULs: ids 'c\\x00' came back as 'c' (a NUL inside was
+    already refused by the store, which HDF5 cannot hold)."""
+    values = ["a", "b", "c\x00"]
+    index = Index(np.eye(3), **{field: values})
+    with pytest.raises(ValueError, match=rf"arrays/{field} contains strings with NUL"):
+        index.save(tmp_path / "i.h5")
+    assert not (tmp_path / "i.h5").exists()
 
 
 def test_cli_index_and_search_find_translations(tmp_path, monkeypatch, capsys):

@@ -74,7 +74,7 @@ def _check_words(words: Sequence[str] | None, n: int, format: str) -> list[str]:
             if any(c.isspace() for c in w):
                 raise ValueError(f"words[{i}] = {w!r} contains whitespace, which the word2vec format uses as "
                                  "separator; replace it (e.g. with '_') before exporting")
-        elif "\n" in w or "\r" in w:
+        elif w.splitlines() != [w]:     # \n, \r and every other break str.splitlines() reads
             raise ValueError(f"words[{i}] = {w!r} contains a line break, which the one-word-per-line "
                              "vocabulary file cannot store")
         if w in seen:
@@ -126,7 +126,8 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
     ------
     ValueError
         Unknown ``format``; vectors not 2-D, empty or non-finite; ``words`` of the wrong length,
-        repeated, empty, or containing whitespace (word2vec) or line breaks (vocabulary file).
+        repeated, empty, or containing whitespace (word2vec) or line breaks (vocabulary file: any that
+        ``str.splitlines`` breaks at, U+2028 and NEL included).
     TypeError
         Non-numeric ``vectors`` or a non-str word.
 
