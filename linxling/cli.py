@@ -578,7 +578,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("queries", help="UTF-8 text file, one query per line")
     q.add_argument("--k", type=_positive_int, default=10, help="documents per query")
     q.add_argument("--similarity", choices=["cosine", "csls"], default="cosine")
-    q.add_argument("--knn", type=_positive_int, default=10, help="CSLS neighbourhood size")
+    q.add_argument("--knn", type=_positive_int, default=None,
+                   help="CSLS neighbourhood size (default: the index's reference's, else 10)")
     q.add_argument("--model", help="the model that embeds the queries (default: the one the index was built with)")
     q.set_defaults(func=_cmd_search)
 

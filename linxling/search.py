@@ -195,7 +195,7 @@ class Index:
         per_row = 2 * len(self) * self.vectors_.dtype.itemsize     # scores and their copy
         return int(max(1, min(n_rows, 4096, BLOCK_BYTES // max(per_row, 1))))
 
-    def search(self, queries: Any, k: int = 10, *, similarity: str = "cosine", knn: int = 10,
+    def search(self, queries: Any, k: int = 10, *, similarity: str = "cosine", knn: int | None = None,
                block_size: int | None = None, show_progress: bool | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best documents of each query.
@@ -207,9 +207,12 @@ class Index:
         k : int
             Documents per query (at most the index size).
         similarity : {"cosine", "csls"}
-        knn : int
+        knn : int, optional
             CSLS neighbourhood (ignored for cosine). ``r_c`` comes from :meth:`set_reference` when
             it was called, else from the queries themselves (as in :func:`linxling.evaluate.retrieval`).
+            Default: the reference's ``knn`` (``reference_knn_``) when there is one, else 10; a
+            ``knn`` other than the reference's is an error (the two radii of a CSLS score are
+            taken over the same neighbourhood size).
         block_size : int, optional
             Queries per block (default up to 4,096). Candidates are taken in blocks too, so that
             one score block holds at most about ``BLOCK_BYTES`` (256 MiB) whatever the index size.
@@ -229,8 +232,14 @@ class Index:
         C, n_q, n_c = self.vectors_, Q.shape[0], len(self)
         dt = C.dtype.type
         r_c = None
+        if knn is None:
+            knn = self.reference_knn_ if self.reference_radii_ is not None and self.reference_knn_ else 10
         if similarity == "csls":
             if self.reference_radii_ is not None:
+                if self.reference_knn_ is not None and knn != self.reference_knn_:
+                    raise ValueError(f"knn={knn}, but the index's CSLS reference radii were taken over "
+                                     f"knn={self.reference_knn_} neighbours: search with "
+                                     f"knn={self.reference_knn_} (the default), or set_reference again")
                 knn = self._check_knn(knn, n_c)
                 r_c = self.reference_radii_
             else:

@@ -67,6 +67,22 @@ def test_csls_with_a_reference_set(data):
     np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
 
 
+def test_csls_takes_the_reference_knn_and_refuses_another(data):
+    """The two radii of a CSLS score over one neighbourhood size: search defaults to the
+    reference's knn, and another knn is an error (it mixed knn=5 radii with knn=10 ones)."""
+    Q, C, R = data
+    index = Index(C, dtype=np.float64).set_reference(R, knn=5)
+    s, i = index.search(Q, k=4, similarity="csls")
+    rs, ri = _dense(Q, C, 4, "csls", knn=5, ref=R)
+    np.testing.assert_array_equal(i, ri)
+    np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match=r"knn=10, but the index's CSLS reference radii were taken over knn=5"):
+        index.search(Q, k=4, similarity="csls", knn=10)
+    s10, i10 = Index(C, dtype=np.float64).search(Q, k=4, similarity="csls")      # no reference: 10
+    rs10, ri10 = _dense(Q, C, 4, "csls", knn=10)
+    np.testing.assert_array_equal(i10, ri10)
+
+
 def test_csls_with_fewer_queries_than_knn_says_how_to_go_on(data):
     """Without a reference the queries give each document's radius: fewer queries than knn is
     an error that names the ways out; with a reference the same few queries are searched."""
