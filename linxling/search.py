@@ -30,13 +30,15 @@ The command line builds an index file from a text collection and queries it
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from linxling._progress import progress
-from linxling._validation import check_int
+from linxling._validation import check_int, check_texts
+from linxling._warnings import find_stack_level
 from linxling.io import register_model
 
 __all__ = ["Index", "search"]
@@ -129,11 +131,23 @@ class Index:
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")
         self.vectors_ = _unit_rows(vectors, "vectors", dtype)
         n = self.vectors_.shape[0]
+        if texts is not None:
+            texts = check_texts(texts, "texts")       # None or a single string: refused, not str()'d
+        if ids is not None:
+            if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+                raise TypeError(f"ids must be a sequence of labels, one per document, got {type(ids).__name__}")
+            ids = list(ids)
+            first: dict[str, int] = {}
+            for j, label in enumerate(ids):           # labels are stored as str: compared so
+                at = first.setdefault(str(label), j)
+                if at != j:
+                    raise ValueError(f"ids[{j}] = {label!r} repeats ids[{at}]: each document needs its own "
+                                     "label (search_ids could not tell them apart)")
         for name, seq in (("ids", ids), ("texts", texts)):
             if seq is not None and len(seq) != n:
                 raise ValueError(f"{name} has {len(seq)} items but vectors has {n} rows")
-        self.ids = None if ids is None else list(ids)
-        self.texts = None if texts is None else [str(t) for t in texts]
+        self.ids = ids
+        self.texts = texts
         self.language = language
         self.reference_radii_: np.ndarray | None = None
         self.reference_knn_: int | None = None
@@ -153,8 +167,13 @@ class Index:
         starts = range(0, len(texts), batch_size)
         parts = [np.asarray(embed_texts(model, texts[s:s + batch_size], language), dtype=dtype)
                  for s in progress(starts, show=show_progress, desc="embedding", unit="batch")]
-        return cls(np.concatenate(parts), ids=ids, texts=texts if keep_texts else None,
-                   language=language, dtype=dtype)
+        V = np.concatenate(parts)
+        n_zero = int(np.count_nonzero(~np.any(V != 0, axis=1)))
+        if n_zero:
+            warnings.warn(f"Index.from_texts: {n_zero} of {len(texts)} texts have no word the model knows "
+                          "(empty or out of its vocabulary): their rows are zero and score 0 against every "
+                          "query", UserWarning, stacklevel=find_stack_level())
+        return cls(V, ids=ids, texts=texts if keep_texts else None, language=language, dtype=dtype)
 
     def __len__(self) -> int:
         return int(self.vectors_.shape[0])

@@ -67,6 +67,31 @@ def test_csls_with_a_reference_set(data):
     np.testing.assert_allclose(s, rs, rtol=1e-12, atol=1e-12)
 
 
+def test_ids_and_texts_are_checked_not_converted(data):
+    """Duplicate labels (search_ids could not tell the documents apart), a single string taken
+    character by character, and None stored as the text 'None' were all accepted in silence."""
+    _, C, _ = data
+    n = len(C)
+    with pytest.raises(ValueError, match=r"ids\[2\] = '0' repeats ids\[0\]"):
+        Index(C, ids=[0, 1, "0", *range(3, n)])
+    with pytest.raises(TypeError, match="ids must be a sequence of labels"):
+        Index(C[:3], ids="abc")
+    with pytest.raises(TypeError, match=r"texts\[1\] is a NoneType, not a str"):
+        Index(C[:2], texts=["a", None])
+    with pytest.raises(TypeError, match="texts must be a list of str, not a single string"):
+        Index(C[:3], texts="abc")
+
+
+def test_from_texts_says_how_many_texts_embed_to_zero():
+    import linxling
+    X = ["the cat sat", "a dog ran", "the dog sat", "a cat ran"] * 5
+    Y = ["le chat", "un chien", "le chien", "un chat"] * 5
+    m = linxling.CLLSI(n_components=2, random_state=0).fit(X + Y, ["en"] * 20 + ["fr"] * 20, list(range(20)) * 2)
+    with pytest.warns(UserWarning, match=r"2 of 3 texts have no word the model knows"):
+        index = Index.from_texts(m, ["the cat", "", "zzz qqq"], "en")
+    assert np.count_nonzero(np.any(index.vectors_ != 0, axis=1)) == 1
+
+
 def test_csls_takes_the_reference_knn_and_refuses_another(data):
     """The two radii of a CSLS score over one neighbourhood size: search defaults to the
     reference's knn, and another knn is an error (it mixed knn=5 radii with knn=10 ones)."""
