@@ -366,3 +366,24 @@ def test_word_translation_directionless_words_are_misses(rng):
     res = word_translation(words, S, words, T, pairs, ks=(1,))
     assert res["P@1"] == pytest.approx(14 / 20)
     assert res["n_zero_queries"] == 4 and res["n_queries"] == 20
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.float32, 1e20), (np.float64, 1e200), (np.float32, 1e-22)])
+def test_huge_or_tiny_finite_vectors_keep_their_direction(rng, dtype, scale):
+    """Finite rows whose squared norm overflows (or underflows) used to be normalised to zero:
+    every candidate counted as 'without a direction' and every query a miss, in silence."""
+    C = rng.standard_normal((12, 5))
+    Q = C + 0.05 * rng.standard_normal((12, 5))
+    ref, ref_ranks = reference_retrieval(Q, C, ks=(1, 5), knn=3)
+    for sim in ("cosine", "csls"):
+        got = retrieval(Q.astype(dtype), (C * scale).astype(dtype), ks=(1, 5), similarity=sim, knn=3,
+                        return_ranks=True)
+        assert got["n_zero_candidates"] == 0
+        if sim == "cosine":
+            np.testing.assert_array_equal(got.pop("ranks"), ref_ranks)
+            assert got == pytest.approx(ref)
+    A, B, gold = rng.standard_normal((30, 5)), rng.standard_normal((30, 5)), rng.standard_normal(30)
+    plain = sts(A.astype(dtype), B.astype(dtype), gold)
+    big = sts(A.astype(dtype), (B * scale).astype(dtype), gold)
+    assert big["pearson"] == pytest.approx(plain["pearson"], rel=1e-5)
+    assert big["n_zero"] == 0
