@@ -387,3 +387,22 @@ def test_huge_or_tiny_finite_vectors_keep_their_direction(rng, dtype, scale):
     big = sts(A.astype(dtype), (B * scale).astype(dtype), gold)
     assert big["pearson"] == pytest.approx(plain["pearson"], rel=1e-5)
     assert big["n_zero"] == 0
+
+
+def test_dataset_readers_name_the_file_and_the_problem(tmp_path, monkeypatch):
+    monkeypatch.setenv("LINXLING_SHARED_DATA", str(tmp_path))
+    # a missing MUSE dictionary said only "[Errno 2] No such file or directory", as read_sts no longer does
+    with pytest.raises(FileNotFoundError, match="(?s)en-xx.txt.*LINXLING_SHARED_DATA"):
+        read_muse_dictionary(tmp_path / "muse" / "en-xx.txt")
+    # a gold score "nan" or "inf" was read as a number, to fail later in sts() without a line number
+    nan = tmp_path / "nan.tsv"
+    nan.write_text("1.5\ta\tb\nnan\tc\td\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="nan.tsv:2: gold score 'nan'"):
+        read_sts(nan)
+    # a file that is not UTF-8 raised a UnicodeDecodeError that named no file
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("1\tcaf\xe9\tcafe\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin1.txt.*UTF-8"):
+        read_sts(latin1)
+    with pytest.raises(ValueError, match="latin1.txt.*UTF-8"):
+        read_muse_dictionary(latin1)
