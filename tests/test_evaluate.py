@@ -406,3 +406,16 @@ def test_dataset_readers_name_the_file_and_the_problem(tmp_path, monkeypatch):
         read_sts(latin1)
     with pytest.raises(ValueError, match="latin1.txt.*UTF-8"):
         read_muse_dictionary(latin1)
+
+
+def test_word_translation_refuses_strings_for_lists_and_bad_pairs():
+    V = np.eye(2)
+    # a single string was read as its characters: "ab" gave the vocabulary ["a", "b"]
+    with pytest.raises(TypeError, match="src_words"):
+        word_translation("ab", V, ["a", "b"], V, [("a", "b")])
+    # a pair given as the string "ab" was unpacked into ("a", "b") and scored
+    with pytest.raises(ValueError, match=r"pairs\[0\]"):
+        word_translation(["a", "b"], V, ["a", "b"], V, ["ab"])
+    # a triple gave "too many values to unpack (expected 2)"
+    with pytest.raises(ValueError, match=r"pairs\[1\]"):
+        word_translation(["a", "b"], V, ["a", "b"], V, [("a", "b"), ("a", "b", "c")])

@@ -91,6 +91,8 @@ def muse_split(pairs: Iterable[tuple[str, str]], n_train: int = 5000,
 
 
 def _vocab_index(words: Sequence[str], name: str, n_rows: int, vectors_name: str) -> dict[str, int]:
+    if isinstance(words, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of words, not a single string")
     words = list(words)
     if len(words) != n_rows:
         raise ValueError(f"{name} has {len(words)} words but {vectors_name} has {n_rows} rows")
@@ -159,7 +161,9 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     gold: dict[int, set[int]] = {}          # src row -> gold tgt rows, in query order
     all_sources: set[str] = set()
     n_pairs = n_pairs_missing = 0
-    for pair in pairs:
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, (str, bytes)) or len(pair) != 2:
+            raise ValueError(f"pairs[{i}] must be a (source, target) pair, got {pair!r}")
         src, tgt = pair
         all_sources.add(src)
         s, t = src_index.get(src), tgt_index.get(tgt)
