@@ -419,3 +419,9 @@ def test_word_translation_refuses_strings_for_lists_and_bad_pairs():
     # a triple gave "too many values to unpack (expected 2)"
     with pytest.raises(ValueError, match=r"pairs\[1\]"):
         word_translation(["a", "b"], V, ["a", "b"], V, [("a", "b"), ("a", "b", "c")])
+
+
+def test_sts_gold_that_is_not_numbers_is_named():
+    # was: "could not convert string to float: 'a'", naming no argument
+    with pytest.raises(ValueError, match="gold must hold numbers"):
+        sts(np.eye(3), np.eye(3), ["a", "b", "c"])

@@ -39,7 +39,9 @@ def sts(emb1: Any, emb2: Any, gold: Any, centre: bool = False) -> dict:
     dict
         ``pearson``, ``spearman`` (floats, via :mod:`scipy.stats`), ``n`` (pairs) and
         ``n_zero`` (pairs where either embedding is the zero vector; their cosine is taken
-        as 0 and they are included in the correlations).
+        as 0 and they are included in the correlations). When the cosines or the gold scores
+        are all equal (e.g. every pair has a zero embedding) the correlations are undefined:
+        they are NaN, with SciPy's ``ConstantInputWarning``.
 
     Raises
     ------
@@ -52,7 +54,10 @@ def sts(emb1: Any, emb2: Any, gold: Any, centre: bool = False) -> dict:
     B = _check_embeddings(emb2, "emb2", ns)
     if A.shape != B.shape:
         raise ValueError(f"emb1 has shape {A.shape} but emb2 has shape {B.shape}; rows must be paired")
-    g = np.asarray(to_numpy(gold), dtype=np.float64)
+    try:
+        g = np.asarray(to_numpy(gold), dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"gold must hold numbers (the gold similarity scores): {exc}") from None
     if g.ndim != 1 or g.shape[0] != A.shape[0]:
         raise ValueError(f"gold must have shape ({A.shape[0]},), got {g.shape}")
     if not np.all(np.isfinite(g)):
