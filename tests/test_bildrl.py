@@ -264,3 +264,20 @@ def test_targets_in_another_unicode_form_or_case_find_their_vectors():
     assert got.n_excluded_ == ref.n_excluded_ == {"target_oov": 0, "no_known_word": 0}
     Z = got.transform(["é3 é5"], language="fr", target_language="en")
     np.testing.assert_allclose(Z, ref.transform(["é3 é5"], language="fr", target_language="en"))
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    ({"block_size": -1}, ValueError, "block_size"),    # was: every rank inf, P@k = MRR = 0, silently
+    ({"block_size": 0}, ValueError, "block_size"),     # was: "range() arg 3 must not be zero"
+    ({"ks": (1.7,)}, TypeError, "ks"),                 # was: truncated to P@1 without a word
+    ({"queries": np.zeros((0, 4)), "gold": []}, ValueError, "queries is empty"),   # was: NaN metrics
+    ({"candidate_words": [], "candidate_vectors": np.zeros((0, 4))}, ValueError, "candidate_vectors is empty"),
+    ({"queries": np.zeros((3, 0)), "candidate_vectors": np.zeros((4, 0))}, ValueError, "queries is empty"),
+    ({"candidate_vectors": np.full((4, 4), np.nan)}, ValueError, "candidate_vectors contains"),
+])
+def test_reverse_dictionary_bad_input_is_refused_naming_the_argument(kwargs, exc, match):
+    args = {"queries": np.eye(4)[:3], "gold": ["a", "b", "c"], "candidate_words": ["a", "b", "c", "d"],
+            "candidate_vectors": np.eye(4)} | kwargs
+    with pytest.raises(exc, match=match):
+        reverse_dictionary(args.pop("queries"), args.pop("gold"), args.pop("candidate_words"),
+                           args.pop("candidate_vectors"), **args)

@@ -157,3 +157,15 @@ def test_load_bible_languages_type_error():
     for bad in (None, 5):
         with pytest.raises(TypeError, match=r"languages must be a language code \(str\) or an iterable"):
             load_bible(bad)
+
+
+def test_shared_loader_malformed_files_name_the_file(tmp_path):
+    folder = tmp_path / "sib200" / "eng_Latn"
+    folder.mkdir(parents=True)
+    (folder / "train.tsv").write_text("index_id\tcategory\ttext\n0\tsports\thi\nx1\tsports\thello\n")
+    # was: "invalid literal for int() with base 10: 'x1'", naming neither the file nor the line
+    with pytest.raises(ValueError, match="train.tsv:3: index_id 'x1'"):
+        load_sib200("en", path=tmp_path)
+    (folder / "train.tsv").write_bytes("index_id\tcategory\ttext\n0\tsports\tcaf\xe9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="train.tsv.*UTF-8"):
+        load_sib200("en", path=tmp_path)

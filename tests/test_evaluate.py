@@ -366,3 +366,62 @@ def test_word_translation_directionless_words_are_misses(rng):
     res = word_translation(words, S, words, T, pairs, ks=(1,))
     assert res["P@1"] == pytest.approx(14 / 20)
     assert res["n_zero_queries"] == 4 and res["n_queries"] == 20
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.float32, 1e20), (np.float64, 1e200), (np.float32, 1e-22)])
+def test_huge_or_tiny_finite_vectors_keep_their_direction(rng, dtype, scale):
+    """Finite rows whose squared norm overflows (or underflows) used to be normalised to zero:
+    every candidate counted as 'without a direction' and every query a miss, in silence."""
+    C = rng.standard_normal((12, 5))
+    Q = C + 0.05 * rng.standard_normal((12, 5))
+    ref, ref_ranks = reference_retrieval(Q, C, ks=(1, 5), knn=3)
+    for sim in ("cosine", "csls"):
+        got = retrieval(Q.astype(dtype), (C * scale).astype(dtype), ks=(1, 5), similarity=sim, knn=3,
+                        return_ranks=True)
+        assert got["n_zero_candidates"] == 0
+        if sim == "cosine":
+            np.testing.assert_array_equal(got.pop("ranks"), ref_ranks)
+            assert got == pytest.approx(ref)
+    A, B, gold = rng.standard_normal((30, 5)), rng.standard_normal((30, 5)), rng.standard_normal(30)
+    plain = sts(A.astype(dtype), B.astype(dtype), gold)
+    big = sts(A.astype(dtype), (B * scale).astype(dtype), gold)
+    assert big["pearson"] == pytest.approx(plain["pearson"], rel=1e-5)
+    assert big["n_zero"] == 0
+
+
+def test_dataset_readers_name_the_file_and_the_problem(tmp_path, monkeypatch):
+    monkeypatch.setenv("LINXLING_SHARED_DATA", str(tmp_path))
+    # a missing MUSE dictionary said only "[Errno 2] No such file or directory", as read_sts no longer does
+    with pytest.raises(FileNotFoundError, match="(?s)en-xx.txt.*LINXLING_SHARED_DATA"):
+        read_muse_dictionary(tmp_path / "muse" / "en-xx.txt")
+    # a gold score "nan" or "inf" was read as a number, to fail later in sts() without a line number
+    nan = tmp_path / "nan.tsv"
+    nan.write_text("1.5\ta\tb\nnan\tc\td\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="nan.tsv:2: gold score 'nan'"):
+        read_sts(nan)
+    # a file that is not UTF-8 raised a UnicodeDecodeError that named no file
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("1\tcaf\xe9\tcafe\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin1.txt.*UTF-8"):
+        read_sts(latin1)
+    with pytest.raises(ValueError, match="latin1.txt.*UTF-8"):
+        read_muse_dictionary(latin1)
+
+
+def test_word_translation_refuses_strings_for_lists_and_bad_pairs():
+    V = np.eye(2)
+    # a single string was read as its characters: "ab" gave the vocabulary ["a", "b"]
+    with pytest.raises(TypeError, match="src_words"):
+        word_translation("ab", V, ["a", "b"], V, [("a", "b")])
+    # a pair given as the string "ab" was unpacked into ("a", "b") and scored
+    with pytest.raises(ValueError, match=r"pairs\[0\]"):
+        word_translation(["a", "b"], V, ["a", "b"], V, ["ab"])
+    # a triple gave "too many values to unpack (expected 2)"
+    with pytest.raises(ValueError, match=r"pairs\[1\]"):
+        word_translation(["a", "b"], V, ["a", "b"], V, [("a", "b"), ("a", "b", "c")])
+
+
+def test_sts_gold_that_is_not_numbers_is_named():
+    # was: "could not convert string to float: 'a'", naming no argument
+    with pytest.raises(ValueError, match="gold must hold numbers"):
+        sts(np.eye(3), np.eye(3), ["a", "b", "c"])

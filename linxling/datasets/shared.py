@@ -7,6 +7,7 @@ copied. A missing file raises :class:`FileNotFoundError` naming the expected pat
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def _require(file: Path, what: str) -> Path:
 
 
 def _read_lines(file: Path) -> list[str]:
-    with open(file, encoding="utf-8", newline="") as fh:
+    with open(file, encoding="utf-8", newline="") as fh, _utf8(file):
         return [line.rstrip("\r\n") for line in fh]
 
 
@@ -70,6 +71,15 @@ def _code(code: Any, table: dict[str, str]) -> Any:
         if folded in (key.casefold(), value.casefold()):
             return value
     return code
+
+
+@contextmanager
+def _utf8(path: str | os.PathLike):
+    """Turn a UnicodeDecodeError while reading ``path`` into a ValueError naming the file."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{os.fspath(path)}: not valid UTF-8 ({exc})") from exc
 
 
 def load_sib200(lang: str, split: str = "train", path: str | os.PathLike | None = None
@@ -95,7 +105,10 @@ def load_sib200(lang: str, split: str = "train", path: str | os.PathLike | None 
         if not line:
             continue
         parts = tsv_fields(line, 3, f"{file}:{n}", "index_id, category, text", maxsplit=2)
-        ids.append(int(parts[0]))
+        try:
+            ids.append(int(parts[0]))
+        except ValueError:
+            raise ValueError(f"{file}:{n}: index_id {parts[0]!r} is not an integer") from None
         cats.append(parts[1])
         texts.append(parts[2])
     return np.asarray(ids, dtype=np.int64), cats, texts
@@ -157,7 +170,8 @@ def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]
     Raises
     ------
     ValueError
-        On a line without exactly 3 tab-separated fields or a non-numeric gold score.
+        On a line without exactly 3 tab-separated fields, a non-numeric or non-finite gold
+        score, or a file that is not UTF-8.
     FileNotFoundError
         If ``path`` does not exist (the message names the shared data folder).
     """
@@ -166,16 +180,19 @@ def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]
         raise FileNotFoundError(f"STS file not found: {os.fspath(path)} (relative to {os.getcwd()}); for the "
                                 f"shared data use linxling.datasets.shared_data_dir() / 'sts17' / ..., "
                                 f"currently {shared_data_dir()} (set LINXLING_SHARED_DATA)")
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8") as fh, _utf8(path):
         for lineno, line in enumerate(fh, 1):
             line = line.rstrip("\r\n")
             if not line.strip():
                 continue
             fields = tsv_fields(line, 3, f"{os.fspath(path)}:{lineno}", "gold, sentence1, sentence2")
             try:
-                gold.append(float(fields[0]))
+                score = float(fields[0])
             except ValueError as exc:
                 raise ValueError(f"{os.fspath(path)}:{lineno}: gold score {fields[0]!r} is not a number") from exc
+            if not np.isfinite(score):
+                raise ValueError(f"{os.fspath(path)}:{lineno}: gold score {fields[0]!r} is not finite")
+            gold.append(score)
             s1.append(fields[1])
             s2.append(fields[2])
     return np.asarray(gold, dtype=np.float64), s1, s2

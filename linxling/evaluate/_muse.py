@@ -8,6 +8,7 @@ import numpy as np
 
 from linxling._backend import get_namespace
 from linxling._validation import check_int
+from linxling.datasets.shared import _utf8, shared_data_dir
 from linxling.evaluate._retrieval import (_auto_block_size, _blocked_ranks, _check_embedding_pair, _check_ks,
                                           _check_similarity, _csls_radii, _has_direction, _normalize_rows,
                                           _summarise)
@@ -32,12 +33,17 @@ def read_muse_dictionary(path: str | os.PathLike) -> list[tuple[str, str]]:
     Raises
     ------
     FileNotFoundError
-        If ``path`` does not exist.
+        If ``path`` does not exist (the message names the shared data folder).
     ValueError
-        On a malformed line (the message gives the path and line number).
+        On a malformed line (the message gives the path and line number) or a file that is not
+        UTF-8.
     """
     pairs: list[tuple[str, str]] = []
-    with open(path, encoding="utf-8") as fh:
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"MUSE dictionary not found: {os.fspath(path)} (relative to {os.getcwd()}); "
+                                f"for the shared data use linxling.datasets.shared_data_dir() / 'muse' / ..., "
+                                f"currently {shared_data_dir()} (set LINXLING_SHARED_DATA)")
+    with open(path, encoding="utf-8") as fh, _utf8(path):
         for lineno, line in enumerate(fh, 1):
             fields = line.split()
             if not fields:
@@ -85,6 +91,8 @@ def muse_split(pairs: Iterable[tuple[str, str]], n_train: int = 5000,
 
 
 def _vocab_index(words: Sequence[str], name: str, n_rows: int, vectors_name: str) -> dict[str, int]:
+    if isinstance(words, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of words, not a single string")
     words = list(words)
     if len(words) != n_rows:
         raise ValueError(f"{name} has {len(words)} words but {vectors_name} has {n_rows} rows")
@@ -153,7 +161,9 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     gold: dict[int, set[int]] = {}          # src row -> gold tgt rows, in query order
     all_sources: set[str] = set()
     n_pairs = n_pairs_missing = 0
-    for pair in pairs:
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, (str, bytes)) or len(pair) != 2:
+            raise ValueError(f"pairs[{i}] must be a (source, target) pair, got {pair!r}")
         src, tgt = pair
         all_sources.add(src)
         s, t = src_index.get(src), tgt_index.get(tgt)

@@ -83,10 +83,16 @@ def _check_similarity(similarity: Any) -> str:
 
 # --------------------------------------------------------------------------- blocked kernels
 def _normalize_rows(X: Any, xp) -> Any:
-    """Rows scaled to unit L2 norm; zero rows stay zero (so their cosine with anything is 0)."""
-    norms = xp.linalg.norm(X, axis=1)
-    norms = xp.where(norms > 0, norms, xp.ones_like(norms))
-    return X / norms[:, None]
+    """Rows scaled to unit L2 norm; zero rows stay zero (so their cosine with anything is 0).
+
+    Each row is first divided by its largest absolute entry, so a finite row whose squared norm
+    would overflow (or underflow) in its dtype keeps its direction instead of becoming zero."""
+    scale = xp.max(xp.abs(X), axis=1)
+    scale = xp.where(scale > 0, scale, xp.ones_like(scale))
+    Xn = X / scale[:, None]
+    norms = xp.linalg.norm(Xn, axis=1)
+    Xn /= xp.where(norms > 0, norms, xp.ones_like(norms))[:, None]
+    return Xn
 
 
 def _csls_radii(An: Any, Bn: Any, knn: int, block_size: int, xp, show_progress=None) -> tuple[Any, Any]:

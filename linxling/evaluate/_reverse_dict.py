@@ -15,6 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from linxling._backend import get_namespace
+from linxling._validation import check_int
+from linxling.evaluate._retrieval import _check_embeddings, _check_ks
+
 __all__ = ["reverse_dictionary"]
 
 
@@ -41,17 +45,27 @@ def reverse_dictionary(queries: Any, gold: Sequence[str], candidate_words: Seque
     ks : ints
         Cut-offs of P@k.
 
+    block_size : int, default 1024
+        Query rows scored at a time (``>= 1``).
+
     Returns
     -------
     dict
         ``"p@k"`` for each k, ``"mrr"``, ``"ranks"`` (float array, ``inf`` for a missing gold),
-        ``"n_queries"``, ``"n_gold_missing"``.
+        ``"n_queries"``, ``"n_gold_missing"``. The rank of a query is the number of candidates
+        scoring *at least* as high as its gold word (ties count against the query, unlike
+        :func:`retrieval`); ``p@k = mean(rank <= k)``, ``mrr = mean(1 / rank)``.
+
+    Raises
+    ------
+    ValueError
+        Empty, non-2-D or non-finite arrays, mismatched lengths or dimensions, duplicated
+        candidate words, an unknown ``metric``, ``k < 1`` or ``block_size < 1``.
     """
-    Q = np.asarray(queries, dtype=np.float64)
-    C = np.asarray(candidate_vectors, dtype=np.float64)
-    if Q.ndim != 2:
-        raise ValueError(f"queries must be 2-D (n_queries, d), got shape {Q.shape}")
-    if C.ndim != 2 or C.shape[1] != Q.shape[1]:
+    ns = get_namespace()  # NumPy
+    Q = np.asarray(_check_embeddings(np.asarray(queries), "queries", ns), dtype=np.float64)
+    C = np.asarray(_check_embeddings(np.asarray(candidate_vectors), "candidate_vectors", ns), dtype=np.float64)
+    if C.shape[1] != Q.shape[1]:
         raise ValueError(f"candidate_vectors must have shape (n_candidates, {Q.shape[1]}), got {C.shape}")
     gold = list(gold)
     cands = list(candidate_words)
@@ -61,13 +75,10 @@ def reverse_dictionary(queries: Any, gold: Sequence[str], candidate_words: Seque
         raise ValueError(f"candidate_words has {len(cands)} items but candidate_vectors {C.shape[0]} rows")
     if len(set(cands)) != len(cands):
         raise ValueError("candidate_words contains duplicates")
-    if not np.all(np.isfinite(Q)) or not np.all(np.isfinite(C)):
-        raise ValueError("queries and candidate_vectors must be finite")
     if metric not in ("cosine", "euclidean"):
         raise ValueError(f"metric must be 'cosine' or 'euclidean', got {metric!r}")
-    ks = [int(k) for k in ks]
-    if any(k < 1 for k in ks):
-        raise ValueError(f"ks must be positive, got {ks}")
+    ks = _check_ks(ks)
+    block_size = check_int(block_size, "block_size")
     index = {w: i for i, w in enumerate(cands)}
     gidx = np.array([index.get(g, -1) for g in gold], dtype=np.int64)
     if metric == "cosine":
@@ -85,8 +96,8 @@ def reverse_dictionary(queries: Any, gold: Sequence[str], candidate_words: Seque
         rows = np.flatnonzero(ok)
         gs = S[rows, gi[rows]]
         ranks[s + rows] = (S[rows] >= gs[:, None]).sum(axis=1)
-    out: dict[str, Any] = {f"p@{k}": float(np.mean(ranks <= k)) if len(ranks) else float("nan") for k in ks}
-    out["mrr"] = float(np.mean(1.0 / ranks)) if len(ranks) else float("nan")
+    out: dict[str, Any] = {f"p@{k}": float(np.mean(ranks <= k)) for k in ks}
+    out["mrr"] = float(np.mean(1.0 / ranks))
     out["ranks"] = ranks
     out["n_queries"] = len(gold)
     out["n_gold_missing"] = int((gidx < 0).sum())

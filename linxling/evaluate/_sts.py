@@ -7,7 +7,7 @@ import numpy as np
 import scipy.stats
 
 from linxling._backend import get_namespace, to_numpy
-from linxling.evaluate._retrieval import _check_embeddings
+from linxling.evaluate._retrieval import _check_embeddings, _has_direction, _normalize_rows
 
 __all__ = ["sts", "read_sts"]
 
@@ -39,7 +39,9 @@ def sts(emb1: Any, emb2: Any, gold: Any, centre: bool = False) -> dict:
     dict
         ``pearson``, ``spearman`` (floats, via :mod:`scipy.stats`), ``n`` (pairs) and
         ``n_zero`` (pairs where either embedding is the zero vector; their cosine is taken
-        as 0 and they are included in the correlations).
+        as 0 and they are included in the correlations). When the cosines or the gold scores
+        are all equal (e.g. every pair has a zero embedding) the correlations are undefined:
+        they are NaN, with SciPy's ``ConstantInputWarning``.
 
     Raises
     ------
@@ -52,22 +54,23 @@ def sts(emb1: Any, emb2: Any, gold: Any, centre: bool = False) -> dict:
     B = _check_embeddings(emb2, "emb2", ns)
     if A.shape != B.shape:
         raise ValueError(f"emb1 has shape {A.shape} but emb2 has shape {B.shape}; rows must be paired")
-    g = np.asarray(to_numpy(gold), dtype=np.float64)
+    try:
+        g = np.asarray(to_numpy(gold), dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"gold must hold numbers (the gold similarity scores): {exc}") from None
     if g.ndim != 1 or g.shape[0] != A.shape[0]:
         raise ValueError(f"gold must have shape ({A.shape[0]},), got {g.shape}")
     if not np.all(np.isfinite(g)):
         raise ValueError(f"gold contains {int(np.sum(~np.isfinite(g)))} non-finite value(s)")
     if g.shape[0] < 2:
         raise ValueError(f"sts needs at least 2 pairs, got {g.shape[0]}")
-    na, nb = xp.linalg.norm(A, axis=1), xp.linalg.norm(B, axis=1)
-    zero = (na == 0) | (nb == 0)
-    n_zero = int(to_numpy(xp.sum(zero)))
+    ka, kb = _has_direction(A, xp), _has_direction(B, xp)
+    n_zero = int(to_numpy(xp.sum(~(ka & kb))))
     if centre:
-        A, na = _centred(A, na, xp)
-        B, nb = _centred(B, nb, xp)
-        zero = zero | (na == 0) | (nb == 0)     # a row equal to its side's mean has no direction
-    denom = xp.where(zero, xp.ones_like(na), na * nb)
-    cos = xp.where(zero, 0.0, xp.sum(A * B, axis=1) / denom)
+        A, B = _centred(A, ka, xp), _centred(B, kb, xp)
+    # unit rows (scaled first: no overflow); a zero row, or one equal to its side's mean, stays
+    # zero and gets cosine 0
+    cos = xp.sum(_normalize_rows(A, xp) * _normalize_rows(B, xp), axis=1)
     cos = np.asarray(to_numpy(cos), dtype=np.float64)
     return {"pearson": float(scipy.stats.pearsonr(cos, g)[0]),
             "spearman": float(scipy.stats.spearmanr(cos, g)[0]),
@@ -75,12 +78,10 @@ def sts(emb1: Any, emb2: Any, gold: Any, centre: bool = False) -> dict:
             "n_zero": n_zero}
 
 
-def _centred(X: Any, norms: Any, xp: Any) -> tuple[Any, Any]:
-    """``X`` minus the mean of its non-zero rows (zero rows stay zero: no vector, no cosine)."""
-    keep = norms > 0
+def _centred(X: Any, keep: Any, xp: Any) -> Any:
+    """``X`` minus the mean of its non-zero rows ``keep`` (zero rows stay zero: no vector, no cosine)."""
     n_keep = int(to_numpy(xp.sum(keep)))
     if n_keep == 0:
-        return X, norms
+        return X
     mean = xp.sum(X[keep], axis=0) / n_keep
-    X = xp.where(keep[:, None], X - mean[None, :], 0.0)
-    return X, xp.linalg.norm(X, axis=1)
+    return xp.where(keep[:, None], X - mean[None, :], 0.0)
