@@ -51,7 +51,7 @@ def _require(file: Path, what: str) -> Path:
     if not file.is_file():
         raise FileNotFoundError(
             f"{what} not found: expected the file {file}. Point LINXLING_SHARED_DATA (or the "
-            f"path argument) at the shared data folder that holds sib200/, tatoeba/, sts17/, wikt3l/.")
+            f"path argument) at the shared data folder that holds sib200/, tatoeba/, sts17/, wikt3l/, muse/.")
     return file
 
 
