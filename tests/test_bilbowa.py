@@ -209,6 +209,21 @@ def test_word_vectors_unknown_language():
         m.word_vectors("xx")
 
 
+def test_a_vocabulary_smaller_than_n_components_warns():
+    """60 sentences into 500 dimensions fitted in silence; now as Cr5: the language is named."""
+    import warnings
+
+    from linxling import BilBOWA
+    mono = {"en": ["a b c a b", "c a b"], "fr": ["x y z w v u t s r q"]}
+    with pytest.warns(UserWarning, match=r"monolingual\['en'\] has 3 words seen min_count=1 times, fewer "
+                                         r"than n_components=8") as rec:
+        BilBOWA(n_components=8, n_epochs=1, min_count=1, show_progress=False).fit(mono)
+    assert not any("monolingual['fr']" in str(w.message) for w in rec)      # 10 words: enough
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*fewer than n_components")
+        BilBOWA(n_components=3, n_epochs=1, min_count=1, show_progress=False).fit(mono)
+
+
 def test_transform_is_mean_of_word_vectors_and_unfitted_errors():
     from sklearn.base import clone
     from sklearn.exceptions import NotFittedError

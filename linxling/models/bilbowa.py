@@ -25,6 +25,7 @@ Kernels: :mod:`linxling.kernels.skipgram` (reference :mod:`linxling.kernels.skip
 """
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -33,6 +34,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from linxling._validation import check_texts
+from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
     DEPRECATED,
@@ -269,6 +271,11 @@ class BilBOWA(LinxlingEstimator):
             if not items:
                 raise ValueError(f"monolingual[{lang!r}] has no word seen min_count={self.min_count} times")
             words[lang] = [w for w, _ in items]
+            if len(items) < d:                 # as Cr5 warns of a vocabulary smaller than n_components
+                warnings.warn(f"BilBOWA: monolingual[{lang!r}] has {len(items)} words seen min_count="
+                              f"{self.min_count} times, fewer than n_components={d}: its vectors cannot span "
+                              "their dimensions and are mostly their random initialisation; give more text "
+                              "or lower n_components", UserWarning, stacklevel=find_stack_level())
             counts[lang] = np.array([n for _, n in items], dtype=np.float64)
             index[lang] = {w: i for i, w in enumerate(words[lang])}
             tok_lists[lang] = toks
