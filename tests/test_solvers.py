@@ -315,6 +315,44 @@ def test_eigsh_smallest_and_validation():
         eigsh(A, 3, v0=np.ones(5), method="arpack")
 
 
+
+@pytest.mark.parametrize("method", ["arpack", "lobpcg", "subspace", "dense"])
+@pytest.mark.parametrize("k", [3, 19, 20])
+def test_eigsh_small_problem_and_k_up_to_n(method, k):
+    """n = 20, k up to n: eigenvalues against numpy.linalg.eigh and the subspace by principal
+    angles. LOBPCG used to fail here with 'not enough values to unpack (expected 3, got 2)':
+    SciPy solves a problem with n < 5 block_size densely and then returns no history."""
+    import scipy.linalg as sla
+    A, d = _psd_decaying(20, seed=4)
+    w, V = np.linalg.eigh(A)
+    w, V = w[::-1], V[:, ::-1]
+    kw = {"tol": 1e-10} if method in ("lobpcg", "subspace") else {}
+    res = eigsh(A, k, method=method, random_state=0, show_progress=False, **kw)
+    assert res.converged and res.eigenvectors.shape == (20, k)
+    np.testing.assert_allclose(res.eigenvalues, w[:k], rtol=1e-8, atol=1e-10)
+    if k < 20:   # the top-k subspace is well defined: a gap after the k-th eigenvalue
+        assert sla.subspace_angles(res.eigenvectors, V[:, :k]).max() < 1e-6
+    np.testing.assert_allclose(res.eigenvectors.T @ res.eigenvectors, np.eye(k), atol=1e-8)
+    if method == "lobpcg" and 5 * k > 20:
+        assert res.info.get("dense_fallback")
+
+
+def test_eigsh_bad_operator_v0_and_maxiter_are_errors():
+    A, _ = _psd_decaying(30, seed=4)
+    # was: NaN eigenpairs with converged=True (dense)
+    with pytest.raises(ValueError, match="A has NaN or infinite"):
+        eigsh(np.full((30, 30), np.nan), 2)
+    # was: ignored in silence (subspace), or SciPy's 'array must not contain infs or NaNs'
+    for method in ("arpack", "lobpcg", "subspace"):
+        with pytest.raises(ValueError, match="v0 must hold finite"):
+            eigsh(A, 2, method=method, v0=np.full(30, np.nan))
+    # was: maxiter=0 or -1 -> zero eigenpairs of the k asked for (subspace), ARPACK's own message
+    for method in ("arpack", "lobpcg", "subspace"):
+        for bad in (0, -1):
+            with pytest.raises(ValueError, match="maxiter must be > 0"):
+                eigsh(A, 2, method=method, maxiter=bad)
+
+
 def test_eigsh_float32_and_reproducible():
     A, d = _psd_decaying(120, seed=2)
     A32 = A.astype(np.float32)
