@@ -95,6 +95,32 @@ def test_aslinearoperator_wires_matmat(rng):
     np.testing.assert_allclose(back.to_dense(), A)
 
 
+
+def test_operator_input_checks_and_reflected_subtraction(rng):
+    A = rng.standard_normal((4, 3))
+    op = MatrixOperator(A)
+    # was: complex input applied in silence (complex output from a "float64" operator)
+    with pytest.raises(TypeError, match="real numbers"):
+        op.matvec(np.ones(3) + 1j)
+    with pytest.raises(TypeError, match="real numbers"):
+        Gram(_sprand(10, 3), 0.5) @ (np.ones((3, 2)) + 1j)
+    with pytest.raises(TypeError, match="A must hold real numbers"):
+        MatrixOperator(np.eye(3) * 1j)
+    # was: IdentityOperator(-1) had shape (-1, -1)
+    with pytest.raises(ValueError, match="non-negative"):
+        IdentityOperator(-1)
+    # was: numpy's "operand 'MatrixOperator' does not support ufuncs"
+    with pytest.raises(ValueError, match="3-D"):
+        op @ np.ones((3, 1, 1))
+    # was: TypeError for ndarray - op (ndarray + op worked)
+    B = rng.standard_normal((4, 3))
+    for left in (B, sp.csr_matrix(B)):
+        diff = left - op
+        assert isinstance(diff, LinearOperator)
+        np.testing.assert_allclose(diff.to_dense(), B - A)
+        np.testing.assert_allclose(diff.T.to_dense(), (B - A).T)
+
+
 def test_dottest_detects_wrong_adjoint(rng):
     A = rng.standard_normal((7, 5))
     res = dottest(_WrongAdjoint(A), rng=0)
