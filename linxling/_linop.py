@@ -65,6 +65,8 @@ class LinearOperator:
         if len(shape) != 2:
             raise ValueError(f"shape must be (n_rows, n_cols), got {shape!r}")
         self.shape = (int(shape[0]), int(shape[1]))
+        if min(self.shape) < 0:
+            raise ValueError(f"shape must be non-negative, got {tuple(shape)!r}")
         self.dtype = np.dtype(dtype)
         self.symmetric = bool(symmetric)
         if self.symmetric and self.shape[0] != self.shape[1]:
@@ -87,6 +89,8 @@ class LinearOperator:
             X = X.toarray()
         xp = get_namespace(X).xp
         X = xp.asarray(X)
+        if X.dtype.kind not in "fiub":
+            raise TypeError(f"{what} takes real numbers (operators are real), got dtype {X.dtype}")
         if X.ndim != 2:
             raise ValueError(f"{what} expects a 2-D block (n, m), got {X.ndim}-D with shape {X.shape}")
         if X.shape[0] != n:
@@ -177,7 +181,8 @@ class LinearOperator:
             return self.matvec(arr)
         if arr.ndim == 2:
             return self.matmat(arr)
-        return NotImplemented
+        raise ValueError(f"{type(self).__name__} @ x takes a vector or a 2-D block, got {arr.ndim}-D "
+                         f"with shape {arr.shape}")
 
     def __rmatmul__(self, other):
         if isinstance(other, spla.LinearOperator) or sp.issparse(other):
@@ -188,7 +193,8 @@ class LinearOperator:
             return self.rmatvec(arr)
         if arr.ndim == 2:
             return self.rmatmat(arr.T).T
-        return NotImplemented
+        raise ValueError(f"x @ {type(self).__name__} takes a vector or a 2-D block, got {arr.ndim}-D "
+                         f"with shape {arr.shape}")
 
     def dot(self, other):
         """Same as ``self @ other``."""
@@ -209,6 +215,11 @@ class LinearOperator:
         if isinstance(other, (LinearOperator, spla.LinearOperator)) or sp.issparse(other) \
                 or (isinstance(other, np.ndarray) and other.ndim == 2):
             return _SumOperator(self, _ScaledOperator(as_operator(other), -1.0))
+        return NotImplemented
+
+    def __rsub__(self, other):
+        if isinstance(other, (spla.LinearOperator, np.ndarray)) or sp.issparse(other):
+            return _SumOperator(as_operator(other), _ScaledOperator(self, -1.0))
         return NotImplemented
 
     def __mul__(self, other):
@@ -336,6 +347,8 @@ class MatrixOperator(LinearOperator):
             A = get_namespace(A).xp.asarray(A)
             if A.ndim != 2:
                 raise ValueError(f"A must be 2-D, got shape {A.shape}")
+        if A.dtype.kind not in "fiub":
+            raise TypeError(f"A must hold real numbers (operators are real), got dtype {A.dtype}")
         dtype = A.dtype if A.dtype.kind == "f" else np.float64
         super().__init__(A.shape, dtype, symmetric=symmetric)
         self.A = A

@@ -95,6 +95,32 @@ def test_aslinearoperator_wires_matmat(rng):
     np.testing.assert_allclose(back.to_dense(), A)
 
 
+
+def test_operator_input_checks_and_reflected_subtraction(rng):
+    A = rng.standard_normal((4, 3))
+    op = MatrixOperator(A)
+    # was: complex input applied in silence (complex output from a "float64" operator)
+    with pytest.raises(TypeError, match="real numbers"):
+        op.matvec(np.ones(3) + 1j)
+    with pytest.raises(TypeError, match="real numbers"):
+        Gram(_sprand(10, 3), 0.5) @ (np.ones((3, 2)) + 1j)
+    with pytest.raises(TypeError, match="A must hold real numbers"):
+        MatrixOperator(np.eye(3) * 1j)
+    # was: IdentityOperator(-1) had shape (-1, -1)
+    with pytest.raises(ValueError, match="non-negative"):
+        IdentityOperator(-1)
+    # was: numpy's "operand 'MatrixOperator' does not support ufuncs"
+    with pytest.raises(ValueError, match="3-D"):
+        op @ np.ones((3, 1, 1))
+    # was: TypeError for ndarray - op (ndarray + op worked)
+    B = rng.standard_normal((4, 3))
+    for left in (B, sp.csr_matrix(B)):
+        diff = left - op
+        assert isinstance(diff, LinearOperator)
+        np.testing.assert_allclose(diff.to_dense(), B - A)
+        np.testing.assert_allclose(diff.T.to_dense(), (B - A).T)
+
+
 def test_dottest_detects_wrong_adjoint(rng):
     A = rng.standard_normal((7, 5))
     res = dottest(_WrongAdjoint(A), rng=0)
@@ -408,6 +434,30 @@ def test_gram_block_inverse_float32_cg_tolerance_is_clamped():
         warnings.simplefilter("error", ConvergenceWarning)
         out = inv.matmat(np.ones((15, 2), dtype=np.float32))
     assert out.dtype == np.float32 and not inv.nonconverged_
+
+
+
+@pytest.mark.parametrize("krylov", ["columns", "block"])
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("data, rhs", [(np.float32, np.float64), (np.float64, np.float32),
+                                       (np.float64, np.int64)])
+def test_gram_block_inverse_cg_takes_a_right_hand_side_of_another_dtype(data, rhs, fused, krylov):
+    # was: float32 data with a float64 R (e.g. a WoodburyInverse of float32 blocks applied to a
+    # float64 vector) -> 'tiled_rows_matmat: out, data and V must share one dtype'
+    X = _sprand(60, 15, density=0.2, seed=5, dtype=data)
+    inv = GramBlockInverse(X, 0.3, method="cg", cg_rtol=1e-8, fused_cg=fused, cg_krylov=krylov)
+    D = X.toarray().astype(np.float64)
+    G = D.T @ D + 0.3 * np.eye(15)
+    R = np.arange(30).reshape(15, 2).astype(rhs)
+    for b in (R, R[:, 0]):
+        out = inv @ b
+        assert out.dtype == np.result_type(data, rhs if rhs != np.int64 else np.float64)
+        ref = np.linalg.solve(G, b.astype(np.float64))
+        tol = 1e-4 if data == np.float32 else 1e-6
+        np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    assert not inv.nonconverged_
+    with pytest.raises(ValueError, match="cg_maxiter"):
+        GramBlockInverse(X, 0.3, method="cg", cg_maxiter=-1)
 
 
 # ---------------------------------------------------------------------- dask

@@ -84,6 +84,102 @@ def test_cg_float32(rng):
     np.testing.assert_allclose(res.x, np.linalg.solve(A.astype(np.float64), b), rtol=1e-3, atol=1e-4)
 
 
+
+def _solvers_on(A):
+    """Every CG entry point as ``f(B, **kw)`` on a 2-D block (``cg`` on its first column)."""
+    from linxling.solvers.cg import jacobi_block_cg, krylov_block_cg
+    op, d = MatrixOperator(A, symmetric=True), np.diag(A).copy()
+    return {"cg": lambda B, **kw: cg(A, B[:, 0], **kw),
+            "block_cg": lambda B, **kw: block_cg(A, B, **kw),
+            "jacobi_block_cg": lambda B, **kw: jacobi_block_cg(op, B, d, **kw),
+            "krylov_block_cg": lambda B, **kw: krylov_block_cg(op, B, d, **kw)}
+
+
+@pytest.mark.parametrize("solver", ["cg", "block_cg", "jacobi_block_cg", "krylov_block_cg"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_cg_non_finite_right_hand_side_is_an_error(solver, bad, rng):
+    # was: NaN -> a 'breakdown (A is not SPD)' warning and NaN/zero x; inf -> converged=True at
+    # once with x = 0 (||r|| = inf <= rtol * inf)
+    A, _ = _spd(20)
+    B = rng.standard_normal((20, 2))
+    B[3, 0] = bad
+    with pytest.raises(ValueError, match=r"\b[bB]\b contains NaN or infinite"):
+        _solvers_on(A)[solver](B)
+
+
+@pytest.mark.parametrize("solver", ["cg", "block_cg", "jacobi_block_cg", "krylov_block_cg"])
+def test_cg_stopping_arguments_are_checked(solver, rng):
+    # was: rtol=-1 / maxiter=-3 accepted in silence (block_cg then reported n_iter=-3), rtol=nan
+    # a ZeroDivisionError
+    A, _ = _spd(20)
+    B = rng.standard_normal((20, 2))
+    f = _solvers_on(A)[solver]
+    for kw, name in [({"rtol": -1.0}, "rtol"), ({"rtol": np.nan}, "rtol"), ({"atol": -1e-3}, "atol"),
+                     ({"maxiter": -3}, "maxiter")]:
+        with pytest.raises(ValueError, match=name):
+            f(B, **kw)
+    with pytest.raises(TypeError, match="maxiter"):
+        f(B, maxiter=2.5)
+    with pytest.warns(ConvergenceWarning):          # maxiter=0 is allowed: no iteration
+        res = f(B, maxiter=0)
+    assert res.n_iter == 0 and not np.any(res.converged)
+
+
+@pytest.mark.parametrize("solver", ["cg", "block_cg", "jacobi_block_cg", "krylov_block_cg"])
+def test_cg_start_of_the_wrong_shape_is_named(solver, rng):
+    # was: numpy's 'cannot reshape array of size 21 into shape (20,)' (and an (m, n) start was
+    # reshaped into (n, m) in silence)
+    A, _ = _spd(20)
+    B = rng.standard_normal((20, 2))
+    name = "x0" if solver == "cg" else "X0"
+    kw = "x0" if solver == "cg" else "X0"
+    with pytest.raises(ValueError, match=f"{name} must have shape"):
+        _solvers_on(A)[solver](B, **{kw: np.ones(21)})
+    if solver != "cg":
+        with pytest.raises(ValueError, match="X0 must have shape"):
+            _solvers_on(A)[solver](B, X0=np.ones((2, 20)))
+        with pytest.raises(ValueError, match="X0 contains NaN"):
+            _solvers_on(A)[solver](B, X0=np.full((20, 2), np.nan))
+
+
+def test_cg_complex_right_hand_side_is_refused(rng):
+    # was: NumPy's ComplexWarning and a solution for the real part only, reported as converged
+    A, _ = _spd(10)
+    b = rng.standard_normal(10) + 1j
+    with pytest.raises(TypeError, match="b must hold real numbers"):
+        cg(A, b)
+    with pytest.raises(TypeError, match="B must hold real numbers"):
+        block_cg(A, b[:, None])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cg_meets_its_relative_residual_and_edge_right_hand_sides(dtype, rng):
+    """The documented stop, ||b - A x|| <= rtol ||b||, on the true residual; zero and already
+    solved right-hand sides; a 1-D and a one-column 2-D b agree."""
+    A, _ = _spd(60, cond=1e3, dtype=dtype)
+    A64 = A.astype(np.float64)
+    B = rng.standard_normal((60, 3)).astype(dtype)
+    B[:, 1] = 0.0
+    rtol = 1e-4 if dtype == np.float32 else 1e-8
+    for name, f in _solvers_on(A).items():
+        res = f(B, rtol=rtol)
+        X = np.asarray(res.x, dtype=np.float64).reshape(60, -1)
+        Bs = B[:, :X.shape[1]].astype(np.float64)
+        assert np.all(res.converged), name
+        assert res.x.dtype == dtype, name
+        bn = np.linalg.norm(Bs, axis=0)
+        rel = np.linalg.norm(Bs - A64 @ X, axis=0)
+        assert np.all(rel <= 1.5 * rtol * np.where(bn > 0, bn, 1.0)), (name, rel / bn)
+        if X.shape[1] > 1:
+            assert np.all(X[:, 1] == 0.0), name          # zero b: exactly zero, not NaN
+    x_exact = np.linalg.solve(A64, B[:, 0].astype(np.float64)).astype(dtype)
+    res = cg(A, B[:, 0], x0=x_exact, rtol=rtol)
+    assert res.converged and res.n_iter <= 1
+    r1, r2 = cg(A, B[:, 0], rtol=rtol), cg(A, B[:, :1], rtol=rtol)
+    assert r1.x.shape == (60,) and r2.x.shape == (60, 1)
+    np.testing.assert_allclose(r2.x[:, 0], r1.x, rtol=1e-2 if dtype == np.float32 else 1e-10, atol=1e-6)
+
+
 # ---------------------------------------------------------------------- block_cg
 def test_block_cg_matches_solve_and_uses_one_matmat_per_iteration(rng):
     A, _ = _spd(50, cond=1e3)
@@ -217,6 +313,44 @@ def test_eigsh_smallest_and_validation():
         eigsh(A, 3, method="qr")
     with pytest.raises(ValueError, match="v0"):
         eigsh(A, 3, v0=np.ones(5), method="arpack")
+
+
+
+@pytest.mark.parametrize("method", ["arpack", "lobpcg", "subspace", "dense"])
+@pytest.mark.parametrize("k", [3, 19, 20])
+def test_eigsh_small_problem_and_k_up_to_n(method, k):
+    """n = 20, k up to n: eigenvalues against numpy.linalg.eigh and the subspace by principal
+    angles. LOBPCG used to fail here with 'not enough values to unpack (expected 3, got 2)':
+    SciPy solves a problem with n < 5 block_size densely and then returns no history."""
+    import scipy.linalg as sla
+    A, d = _psd_decaying(20, seed=4)
+    w, V = np.linalg.eigh(A)
+    w, V = w[::-1], V[:, ::-1]
+    kw = {"tol": 1e-10} if method in ("lobpcg", "subspace") else {}
+    res = eigsh(A, k, method=method, random_state=0, show_progress=False, **kw)
+    assert res.converged and res.eigenvectors.shape == (20, k)
+    np.testing.assert_allclose(res.eigenvalues, w[:k], rtol=1e-8, atol=1e-10)
+    if k < 20:   # the top-k subspace is well defined: a gap after the k-th eigenvalue
+        assert sla.subspace_angles(res.eigenvectors, V[:, :k]).max() < 1e-6
+    np.testing.assert_allclose(res.eigenvectors.T @ res.eigenvectors, np.eye(k), atol=1e-8)
+    if method == "lobpcg" and 5 * k > 20:
+        assert res.info.get("dense_fallback")
+
+
+def test_eigsh_bad_operator_v0_and_maxiter_are_errors():
+    A, _ = _psd_decaying(30, seed=4)
+    # was: NaN eigenpairs with converged=True (dense)
+    with pytest.raises(ValueError, match="A has NaN or infinite"):
+        eigsh(np.full((30, 30), np.nan), 2)
+    # was: ignored in silence (subspace), or SciPy's 'array must not contain infs or NaNs'
+    for method in ("arpack", "lobpcg", "subspace"):
+        with pytest.raises(ValueError, match="v0 must hold finite"):
+            eigsh(A, 2, method=method, v0=np.full(30, np.nan))
+    # was: maxiter=0 or -1 -> zero eigenpairs of the k asked for (subspace), ARPACK's own message
+    for method in ("arpack", "lobpcg", "subspace"):
+        for bad in (0, -1):
+            with pytest.raises(ValueError, match="maxiter must be > 0"):
+                eigsh(A, 2, method=method, maxiter=bad)
 
 
 def test_eigsh_float32_and_reproducible():

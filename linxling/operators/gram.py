@@ -385,7 +385,8 @@ class GramBlockInverse(LinearOperator):
         # a float32 solve cannot reach 1e-10; judge it at its own precision instead of
         # iterating to maxiter and warning on every application
         self.cg_rtol_effective_ = max(self.cg_rtol, 50 * float(np.finfo(X.dtype).eps))
-        self.cg_maxiter = cg_maxiter
+        self.cg_maxiter = (None if cg_maxiter is None
+                           else int(check_positive(cg_maxiter, "cg_maxiter", strict=False, integer=True)))
         self.dense_max = int(dense_max)
         self.memory_budget = int(memory_budget)
         self.cholmod_max_density = float(cholmod_max_density)
@@ -642,10 +643,12 @@ class GramBlockInverse(LinearOperator):
             if x0 is not None:
                 X0 = xp.asarray(x0)
                 X0 = X0[:, None] if X0.ndim == 1 else X0
-            Rw = R2
-            if self.mixed_precision_:
-                Rw = R2.astype(np.float32)
-                X0 = None if X0 is None else X0.astype(np.float32)
+            # the CG runs in the dtype of the Gram it applies (float32 with mixed_precision_ or
+            # float32 data), whatever R's: the fused products need one dtype throughout
+            cg_dtype = self._gram_cg.dtype
+            Rw = R2 if R2.dtype == cg_dtype else R2.astype(cg_dtype)
+            if X0 is not None and X0.dtype != cg_dtype:
+                X0 = X0.astype(cg_dtype)
             tol = self.cg_rtol_effective_ if rtol is None else rtol
             local = None
             if self.source is not None and isinstance(Rw, np.ndarray) and self.fused_cg:

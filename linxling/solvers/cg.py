@@ -9,6 +9,7 @@ import numpy as np
 
 from linxling._backend import get_namespace
 from linxling._linop import LinearOperator, as_operator
+from linxling._validation import check_positive
 from linxling._warnings import find_stack_level
 from linxling.solvers._results import ConvergenceWarning, SolveResult
 
@@ -37,6 +38,45 @@ def _preconditioner(M: Any, n: int, block: bool) -> Callable | None:
 def _work_dtype(op: LinearOperator, b) -> np.dtype:
     dt = np.result_type(op.dtype, b.dtype)
     return dt if dt.kind == "f" else np.dtype(np.float64)
+
+
+def _check_stopping(rtol: Any, atol: Any, maxiter: Any, n: int) -> int:
+    """``rtol``, ``atol`` finite and >= 0, ``maxiter`` None or an integer >= 0; returns the
+    iteration limit (default ``10 n``)."""
+    check_positive(rtol, "rtol", strict=False)
+    check_positive(atol, "atol", strict=False)
+    if maxiter is None:
+        return 10 * n
+    return int(check_positive(maxiter, "maxiter", strict=False, integer=True))
+
+
+def _check_rhs(B: Any, name: str) -> None:
+    """Real numbers only (a complex right-hand side would lose its imaginary part in silence)."""
+    if B.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must hold real numbers, got dtype {B.dtype}")
+
+
+def _check_finite_norms(norms: Any, B: Any, name: str, xp: Any) -> None:
+    """Raise when ``B`` (whose column norms are ``norms``) holds NaN or inf: the iteration would
+    return NaN or, for inf, stop at once as 'converged' (``||r|| <= rtol * inf``). The norms are
+    computed anyway, so finite data costs nothing more."""
+    if bool(xp.all(xp.isfinite(norms))):
+        return
+    if not bool(xp.all(xp.isfinite(B))):
+        raise ValueError(f"{name} contains NaN or infinite values")
+
+
+def _check_start(X0: Any, shape: tuple, name: str, dt: Any, xp: Any):
+    """The starting guess as a fresh array of ``shape`` (a 1-D guess for a one-column block is
+    accepted), or a ValueError naming ``name``."""
+    X = xp.array(X0, dtype=dt, copy=True)
+    if X.shape != shape and X.size == int(np.prod(shape)) and (X.ndim == 1 or len(shape) == 1):
+        X = X.reshape(shape)
+    if X.shape != shape:
+        raise ValueError(f"{name} must have shape {shape} (that of the right-hand side), got {X.shape}")
+    if not bool(xp.all(xp.isfinite(X))):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return X
 
 
 def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
@@ -75,17 +115,19 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
     n = op.shape[0]
     if b.shape != (n,):
         raise ValueError(f"b must have shape ({n},) to match A {op.shape}, got {b.shape}")
+    _check_rhs(b, "b")
+    maxiter = _check_stopping(rtol, atol, maxiter, n)
     dt = _work_dtype(op, b)
     b = b.astype(dt, copy=False)
-    maxiter = 10 * n if maxiter is None else int(maxiter)
     prec = _preconditioner(M, n, block=False)
     if x0 is None:
         x = xp.zeros(n, dtype=dt)
         r = b.copy()
     else:
-        x = xp.array(x0, dtype=dt).reshape(n)
+        x = _check_start(x0, (n,), "x0", dt, xp)
         r = b - op.matvec(x)
     bnorm = float(xp.linalg.norm(b))
+    _check_finite_norms(xp.asarray(bnorm), b, "b", xp)
     thresh = max(rtol * bnorm, atol)
     res = [float(xp.linalg.norm(r))]
     converged = res[0] <= thresh
@@ -186,18 +228,20 @@ def block_cg(A: Any, B: Any, X0: Any = None, *, rtol: float = 1e-5, atol: float 
     if B.ndim != 2 or B.shape[0] != n:
         raise ValueError(f"B must have shape ({n}, m) to match A {op.shape}, got {B.shape}")
     m = B.shape[1]
+    _check_rhs(B, "B")
+    maxiter = _check_stopping(rtol, atol, maxiter, n)
     dt = _work_dtype(op, B)
     B = B.astype(dt, copy=False)
-    maxiter = 10 * n if maxiter is None else int(maxiter)
     prec = _preconditioner(M, n, block=True)
     start_count = op.n_matvec_equiv
     if X0 is None:
         X = xp.zeros((n, m), dtype=dt)
         R = B.copy()
     else:
-        X = xp.array(X0, dtype=dt, copy=True).reshape(n, m)
+        X = _check_start(X0, (n, m), "X0", dt, xp)
         R = B - op.matmat(X)
     bnorm = xp.linalg.norm(B, axis=0)
+    _check_finite_norms(bnorm, B, "B", xp)
     thresh = xp.maximum(rtol * bnorm, atol)
     rn = xp.linalg.norm(R, axis=0)
     hist = [rn.copy()]
@@ -331,10 +375,11 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     if d.shape != (n,):
         raise ValueError(f"d must have shape ({n},), got {d.shape}")
     m = B.shape[1]
+    _check_rhs(B, "B")
     dt = _work_dtype(op, B)
     if dt not in (np.float32, np.float64):
         return block_cg(op, B, X0, rtol=rtol, atol=atol, maxiter=maxiter, M=lambda R: R / d[:, None])
-    maxiter = 10 * n if maxiter is None else int(maxiter)
+    maxiter = _check_stopping(rtol, atol, maxiter, n)
     dinv = (1.0 / d.astype(np.float64)).astype(dt)
     B = np.ascontiguousarray(B, dtype=dt)
     start_count = op.n_matvec_equiv
@@ -346,7 +391,7 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         X = np.zeros((n, m), dtype=dt)
         R = B.copy()
     else:
-        X = np.array(X0, dtype=dt, copy=True).reshape(n, m)
+        X = _check_start(X0, (n, m), "X0", dt, np)
         R = np.ascontiguousarray(B - op.matmat(X), dtype=dt)
 
     def dots(A, B):                                 # column dots in float64, no float64 copies
@@ -354,6 +399,7 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         return part_a[:, :A.shape[1]].sum(axis=0)
 
     bnorm = np.sqrt(dots(B, B))
+    _check_finite_norms(bnorm, B, "B", np)
     thresh = np.maximum(rtol * bnorm, atol)
     rn = np.sqrt(dots(R, R))
     hist = [rn.astype(dt)]
@@ -513,10 +559,11 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     if not bool(np.all(d > 0)):
         raise ValueError("d must be positive (the diagonal of an SPD preconditioner)")
     m = B.shape[1]
+    _check_rhs(B, "B")
     dt = _work_dtype(op, B)
     if dt not in (np.float32, np.float64):
         raise TypeError(f"krylov_block_cg works in float32 or float64, got {dt}")
-    maxiter = 10 * n if maxiter is None else int(maxiter)
+    maxiter = _check_stopping(rtol, atol, maxiter, n)
     dinv = (1.0 / d.astype(np.float64)).astype(dt)[:, None]
     B = np.ascontiguousarray(B, dtype=dt)
     start_count = op.n_matvec_equiv
@@ -530,9 +577,10 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         X = np.zeros((n, m), dtype=dt)
         R = B.copy()
     else:
-        X = np.array(X0, dtype=dt, copy=True).reshape(n, m)
+        X = _check_start(X0, (n, m), "X0", dt, np)
         R = np.ascontiguousarray(B - op.matmat(X), dtype=dt)
     bnorm = norms(B)
+    _check_finite_norms(bnorm, B, "B", np)
     thresh = np.maximum(rtol * bnorm, atol)
     rn = norms(R)
     hist = [rn.astype(dt)]

@@ -163,6 +163,8 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
     if expand not in ("wanted", "block"):
         raise ValueError(f"expand must be 'wanted' or 'block', got {expand!r}")
     check_positive(tol, "tol", strict=False)
+    if maxiter is not None:
+        maxiter = int(check_positive(maxiter, "maxiter", integer=True))
     rng = check_random_state(random_state)
     requested = method
     method = resolve_method(method, n, k, which)
@@ -178,6 +180,8 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
         elif v0.shape != (n,):
             raise ValueError(f"v0 must have shape ({n},) (or ({n}, b), a starting block, for the "
                              f"block methods), got {v0.shape}")
+        if v0.dtype.kind not in "fiub" or not bool(np.all(np.isfinite(v0))):
+            raise ValueError("v0 must hold finite real numbers")
     start = op.n_matvec_equiv
     if method == "dense":
         res = _eig_dense(op, k, which)
@@ -201,6 +205,8 @@ def eigsh(A: Any, k: int, *, tol: float = 0.0, maxiter: int | None = None, v0: A
 # ---------------------------------------------------------------------- backends
 def _eig_dense(op: LinearOperator, k: int, which: str) -> EigResult:
     D = np.asarray(op.to_dense(), dtype=np.float64)
+    if not bool(np.all(np.isfinite(D))):
+        raise ValueError("A has NaN or infinite entries (applied to the identity)")
     D = (D + D.T) / 2
     w, V = np.linalg.eigh(D)
     o = _order(w, which)[:k]
@@ -247,9 +253,13 @@ def _eig_lobpcg(op, k, tol, maxiter, v0, which, rng, block_size) -> EigResult:
     info: dict = {"method": "lobpcg", "tol": tol, "block_size": bs}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        w, V, hist = spla.lobpcg(op.aslinearoperator(), X0, tol=tol if tol > 0 else None,
-                                 maxiter=maxiter, largest=(which != "SA"),
-                                 retResidualNormsHistory=True)
+        out = spla.lobpcg(op.aslinearoperator(), X0, tol=tol if tol > 0 else None,
+                          maxiter=maxiter, largest=(which != "SA"),
+                          retResidualNormsHistory=True)
+    # SciPy returns (w, V) without the history when it solves a problem that is small next to
+    # the block (n < 5 block_size) with a dense eigensolver instead
+    w, V = out[0], out[1]
+    hist = out[2] if len(out) > 2 else None
     for c in caught:
         msg = str(c.message)
         if "not reaching the requested tolerance" in msg or "did not converge" in msg.lower():
