@@ -125,6 +125,22 @@ def test_cg_stopping_arguments_are_checked(solver, rng):
     assert res.n_iter == 0 and not np.any(res.converged)
 
 
+@pytest.mark.parametrize("solver", ["jacobi_block_cg", "krylov_block_cg"])
+def test_jacobi_solvers_check_d_and_name_themselves_when_unconverged(solver, rng):
+    """jacobi_block_cg took d <= 0 (krylov_block_cg refused it) and both warned as 'block_cg:'."""
+    from linxling.solvers.cg import jacobi_block_cg, krylov_block_cg
+    fn = {"jacobi_block_cg": jacobi_block_cg, "krylov_block_cg": krylov_block_cg}[solver]
+    A, _ = _spd(20)
+    op, d = MatrixOperator(A, symmetric=True), np.diag(A).copy()
+    B = rng.standard_normal((20, 2))
+    bad = d.copy()
+    bad[4] = 0.0
+    with pytest.raises(ValueError, match="d must be positive"):
+        fn(op, B, bad)
+    with pytest.warns(ConvergenceWarning, match=rf"^{solver}: 2 of 2 column"):
+        fn(op, B, d, maxiter=1, rtol=1e-12)
+
+
 @pytest.mark.parametrize("solver", ["cg", "block_cg", "jacobi_block_cg", "krylov_block_cg"])
 def test_cg_start_of_the_wrong_shape_is_named(solver, rng):
     # was: numpy's 'cannot reshape array of size 21 into shape (20,)' (and an (m, n) start was

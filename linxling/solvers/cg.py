@@ -171,15 +171,15 @@ def _coldot(A, B, xp):
     return xp.einsum("ij,ij->j", A, B)
 
 
-def _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, xp) -> None:
-    """The ConvergenceWarning of the block solvers (stacklevel: the solver's caller)."""
+def _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, xp, name: str = "block_cg") -> None:
+    """The ConvergenceWarning of the block solvers, named ``name`` (stacklevel: the solver's caller)."""
     if bool(converged.all()):
         return
     k = int((~converged).sum())
     bad_cols = xp.flatnonzero(~converged)
     rel = rn[bad_cols] / xp.where(bnorm[bad_cols] > 0, bnorm[bad_cols], 1)
     why = ("breakdown (p^T A p <= 0) in some columns; " if bool(breakdown.any()) else "")
-    warnings.warn(f"block_cg: {k} of {converged.shape[0]} column(s) did not converge ({why}maxiter={maxiter}); "
+    warnings.warn(f"{name}: {k} of {converged.shape[0]} column(s) did not converge ({why}maxiter={maxiter}); "
                   f"largest relative residual {float(rel.max()):.3e} (rtol={rtol})",
                   ConvergenceWarning, stacklevel=find_stack_level())
 
@@ -374,6 +374,8 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         raise ValueError(f"B must have shape ({n}, m) to match A {op.shape}, got {B.shape}")
     if d.shape != (n,):
         raise ValueError(f"d must have shape ({n},), got {d.shape}")
+    if not bool(np.all(d > 0)):                    # as krylov_block_cg (a zero d divided by zero)
+        raise ValueError("d must be positive (the diagonal of an SPD preconditioner)")
     m = B.shape[1]
     _check_rhs(B, "B")
     dt = _work_dtype(op, B)
@@ -464,7 +466,7 @@ def jacobi_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         it = maxiter
     info = {"threshold": thresh, "breakdown": breakdown, "b_norm": bnorm,
             "n_matvec": int(op.n_matvec_equiv - start_count), "fused": gram is not None}
-    _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, np)
+    _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, np, "jacobi_block_cg")
     return SolveResult(X, converged, it, np.asarray(hist), info)
 
 
@@ -667,5 +669,5 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         X[:, cols] = Xa
     info = {"threshold": thresh, "breakdown": breakdown, "b_norm": bnorm, "rank": ranks, "width": widths,
             "n_matvec": int(op.n_matvec_equiv - start_count), "fused": gram is not None, "krylov": "block"}
-    _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, np)
+    _warn_unconverged(converged, breakdown, rn, bnorm, maxiter, rtol, np, "krylov_block_cg")
     return SolveResult(X, converged, it, np.asarray(hist), info)
