@@ -279,6 +279,19 @@ def test_gram_nnz_estimate_exact_and_bound():
     assert not exact_b and nnz_b >= nnz
 
 
+def test_gram_block_inverse_size_arguments_are_checked():
+    """A negative dense_max, memory_budget or cholmod_max_density only steered the choice of
+    method; now each is named (0 stays allowed: never dense, no memory, no CHOLMOD)."""
+    X = _sprand(40, 12, density=0.2, seed=3)
+    for kw in ({"dense_max": -1}, {"memory_budget": -5}, {"cholmod_max_density": -0.1}, {"fill_factor": 0}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            GramBlockInverse(X, 0.1, **kw)
+    assert GramBlockInverse(X, 0.1, dense_max=0, cholmod_max_density=0).method_ == "cg"
+    from linxling.operators.woodbury import woodbury_from_blocks
+    with pytest.raises(ValueError, match="blocks is empty"):      # was numpy's 'need at least one array'
+        woodbury_from_blocks([], 0.1)
+
+
 def test_gram_block_inverse_cg_solve_warm_start_and_failures():
     X = _sprand(80, 30, density=0.15, seed=8)
     inv = GramBlockInverse(X, 0.1, method="cg", cg_rtol=1e-12)

@@ -387,10 +387,10 @@ class GramBlockInverse(LinearOperator):
         self.cg_rtol_effective_ = max(self.cg_rtol, 50 * float(np.finfo(X.dtype).eps))
         self.cg_maxiter = (None if cg_maxiter is None
                            else int(check_positive(cg_maxiter, "cg_maxiter", strict=False, integer=True)))
-        self.dense_max = int(dense_max)
-        self.memory_budget = int(memory_budget)
-        self.cholmod_max_density = float(cholmod_max_density)
-        self.fill_factor = float(fill_factor)
+        self.dense_max = int(check_positive(dense_max, "dense_max", strict=False, integer=True))
+        self.memory_budget = int(check_positive(memory_budget, "memory_budget", strict=False))
+        self.cholmod_max_density = float(check_positive(cholmod_max_density, "cholmod_max_density", strict=False))
+        self.fill_factor = float(check_positive(fill_factor, "fill_factor"))
         self.expected_rhs = None if expected_rhs is None else int(check_positive(expected_rhs, "expected_rhs",
                                                                                   integer=True))
         self.fused_cg = bool(fused_cg)

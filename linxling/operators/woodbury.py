@@ -142,6 +142,8 @@ def woodbury_from_blocks(blocks: Sequence[Any], alpha: float, *, methods: Sequen
         Of shape (sum p_l, sum p_l).
     """
     blocks = list(blocks)
+    if not blocks:
+        raise ValueError("blocks is empty: give one matrix per language")
     if methods is None:
         methods = [inverse_kwargs.pop("method", "auto")] * len(blocks)
     elif len(methods) != len(blocks):
