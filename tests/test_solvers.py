@@ -107,6 +107,16 @@ def test_cg_non_finite_right_hand_side_is_an_error(solver, bad, rng):
         _solvers_on(A)[solver](B)
 
 
+@pytest.mark.parametrize("solver", ["cg", "block_cg"])
+def test_cg_right_hand_side_whose_norm_overflows_is_an_error(solver, rng):
+    # was: float32 entries of 1e20 (finite) gave a norm of inf, so converged=True at once with x = 0
+    # (the Jacobi solvers take their norms in float64: no overflow there)
+    A, _ = _spd(20, dtype=np.float32)
+    B = (rng.standard_normal((20, 2)) * 1e20).astype(np.float32)
+    with pytest.raises(ValueError, match=r"\b[bB]\b is too large for float32: its norm overflows"):
+        _solvers_on(A)[solver](B)
+
+
 @pytest.mark.parametrize("solver", ["cg", "block_cg", "jacobi_block_cg", "krylov_block_cg"])
 def test_cg_stopping_arguments_are_checked(solver, rng):
     # was: rtol=-1 / maxiter=-3 accepted in silence (block_cg then reported n_iter=-3), rtol=nan

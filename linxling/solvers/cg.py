@@ -64,6 +64,9 @@ def _check_finite_norms(norms: Any, B: Any, name: str, xp: Any) -> None:
         return
     if not bool(xp.all(xp.isfinite(B))):
         raise ValueError(f"{name} contains NaN or infinite values")
+    # finite entries whose norm overflows: every residual test would pass at once (x = 0)
+    raise ValueError(f"{name} is too large for {B.dtype}: its norm overflows; scale it down (the "
+                     "solution scales with it) or solve in float64")
 
 
 def _check_start(X0: Any, shape: tuple, name: str, dt: Any, xp: Any):
