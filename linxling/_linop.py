@@ -403,12 +403,21 @@ class CallableOperator(LinearOperator):
         self._f, self._rf = matmat, rmatmat
 
     def _matmat(self, X):
-        return self._f(X)
+        return self._checked(self._f(X), (self.shape[0], X.shape[1]), "matmat")
 
     def _rmatmat(self, Y):
         if self._rf is not None:
-            return self._rf(Y)
+            return self._checked(self._rf(Y), (self.shape[1], Y.shape[1]), "rmatmat")
         return super()._rmatmat(Y)
+
+    @staticmethod
+    def _checked(out, shape: tuple, name: str):
+        """The user's function's result, of the shape the operator promises (a wrong one would
+        be broadcast or fail far from its cause)."""
+        if tuple(getattr(out, "shape", ())) != shape:
+            raise ValueError(f"CallableOperator: the {name} function returned shape "
+                             f"{tuple(getattr(out, 'shape', ()))}, expected {shape}")
+        return out
 
 
 class _ScipyOperator(LinearOperator):

@@ -279,6 +279,16 @@ def test_gram_nnz_estimate_exact_and_bound():
     assert not exact_b and nnz_b >= nnz
 
 
+def test_callable_operator_checks_what_its_functions_return():
+    """A function returning the wrong shape was broadcast or failed far from its cause."""
+    from linxling._linop import CallableOperator
+    op = CallableOperator(lambda X: np.ones((3, 1)), (3, 4), rmatmat=lambda Y: np.ones((4, Y.shape[1])))
+    with pytest.raises(ValueError, match=r"matmat function returned shape \(3, 1\), expected \(3, 2\)"):
+        op.matmat(np.ones((4, 2)))
+    np.testing.assert_array_equal(op.rmatmat(np.ones((3, 2))), np.ones((4, 2)))
+    np.testing.assert_array_equal(op.matvec(np.ones(4)), np.ones(3))      # one column: (3, 1) is right
+
+
 def test_gram_block_inverse_size_arguments_are_checked():
     """A negative dense_max, memory_budget or cholmod_max_density only steered the choice of
     method; now each is named (0 stays allowed: never dense, no memory, no CHOLMOD)."""
