@@ -145,6 +145,9 @@ def test_document_vectors_and_cldc():
         document_vectors(S, [0, 0, 2, 2])
     with pytest.raises(ValueError, match="one entry per sentence"):
         document_vectors(S, [0, 1])
+    with pytest.raises(TypeError, match="n_documents must be an integer"):      # 2.5 was read as 2
+        document_vectors(S, [0, 0, 1, 1], n_documents=2.5)
+    np.testing.assert_allclose(document_vectors(S, [0, 0, 1, 1], n_documents=np.int64(2)), D)
     rng = np.random.default_rng(5)
     centres = rng.standard_normal((3, 8)) * 4
     ytr = rng.integers(0, 3, 90)

@@ -18,6 +18,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
+from linxling._validation import check_int
+
 __all__ = ["AveragedPerceptron", "cldc", "document_vectors"]
 
 
@@ -125,7 +127,7 @@ def document_vectors(sentence_vectors: Any, doc_index: Any, n_documents: int | N
         raise TypeError(f"doc_index must hold integers, got dtype {idx.dtype}")
     if len(idx) and idx.min() < 0:
         raise ValueError("doc_index has negative entries")
-    n = int(idx.max()) + 1 if n_documents is None else int(n_documents)
+    n = int(idx.max()) + 1 if n_documents is None else check_int(n_documents, "n_documents")
     if len(idx) and idx.max() >= n:
         raise ValueError(f"doc_index has entry {int(idx.max())} >= n_documents={n}")
     counts = np.bincount(idx, minlength=n)
