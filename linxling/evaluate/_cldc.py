@@ -143,7 +143,8 @@ def cldc(train_X: Any, train_y: Sequence, test_X: Any, test_y: Sequence, *, n_ep
     """Train an :class:`AveragedPerceptron` on ``train_X`` (one language), test on ``test_X``.
 
     Returns ``{"accuracy", "majority_accuracy", "majority_class", "n_train", "n_test",
-    "classifier"}``; the majority baseline predicts the most frequent training label.
+    "classifier"}``; the majority baseline predicts the most frequent training label (of labels
+    tied in frequency, the smallest).
     """
     Xtr = _check_X(train_X, "train_X")
     Xte = _check_X(test_X, "test_X")
