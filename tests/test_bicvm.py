@@ -256,3 +256,21 @@ def test_a_diverging_fit_raises_not_nan_vectors(cls, params, pairs):
     # a sane rate on the same data trains as before
     ok = cls(n_components=8, n_epochs=2, random_state=0, n_threads=1, show_progress=False, **params).fit(X)
     assert np.all(np.isfinite(ok.loss_curve_)) and all(np.isfinite(W).all() for W in ok.vectors_.values())
+
+
+def test_callback_reads_the_fitted_attributes_of_the_first_fit():
+    """A callback that embeds every language (``model.languages_``) works from the first
+    epoch of the first fit, and sees the languages of this fit on a refit, not the last one's."""
+    en, de = _toy(30)
+    seen = []
+
+    def cb(model, epoch, loss):
+        seen.append({lang: model.transform(en[:3] if lang == "en" else de[:3], lang)
+                     for lang in model.languages_})
+
+    m = BiCVM(**{**FAST, "n_epochs": 2}, callback=cb).fit({"en": en, "de": de})
+    assert [sorted(s) for s in seen] == [["de", "en"]] * 2
+    np.testing.assert_array_equal(seen[-1]["de"], m.transform(de[:3], "de"))
+    seen.clear()
+    m.fit([{"en": en, "de": de}, {"en": en, "fr": [t.replace("d", "f") for t in de]}])
+    assert sorted(seen[0]) == ["de", "en", "fr"]

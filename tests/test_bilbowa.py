@@ -317,3 +317,26 @@ def test_from_paper_keeps_the_paper_dimension_reachable():
     assert m.n_components == 50 and m.alignment_weight == 1.0
     assert BilBOWA().n_components == 100 and BilBOWA().alignment_weight == 10.0   # measured defaults
     assert BilBOWA.from_paper(n_epochs=2).n_epochs == 2
+
+
+def test_callback_sees_the_model_as_trained_so_far():
+    """The callback's model embeds with the vectors of the epoch just trained (as BiCVM's and
+    CompressTree's): on a first fit it is not NotFittedError, and on a refit it is not the
+    previous fit's vectors."""
+    from linxling import BilBOWA
+    mono, par = _corpus()
+    seen = []
+    kw = dict(n_components=8, n_epochs=2, min_count=1, n_blocks=2, sample=0.0, random_state=0,
+              show_progress=False)     # sample=0: the tiny corpus's words are all frequent
+    m = BilBOWA(**kw, callback=lambda model, it, loss: seen.append(
+        (model.languages_, model.transform(mono["fr"][:4], "fr")))).fit(mono, par)
+    assert len(seen) == 2 and seen[0][0] == ["en", "fr"]
+    assert not np.array_equal(seen[0][1], seen[1][1])              # the vectors train between epochs
+    np.testing.assert_array_equal(seen[-1][1], m.transform(mono["fr"][:4], "fr"))
+    before = m.transform(mono["fr"][:4], "fr")
+    seen.clear()
+    m.set_params(random_state=1).fit(mono, par)
+    assert not np.array_equal(seen[0][1], before)                  # not the previous fit's vectors
+    np.testing.assert_array_equal(seen[-1][1], m.transform(mono["fr"][:4], "fr"))
+    plain = BilBOWA(**{**kw, "random_state": 1}).fit(mono, par)   # the callback changes nothing
+    np.testing.assert_array_equal(plain.vectors_["fr"], m.vectors_["fr"])

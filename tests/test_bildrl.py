@@ -281,3 +281,20 @@ def test_reverse_dictionary_bad_input_is_refused_naming_the_argument(kwargs, exc
     with pytest.raises(exc, match=match):
         reverse_dictionary(args.pop("queries"), args.pop("gold"), args.pop("candidate_words"),
                            args.pop("candidate_vectors"), **args)
+
+
+@pytest.mark.parametrize("multitask", [True, False])
+def test_callback_sees_the_encoder_as_trained_so_far(multitask):
+    """The callback's model transforms with the encoder of the epoch just trained (as BiCVM's
+    and CompressTree's), not a KeyError for a unit not yet stored, nor the previous fit's."""
+    seen = []
+
+    def cb(model, it, loss):
+        seen.append(model.transform(["f1 f2", "f3"], language="fr", target_language="en"))
+
+    kw = dict(encoder="bow", multitask=multitask, n_epochs=2, random_state=0, show_progress=False)
+    m = BilDRL(**kw, callback=cb).fit([r for r in _dictionary() if r[3] == "fr"], FakeSpace())
+    assert len(seen) == 2 and not np.array_equal(seen[0], seen[1])
+    np.testing.assert_array_equal(seen[-1], m.transform(["f1 f2", "f3"], language="fr", target_language="en"))
+    plain = BilDRL(**kw).fit([r for r in _dictionary() if r[3] == "fr"], FakeSpace())
+    np.testing.assert_array_equal(plain.transform(["f1 f2"], language="fr"), m.transform(["f1 f2"], language="fr"))

@@ -165,3 +165,18 @@ def test_joint_bad_input():
         BilDRL(encoder="bow", joint=True).fit(_dictionary(), bad, mono, par)
     with pytest.raises(ValueError, match="no sentence with two words"):
         BilDRL(encoder="bow", joint=True).fit(_dictionary(), space, {**mono, "fr": ["zzz yyy"]}, par)
+
+
+def test_callback_sees_the_jointly_trained_word_vectors():
+    """joint=True: the callback's model has the word vectors of the epoch just trained (the
+    space its encoder maps into), not the space the fit started from."""
+    mono, par = _corpora()
+    seen = []
+    kw = dict(encoder="bow", hidden_size=8, n_epochs=2, batch_size=16, joint=True, n_blocks=2,
+              random_state=0, show_progress=False)
+    m = BilDRL(**kw, callback=lambda model, it, loss: seen.append(model.word_vectors("fr")[1])).fit(
+        _dictionary(), FakeSpace(), mono, par)
+    assert len(seen) == 2 and not np.array_equal(seen[0], seen[1])
+    np.testing.assert_array_equal(seen[-1], m.word_vectors("fr")[1])
+    plain = BilDRL(**kw).fit(_dictionary(), FakeSpace(), mono, par)
+    np.testing.assert_array_equal(plain.word_vectors("fr")[1], m.word_vectors("fr")[1])

@@ -212,6 +212,9 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                 for b in sorted(pair)[i + 1:]]
         self.loss_curve_ = []
         self.means_ = None
+        # set before training: a callback reads them (a failed fit puts the old ones back)
+        self.languages_ = languages
+        self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
         old_threads = numba.get_num_threads()
         if self.n_threads is not None:
             numba.set_num_threads(min(int(self.n_threads), numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
@@ -253,8 +256,6 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                     self.callback(self, epoch, self.loss_curve_[-1])
         finally:
             numba.set_num_threads(old_threads)
-        self.languages_ = languages
-        self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
         self.means_ = self._training_means(encoded) if self._centered else None
         return self
 

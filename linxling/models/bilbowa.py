@@ -118,10 +118,12 @@ class BilBOWA(LinxlingEstimator):
     show_progress : bool or None
         A progress bar over the epochs (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
-        Called after each epoch (as every linxling model's callback): ``iteration`` counts the
-        epochs from 0; ``loss`` is the epoch's mean loss, the mean over languages of the mean
-        skip-gram loss plus the mean alignment loss (when there is parallel text); the parts are
-        in ``loss_curve_[-1]``. Not saved.
+        Called after each epoch (as every linxling model's callback) with the model as trained
+        so far (its ``transform`` and ``word_vectors`` work inside the callback; with
+        ``mapping="procrustes"``, before the mapping): ``iteration`` counts the epochs from 0;
+        ``loss`` is the epoch's mean loss, the mean over languages of the mean skip-gram loss
+        plus the mean alignment loss (when there is parallel text); the parts are in
+        ``loss_curve_[-1]``. Not saved.
 
     Attributes
     ----------
@@ -343,6 +345,12 @@ class BilBOWA(LinxlingEstimator):
         alr0 = float(self.alignment_learning_rate) if self.alignment_learning_rate is not None else lr0
         li = {lang: k for k, lang in enumerate(languages)}
         self.loss_curve_ = []
+        # the fitted attributes before training, vectors_ as views of W: a callback's model
+        # embeds with the vectors trained so far (a failed fit puts the old attributes back)
+        self.languages_ = languages
+        self.words_ = words
+        self.vectors_ = {lang: W[offsets[k]:offsets[k + 1]] for k, lang in enumerate(languages)}
+        self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
         step = 0
         bar = progress(range(int(self._param("n_epochs"))), show=self.show_progress, desc="BilBOWA", unit="epoch")
         for epoch in bar:
@@ -380,11 +388,6 @@ class BilBOWA(LinxlingEstimator):
                                          "or alignment_learning_rate")
             if self.callback is not None:
                 self.callback(self, epoch, _epoch_loss(rec))
-        self.languages_ = languages
-        self.words_ = words
-        self.vectors_ = {lang: np.ascontiguousarray(W[offsets[k]:offsets[k + 1]])
-                         for k, lang in enumerate(languages)}
-        self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
         self.mapping_: dict[str, np.ndarray] = {}
         self.n_seed_pairs_: dict[str, int] = {}
         if self.mapping == "procrustes":

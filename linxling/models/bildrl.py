@@ -218,7 +218,9 @@ class BilDRL(LinxlingEstimator):
         callback): ``iteration`` counts the epochs from 0 (over the units one after the other
         when ``multitask=False``), ``loss`` is the epoch's mean dictionary loss, the value just
         appended to ``loss_curve_`` (joint learning: ``joint_history_[-1]`` has the skip-gram
-        and alignment parts). Not called by ``encoder="ridge"``, which has no epochs. Not saved.
+        and alignment parts). The callback's model is the model as trained so far: its
+        ``transform`` uses the encoder of the epoch just trained and, in joint learning, its
+        ``word_vectors`` are that epoch's. Not called by ``encoder="ridge"``, which has no epochs. Not saved.
 
     Attributes
     ----------
@@ -447,9 +449,9 @@ class BilDRL(LinxlingEstimator):
             if self.encoder == "ridge":
                 state, n_bad = self._fit_ridge(urows)
             elif self.joint:
-                state, n_bad = self._fit_joint(urows, mono, par, rng)
+                state, n_bad = self._fit_joint(name, urows, mono, par, rng)
             else:
-                state, n_bad = self._fit_neural(urows, rng)
+                state, n_bad = self._fit_neural(name, urows, rng)
             excluded["no_known_word"] += n_bad
             self.units_[name] = state
         if not self.units_:
@@ -542,7 +544,7 @@ class BilDRL(LinxlingEstimator):
         X = X.transpose(1, 0, 2)
         return X if self.encoder in ("gru", "att") else np.ascontiguousarray(X)
 
-    def _fit_neural(self, urows, rng):
+    def _fit_neural(self, name, urows, rng):
         from linxling._progress import progress
         from linxling.kernels import encoders as K
         from linxling.kernels.optim import AMSGrad
@@ -558,6 +560,7 @@ class BilDRL(LinxlingEstimator):
                                hidden=self.hidden_size, n_layers=self.n_layers,
                                kernel_size=self.kernel_size, pool_size=self.pool_size, rng=rng, dtype=dt)
         opt = AMSGrad(params, lr=self.learning_rate)
+        self.units_[name] = {"kind": "neural", "params": params}    # trained in place: a callback's encoder
         n = len(urows)
         bs = self.batch_size
         for _ in progress(range(self._param("n_epochs")), show=self.show_progress, desc="BilDRL epochs"):
@@ -583,6 +586,13 @@ class BilDRL(LinxlingEstimator):
 
 
     # -- joint learning (Sec. 3.3)
+    def _publish_space(self, V, off, lr0):
+        """``word_vectors_`` from the jointly trained (scaled) stacked table ``V``; with a word
+        step of 0 the space is unchanged."""
+        for lang in (self.word_vectors_ if lr0 > 0 else ()):
+            n_l = len(self.word_lists_[lang])
+            self.word_vectors_[lang] = V[off[lang]:off[lang] + n_l].astype(np.float64) * self.scale_
+
     def _stacked_space(self, dt):
         """All languages' (scaled) word vectors stacked: ``(V, offsets dict, languages)``."""
         langs = sorted(self.word_vectors_)
@@ -647,7 +657,7 @@ class BilDRL(LinxlingEstimator):
         data["pairs"] = [(a, b) for i, a in enumerate(pl) for b in pl[i + 1:]]
         return data
 
-    def _fit_joint(self, urows, mono, par, rng):
+    def _fit_joint(self, name, urows, mono, par, rng):
         from linxling._progress import progress
         from linxling.kernels import encoders as K
         from linxling.kernels import skipgram as SK
@@ -671,6 +681,7 @@ class BilDRL(LinxlingEstimator):
                                hidden=self.hidden_size, n_layers=self.n_layers,
                                kernel_size=self.kernel_size, pool_size=self.pool_size, rng=rng, dtype=dt)
         opt = AMSGrad(params, lr=self.learning_rate)
+        self.units_[name] = {"kind": "neural", "params": params}    # trained in place: a callback's encoder
         n, bs = len(urows), self.batch_size
         starts = list(range(0, n, bs))
         nblk = int(self.n_blocks)
@@ -722,10 +733,10 @@ class BilDRL(LinxlingEstimator):
                 "dictionary": tot / n,
                 "skipgram": {lang: float(sg_loss[k] / max(sg_n[k], 1)) for k, lang in enumerate(data["mlangs"])},
                 "alignment": float(al_loss / al_n) if al_n else None})
+            if self.callback is not None:               # the callback's model: this epoch's space
+                self._publish_space(V, off, lr0)
             self._end_epoch(tot / n)
-        for lang in (self.word_vectors_ if lr0 > 0 else ()):       # lr 0: the space is unchanged
-            n_l = len(self.word_lists_[lang])
-            self.word_vectors_[lang] = V[off[lang]:off[lang] + n_l].astype(np.float64) * self.scale_
+        self._publish_space(V, off, lr0)
         return {"kind": "neural", "params": params}, n_bad
 
     # ------------------------------------------------------------------ transform / predict
