@@ -205,9 +205,11 @@ _FITTING: list = []
 
 
 def _note_compiling(cls: type) -> None:
-    """Before the first fit of ``cls`` on this machine, say once on stderr (with the progress
-    bars: ``show_progress``/``LINXLING_NO_PROGRESS`` silence both) that numba compiles its
-    kernels now and not again; ``linxling warmup`` does it ahead for every model."""
+    """Before the first fit of ``cls`` on this machine, say once on stderr that numba compiles
+    its kernels now and not again; ``linxling warmup`` does it ahead for every model. The global
+    switch of the progress bars (:func:`linxling.set_show_progress`, ``LINXLING_NO_PROGRESS``)
+    silences it; a model's own ``show_progress=False`` does not (it concerns that fit's bars,
+    and the note comes once per machine)."""
     from linxling._progress import _STATE
     marker = _compile_marker(cls)
     if cls in _NOTED or marker is None or os.path.exists(marker) or not _STATE["show"]:
