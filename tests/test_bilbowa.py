@@ -224,6 +224,22 @@ def test_a_vocabulary_smaller_than_n_components_warns():
         BilBOWA(n_components=3, n_epochs=1, min_count=1, show_progress=False).fit(mono)
 
 
+def test_a_fit_that_trains_no_skipgram_pair_warns():
+    """On a tiny corpus the default subsampling keeps almost no token: every epoch's skip-gram
+    loss read 0.0 and the vectors stayed at their random start, in silence."""
+    import warnings
+
+    from linxling import BilBOWA
+    mono = {"en": ["a b c d a b", "c d e"], "fr": ["x y z", "y z w x"]}
+    with pytest.warns(UserWarning, match=r"no skip-gram pair was trained in \['en', 'fr'\] \(sample=0.0001"):
+        m = BilBOWA(n_components=4, n_epochs=2, min_count=1, random_state=0, show_progress=False).fit(mono)
+    assert all(rec["skipgram"] == {"en": 0.0, "fr": 0.0} for rec in m.loss_curve_)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*no skip-gram pair")
+        m = BilBOWA(n_components=4, n_epochs=2, min_count=1, sample=0, random_state=0, show_progress=False).fit(mono)
+    assert all(v > 0 for rec in m.loss_curve_ for v in rec["skipgram"].values())
+
+
 def test_transform_is_mean_of_word_vectors_and_unfitted_errors():
     from sklearn.base import clone
     from sklearn.exceptions import NotFittedError

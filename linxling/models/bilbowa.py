@@ -352,6 +352,7 @@ class BilBOWA(LinxlingEstimator):
         self.vectors_ = {lang: W[offsets[k]:offsets[k + 1]] for k, lang in enumerate(languages)}
         self.n_features_in_ = {lang: len(words[lang]) for lang in languages}
         step = 0
+        pairs_seen = np.zeros(len(languages), dtype=np.int64)
         bar = progress(range(int(self._param("n_epochs"))), show=self.show_progress, desc="BilBOWA", unit="epoch")
         for epoch in bar:
             sg_loss = np.zeros(len(languages))
@@ -380,6 +381,7 @@ class BilBOWA(LinxlingEstimator):
                                                  0, len(rows), float(self.alignment_weight), alr0 * frac)
                         al_n += len(rows)
                 step += 1
+            pairs_seen += sg_n
             rec = {"skipgram": {lang: float(sg_loss[k] / max(sg_n[k], 1)) for k, lang in enumerate(languages)},
                    "alignment": float(al_loss / al_n) if al_n else None}
             self.loss_curve_.append(rec)
@@ -388,6 +390,13 @@ class BilBOWA(LinxlingEstimator):
                                          "or alignment_learning_rate")
             if self.callback is not None:
                 self.callback(self, epoch, _epoch_loss(rec))
+        idle = [lang for k, lang in enumerate(languages) if pairs_seen[k] == 0]
+        if idle:                               # e.g. a tiny corpus: subsampling keeps no context pair
+            warnings.warn(f"BilBOWA: no skip-gram pair was trained in {idle} (sample={self.sample:g} drops "
+                          "most tokens of a small corpus, or its sentences have one word): their vectors "
+                          "did not move from their random start except through the alignment; lower "
+                          "sample (0 keeps every token) or give more text", UserWarning,
+                          stacklevel=find_stack_level())
         self.mapping_: dict[str, np.ndarray] = {}
         self.n_seed_pairs_: dict[str, int] = {}
         if self.mapping == "procrustes":
