@@ -178,10 +178,25 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _parse_value(text: str, default: Any, name: str) -> Any:
+def _kept_as_text(text: str, constraints: Sequence[Any], after_none: bool) -> bool:
+    """Whether a parameter with these ``_parameter_constraints`` takes ``text`` as it is: one of
+    its string options (CLLSI's ``--scale none``) or, ``after_none``, any text when it takes only
+    strings (``--language 2``, ``--pivot-language 1``)."""
+    from sklearn.utils._param_validation import StrOptions
+    if any(isinstance(c, StrOptions) and text in c.options for c in constraints):
+        return True
+    return after_none and str in constraints and all(c is str or c is None or isinstance(c, StrOptions)
+                                                     for c in constraints)
+
+
+def _parse_value(text: str, default: Any, name: str, constraints: Sequence[Any] = ()) -> Any:
     low = text.lower()
+    if _kept_as_text(text, constraints, after_none=False):
+        return text
     if low == "none":
         return None
+    if _kept_as_text(text, constraints, after_none=True):
+        return text
     if isinstance(default, bool):
         if low in ("true", "1", "yes"):
             return True
@@ -217,7 +232,8 @@ def _fit_params(cls: type, extra: Sequence[str]) -> dict[str, Any]:
             if following is None:
                 raise ValueError(f"--{key} needs a value")
             value = following
-        params[name] = _parse_value(value, opts[name], name)
+        constraints = getattr(cls, "_parameter_constraints", {}).get(name, ())
+        params[name] = _parse_value(value, opts[name], name, constraints)
     return params
 
 

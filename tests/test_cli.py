@@ -362,3 +362,21 @@ def test_cli_page_names_every_subcommand_and_alias(capsys):
     assert [c for c in commands if not re.search(rf"^## `linxling {c}\b", page, re.M)] == []
     aliases = [a for e in _registry.MODELS if e.cli for a in e.aliases]
     assert [a for a in aliases if f"`{a}`" not in page] == []
+
+
+def test_string_options_are_passed_as_given(corpus):
+    """`fit cl-lsi --scale none` (CLLSI's default, shown so by `fit --help`) was refused: 'none'
+    became None, which CLLSI's scale does not take; a number given to a str-only parameter
+    (`--language 2`) became an int. A parameter's own string options and a str-only parameter's
+    text are kept as given; 'none' is still None elsewhere."""
+    from linxling import WMF, CompressTree, Cr5
+    from linxling.cli import _fit_params
+    from linxling.models.cllsi import CLLSI
+    assert _fit_params(CLLSI, ["--scale", "none", "--norm", "none"]) == {"scale": "none", "norm": None}
+    assert _fit_params(CompressTree, ["--language", "2"]) == {"language": "2"}
+    assert _fit_params(WMF, ["--language", "none", "--random-state", "3"]) == {"language": None, "random_state": 3}
+    assert _fit_params(Cr5, ["--doc-filter", "none", "--eig-tol", "1e-3"]) == {"doc_filter": None, "eig_tol": 1e-3}
+    assert _run("linxling fit cl-lsi --input en.txt es.txt --output m.h5 --n-components 2 --min-df 1 "
+                "--scale none") == 0
+    assert linxling.load(corpus / "m.h5").scale == "none"
+
