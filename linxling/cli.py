@@ -259,10 +259,12 @@ def model_languages(model: Any) -> list[str]:
 
 
 def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    from linxling.io._store import _check_target
     entry = _model_entry(args.model)
     cls = _model_class(entry.name)
     params = _fit_params(cls, extra)
     model = cls(**params)
+    _check_target(args.output)            # before the fit, not after it
     if entry.input == "concepts":
         if len(args.input) == 1 and "=" not in args.input[0] and args.input[0].endswith((".tsv", ".tab")):
             texts, langs, concepts = read_tsv(args.input[0])
@@ -335,6 +337,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def _cmd_embed(args: argparse.Namespace) -> int:
     import numpy as np
+
+    from linxling.io._store import _check_target
+    _check_target(_npy_path(args.output))
     m = _load(args.model)
     lines, empty = _read_lines(args.input)
     if empty:  # an empty line is still a document: keep rows aligned with the input, but say so
@@ -348,6 +353,10 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _npy_path(output: str) -> str:
+    return output if output.endswith(".npy") else output + ".npy"
+
+
 def _save_npy(output: str, array: Any) -> str:
     """Write ``array`` to ``output`` (".npy" appended when missing, as numpy.save does) through
     the model store's atomic write: an existing file is replaced whole or not at all, a symbolic
@@ -355,7 +364,7 @@ def _save_npy(output: str, array: Any) -> str:
     import numpy as np
 
     from linxling.io._store import atomic_replace
-    path = output if output.endswith(".npy") else output + ".npy"
+    path = _npy_path(output)
 
     def write(tmp: str) -> None:
         with open(tmp, "wb") as fh:
@@ -396,7 +405,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    from linxling.io._store import _check_target
     from linxling.search import Index
+    _check_target(args.output)
     m = _load(args.model)
     lines, empty = _read_lines(args.collection)
     if empty:

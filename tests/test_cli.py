@@ -380,3 +380,20 @@ def test_string_options_are_passed_as_given(corpus):
                 "--scale none") == 0
     assert linxling.load(corpus / "m.h5").scale == "none"
 
+
+def test_outputs_are_checked_before_any_work(corpus, capsys, monkeypatch):
+    """`fit ... --output missing/m.h5` fitted the whole model, then failed to save it; fit, embed
+    and index check where they write before reading a file."""
+    import linxling.cli as cli
+
+    def no_reading(*_a, **_k):
+        raise AssertionError("an input was read before the output was checked")
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output model.h5 --n-components 2 --min-df 1") == 0
+    monkeypatch.setattr(cli, "_read_lines", no_reading)
+    for line in ("linxling fit WMF --input en.txt --output missing/m.h5 --n-components 2",
+                 "linxling embed model.h5 en en.txt missing/e",
+                 "linxling index model.h5 es es.txt missing/i.h5"):
+        assert _run(line) == 2, line
+        err = capsys.readouterr().err
+        assert "linxling: error:" in err and "missing' does not exist" in err, (line, err)
+
