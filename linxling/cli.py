@@ -642,6 +642,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = lambda message, category, *_a, **_k: f"linxling: warning: {message}\n"
     try:
         return args.func(args, extra) if getattr(args, "takes_extra", False) else args.func(args)
+    except BrokenPipeError:
+        # the reader of stdout stopped early (`linxling search ... | head`): end quietly, as a
+        # command killed by SIGPIPE would, and keep Python's final flush from failing again
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 128 + 13
     except (ValueError, TypeError, ImportError, OSError) as exc:
         # OSError: a missing, read-only, full or unreadable file says so in one line too
         print(f"linxling: error: {exc}", file=sys.stderr)

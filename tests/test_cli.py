@@ -397,3 +397,29 @@ def test_outputs_are_checked_before_any_work(corpus, capsys, monkeypatch):
         err = capsys.readouterr().err
         assert "linxling: error:" in err and "missing' does not exist" in err, (line, err)
 
+
+def test_closed_stdout_pipe_is_quiet():
+    """`linxling search ... | head -1` printed 'linxling: error: [Errno 32] Broken pipe' and exited
+    with 2; a reader that stops early now ends the command quietly, with 141 (128 + SIGPIPE)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+    env = dict(os.environ, PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]), LINXLING_NO_PROGRESS="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / "en.txt").write_text("\n".join(EN) + "\n", encoding="utf-8")
+        (d / "es.txt").write_text("\n".join(ES) + "\n", encoding="utf-8")
+        (d / "q.txt").write_text("\n".join(EN * 2000) + "\n", encoding="utf-8")   # ~1 MB of results
+        assert main(["--no-progress", "fit", "cr5", "--input", str(d / "en.txt"), str(d / "es.txt"),
+                     "--output", str(d / "m.h5"), "--n-components", "2", "--min-df", "1"]) == 0
+        assert main(["index", str(d / "m.h5"), "es", str(d / "es.txt"), str(d / "i.h5")]) == 0
+        p = subprocess.Popen([sys.executable, "-m", "linxling", "search", str(d / "i.h5"), "en", str(d / "q.txt"),
+                              "--k", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        assert p.stdout.readline().startswith(b"query\trank")
+        p.stdout.close()
+        err = p.stderr.read().decode()
+        assert p.wait(timeout=120) == 141, err
+        assert err == ""
+
