@@ -423,3 +423,29 @@ def test_closed_stdout_pipe_is_quiet():
         assert p.wait(timeout=120) == 141, err
         assert err == ""
 
+
+def test_evaluate_and_search_print_the_python_api_numbers(corpus, capsys):
+    """The numbers `evaluate` and `search` print are those of linxling.evaluate.retrieval and
+    linxling.search.Index on the same model and files."""
+    from linxling.evaluate import retrieval
+    from linxling.search import Index
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1 "
+                "--random-state 0") == 0
+    model = linxling.load(corpus / "m.h5")
+    capsys.readouterr()
+    assert _run("linxling evaluate m.h5 en en.txt es es.txt --k 1 3 --knn 4") == 0
+    rows = capsys.readouterr().out.splitlines()[2:]
+    Q, C = model.transform(EN, "en"), model.transform(ES, "es")
+    for row, sim in zip(rows, ("cosine", "csls"), strict=True):
+        r = retrieval(Q, C, ks=(1, 3), similarity=sim, knn=4)
+        assert row.split() == [sim, "|", *(f"{r[k]:.3f}" for k in ("P@1", "P@3", "MRR"))]
+    assert _run("linxling index m.h5 es es.txt i.h5 --reference en en.txt --knn 3") == 0
+    capsys.readouterr()
+    assert _run("linxling search i.h5 en en.txt --k 2 --similarity csls") == 0
+    lines = capsys.readouterr().out.splitlines()
+    index = Index.from_texts(model, ES, "es")
+    index.set_reference(Q, knn=3)
+    scores, idx = index.search(Q, 2, similarity="csls")
+    expected = [f"{q + 1}\t{r + 1}\t{scores[q, r]:.6f}\t{idx[q, r] + 1}\t{ES[idx[q, r]]}"
+                for q in range(len(EN)) for r in range(2)]
+    assert lines == ["query\trank\tscore\tdocument\ttext", *expected]
