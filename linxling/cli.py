@@ -178,10 +178,25 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _parse_value(text: str, default: Any, name: str) -> Any:
+def _kept_as_text(text: str, constraints: Sequence[Any], after_none: bool) -> bool:
+    """Whether a parameter with these ``_parameter_constraints`` takes ``text`` as it is: one of
+    its string options (CLLSI's ``--scale none``) or, ``after_none``, any text when it takes only
+    strings (``--language 2``, ``--pivot-language 1``)."""
+    from sklearn.utils._param_validation import StrOptions
+    if any(isinstance(c, StrOptions) and text in c.options for c in constraints):
+        return True
+    return after_none and str in constraints and all(c is str or c is None or isinstance(c, StrOptions)
+                                                     for c in constraints)
+
+
+def _parse_value(text: str, default: Any, name: str, constraints: Sequence[Any] = ()) -> Any:
     low = text.lower()
+    if _kept_as_text(text, constraints, after_none=False):
+        return text
     if low == "none":
         return None
+    if _kept_as_text(text, constraints, after_none=True):
+        return text
     if isinstance(default, bool):
         if low in ("true", "1", "yes"):
             return True
@@ -217,7 +232,8 @@ def _fit_params(cls: type, extra: Sequence[str]) -> dict[str, Any]:
             if following is None:
                 raise ValueError(f"--{key} needs a value")
             value = following
-        params[name] = _parse_value(value, opts[name], name)
+        constraints = getattr(cls, "_parameter_constraints", {}).get(name, ())
+        params[name] = _parse_value(value, opts[name], name, constraints)
     return params
 
 
@@ -243,10 +259,12 @@ def model_languages(model: Any) -> list[str]:
 
 
 def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    from linxling.io._store import _check_target
     entry = _model_entry(args.model)
     cls = _model_class(entry.name)
     params = _fit_params(cls, extra)
     model = cls(**params)
+    _check_target(args.output)            # before the fit, not after it
     if entry.input == "concepts":
         if len(args.input) == 1 and "=" not in args.input[0] and args.input[0].endswith((".tsv", ".tab")):
             texts, langs, concepts = read_tsv(args.input[0])
@@ -319,6 +337,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def _cmd_embed(args: argparse.Namespace) -> int:
     import numpy as np
+
+    from linxling.io._store import _check_target
+    _check_target(_npy_path(args.output))
     m = _load(args.model)
     lines, empty = _read_lines(args.input)
     if empty:  # an empty line is still a document: keep rows aligned with the input, but say so
@@ -332,6 +353,10 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _npy_path(output: str) -> str:
+    return output if output.endswith(".npy") else output + ".npy"
+
+
 def _save_npy(output: str, array: Any) -> str:
     """Write ``array`` to ``output`` (".npy" appended when missing, as numpy.save does) through
     the model store's atomic write: an existing file is replaced whole or not at all, a symbolic
@@ -339,7 +364,7 @@ def _save_npy(output: str, array: Any) -> str:
     import numpy as np
 
     from linxling.io._store import atomic_replace
-    path = output if output.endswith(".npy") else output + ".npy"
+    path = _npy_path(output)
 
     def write(tmp: str) -> None:
         with open(tmp, "wb") as fh:
@@ -380,7 +405,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    from linxling.io._store import _check_target
     from linxling.search import Index
+    _check_target(args.output)
     m = _load(args.model)
     lines, empty = _read_lines(args.collection)
     if empty:
@@ -615,6 +642,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = lambda message, category, *_a, **_k: f"linxling: warning: {message}\n"
     try:
         return args.func(args, extra) if getattr(args, "takes_extra", False) else args.func(args)
+    except BrokenPipeError:
+        # the reader of stdout stopped early (`linxling search ... | head`): end quietly, as a
+        # command killed by SIGPIPE would, and keep Python's final flush from failing again
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 128 + 13
     except (ValueError, TypeError, ImportError, OSError) as exc:
         # OSError: a missing, read-only, full or unreadable file says so in one line too
         print(f"linxling: error: {exc}", file=sys.stderr)

@@ -362,3 +362,90 @@ def test_cli_page_names_every_subcommand_and_alias(capsys):
     assert [c for c in commands if not re.search(rf"^## `linxling {c}\b", page, re.M)] == []
     aliases = [a for e in _registry.MODELS if e.cli for a in e.aliases]
     assert [a for a in aliases if f"`{a}`" not in page] == []
+
+
+def test_string_options_are_passed_as_given(corpus):
+    """`fit cl-lsi --scale none` (CLLSI's default, shown so by `fit --help`) was refused: 'none'
+    became None, which CLLSI's scale does not take; a number given to a str-only parameter
+    (`--language 2`) became an int. A parameter's own string options and a str-only parameter's
+    text are kept as given; 'none' is still None elsewhere."""
+    from linxling import WMF, CompressTree, Cr5
+    from linxling.cli import _fit_params
+    from linxling.models.cllsi import CLLSI
+    assert _fit_params(CLLSI, ["--scale", "none", "--norm", "none"]) == {"scale": "none", "norm": None}
+    assert _fit_params(CompressTree, ["--language", "2"]) == {"language": "2"}
+    assert _fit_params(WMF, ["--language", "none", "--random-state", "3"]) == {"language": None, "random_state": 3}
+    assert _fit_params(Cr5, ["--doc-filter", "none", "--eig-tol", "1e-3"]) == {"doc_filter": None, "eig_tol": 1e-3}
+    assert _run("linxling fit cl-lsi --input en.txt es.txt --output m.h5 --n-components 2 --min-df 1 "
+                "--scale none") == 0
+    assert linxling.load(corpus / "m.h5").scale == "none"
+
+
+def test_outputs_are_checked_before_any_work(corpus, capsys, monkeypatch):
+    """`fit ... --output missing/m.h5` fitted the whole model, then failed to save it; fit, embed
+    and index check where they write before reading a file."""
+    import linxling.cli as cli
+
+    def no_reading(*_a, **_k):
+        raise AssertionError("an input was read before the output was checked")
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output model.h5 --n-components 2 --min-df 1") == 0
+    monkeypatch.setattr(cli, "_read_lines", no_reading)
+    for line in ("linxling fit WMF --input en.txt --output missing/m.h5 --n-components 2",
+                 "linxling embed model.h5 en en.txt missing/e",
+                 "linxling index model.h5 es es.txt missing/i.h5"):
+        assert _run(line) == 2, line
+        err = capsys.readouterr().err
+        assert "linxling: error:" in err and "missing' does not exist" in err, (line, err)
+
+
+def test_closed_stdout_pipe_is_quiet():
+    """`linxling search ... | head -1` printed 'linxling: error: [Errno 32] Broken pipe' and exited
+    with 2; a reader that stops early now ends the command quietly, with 141 (128 + SIGPIPE)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+    env = dict(os.environ, PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]), LINXLING_NO_PROGRESS="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / "en.txt").write_text("\n".join(EN) + "\n", encoding="utf-8")
+        (d / "es.txt").write_text("\n".join(ES) + "\n", encoding="utf-8")
+        (d / "q.txt").write_text("\n".join(EN * 2000) + "\n", encoding="utf-8")   # ~1 MB of results
+        assert main(["--no-progress", "fit", "cr5", "--input", str(d / "en.txt"), str(d / "es.txt"),
+                     "--output", str(d / "m.h5"), "--n-components", "2", "--min-df", "1"]) == 0
+        assert main(["index", str(d / "m.h5"), "es", str(d / "es.txt"), str(d / "i.h5")]) == 0
+        p = subprocess.Popen([sys.executable, "-m", "linxling", "search", str(d / "i.h5"), "en", str(d / "q.txt"),
+                              "--k", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        assert p.stdout.readline().startswith(b"query\trank")
+        p.stdout.close()
+        err = p.stderr.read().decode()
+        assert p.wait(timeout=120) == 141, err
+        assert err == ""
+
+
+def test_evaluate_and_search_print_the_python_api_numbers(corpus, capsys):
+    """The numbers `evaluate` and `search` print are those of linxling.evaluate.retrieval and
+    linxling.search.Index on the same model and files."""
+    from linxling.evaluate import retrieval
+    from linxling.search import Index
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1 "
+                "--random-state 0") == 0
+    model = linxling.load(corpus / "m.h5")
+    capsys.readouterr()
+    assert _run("linxling evaluate m.h5 en en.txt es es.txt --k 1 3 --knn 4") == 0
+    rows = capsys.readouterr().out.splitlines()[2:]
+    Q, C = model.transform(EN, "en"), model.transform(ES, "es")
+    for row, sim in zip(rows, ("cosine", "csls"), strict=True):
+        r = retrieval(Q, C, ks=(1, 3), similarity=sim, knn=4)
+        assert row.split() == [sim, "|", *(f"{r[k]:.3f}" for k in ("P@1", "P@3", "MRR"))]
+    assert _run("linxling index m.h5 es es.txt i.h5 --reference en en.txt --knn 3") == 0
+    capsys.readouterr()
+    assert _run("linxling search i.h5 en en.txt --k 2 --similarity csls") == 0
+    lines = capsys.readouterr().out.splitlines()
+    index = Index.from_texts(model, ES, "es")
+    index.set_reference(Q, knn=3)
+    scores, idx = index.search(Q, 2, similarity="csls")
+    expected = [f"{q + 1}\t{r + 1}\t{scores[q, r]:.6f}\t{idx[q, r] + 1}\t{ES[idx[q, r]]}"
+                for q in range(len(EN)) for r in range(2)]
+    assert lines == ["query\trank\tscore\tdocument\ttext", *expected]
