@@ -376,19 +376,27 @@ def _save_npy(output: str, array: Any) -> str:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from linxling.evaluate import retrieval
     m = _load(args.model)
-    q_lines, _ = _read_lines(args.queries)
-    c_lines, _ = _read_lines(args.candidates)
+    q_lines, q_empty = _read_lines(args.queries)
+    c_lines, c_empty = _read_lines(args.candidates)
     if len(q_lines) != len(c_lines):
         raise ValueError(f"aligned files must have the same number of lines: {args.queries}: {len(q_lines)}, "
                          f"{args.candidates}: {len(c_lines)}")
+    for path, empty in ((args.queries, q_empty), (args.candidates, c_empty)):
+        if empty:        # kept (the files are aligned by line), but said: they can only miss
+            print(f"linxling: {path}: {len(empty)} empty line(s) scored as empty documents (line "
+                  f"{', '.join(map(str, empty[:10]))}{', ...' if len(empty) > 10 else ''})", file=sys.stderr)
     Q = embed_texts(m, q_lines, args.query_language)
     C = embed_texts(m, c_lines, args.candidate_language)
     ks = tuple(args.k)
+    knn = min(args.knn, len(q_lines))
+    if knn < args.knn and "csls" in args.similarity:
+        print(f"linxling: CSLS with knn={knn}: the files have {len(q_lines)} lines, fewer than --knn "
+              f"{args.knn}", file=sys.stderr)
     print(f"retrieval {args.query_language}->{args.candidate_language}: {len(q_lines)} queries, "
           f"{len(c_lines)} candidates")
     print("similarity | " + " ".join(f"{'P@' + str(k):>7}" for k in ks) + f" {'MRR':>7}")
     for sim in args.similarity:
-        r = retrieval(Q, C, ks=ks, similarity=sim, knn=min(args.knn, len(q_lines)))
+        r = retrieval(Q, C, ks=ks, similarity=sim, knn=knn)
         print(f"{sim:<10} | " + " ".join(f"{r[f'P@{k}']:7.3f}" for k in ks) + f" {r['MRR']:7.3f}")
     return 0
 

@@ -449,3 +449,19 @@ def test_evaluate_and_search_print_the_python_api_numbers(corpus, capsys):
     expected = [f"{q + 1}\t{r + 1}\t{scores[q, r]:.6f}\t{idx[q, r] + 1}\t{ES[idx[q, r]]}"
                 for q in range(len(EN)) for r in range(2)]
     assert lines == ["query\trank\tscore\tdocument\ttext", *expected]
+
+
+def test_evaluate_says_what_it_changes_or_keeps(corpus, capsys):
+    """evaluate lowered --knn to the number of lines and scored empty lines as empty documents
+    in silence (embed and index say so)."""
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1 "
+                "--random-state 0") == 0
+    (corpus / "q.txt").write_text("\n".join([EN[0], "", *EN[2:]]) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert _run("linxling evaluate m.h5 en q.txt es es.txt --knn 50") == 0
+    err = capsys.readouterr().err
+    assert f"CSLS with knn={len(EN)}: the files have {len(EN)} lines, fewer than --knn 50" in err
+    assert "q.txt: 1 empty line(s) scored as empty documents (line 2)" in err
+    assert _run("linxling evaluate m.h5 en en.txt es es.txt --similarity cosine --knn 50") == 0
+    assert capsys.readouterr().err == ""
+
