@@ -569,3 +569,13 @@ def test_readme_states_the_quick_configs_split_and_languages():
     assert (full.test_chapters, full.languages) == (quick.test_chapters, quick.languages)
     assert f"n_test={quick.test_chapters}, " in intro and "(quick 60)" not in intro
     assert f"({', '.join(quick.languages)}, in the full and the quick run" in intro
+
+
+def test_a_method_named_twice_runs_once(monkeypatch, tmp_path):
+    import benchmarks.suite as suite
+    calls = []
+    monkeypatch.setattr(suite.subprocess, "call", _fake_worker(calls))
+    monkeypatch.setattr(report, "plots", lambda results, out_dir: [])
+    r = suite.run_suite(quick=True, methods=["Cr5", "WMF", "Cr5"], out_dir=tmp_path, log=lambda *a: None)
+    assert [Path(out).name for _, out in calls] == ["method_Cr5.json", "method_WMF.json"]
+    assert list(r["methods"]) == ["Cr5", "WMF"]

@@ -65,7 +65,7 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     from benchmarks.suite.config import Config
     from benchmarks.suite.registry import METHODS, get_method
     cfg = Config.make(quick)
-    names = list(methods) if methods else list(METHODS)
+    names = list(dict.fromkeys(methods)) if methods else list(METHODS)   # a repeated name runs once
     for n in names:
         get_method(n)
     # absolute: the worker processes run in the repository root, not in the caller's folder
