@@ -440,3 +440,142 @@ def test_rows_run_with_another_config_are_marked_and_listed():
     text = report.section(res)
     assert "† B was run with another config than the table's: sgd_epochs = 1 (the --quick config)" \
            " — the full config did not finish." in text
+
+
+def test_cli_lists_methods_and_tasks(capsys):
+    import benchmarks.suite as suite
+    assert suite.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    listed = {line.strip().split(":")[0] for line in out.splitlines() if line.startswith("  ")}
+    assert listed == set(METHODS) | set(TASKS)
+    with pytest.raises(SystemExit) as exc:
+        suite.main(["--help"])
+    assert exc.value.code == 0 and "--list" in capsys.readouterr().out
+
+
+def test_cli_bad_values_are_one_line_errors_naming_the_option(monkeypatch, capsys, tmp_path):
+    import benchmarks.suite as suite
+    monkeypatch.setattr(suite, "run_suite", lambda *a, **k: pytest.fail("run with a bad option"))
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x", encoding="utf-8")
+    for argv, option, what in ((["--methods", "Cr5", "nope"], "--methods", "unknown method(s) 'nope'"),
+                               (["--out", str(a_file)], "--out", "cannot create the folder"),
+                               (["--out", str(a_file / "sub")], "--out", "cannot create the folder")):
+        with pytest.raises(SystemExit) as exc:
+            suite.main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2, argv
+        last = err.strip().splitlines()[-1]
+        assert f"error: argument {option}: " in last and what in last, err
+        assert "Traceback" not in err
+
+
+def test_cli_interrupt_is_one_line_and_exit_130(monkeypatch, capsys):
+    import benchmarks.suite as suite
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(suite, "run_suite", interrupted)
+    assert suite.main(["--quick"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and len(err.strip().splitlines()) == 1
+
+
+def _fake_worker(calls):
+    """A stand-in for ``subprocess.call`` of the worker: writes the method's JSON where the worker
+    would, i.e. relative to the worker's working directory."""
+    import json
+    import os
+
+    def call(argv, env=None, cwd=None):
+        name, cfg_json, out = argv[-3:]
+        calls.append((cwd, out))
+        r = _weak_results()["methods"]["B"]
+        r.update(method=name, description="toy", config=json.loads(cfg_json),
+                 load_before_fit=[0.5], load_after_fit=[0.5])
+        Path(os.path.join(cwd, out)).write_text(json.dumps(r), encoding="utf-8")
+        return 0
+    return call
+
+
+def test_relative_out_is_the_callers_folder_not_the_workers(monkeypatch, tmp_path):
+    """The worker runs in the repository root: a relative --out given from another folder (e.g.
+    ``linxling bench --out res``) was written under the repository but read from the caller's
+    folder."""
+    import benchmarks.suite as suite
+    calls = []
+    monkeypatch.setattr(suite.subprocess, "call", _fake_worker(calls))
+    monkeypatch.setattr(report, "plots", lambda results, out_dir: [])
+    monkeypatch.chdir(tmp_path)
+    suite.run_suite(quick=True, methods=["Cr5"], out_dir="rel", log=lambda *a: None)
+    assert (tmp_path / "rel" / "method_Cr5.json").is_file()
+    assert (tmp_path / "rel" / "leaderboard.md").is_file()
+    assert not (ROOT / "rel").exists()
+
+
+def test_interrupted_run_keeps_the_previous_leaderboard_whole(monkeypatch, tmp_path):
+    """Ctrl-C while the leaderboard is being written: the previous leaderboard.json and
+    leaderboard.md stay as they were (not truncated, not one new and one old)."""
+    import benchmarks.suite as suite
+    monkeypatch.setattr(suite.subprocess, "call", _fake_worker([]))
+    monkeypatch.setattr(report, "plots", lambda results, out_dir: [])
+    old = {"leaderboard.json": '{"old": 1}', "leaderboard.md": "old table\n"}
+    for name, text in old.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+
+    def interrupted(results):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(report, "section", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        suite.run_suite(quick=True, methods=["Cr5"], out_dir=tmp_path, log=lambda *a: None)
+    for name, text in old.items():
+        assert (tmp_path / name).read_text(encoding="utf-8") == text, name
+
+
+def test_worker_failing_mid_write_leaves_no_partial_json(monkeypatch, tmp_path):
+    """A worker stopped while writing its JSON left a truncated file, which --resume then read."""
+    import json
+
+    from benchmarks.suite import worker
+    from benchmarks.suite.config import Config
+    f = tmp_path / "method_X.json"
+    f.write_text('{"previous": true}', encoding="utf-8")
+    monkeypatch.setattr(worker, "run_method", lambda name, cfg: {"fit_s": 1.0, "bad": object()})
+    with pytest.raises(TypeError):
+        worker.main(["X", json.dumps(Config.make(True).to_dict()), str(f)])
+    assert json.loads(f.read_text(encoding="utf-8")) == {"previous": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["method_X.json"]
+
+
+def test_section_describes_the_floors_as_tasks_py_computes_them():
+    """The written leaderboard's explanation of the chance floor is the rule of chance_baseline
+    (twice chance and the binomial 99.9 % quantile), and it points at its own leaderboard.json."""
+    from benchmarks.suite.config import Config
+    res = _weak_results()
+    res.update(config=Config.make(True).to_dict(), date="d", command="c", total_s=60.0, plots=[],
+               machine={"cpu": "x", "cores": 2, "memory_gib": 1, "python": "3", "numpy": "2",
+                        "numba": "0", "linxling": "0"})
+    text = report.section(res)
+    assert "binomial 99.9 % quantile" in text and "binomial standard errors" not in text
+    assert "benchmarks/leaderboard.json" not in text and "`leaderboard.json` (beside this file)" in text
+
+
+def test_readme_states_the_quick_configs_split_and_languages():
+    """benchmarks/README.md said the quick run holds out 60 chapters of 5 languages; it uses the
+    full run's 150 chapters of all the languages (benchmarks/suite/config.py)."""
+    from benchmarks.suite.config import Config
+    full, quick = Config.make(False), Config.make(True)
+    intro = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8").split(report.START)[0]
+    assert (full.test_chapters, full.languages) == (quick.test_chapters, quick.languages)
+    assert f"n_test={quick.test_chapters}, " in intro and "(quick 60)" not in intro
+    assert f"({', '.join(quick.languages)}, in the full and the quick run" in intro
+
+
+def test_a_method_named_twice_runs_once(monkeypatch, tmp_path):
+    import benchmarks.suite as suite
+    calls = []
+    monkeypatch.setattr(suite.subprocess, "call", _fake_worker(calls))
+    monkeypatch.setattr(report, "plots", lambda results, out_dir: [])
+    r = suite.run_suite(quick=True, methods=["Cr5", "WMF", "Cr5"], out_dir=tmp_path, log=lambda *a: None)
+    assert [Path(out).name for _, out in calls] == ["method_Cr5.json", "method_WMF.json"]
+    assert list(r["methods"]) == ["Cr5", "WMF"]

@@ -8,9 +8,14 @@ A run writes only under its results folder (``benchmarks/results/quick`` or
 and the plots. ``--publish`` (full suite only) also writes the table into benchmarks/README.md and
 the plots and the summary JSON beside it, the tracked copies.
 
-Exit status: 0; 1 when a task failed with an error; 3 when a method's headline metric on a task is
-not clearly above that task's baseline (chance, majority class or no correlation; the rule is in
-benchmarks/suite/tasks.py) and the method has not declared the task not applicable.
+An interrupted run (Ctrl-C) writes no leaderboard: the files of the previous run stay whole (every
+file is written to a temporary name and renamed), and ``--resume`` keeps the methods that finished.
+
+Exit status: 0; 1 when a task failed with an error; 2 on a usage error or when a method's worker
+process failed; 130 when interrupted; 3 when a method's headline metric on a task is not clearly
+above that task's baseline (chance, majority class or no correlation; the rule is in
+benchmarks/suite/tasks.py) and the method has not declared the task not applicable or expected
+below the floor.
 """
 from __future__ import annotations
 
@@ -24,6 +29,18 @@ import time
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parents[1]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so
+    that an interrupted or failed write leaves the previous file whole, never a truncated one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def default_out_dir(quick: bool) -> Path:
@@ -48,10 +65,11 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     from benchmarks.suite.config import Config
     from benchmarks.suite.registry import METHODS, get_method
     cfg = Config.make(quick)
-    names = list(methods) if methods else list(METHODS)
+    names = list(dict.fromkeys(methods)) if methods else list(METHODS)   # a repeated name runs once
     for n in names:
         get_method(n)
-    out_dir = Path(out_dir) if out_dir else default_out_dir(quick)
+    # absolute: the worker processes run in the repository root, not in the caller's folder
+    out_dir = Path(out_dir).resolve() if out_dir else default_out_dir(quick)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     results = {"config": cfg.to_dict(), "methods": {}, "command": command + (" --quick" if quick else ""),
@@ -77,7 +95,7 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
             raise RuntimeError(f"method {n!r} failed in its worker process (exit code {rc})")
         results["methods"][n] = json.loads(f.read_text(encoding="utf-8"))
         results["methods"][n]["wall_s"] = time.perf_counter() - t
-        f.write_text(json.dumps(results["methods"][n], indent=1, default=float), encoding="utf-8")
+        write_atomic(f, json.dumps(results["methods"][n], indent=1, default=float))
         log(f"   {n}: fit {results['methods'][n]['fit_s']:.1f}s, total {time.perf_counter() - t:.0f}s")
     results["total_s"] = time.perf_counter() - t0
     import sklearn
@@ -89,8 +107,10 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     results["shared_machine"] = bool(loads) and max(loads) > (os.cpu_count() or 1) + 0.5
     results["verdicts"] = report.verdicts(results)
     results["plots"] = report.plots(results, out_dir)
-    (out_dir / "leaderboard.json").write_text(json.dumps(results, indent=1, default=float), encoding="utf-8")
-    (out_dir / "leaderboard.md").write_text(report.section(results) + "\n", encoding="utf-8")
+    # both texts first, then two renames: an interruption leaves the previous pair, not a mix
+    table_text, json_text = report.section(results) + "\n", json.dumps(results, indent=1, default=float)
+    write_atomic(out_dir / "leaderboard.json", json_text)
+    write_atomic(out_dir / "leaderboard.md", table_text)
     if readme is not None or plot_dir is not None:
         _publish(results, Path(readme) if readme else BENCH_DIR / "README.md",
                  Path(plot_dir) if plot_dir else BENCH_DIR)
@@ -107,14 +127,14 @@ def _publish(results: dict, readme: Path, plot_dir: Path) -> None:
         for t in v["tasks"].values():
             t.pop("traceback", None)
     summary["plots"] = [Path(f).name for f in report.plots(results, plot_dir)]
-    (plot_dir / "leaderboard.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    write_atomic(plot_dir / "leaderboard.json", json.dumps(summary, indent=1))
     report.write_readme(readme, {**results, "plots": summary["plots"]})
 
 
 def main(argv=None, prog: str = "python -m benchmarks") -> int:
     p = argparse.ArgumentParser(prog=prog, description="every registered method on every task")
     p.add_argument("--quick", action="store_true", help="reduced suite (< 10 min on 2 cores)")
-    p.add_argument("--methods", nargs="+", help="only these registered methods")
+    p.add_argument("--methods", nargs="+", help="only these registered methods (names: see --list)")
     p.add_argument("--out", help="folder for the results: JSON, leaderboard.md, plots "
                                  "(default benchmarks/results/quick or benchmarks/results/full)")
     p.add_argument("--publish", action="store_true",
@@ -126,7 +146,29 @@ def main(argv=None, prog: str = "python -m benchmarks") -> int:
                                    "(default benchmarks/)")
     p.add_argument("--resume", action="store_true",
                    help="keep the per-method results already in --out that were run with the same config")
+    p.add_argument("--list", action="store_true", help="print the registered methods and the tasks, and exit")
     a = p.parse_args(argv)
+    from benchmarks.suite import methods as _registers  # noqa: F401  (fills METHODS)
+    from benchmarks.suite.registry import METHODS
+    if a.list:
+        from benchmarks.suite.tasks import TASKS
+        print("methods (--methods NAME ...):")
+        print("\n".join(f"  {n}: {m.description}" for n, m in METHODS.items()))
+        print("tasks (every method runs every task; column: metric):")
+        print("\n".join(f"  {n}: {t.headline}" for n, t in TASKS.items()))
+        return 0
+    unknown = [n for n in a.methods or () if n not in METHODS]
+    if unknown:
+        p.error(f"argument --methods: unknown method(s) {', '.join(map(repr, unknown))}; registered: "
+                f"{', '.join(METHODS)} ({prog} --list)")
+    if a.out:
+        out = Path(a.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            p.error(f"argument --out: cannot create the folder {a.out!r}: {exc.strerror or exc}")
+        if not os.access(out, os.W_OK | os.X_OK):
+            p.error(f"argument --out: the folder {a.out!r} is not writable")
     if (a.readme or a.plots) and not a.publish:
         p.error("--readme and --plots say where to publish: give --publish too")
     if a.publish and a.quick:
@@ -139,6 +181,10 @@ def main(argv=None, prog: str = "python -m benchmarks") -> int:
     except (ValueError, RuntimeError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted (each leaderboard file is replaced whole or not at all); the methods "
+              "that finished are kept by --resume", file=sys.stderr)
+        return 130
     out = Path(a.out) if a.out else default_out_dir(a.quick)
     print(f"leaderboard written to {out / 'leaderboard.md'}"
           + (f" and published in {readme}" if readme else "") + f"; total {r['total_s'] / 60:.1f} min")

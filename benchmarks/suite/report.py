@@ -157,12 +157,13 @@ def section(results: dict) -> str:
         "SIB-200 and Bible genres: accuracy of `linxling.evaluate.cldc`'s averaged perceptron "
         "trained on English; reverse dictionary: P@1 on Wikt3l's held-out targets (mean of en-fr, "
         "fr-en). P@10, MRR, cosine, per-direction figures, majority-class baselines and the number "
-        "of out-of-vocabulary words are in `benchmarks/leaderboard.json` (beside this README).",
+        "of out-of-vocabulary words are in `leaderboard.json` (beside this file).",
         "",
         f"*Baseline (floor)*: what a model that learned nothing scores on the column's metric, and in "
         f"brackets the floor a method must beat: chance = a random ranking (1 / candidates, times the "
-        f"share of queries whose gold has a vector; floor: twice chance and 3 binomial standard errors "
-        f"above it), majority = the majority class of the test labels (floor + 0.02), no correlation = "
+        f"share of queries whose gold has a vector; floor: twice chance, and at least the rate a random "
+        f"ranking exceeds with probability < 0.1 % over the task's queries, the binomial 99.9 % "
+        f"quantile), majority = the majority class of the test labels (floor + 0.02), no correlation = "
         f"Pearson 0 (floor: 3 standard errors of r under no correlation). {WEAK} marks a number that "
         f"does not beat its floor; such a cell makes the run exit with status 3, unless the method "
         f"declared, with the measurements that show why, that this data does not let it beat that "
@@ -195,7 +196,8 @@ def write_readme(readme: Path, results: dict) -> None:
         text = pat.sub(lambda _: new, text)
     else:
         text = text.rstrip("\n") + "\n\n## Leaderboard (`python -m benchmarks`)\n\n" + new + "\n"
-    readme.write_text(text, encoding="utf-8")
+    from benchmarks.suite import write_atomic
+    write_atomic(readme, text)
 
 
 def plots(results: dict, out_dir: Path) -> list[str]:

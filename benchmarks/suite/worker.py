@@ -85,10 +85,13 @@ def main(argv=None) -> int:
     name, cfg_json, out_path = argv
     cfg = Config.from_dict(json.loads(cfg_json))
     res = run_method(name, cfg)
-    with open(out_path, "w", encoding="utf-8") as fh:
-        json.dump(res, fh, indent=1, default=float)
+    from benchmarks.suite import write_atomic
+    write_atomic(out_path, json.dumps(res, indent=1, default=float))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:     # Ctrl-C reaches the runner too, which says it once
+        sys.exit(130)
