@@ -579,3 +579,13 @@ def test_a_method_named_twice_runs_once(monkeypatch, tmp_path):
     r = suite.run_suite(quick=True, methods=["Cr5", "WMF", "Cr5"], out_dir=tmp_path, log=lambda *a: None)
     assert [Path(out).name for _, out in calls] == ["method_Cr5.json", "method_WMF.json"]
     assert list(r["methods"]) == ["Cr5", "WMF"]
+
+
+def test_the_machine_line_names_the_chip_not_only_the_model_name():
+    """One model name ("AMD EPYC") covered a Zen 5 and older chips of other speeds: the table names
+    the family, model and vector extension the results record (results from before: the name)."""
+    from benchmarks.suite.report import _cpu
+    m = {"cpu": "AMD EPYC", "cpu_family": 26, "cpu_model": 2, "vector_isa": "avx512"}
+    assert _cpu(m) == "AMD EPYC (family 26, model 2, avx512)"
+    assert _cpu({"cpu": "AMD EPYC"}) == "AMD EPYC"
+

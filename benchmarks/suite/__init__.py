@@ -72,7 +72,10 @@ def run_suite(quick: bool = False, methods=None, out_dir: Path | None = None, re
     out_dir = Path(out_dir).resolve() if out_dir else default_out_dir(quick)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    results = {"config": cfg.to_dict(), "methods": {}, "command": command + (" --quick" if quick else ""),
+    # the command as run: a table of some methods, or assembled by --resume, says so
+    ran = (command + (" --quick" if quick else "") + (" --methods " + " ".join(names) if methods else "")
+           + (" --resume" if resume else ""))
+    results = {"config": cfg.to_dict(), "methods": {}, "command": ran,
                "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                LINXLING_NO_PROGRESS="1")

@@ -111,6 +111,14 @@ def _loads(results: dict) -> str:
     return f", 1-minute load average {lr[0]:.1f}-{lr[1]:.1f} around the fits" if lr else ""
 
 
+def _cpu(m: dict) -> str:
+    """The CPU as :func:`benchmarks._machine.cpu_label` names it (family, model, vector extension:
+    one model name covers several chips), or its model name alone in results recorded before."""
+    from benchmarks._machine import cpu_label
+    keys = ("cpu", "cpu_family", "cpu_model", "vector_isa")
+    return cpu_label({k: m[k] for k in keys}) if all(k in m for k in keys) else m["cpu"]
+
+
 def section(results: dict) -> str:
     m = results["machine"]
     cfg = results["config"]
@@ -120,7 +128,7 @@ def section(results: dict) -> str:
         START,
         f"Produced by `{results['command']}` ({'reduced --quick suite' if cfg['quick'] else 'full suite'}) "
         f"on {results['date']}; {_duration(results)}. "
-        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB"
+        f"Machine: {_cpu(m)}, {m['cores']} cores, {m['memory_gib']} GiB"
         f"{' (shared with other jobs during the run)' if results.get('shared_machine') else ''}"
         f"{_loads(results)}; "
         f"Python {m['python']}, NumPy {m['numpy']}, numba {m['numba']}, scikit-learn {m.get('sklearn')}, "
