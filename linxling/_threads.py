@@ -10,10 +10,13 @@ gave a Φ 0.389 away from a sequential fit).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar, cast
 
-__all__ = ["blas_single_thread", "blas_held"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["blas_single_thread", "blas_held", "numba_serial", "numba_serialised"]
 
 _LOCK = threading.Lock()
 _STATE: dict = {"depth": 0, "limiter": None}
@@ -52,3 +55,63 @@ def blas_held() -> bool:
     solvers' dense products then split their rows over a thread pool
     (:mod:`linxling.kernels.dense`)."""
     return _STATE["depth"] > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# numba's "workqueue" threading layer (the one left where neither TBB nor OpenMP loads, e.g. a
+# macOS Python without libomp, or chosen with NUMBA_THREADING_LAYER=workqueue) is not thread-safe:
+# two Python threads running parallel kernels at once make numba terminate the process
+# ("Concurrent access has been detected"). A search service that embeds queries from several
+# threads would die. Under that layer the public entry points run one at a time instead.
+# ---------------------------------------------------------------------------------------------
+_NUMBA_LOCK = threading.RLock()
+_LAYER: dict = {}
+
+
+def _workqueue() -> bool:
+    """Whether numba's parallel kernels run (or will run) on the workqueue layer."""
+    if "workqueue" in _LAYER:
+        return _LAYER["workqueue"]
+    import numba
+    try:
+        layer = numba.threading_layer()              # known once a parallel kernel has run
+    except ValueError:
+        chosen = str(numba.config.THREADING_LAYER).lower()
+        if chosen in ("tbb", "omp", "safe", "threadsafe"):
+            return False
+        if chosen == "workqueue":
+            return True
+        import importlib
+        for pool in ("tbbpool", "omppool"):          # what numba tries before workqueue
+            try:
+                importlib.import_module(f"numba.np.ufunc.{pool}")
+                return False
+            except Exception:                        # ImportError, or OSError: no libgomp/libtbb
+                continue
+        return True
+    _LAYER["workqueue"] = layer == "workqueue"
+    return _LAYER["workqueue"]
+
+
+@contextmanager
+def numba_serial() -> Iterator[None]:
+    """Inside the block, no other thread runs linxling's numba kernels, when numba's threading
+    layer is the workqueue (not thread-safe); a no-op under TBB or OpenMP. Re-entrant."""
+    if not _workqueue():
+        yield
+        return
+    with _NUMBA_LOCK:
+        yield
+
+
+def numba_serialised(fn: F) -> F:
+    """``fn`` run inside :func:`numba_serial` (the public entry points that launch kernels)."""
+    import functools
+
+    @functools.wraps(fn)
+    def serial(*args: Any, **kwargs: Any) -> Any:
+        with numba_serial():
+            return fn(*args, **kwargs)
+    serial._linxling_serial = True                   # type: ignore[attr-defined]
+    return cast(F, serial)
+

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from linxling._progress import progress
+from linxling._threads import numba_serialised
 from linxling._validation import check_int, check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
@@ -182,6 +183,7 @@ class Index:
     def dim(self) -> int:
         return int(self.vectors_.shape[1])
 
+    @numba_serialised
     def set_reference(self, vectors: Any, knn: int = 10, block_size: int | None = None) -> Index:
         """Compute CSLS's ``r_c`` of every document against ``vectors`` of the query language (a
         representative sample, e.g. a few thousand of its documents); searches with
@@ -214,6 +216,7 @@ class Index:
         per_row = 2 * len(self) * self.vectors_.dtype.itemsize     # scores and their copy
         return int(max(1, min(n_rows, 4096, BLOCK_BYTES // max(per_row, 1))))
 
+    @numba_serialised
     def search(self, queries: Any, k: int = 10, *, similarity: str = "cosine", knn: int | None = None,
                block_size: int | None = None, show_progress: bool | None = None
                ) -> tuple[np.ndarray, np.ndarray]:

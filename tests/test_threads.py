@@ -137,3 +137,42 @@ def test_concurrent_cr5_fits_keep_the_limit_and_equal_sequential_fits(monkeypatc
     for m in models:
         for lang in blocks:
             np.testing.assert_array_equal(m.components_[lang], sequential.components_[lang])
+
+
+_CONCURRENT = """
+import threading, numpy as np, scipy.sparse as sp, numba, linxling
+from linxling.search import Index
+X = sp.random(4000, 1500, density=0.01, format="csr", random_state=0)
+m = linxling.WMF(n_components=16, max_iter=2, random_state=0, show_progress=False).fit(X)
+ref = m.transform(X)
+index = Index(ref)
+hits = index.search(ref[:500], k=3, similarity="csls")[1]
+out, found = [], []
+def work():
+    out.append(m.transform(X))
+    found.append(index.search(ref[:500], k=3, similarity="csls")[1])
+ts = [threading.Thread(target=work) for _ in range(6)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print(numba.threading_layer(), len(out), all(np.array_equal(o, ref) for o in out),
+      all(np.array_equal(f, hits) for f in found))
+"""
+
+
+def test_threads_may_share_a_model_under_numba_workqueue_layer(tmp_path):
+    """numba's workqueue layer (where neither TBB nor OpenMP loads, e.g. macOS without libomp) is
+    not thread-safe: six threads embedding with one WMF made numba terminate the process
+    ('Concurrent access has been detected'). Under it the public entry points take turns."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import linxling
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue", LINXLING_NO_PROGRESS="1",
+               PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]))
+    run = subprocess.run([sys.executable, "-c", _CONCURRENT], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["workqueue", "6", "True", "True"], run.stdout + run.stderr[-2000:]
+

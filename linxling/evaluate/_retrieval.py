@@ -7,6 +7,7 @@ import numpy as np
 
 from linxling._backend import get_namespace, to_numpy
 from linxling._progress import progress
+from linxling._threads import numba_serialised
 from linxling._validation import check_int
 
 __all__ = ["retrieval"]
@@ -260,6 +261,7 @@ def _summarise(ranks: Any, ks: Sequence[int], xp, n_candidates: int) -> dict:
 
 
 # --------------------------------------------------------------------------- public
+@numba_serialised
 def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int] = (1, 5, 10),
               similarity: str = "cosine", knn: int = 10, block_size: int | None = None, *,
               return_ranks: bool = False, show_progress: bool | None = None) -> dict:

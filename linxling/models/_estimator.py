@@ -342,9 +342,16 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        from linxling._threads import numba_serialised
         for name in ("fit", "fit_matrices"):
             if name in cls.__dict__ and not getattr(cls.__dict__[name], "_linxling_atomic", False):
                 setattr(cls, name, _atomic_fit(cls.__dict__[name]))
+        # the entry points that run numba kernels: one thread at a time where numba's threading
+        # layer is not thread-safe (linxling._threads.numba_serial; a no-op under TBB or OpenMP)
+        for name in ("fit", "fit_matrices", "transform", "transform_matrix", "word_vectors", "predict"):
+            fn = cls.__dict__.get(name)
+            if callable(fn) and not getattr(fn, "_linxling_serial", False):
+                setattr(cls, name, numba_serialised(fn))
 
     def fit_transform(self, X: Any, y: Any = None, *args: Any, **fit_params: Any) -> Any:
         """``fit`` then ``transform`` of the same input, for models whose ``transform`` takes
