@@ -219,7 +219,10 @@ def test_read_constants_on_a_small_file():
     V = np.random.default_rng(0).standard_normal((500, 8)).astype(np.float32)
     got = read_constants(X, V, "float64", chunk_rows=256, repeats=1)
     assert got["file_bytes"] == 8 * 3001 + 12 * X.nnz and got["file_dtype"] == "float64"
-    assert got["read_seconds_per_byte"] > 0 and got["gram_1_s"] >= got["read_s"]
+    # timings are measured, not compared: with one repeat a cold first read can take longer than
+    # a later pass of reads and products (gram_1_s < read_s failed once under Prescott at load 2)
+    assert got["read_seconds_per_byte"] > 0 and got["gram_1_s"] > 0 and got["gram_all_s"] > 0
+    assert got["columns"] == 8 and got["reads_per_pass"] >= 1
     assert got["s_per_nnz_col_stream_1"] >= 0 and got["s_per_nnz_col_stream_all"] >= 0
 
 
