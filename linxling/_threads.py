@@ -74,22 +74,21 @@ def _workqueue() -> bool:
         return _LAYER["workqueue"]
     import numba
     try:
-        layer = numba.threading_layer()              # known once a parallel kernel has run
-    except ValueError:
+        _LAYER["workqueue"] = numba.threading_layer() == "workqueue"   # once a parallel kernel ran
+    except ValueError:                               # none yet: the layer numba will choose
         chosen = str(numba.config.THREADING_LAYER).lower()
-        if chosen in ("tbb", "omp", "safe", "threadsafe"):
-            return False
-        if chosen == "workqueue":
-            return True
-        import importlib
-        for pool in ("tbbpool", "omppool"):          # what numba tries before workqueue
-            try:
-                importlib.import_module(f"numba.np.ufunc.{pool}")
-                return False
-            except Exception:                        # ImportError, or OSError: no libgomp/libtbb
-                continue
-        return True
-    _LAYER["workqueue"] = layer == "workqueue"
+        if chosen in ("tbb", "omp", "safe", "threadsafe", "workqueue"):
+            _LAYER["workqueue"] = chosen == "workqueue"
+        else:                                        # numba tries TBB, then OpenMP, then workqueue
+            import importlib
+            _LAYER["workqueue"] = True
+            for pool in ("tbbpool", "omppool"):
+                try:
+                    importlib.import_module(f"numba.np.ufunc.{pool}")
+                except Exception:                    # ImportError, or OSError: no libtbb/libgomp
+                    continue
+                _LAYER["workqueue"] = False
+                break
     return _LAYER["workqueue"]
 
 

@@ -64,15 +64,10 @@ def _unit_rows(X: Any, name: str, dtype) -> np.ndarray:
             raise ValueError(f"{name} has values too large for {X.dtype}: give dtype=float64 or "
                              "scale the vectors (only their direction counts)")
         raise ValueError(f"{name} contains NaN or infinite values")
-    with np.errstate(over="ignore", under="ignore"):
-        norms = np.linalg.norm(X, axis=1, keepdims=True)
-    far = np.flatnonzero(~np.isfinite(norms[:, 0]) | (norms[:, 0] < np.finfo(X.dtype).tiny))
-    if far.size:                                     # the sum of squares over- or underflowed
-        top = np.abs(X[far]).max(axis=1, keepdims=True)
-        X[far] = np.divide(X[far], top, out=np.zeros_like(X[far]), where=top > 0)
-        norms[far] = np.linalg.norm(X[far], axis=1, keepdims=True)
-    np.divide(X, norms, out=X, where=norms > 0)      # a zero row stays zero: cosine 0 to everything
-    return X
+    from linxling.evaluate._retrieval import _normalize_rows
+    # unit rows, a zero row stays zero (cosine 0 to everything); safe where the sum of squares
+    # over- or underflows
+    return _normalize_rows(X, np)
 
 
 def _merge_topk(best_s: np.ndarray, best_i: np.ndarray, S: np.ndarray, offset: int, k: int

@@ -84,14 +84,20 @@ def _check_similarity(similarity: Any) -> str:
 
 # --------------------------------------------------------------------------- blocked kernels
 def _normalize_rows(X: Any, xp) -> Any:
-    """Rows scaled to unit L2 norm; zero rows stay zero (so their cosine with anything is 0).
-
-    Each row is first divided by its largest absolute entry, so a finite row whose squared norm
-    would overflow (or underflow) in its dtype keeps its direction instead of becoming zero."""
-    scale = xp.max(xp.abs(X), axis=1)
-    scale = xp.where(scale > 0, scale, xp.ones_like(scale))
-    Xn = X / scale[:, None]
-    norms = xp.linalg.norm(Xn, axis=1)
+    """Rows scaled to unit L2 norm, in a new array; zero rows stay zero (so their cosine with
+    anything is 0). A finite row whose sum of squares overflows or underflows its dtype is first
+    divided by its largest absolute entry, so it keeps its direction instead of becoming zero
+    (or staying unnormalised); the other rows are divided by their norm alone. Also the last
+    step of :class:`linxling.search.Index`'s input check."""
+    with np.errstate(over="ignore", under="ignore"):
+        norms = xp.linalg.norm(X, axis=1)
+    Xn = X.copy()
+    # below sqrt(tiny) every square of the row is subnormal or zero: precision lost, or none left
+    far = xp.flatnonzero(~xp.isfinite(norms) | (norms < float(xp.finfo(X.dtype).tiny) ** 0.5))
+    if far.size:                                  # zero rows too: their largest entry is 0, kept
+        top = xp.max(xp.abs(Xn[far]), axis=1, keepdims=True)
+        Xn[far] = Xn[far] / xp.where(top > 0, top, xp.ones_like(top))
+        norms[far] = xp.linalg.norm(Xn[far], axis=1)
     Xn /= xp.where(norms > 0, norms, xp.ones_like(norms))[:, None]
     return Xn
 
