@@ -148,6 +148,33 @@ print(json.dumps(out))
         assert n_sigs >= 1 and dtypes == ["float32", "float64"], (name, n_sigs, dtypes)
 
 
+def test_a_second_process_compiles_nothing():
+    """numba caches a kernel on disk under a key that includes a pickle of its closure's cells.
+    WMF's CG half-step once closed over an inner jitted function, whose pickle differs in every
+    process, so every new process compiled it again (3-5 s at the start of each WMF fit, and a
+    new cache file each time; 2026-11-30). Every model's warmup fit in one process, then in a
+    second: the second compiles none of linxling's kernels."""
+    code = """
+import json
+from numba.core import event
+from linxling._warmup import warmup
+names = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        fn = getattr(ev.data.get("dispatcher"), "py_func", None)
+        if (getattr(fn, "__module__", "") or "").startswith("linxling"):
+            names.append(fn.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Count())
+warmup(print_fn=lambda s: None)
+print(json.dumps(names))
+"""
+    import json
+    _run(code, timeout=900)                        # compiles what the cache lacks (a few s if warm)
+    assert json.loads(_run(code, timeout=900).splitlines()[-1]) == []
+
+
 def test_a_fit_inside_a_fit_says_it_compiles_once(tmp_path, monkeypatch, capsys):
     """CrossWMF fits a WMF for its pivot, SingleBlock fits the model it wraps: one notice, for
     the model the user fitted (CrossWMF) or the one that compiles (Cr5), not two."""

@@ -526,12 +526,10 @@ def _make_cg_kernels(width: int):
     arrays). numba caches each on disk per width (the width is a closure variable)."""
     W = int(width)
 
-    @njit(cache=True, fastmath=_FM)
-    def cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, cg_steps):
-        k = W if W > 0 else out.shape[1]
-        return _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, cg_steps, k)
-
-    @njit(parallel=True, cache=True)
+    # Each kernel's closure holds the width and nothing else: numba keys its disk cache on a
+    # pickle of the closure's cells, and a dispatcher in a cell (an inner jitted function) pickles
+    # differently in every process, so such a kernel was compiled again by every new process.
+    @njit(parallel=True, cache=True, fastmath=_FM)
     def half_step_cg(rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, cg_steps, nthreads):
         """Warm-started CG per row (implicit's algorithm) for the rows ``rowlist`` (strided over
         the threads), rows batched per pass over G."""
@@ -539,8 +537,12 @@ def _make_cg_kernels(width: int):
         nchunks = max(min(nthreads, n), 1)
         quad = np.zeros(nchunks)
         for c in prange(nchunks):
-            quad[c] = cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, cg_steps)
-        return quad.sum()
+            k = W if W > 0 else out.shape[1]
+            quad[c] = _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, cg_steps, k)
+        total = 0.0
+        for c in range(nchunks):
+            total += quad[c]
+        return total
 
     @njit(parallel=True, cache=True, fastmath=_FM)
     def hot_pass(indptr, slots, slot0, data, bounds, Y, dw, src, acc, acc2, residual):
