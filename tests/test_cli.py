@@ -420,6 +420,7 @@ def test_closed_stdout_pipe_is_quiet():
         assert p.stdout.readline().startswith(b"query\trank")
         p.stdout.close()
         err = p.stderr.read().decode()
+        p.stderr.close()
         assert p.wait(timeout=120) == 141, err
         assert err == ""
 

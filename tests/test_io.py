@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -224,7 +225,7 @@ def _reseal(path):
     """Recompute the file header's SHA-256 after an edit: a crafted file, not a corrupted one
     (a plain edit fails the checksum before anything else is looked at)."""
     from linxling.io._store import HEADER_SIZE, _file_header
-    data = open(path, "rb").read()
+    data = Path(path).read_bytes()
     with open(path, "wb") as fh:
         fh.write(_file_header(data[HEADER_SIZE:]) + data[HEADER_SIZE:])
 
@@ -245,12 +246,12 @@ def test_any_edit_fails_the_files_checksum(tmp_path):
     with pytest.raises(ModelFormatError, match="fails its SHA-256 checksum|modified after it was saved"):
         load(path)
     Dummy({}, {"A": np.ones(2)}).save(path)
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(Path(path).read_bytes())
     data[len(data) // 2] ^= 0x10
-    open(path, "wb").write(bytes(data))
+    Path(path).write_bytes(bytes(data))
     with pytest.raises(ModelFormatError, match="fails its SHA-256 checksum"):
         load(path)
-    open(path, "wb").write(bytes(data[:-100]))
+    Path(path).write_bytes(bytes(data[:-100]))
     with pytest.raises(ModelFormatError, match="truncated"):
         load(path)
 
@@ -387,6 +388,7 @@ def test_stale_temporaries_are_removed_by_the_next_save(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+        holder.stdout.close()
     Dummy({}, {}).save(path)                    # the writer is gone: its temporary is now stale
     assert sorted(os.listdir(tmp_path)) == sorted(["m.h5", other.name])
 

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -76,7 +77,7 @@ def test_a_fifo_is_not_opened(tmp_path):
 def test_a_file_written_before_the_header_still_loads(tmp_path):
     from linxling.io._store import HEADER_SIZE
     path = _saved(tmp_path)
-    data = open(path, "rb").read()
+    data = Path(path).read_bytes()
     legacy = tmp_path / "legacy.h5"
     legacy.write_bytes(data[HEADER_SIZE:])             # an HDF5 file from before the header
     np.testing.assert_array_equal(load(legacy).arrays["A"], np.arange(6.0))
@@ -85,10 +86,10 @@ def test_a_file_written_before_the_header_still_loads(tmp_path):
 def test_a_read_only_target_is_refused_and_a_symlink_replaced_not_followed(tmp_path):
     path = _saved(tmp_path)
     os.chmod(path, 0o444)
-    before = open(path, "rb").read()
+    before = Path(path).read_bytes()
     with pytest.raises(PermissionError, match="read-only"):
         Dummy({"k": 2}, {"A": np.zeros(3)}).save(path)
-    assert open(path, "rb").read() == before
+    assert Path(path).read_bytes() == before
     target = tmp_path / "target.bin"
     target.write_bytes(b"precious")
     link = tmp_path / "link.h5"
@@ -179,10 +180,10 @@ def test_an_npy_export_writes_both_files_or_neither(tmp_path, monkeypatch):
     from linxling.io import export_vectors
     path = str(tmp_path / "v.npy")
     export_vectors(path, np.ones((3, 2)), ["a", "b", "c"], format="npy")
-    before = (open(path, "rb").read(), open(tmp_path / "v.vocab.txt", "rb").read())
+    before = (Path(path).read_bytes(), Path(tmp_path / "v.vocab.txt").read_bytes())
     with pytest.raises(UnicodeEncodeError):
         export_vectors(path, np.zeros((3, 2)), ["x", "y", "\udcff"], format="npy")   # the vocabulary fails
-    assert (open(path, "rb").read(), open(tmp_path / "v.vocab.txt", "rb").read()) == before
+    assert (Path(path).read_bytes(), Path(tmp_path / "v.vocab.txt").read_bytes()) == before
     assert sorted(os.listdir(tmp_path)) == ["v.npy", "v.vocab.txt"]
 
 
