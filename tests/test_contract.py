@@ -169,6 +169,34 @@ def test_refit_of_a_loaded_cr5_repeats_the_fit(tmp_path):
     np.testing.assert_array_equal(again.transform(EN[:5], "en"), m.transform(EN[:5], "en"))
 
 
+@pytest.mark.parametrize("cls", [Cr5, CLLSI])
+def test_a_refit_from_matrices_drops_the_vectorisers_of_a_text_fit(cls, tmp_path):
+    """fit(texts) then fit_matrices(...) kept the text fit's vectorisers: with as many columns
+    as the old vocabularies, transform(texts) embedded them with the old vocabulary into the new
+    maps without a word, word_vectors named the columns with the old words, and save kept them."""
+    import scipy.sparse as sp
+    m = _fit_cr5(clone(CASES[IDS.index(cls.__name__)][0]))
+    blocks = {lang: sp.random(60, m.n_features_[lang], density=0.2, random_state=i, format="csr")
+              for i, lang in enumerate(("en", "de"))}
+    concepts = {lang: list(range(60)) for lang in blocks}
+    m.fit_matrices(blocks, concepts)
+    fresh = clone(m).fit_matrices(blocks, concepts)
+    assert set(m.__dict__) == set(fresh.__dict__)
+    assert m.word_vectors("en")[0] is None
+    with pytest.raises(RuntimeError, match="fitted with fit_matrices"):
+        m.transform(EN[:3], "en")
+    m.save(tmp_path / "m.h5")
+    assert not hasattr(linxling.load(tmp_path / "m.h5"), "vectorizers_")
+    np.testing.assert_array_equal(m.transform_matrix(blocks["en"], "en"), fresh.transform_matrix(blocks["en"], "en"))
+
+
+def test_a_cr5_refit_without_a_callback_keeps_no_progress_of_the_last_fit():
+    m = _fit_cr5(Cr5(n_components=5, min_df=1, random_state=0, show_progress=False, callback=lambda *a: None))
+    assert m.fit_progress_["stage"] == "phi"
+    _fit_cr5(m.set_params(callback=None))
+    assert not hasattr(m, "fit_progress_")
+
+
 class _Stop(KeyboardInterrupt):
     """Ctrl-C in the middle of a fit."""
 
