@@ -340,6 +340,57 @@ def test_every_model_declares_every_parameter_and_fit_checks_the_table():
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_random_state_none_leaves_numpys_global_generator_alone(case):
+    """random_state=None draws fresh entropy from a generator of its own: numpy's global
+    generator (np.random.seed's) is neither read nor advanced by a fit; a legacy RandomState is
+    refused by every model with the same error (the docs' int, Generator or None)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+    model, fit, _ = case
+    before = np.random.get_state()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(clone(model).set_params(random_state=None))
+    after = np.random.get_state()
+    assert before[0] == after[0] and np.array_equal(before[1], after[1]) and before[2:] == after[2:]
+    with pytest.raises(InvalidParameterError, match=f"'random_state' parameter of {type(model).__name__} must be "
+                                                    "an instance of 'int', an instance of 'numpy.random"):
+        fit(clone(model).set_params(random_state=np.random.RandomState(0)))
+
+
+_CHILD_FITS = """
+import hashlib, sys, warnings
+warnings.simplefilter("ignore")
+from sklearn.base import clone
+from tests.test_contract import CASES, IDS, _texts
+for (model, fit, lang), name in zip(CASES, IDS):
+    m = fit(clone(model))
+    Z, W = m.transform(_texts(lang), language=lang), m.word_vectors(lang)[1]
+    print(name, hashlib.sha256(Z.tobytes() + W.tobytes()).hexdigest())
+"""
+
+
+def test_a_seeded_fit_is_the_same_in_another_process(fitted, tmp_path):
+    """Every model with random_state fixed fits the same bits in a fresh process (its own hash
+    seed: no order taken from a set of str) as in this one."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONHASHSEED="12345", LINXLING_NO_PROGRESS="1",
+               PYTHONPATH=os.pathsep.join([str(root), str(Path(linxling.__file__).resolve().parents[1])]))
+    run = subprocess.run([sys.executable, "-c", _CHILD_FITS], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=900)
+    assert run.returncode == 0, run.stderr[-2000:]
+    theirs = dict(line.split() for line in run.stdout.splitlines())
+    for name in IDS:
+        model, lang = fitted[name]
+        Z, W = model.transform(_texts(lang), language=lang), model.word_vectors(lang)[1]
+        assert theirs[name] == hashlib.sha256(Z.tobytes() + W.tobytes()).hexdigest(), name
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_fit_changes_no_parameter(case):
     """Issue #26: no estimator changes its own parameters in fit (get_params() is the same object
     by object before and after; CrossWMF used to overwrite n_components and dtype)."""
