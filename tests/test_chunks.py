@@ -128,6 +128,18 @@ def test_wmf_streaming_with_budget(tmp_path):
         WMF(n_components=k, max_iter=1).fit(C, memory_budget="lots")
 
 
+def test_a_refit_in_memory_drops_the_streamed_fits_memory_plan(tmp_path):
+    """memory_plan_ (and dask_info_, set the same way) describe the fit that streamed or ran on
+    a cluster: an in-memory refit kept the old one, as if it had streamed too."""
+    X = _corpus(n=90, m=40)
+    C = write_chunks(tmp_path / "c.h5", X, chunk_rows=13)
+    m = WMF(n_components=3, max_iter=1, random_state=0).fit(C, memory_budget=(90 + 40) * 3 * 8 + 8 * 400 + 36 * 150)
+    assert "reads_per_pass" in m.memory_plan_
+    m.fit(X)
+    assert set(m.__dict__) == set(WMF(n_components=3, max_iter=1, random_state=0).fit(X).__dict__)
+    assert not hasattr(m, "memory_plan_") and not hasattr(m, "dask_info_")
+
+
 @pytest.mark.parametrize("solver", ["cg", "cholesky"])
 def test_bilingual_streaming_equals_in_memory(tmp_path, solver):
     from linxling.models.wmf import BilingualWMF

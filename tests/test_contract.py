@@ -169,6 +169,34 @@ def test_refit_of_a_loaded_cr5_repeats_the_fit(tmp_path):
     np.testing.assert_array_equal(again.transform(EN[:5], "en"), m.transform(EN[:5], "en"))
 
 
+@pytest.mark.parametrize("cls", [Cr5, CLLSI])
+def test_a_refit_from_matrices_drops_the_vectorisers_of_a_text_fit(cls, tmp_path):
+    """fit(texts) then fit_matrices(...) kept the text fit's vectorisers: with as many columns
+    as the old vocabularies, transform(texts) embedded them with the old vocabulary into the new
+    maps without a word, word_vectors named the columns with the old words, and save kept them."""
+    import scipy.sparse as sp
+    m = _fit_cr5(clone(CASES[IDS.index(cls.__name__)][0]))
+    blocks = {lang: sp.random(60, m.n_features_[lang], density=0.2, random_state=i, format="csr")
+              for i, lang in enumerate(("en", "de"))}
+    concepts = {lang: list(range(60)) for lang in blocks}
+    m.fit_matrices(blocks, concepts)
+    fresh = clone(m).fit_matrices(blocks, concepts)
+    assert set(m.__dict__) == set(fresh.__dict__)
+    assert m.word_vectors("en")[0] is None
+    with pytest.raises(RuntimeError, match="fitted with fit_matrices"):
+        m.transform(EN[:3], "en")
+    m.save(tmp_path / "m.h5")
+    assert not hasattr(linxling.load(tmp_path / "m.h5"), "vectorizers_")
+    np.testing.assert_array_equal(m.transform_matrix(blocks["en"], "en"), fresh.transform_matrix(blocks["en"], "en"))
+
+
+def test_a_cr5_refit_without_a_callback_keeps_no_progress_of_the_last_fit():
+    m = _fit_cr5(Cr5(n_components=5, min_df=1, random_state=0, show_progress=False, callback=lambda *a: None))
+    assert m.fit_progress_["stage"] == "phi"
+    _fit_cr5(m.set_params(callback=None))
+    assert not hasattr(m, "fit_progress_")
+
+
 class _Stop(KeyboardInterrupt):
     """Ctrl-C in the middle of a fit."""
 
@@ -309,6 +337,57 @@ def test_every_model_declares_every_parameter_and_fit_checks_the_table():
     with pytest.raises(ValueError, match="noise_pool"):
         m.set_params(noise_pool=0).fit({"en": EN, "de": DE})
     assert not hasattr(m, "vectors_")          # nothing fitted on a bad parameter
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_random_state_none_leaves_numpys_global_generator_alone(case):
+    """random_state=None draws fresh entropy from a generator of its own: numpy's global
+    generator (np.random.seed's) is neither read nor advanced by a fit; a legacy RandomState is
+    refused by every model with the same error (the docs' int, Generator or None)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+    model, fit, _ = case
+    before = np.random.get_state()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(clone(model).set_params(random_state=None))
+    after = np.random.get_state()
+    assert before[0] == after[0] and np.array_equal(before[1], after[1]) and before[2:] == after[2:]
+    with pytest.raises(InvalidParameterError, match=f"'random_state' parameter of {type(model).__name__} must be "
+                                                    "an instance of 'int', an instance of 'numpy.random"):
+        fit(clone(model).set_params(random_state=np.random.RandomState(0)))
+
+
+_CHILD_FITS = """
+import hashlib, sys, warnings
+warnings.simplefilter("ignore")
+from sklearn.base import clone
+from tests.test_contract import CASES, IDS, _texts
+for (model, fit, lang), name in zip(CASES, IDS):
+    m = fit(clone(model))
+    Z, W = m.transform(_texts(lang), language=lang), m.word_vectors(lang)[1]
+    print(name, hashlib.sha256(Z.tobytes() + W.tobytes()).hexdigest())
+"""
+
+
+def test_a_seeded_fit_is_the_same_in_another_process(fitted, tmp_path):
+    """Every model with random_state fixed fits the same bits in a fresh process (its own hash
+    seed: no order taken from a set of str) as in this one."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONHASHSEED="12345", LINXLING_NO_PROGRESS="1",
+               PYTHONPATH=os.pathsep.join([str(root), str(Path(linxling.__file__).resolve().parents[1])]))
+    run = subprocess.run([sys.executable, "-c", _CHILD_FITS], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=900)
+    assert run.returncode == 0, run.stderr[-2000:]
+    theirs = dict(line.split() for line in run.stdout.splitlines())
+    for name in IDS:
+        model, lang = fitted[name]
+        Z, W = model.transform(_texts(lang), language=lang), model.word_vectors(lang)[1]
+        assert theirs[name] == hashlib.sha256(Z.tobytes() + W.tobytes()).hexdigest(), name
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

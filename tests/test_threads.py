@@ -176,3 +176,34 @@ def test_threads_may_share_a_model_under_numba_workqueue_layer(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["workqueue", "6", "True", "True"], run.stdout + run.stderr[-2000:]
 
+
+
+def test_fits_that_promise_it_do_not_depend_on_the_numba_thread_count():
+    """docs/scale.md (WMF's solvers, Cr5's eigen-solver: fixed row parts of linxling.kernels.dense)
+    and docs/bicvm.md: the same bits on one numba thread and on two, at a size where the dense
+    products are split into parts (over 8,192 rows) and run on the pool."""
+    import numba
+
+    from linxling.models import BiCVM
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here: nothing to compare")
+    rng = np.random.default_rng(5)
+    en = [" ".join(f"w{i}" for i in rng.integers(0, 3000, size=rng.integers(4, 12))) for _ in range(10_000)]
+    de = [s.replace("w", "v") for s in en]
+    fits = {
+        "WMF": lambda: WMF(n_components=48, max_iter=2, random_state=0, show_progress=False).fit(en).components_,
+        "Cr5": lambda: Cr5(n_components=48, min_df=1, random_state=0, show_progress=False).fit(
+            en + de, ["en"] * len(en) + ["de"] * len(de), list(range(len(en))) * 2).components_["de"],
+        "BiCVM": lambda: BiCVM(n_components=16, n_epochs=1, random_state=0, show_progress=False).fit(
+            {"en": en[:3000], "de": de[:3000]}).vectors_["de"],
+    }
+    before = numba.get_num_threads()
+    got: dict = {}
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            got[threads] = {name: fit() for name, fit in fits.items()}
+    finally:
+        numba.set_num_threads(before)
+    for name in fits:
+        np.testing.assert_array_equal(got[1][name], got[2][name], err_msg=name)

@@ -346,6 +346,9 @@ class _WMFParams(LinxlingEstimator):
         else:
             data = _als.executor(kind, X, names, dtype, k, memory_budget, client, self._check_k)
         warn_few_examples(self, int(data.shape[0]), "sentences")
+        # set below only by a streamed (memory_plan_) or Dask (dask_info_) fit: none from an earlier fit
+        self.__dict__.pop("memory_plan_", None)
+        self.__dict__.pop("dask_info_", None)
         rng = check_random_state(self.random_state)
         V, E = _als.init_factors(rng, data.widths, data.shape[0], k, dtype, init_components,
                                  init_embedding, init_names)

@@ -219,6 +219,7 @@ class CLLSI(ConceptEmbeddingMixin):
             warnings.warn(f"CLLSI: {n_null} of {r} singular values are (numerically) zero; the matrix "
                           f"has rank < n_components. Those components are set to zero on transform.",
                           RuntimeWarning, stacklevel=find_stack_level())
+        self.__dict__.pop("vectorizers_", None)     # an earlier text fit's (fit sets this fit's after this call)
         self.languages_ = langs
         self.n_features_ = {lang: mats[lang].shape[1] for lang in langs}
         offsets = np.cumsum([0] + [self.n_features_[lang] for lang in langs])

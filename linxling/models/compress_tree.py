@@ -40,6 +40,19 @@ _TREES = {"left": 0, "random": 1, "greedy": 2}
 UNK = "<unk>"
 
 
+def _tree_seed_generator(random_state: Any) -> np.random.Generator:
+    """The generator of ``tree_seed_``, apart from the training stream: for an int or None its
+    own ``default_rng(random_state)``; for a Generator a child spawned from it (no draws taken
+    from its stream, and the same child from generators in the same state), or, for a generator
+    that cannot spawn (no SeedSequence), fresh entropy."""
+    if isinstance(random_state, np.random.Generator):
+        try:
+            return random_state.spawn(1)[0]
+        except TypeError:
+            return np.random.default_rng()
+    return np.random.default_rng(random_state)
+
+
 @register_model("CompressTree")
 class CompressTree(LinxlingEstimator):
     """Etter's compression-tree sentence encoder trained with a ranking criterion.
@@ -285,9 +298,9 @@ class CompressTree(LinxlingEstimator):
             raise ValueError("X has no sentence of at least two tokens to train on")
         rng = np.random.default_rng(self.random_state)
         # the seed of transform's random trees, from its own generator (the training stream
-        # stays as it was); a Generator random_state gives a fresh one
-        rs = None if isinstance(self.random_state, np.random.Generator) else self.random_state
-        self.tree_seed_ = int(np.random.default_rng(rs).integers(0, 2**62))
+        # stays as it was); a Generator random_state gives a child of it (spawning takes no
+        # draws from its stream), so that generators in the same state give the same trees
+        self.tree_seed_ = int(_tree_seed_generator(self.random_state).integers(0, 2**62))
         d = int(self.n_components)
         H = int(self._param("hidden_size"))
         V = len(words)

@@ -539,6 +539,10 @@ class Cr5(ConceptEmbeddingMixin):
         one stage per method below."""
         # the callback's form, read once per fit (not at every eigen-solver iteration)
         self._callback_is_old = self.callback is not None and _old_style_callback(self.callback)
+        # nothing of an earlier fit stays: its vectorisers (fit sets this fit's after this call),
+        # its progress record (this fit's starts empty and is set only with a callback)
+        self.__dict__.pop("vectorizers_", None)
+        self.__dict__.pop("fit_progress_", None)
         from linxling.xp import choose_device
         self.device_ = choose_device(self.device, blocks.values() if isinstance(blocks, Mapping) else ())
         blocks, concepts = _on_host(blocks, concepts)
