@@ -1,6 +1,7 @@
 """Input checks shared by every public entry point. Errors name the argument and the problem."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -180,12 +181,35 @@ def check_int(value: Any, name: str, *, low: int = 1, high: int | None = None, w
     return value
 
 
-def check_texts(texts: Any, name: str = "texts", *, allow_empty: bool = True) -> list[str]:
-    """``texts`` as a list of str: a single string, bytes or a non-iterable is refused (naming
-    ``name``), as is any item that is not a str (naming its index); with ``allow_empty=False``
-    an empty list too."""
+def is_text_column(X: Any) -> bool:
+    """True for a 1-D array-like of str (a NumPy str/object array, a pandas Series of str or
+    object dtype): texts, although it has a ``shape`` and a ``dtype`` like a matrix."""
+    if getattr(X, "ndim", None) != 1:
+        return False
+    kind = getattr(getattr(X, "dtype", None), "kind", None)    # pandas' StringDtype has kind "O"
+    return isinstance(kind, str) and kind in ("O", "U", "S", "T")
+
+
+def refuse_non_texts(texts: Any, name: str = "texts") -> None:
+    """Refuse, naming ``name``, what would otherwise be iterated as texts by mistake: a single
+    str or bytes (its characters), a mapping such as ``{language: texts}`` (its keys), a sparse
+    or numeric matrix (its rows)."""
     if isinstance(texts, (str, bytes)):
         raise TypeError(f"{name} must be a list of str, not a single string")
+    if isinstance(texts, Mapping) and not sp.issparse(texts):
+        raise TypeError(f"{name} must be a list of str, got a {type(texts).__name__} (a mapping, whose "
+                        "iteration gives its keys): pass one language's texts and name that language")
+    if sp.issparse(texts) or (hasattr(texts, "shape") and hasattr(texts, "dtype")
+                              and not is_text_column(texts) and getattr(texts, "size", 1) != 0):
+        raise TypeError(f"{name} must be a list of str, got a {type(texts).__name__} of shape "
+                        f"{getattr(texts, 'shape', '?')} and dtype {texts.dtype} (numbers, not texts)")
+
+
+def check_texts(texts: Any, name: str = "texts", *, allow_empty: bool = True) -> list[str]:
+    """``texts`` as a list of str: a single string, bytes, a mapping, a matrix or a non-iterable
+    is refused (naming ``name``), as is any item that is not a str (naming its index); with
+    ``allow_empty=False`` an empty list too."""
+    refuse_non_texts(texts, name)
     if not hasattr(texts, "__iter__"):
         raise TypeError(f"{name} must be a list of str, got {type(texts).__name__}")
     out = list(texts)
@@ -195,6 +219,39 @@ def check_texts(texts: Any, name: str = "texts", *, allow_empty: bool = True) ->
     if not out and not allow_empty:
         raise ValueError(f"{name} is empty")
     return out
+
+
+def check_language(language: Any, name: str = "language", *, known: Any = ()) -> None:
+    """Refuse a ``language`` that is not a str (a language code) with a TypeError naming
+    ``name``, before a model looks it up (a list gave ``unhashable type: 'list'``).
+
+    ``None`` passes (each model says whether it needs a language, naming its languages), as does
+    a key in ``known`` (the languages of a model fitted from matrices may be other hashables).
+    A sequence or a matrix most likely means that the texts and the language were swapped."""
+    if language is None or isinstance(language, str):
+        return
+    try:
+        if language in known:
+            return
+    except TypeError:                                # unhashable: not a key of anything
+        pass
+    hint = ""
+    if isinstance(language, bytes):
+        hint = " (decode it, e.g. language.decode())"
+    elif isinstance(language, (list, tuple)) and len(language) == 1 and isinstance(language[0], str):
+        hint = f" (one language: pass the str itself, {language[0]!r})"
+    elif sp.issparse(language) or hasattr(language, "__iter__") or hasattr(language, "shape"):
+        hint = (": it looks like texts or a matrix; were the texts and the language swapped? "
+                "(texts first, e.g. transform(texts, language))")
+    raise TypeError(f"{name} must be a str (a language code), got {type(language).__name__}{hint}")
+
+
+def refuse_sparse(X: Any, name: str) -> None:
+    """Refuse a SciPy/CuPy sparse matrix where dense vectors are expected (NumPy reads one as a
+    0-d object array, which failed later with a message about shape ``()`` or a conversion)."""
+    if sp.issparse(X) or type(X).__module__.startswith("cupyx.scipy.sparse"):
+        raise TypeError(f"{name} must be a dense array (n, d), got a sparse {type(X).__name__}: "
+                        "convert it with .toarray()")
 
 
 def check_same_length(a: Any, b: Any, name_a: str, name_b: str) -> None:

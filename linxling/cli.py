@@ -240,12 +240,18 @@ def _fit_params(cls: type, extra: Sequence[str]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- one way to call each model
 def embed_texts(model: Any, texts: Sequence[str], language: str | None):
     """``model``'s embeddings of ``texts`` in ``language``, whatever the model's transform signature."""
+    from linxling._validation import check_language, check_texts
+    if not callable(getattr(model, "transform", None)):
+        raise TypeError(f"model must be a fitted linxling model (with a transform method), got "
+                        f"{type(model).__name__}")
+    check_language(language, known=getattr(model, "languages_", None) or ())   # first: says "swapped?"
+    texts = check_texts(texts, "texts")            # a single str is refused, not split into characters
     params = inspect.signature(model.transform).parameters
     if "language" in params:
-        return model.transform(list(texts), language=language)
+        return model.transform(texts, language=language)
     if language is not None and getattr(model, "languages_", None) and language not in model.languages_:
         raise ValueError(f"unknown language {language!r}: the model was trained on {model.languages_}")
-    return model.transform(list(texts))
+    return model.transform(texts)
 
 
 def model_languages(model: Any) -> list[str]:

@@ -38,7 +38,7 @@ import numpy as np
 
 from linxling._progress import progress
 from linxling._threads import numba_serialised
-from linxling._validation import check_int, check_texts
+from linxling._validation import check_int, check_language, check_texts, refuse_sparse
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 
@@ -49,6 +49,7 @@ BLOCK_BYTES = 256 * 2 ** 20
 
 
 def _unit_rows(X: Any, name: str, dtype) -> np.ndarray:
+    refuse_sparse(X, name)
     try:
         A = np.asarray(X)
     except ValueError as exc:                       # ragged rows
@@ -56,7 +57,11 @@ def _unit_rows(X: Any, name: str, dtype) -> np.ndarray:
     if A.dtype.kind not in "fiubO":
         raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}")
     with np.errstate(over="ignore"):                 # said below: values beyond float32
-        X = np.array(A, dtype=dtype, order="C", copy=True)
+        try:
+            X = np.array(A, dtype=dtype, order="C", copy=True)
+        except (TypeError, ValueError) as exc:        # objects that are not numbers
+            raise TypeError(f"{name} must be a 2-D array of numbers (n, d), got {type(X).__name__} "
+                            f"({exc})") from None
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (n, d), got shape {X.shape}")
     if not np.all(np.isfinite(X)):
@@ -126,6 +131,7 @@ class Index:
         if dtype not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")
         self.vectors_ = _unit_rows(vectors, "vectors", dtype)
+        check_language(language)
         n = self.vectors_.shape[0]
         if texts is not None:
             texts = check_texts(texts, "texts")       # None or a single string: refused, not str()'d
@@ -156,7 +162,11 @@ class Index:
                    show_progress: bool | None = None) -> Index:
         """Embed ``texts`` of ``language`` with a fitted linxling model, ``batch_size`` at a time."""
         from linxling.cli import embed_texts
-        texts = list(texts)
+        if not callable(getattr(model, "transform", None)):
+            raise TypeError(f"model must be a fitted linxling model (with a transform method), got "
+                            f"{type(model).__name__}: from_texts(model, texts, language)")
+        check_language(language, known=getattr(model, "languages_", None) or ())   # first: says "swapped?"
+        texts = check_texts(texts, "texts")        # a single str is refused, not split into characters
         if not texts:
             raise ValueError("texts is empty: there is nothing to index")
         batch_size = check_int(batch_size, "batch_size")

@@ -138,6 +138,50 @@ def test_fitted_surface(name, fitted, tmp_path):
         np.testing.assert_allclose(loaded.transform(texts, language=lang), Z, rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("name", IDS)
+def test_a_language_that_is_not_a_str_is_named_not_looked_up(name, fitted):
+    """Texts and language swapped (or a list of languages) gave ``unhashable type: 'list'`` from
+    the language lookup of nine models, and a message quoting every text from WMF and
+    CompressTree; now one TypeError, the same for every model."""
+    model, lang = fitted[name]
+    texts = _texts(lang)
+    with pytest.raises(TypeError, match=r"language must be a str \(a language code\), got list: .*swapped"):
+        model.transform(lang, texts)
+    with pytest.raises(TypeError, match=r"language must be a str \(a language code\), got list \(one language"):
+        model.word_vectors([lang])
+    with pytest.raises(TypeError, match=r"language must be a str \(a language code\), got bytes"):
+        model.transform(texts, lang.encode())
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_a_mapping_or_a_matrix_is_not_read_as_texts(name, fitted):
+    """``transform({language: texts}, language)`` embedded the dict's keys as one document
+    (a (1, d) result) for every model but WMF; a matrix was reported as ``X[0] is a ndarray``."""
+    model, lang = fitted[name]
+    with pytest.raises(TypeError, match=r"mapping, whose iteration gives its keys|not a dict \{language: texts\}"):
+        model.transform({lang: _texts(lang)}, language=lang)
+    try:
+        model.transform(np.ones((3, 4)), language=lang)
+    except (TypeError, ValueError) as exc:   # WMF family: a matrix is a valid input of another width
+        assert "(numbers, not texts)" in str(exc) or "transform_matrix" in str(exc) or "features" in str(exc)
+    else:
+        raise AssertionError("a float matrix was embedded as texts")
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_a_pandas_series_of_texts_is_texts(name, fitted):
+    """A Series of str was taken for a feature matrix by Cr5, CL-LSI and GlossSpace ("embed the
+    rows of a feature matrix with transform_matrix") and by the WMF family (``Cannot interpret
+    StringDtype as a data type``); the other models embedded it as texts."""
+    pd = pytest.importorskip("pandas")
+    model, lang = fitted[name]
+    texts = _texts(lang)
+    np.testing.assert_array_equal(model.transform(pd.Series(texts), language=lang),
+                                  model.transform(texts, language=lang))
+    np.testing.assert_array_equal(model.transform(pd.Series(texts, dtype=object), language=lang),
+                                  model.transform(texts, language=lang))
+
+
 def _same_params(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(
         (type(a[k]) is type(b[k]) or (a[k] is None) == (b[k] is None)) and a[k] == b[k] for k in a)

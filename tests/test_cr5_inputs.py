@@ -57,6 +57,28 @@ def test_bytes_are_reported_at_their_index_in_the_users_sequence():
         Cr5(n_components=4).fit(texts, langs, concepts)
 
 
+def test_swapped_texts_and_languages_are_named():
+    """``fit(languages, texts, concepts)`` fitted in silence (one "language" per sentence, its
+    only feature the word 'en'), with a warning about n_components for CL-LSI a min_df error; a
+    dict of texts gave a length mismatch."""
+    from linxling.models import CLLSI
+    texts, langs, concepts = _sentences()
+    for cls in (Cr5, CLLSI):
+        with pytest.raises(ValueError, match=r"languages\[0\] is .*a language code has no spaces.*swapped"):
+            cls(n_components=2).fit(langs, texts, concepts)
+    with pytest.raises(TypeError, match=r"texts must be a sequence \(one entry per document\), got a dict"):
+        Cr5(n_components=2).fit({"en": texts[:60], "xx": texts[60:]}, langs, concepts)
+
+
+def test_transform_matrix_with_swapped_arguments_is_named():
+    import scipy.sparse as sp
+    texts, langs, concepts = _sentences()
+    m = Cr5(n_components=2, random_state=0).fit(texts, langs, concepts)
+    X = sp.csr_matrix((2, m.n_features_["en"]))
+    with pytest.raises(TypeError, match=r"language must be a str \(a language code\), got csr_matrix: .*swapped"):
+        m.transform_matrix("en", X)
+
+
 def test_language_with_one_document_is_named():
     texts, langs, concepts = _sentences()
     texts, langs, concepts = texts + ["un seul document"], langs + ["fr"], concepts + [0]

@@ -175,6 +175,21 @@ def test_retrieval_validation(kwargs, match):
         retrieval(**args)
 
 
+def test_sparse_embeddings_and_none_labels_are_named():
+    """A sparse matrix gave ``must be a real numeric array, got dtype object``; a None label in
+    cldc ``'<' not supported between instances of 'NoneType'``."""
+    import scipy.sparse as sp
+
+    from linxling.evaluate import cldc
+    X = np.eye(4)
+    with pytest.raises(TypeError, match="queries must be a dense array .*got a sparse csr_matrix"):
+        retrieval(sp.csr_matrix(X), X)
+    with pytest.raises(TypeError, match="train_X must be a dense array .*got a sparse"):
+        cldc(sp.csr_matrix(X), [0, 1, 0, 1], X, [0, 1, 0, 1])
+    with pytest.raises(TypeError, match=r"train_y\[1\] is None: every document needs a label"):
+        cldc(X, ["a", None, "a", "b"], X, ["a", "b", "a", "b"])
+
+
 def test_knn_unchecked_for_cosine():
     assert retrieval(np.eye(3), np.eye(3), knn=100)["P@1"] == 1.0
 

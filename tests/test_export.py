@@ -125,6 +125,25 @@ def test_bad_input_errors(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_words_without_a_row_order_and_swapped_arguments_are_refused(tmp_path):
+    """A single string of n letters labelled n rows one letter each, and a set or a dict (such
+    as a vectoriser's vocabulary {word: column}) labelled them in an order that is not the rows';
+    a sparse matrix was reported as shape (); swapped path and vectors as os.fspath's error."""
+    import scipy.sparse as sp
+    V, _ = _data(n=3)
+    p = tmp_path / "v.txt"
+    with pytest.raises(TypeError, match="words must be a sequence of str .*not a single string"):
+        export_vectors(p, V, "abc")
+    for words in ({"a", "b", "c"}, {"b": 1, "a": 0, "c": 2}):
+        with pytest.raises(TypeError, match="in the order of the rows of vectors, got a"):
+            export_vectors(p, V, words)
+    with pytest.raises(TypeError, match="vectors must be a dense array .*got a sparse csr_matrix"):
+        export_vectors(p, sp.csr_matrix(V), ["a", "b", "c"])
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike .*got ndarray"):
+        export_vectors(V, p, ["a", "b", "c"])
+    assert os.listdir(tmp_path) == []
+
+
 def test_atomic_failure_keeps_existing_file(tmp_path, monkeypatch):
     V, words = _data(n=3)
     path = tmp_path / "v.txt"

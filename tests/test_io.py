@@ -190,6 +190,17 @@ def test_missing_file(tmp_path):
         load(tmp_path / "nope.h5")
 
 
+def test_swapped_or_wrong_type_arguments_are_named(tmp_path, rng):
+    """``load(model)`` gave os.fspath's message, ``save(path, model)`` said that str is not a
+    registered model."""
+    model = Dummy(*_state(rng))
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike .*got Dummy"):
+        load(model)
+    with pytest.raises(TypeError, match=r"save\(model, path\) takes the model first: got a str then a Dummy"):
+        save(str(tmp_path / "m.h5"), model)
+    assert os.listdir(tmp_path) == []
+
+
 def test_truncated_file(tmp_path, rng):
     path = tmp_path / "m.h5"
     params, arrays = _state(rng)

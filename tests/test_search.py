@@ -92,6 +92,41 @@ def test_from_texts_says_how_many_texts_embed_to_zero():
     assert np.count_nonzero(np.any(index.vectors_ != 0, axis=1)) == 1
 
 
+def test_from_texts_refuses_swapped_or_misshapen_arguments():
+    """``from_texts(model, "fr", texts)`` ended in ``unhashable type: 'list'``; a single string was
+    indexed as one document per character, a dict as one document (its keys) per language."""
+    import linxling
+    X = ["the cat sat", "a dog ran", "the dog sat", "a cat ran"] * 5
+    Y = ["le chat", "un chien", "le chien", "un chat"] * 5
+    m = linxling.CLLSI(n_components=2, random_state=0).fit(X + Y, ["en"] * 20 + ["fr"] * 20, list(range(20)) * 2)
+    with pytest.raises(TypeError, match=r"language must be a str \(a language code\), got list: .*swapped"):
+        Index.from_texts(m, "fr", Y)
+    with pytest.raises(TypeError, match="texts must be a list of str, not a single string"):
+        Index.from_texts(m, "le chat", "fr")
+    with pytest.raises(TypeError, match="texts must be a list of str, got a dict"):
+        Index.from_texts(m, {"fr": Y}, "fr")
+    with pytest.raises(TypeError, match="texts must be a list of str, got a ndarray of shape"):
+        Index.from_texts(m, np.ones((3, 2)), "fr")
+    with pytest.raises(TypeError, match="model must be a fitted linxling model .*got list"):
+        Index.from_texts(Y, m, "fr")
+    with pytest.raises(TypeError, match="language must be a str"):
+        Index(np.ones((2, 2)), language=["fr"])
+    assert len(Index.from_texts(m, (t for t in Y[:4]), "fr")) == 4
+
+
+def test_sparse_or_non_numeric_vectors_are_named():
+    """A sparse matrix gave ``setting an array element with a sequence``, a model passed as the
+    vectors ``float() argument must be ...``."""
+    import scipy.sparse as sp
+    V = np.eye(4)
+    with pytest.raises(TypeError, match=r"vectors must be a dense array \(n, d\), got a sparse csr_matrix"):
+        Index(sp.csr_matrix(V))
+    with pytest.raises(TypeError, match=r"queries must be a dense array \(n, d\), got a sparse"):
+        Index(V).search(sp.csr_matrix(V), 2)
+    with pytest.raises(TypeError, match=r"vectors must be a 2-D array of numbers \(n, d\), got object"):
+        Index(object())
+
+
 def test_csls_takes_the_reference_knn_and_refuses_another(data):
     """The two radii of a CSLS score over one neighbourhood size: search defaults to the
     reference's knn, and another knn is an error (it mixed knn=5 radii with knn=10 ones)."""

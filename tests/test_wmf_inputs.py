@@ -28,6 +28,23 @@ def test_bad_inputs_are_named(X, exc, match):
         _wmf().fit(X)
 
 
+def test_pandas_texts_mappings_and_str_sides_are_named():
+    """A pandas Series of str ended in ``Cannot interpret StringDtype as a data type`` (object
+    dtype: "could not convert string to float"); ``BilingualWMF.transform({lang: texts}, lang)``
+    embedded the dict's key as one sentence; a str side of a CrossWMF pair was split into
+    characters (one "sentence" each) before any check."""
+    from linxling.models import CrossWMF
+    pd = pytest.importorskip("pandas")
+    m = _wmf().fit(SENTS)
+    for s in (pd.Series(SENTS), pd.Series(SENTS, dtype=object)):
+        np.testing.assert_array_equal(_wmf().fit(s).transform(s), m.transform(SENTS))
+    b = BilingualWMF(n_components=2, max_iter=1, min_df=1, show_progress=False).fit({"en": SENTS, "de": SENTS})
+    with pytest.raises(TypeError, match=r"X must be one language's texts .*got a dict \(a mapping"):
+        b.transform({"en": SENTS}, "en")
+    with pytest.raises(TypeError, match=r"parallel\['de'\]\[1\] must be a sequence of texts .*got a str"):
+        CrossWMF(n_components=2, max_iter=1, min_df=1, show_progress=False).fit({"de": (SENTS, "das ist")})
+
+
 def test_any_iterable_of_str_is_texts():
     a = _wmf().fit(SENTS)
     b = _wmf().fit(s for s in SENTS)                   # a generator

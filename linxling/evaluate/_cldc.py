@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
-from linxling._validation import check_int
+from linxling._validation import check_int, refuse_sparse
 
 __all__ = ["AveragedPerceptron", "cldc", "document_vectors"]
 
@@ -27,6 +27,7 @@ def _check_X(X: Any, name: str = "X") -> np.ndarray:
     """``X`` as a finite 2-D float64 NumPy array (the retrieval functions' check)."""
     from linxling._backend import get_namespace
     from linxling.evaluate._retrieval import _check_embeddings
+    refuse_sparse(X, name)
     X = np.asarray(X)
     return np.asarray(_check_embeddings(X, name, get_namespace(X)), dtype=np.float64)
 
@@ -37,6 +38,10 @@ def _check_y(y: Any, n: int, name: str = "y") -> np.ndarray:
         raise ValueError(f"{name} must be 1-D, got shape {y.shape}")
     if len(y) != n:
         raise ValueError(f"{name} has {len(y)} labels but there are {n} documents")
+    if y.dtype == object:                 # None would fail later in a sort, without a name
+        for i, label in enumerate(y.tolist()):
+            if label is None:
+                raise TypeError(f"{name}[{i}] is None: every document needs a label")
     return y
 
 

@@ -7,11 +7,12 @@ failed export leaves an existing file intact.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 import numpy as np
 
+from linxling._validation import refuse_sparse
 from linxling.io._store import atomic_replace, atomic_replace_all
 
 __all__ = ["EXPORT_FORMATS", "export_vectors", "vocabulary_path"]
@@ -43,6 +44,7 @@ def _atomic_write(path: str, write: Callable[[IO[bytes]], object]) -> None:
 
 
 def _check_vectors(vectors: Any) -> np.ndarray:
+    refuse_sparse(vectors, "vectors")
     V = np.asarray(vectors)
     if V.ndim != 2:
         raise ValueError(f"vectors must be a 2-D array (n_words, dim), got shape {V.shape}")
@@ -61,6 +63,12 @@ def _check_vectors(vectors: Any) -> np.ndarray:
 def _check_words(words: Sequence[str] | None, n: int, format: str) -> list[str]:
     if words is None:  # fitted from matrices: the feature (column) index is the word
         return [str(i) for i in range(n)]
+    if isinstance(words, (str, bytes)):
+        raise TypeError("words must be a sequence of str (one per row of vectors), not a single string")
+    if isinstance(words, (Mapping, set, frozenset)):   # no row order (a vocabulary dict's keys
+        raise TypeError(f"words must be a sequence of str in the order of the rows of vectors, got a "
+                        f"{type(words).__name__}, whose order is not the rows' (e.g. for a vocabulary "
+                        "{word: column} give the words sorted by column)")
     words = list(words)
     if len(words) != n:
         raise ValueError(f"words has {len(words)} entries but vectors has {n} rows")
@@ -145,6 +153,9 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
     """
     if format not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(map(repr, EXPORT_FORMATS))}, got {format!r}")
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike (the file to write), got {type(path).__name__}: "
+                        "export_vectors(path, vectors, words)")
     path = os.fspath(path)
     if os.path.isdir(path):
         raise ValueError(f"path {path!r} is a directory; give a file name")

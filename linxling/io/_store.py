@@ -263,6 +263,9 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
     """
     if compression not in ("gzip", "lzf", None):
         raise ValueError(f"compression must be 'gzip', 'lzf' or None, got {compression!r}")
+    if isinstance(model, (str, bytes, os.PathLike)) and type(path) in _REGISTRY.values():
+        raise TypeError(f"save(model, path) takes the model first: got a {type(model).__name__} then a "
+                        f"{type(path).__name__} (the arguments are swapped)")
     name = _name_of(model)
     state = model._get_state()
     if not (isinstance(state, tuple) and len(state) == 2):
@@ -569,6 +572,8 @@ def _read_node(node: h5py.Group | h5py.Dataset, where: str) -> Any:
 
 
 def _open(path: str | os.PathLike) -> tuple[str, h5py.File]:
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike (a model file), got {type(path).__name__}")
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such model file", path)

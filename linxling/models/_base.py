@@ -9,7 +9,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from linxling._sparse import renumbered, used_columns
-from linxling._validation import check_same_length, check_sparse_matrix
+from linxling._validation import (
+    check_language,
+    check_same_length,
+    check_sparse_matrix,
+    is_text_column,
+    refuse_non_texts,
+)
 from linxling.models._estimator import LinxlingEstimator, as_output
 from linxling.text._vectorize import check_unicode
 
@@ -243,6 +249,12 @@ def group_by_language(texts: Any, languages: Any, concepts: Any):
     for name, seq in (("texts", texts), ("languages", languages), ("concepts", concepts)):
         if isinstance(seq, str):
             raise TypeError(f"{name} must be a sequence, not a single str")
+    for name, seq in (("texts", texts), ("languages", languages)):
+        if isinstance(seq, Mapping):                # iterated, a mapping gives its keys
+            raise TypeError(f"{name} must be a sequence (one entry per document), got a {type(seq).__name__}: "
+                            "fit(texts, languages, concepts) takes three parallel sequences, e.g. "
+                            "texts = en_texts + de_texts, languages = ['en'] * len(en_texts) + ['de'] * "
+                            "len(de_texts)")
     texts, languages = list(texts), list(languages)
     concepts = as_concept_list(concepts, "concepts")
     check_same_length(texts, languages, "texts", "languages")
@@ -257,9 +269,14 @@ def group_by_language(texts: Any, languages: Any, concepts: Any):
     for i, lang in enumerate(languages):
         if not isinstance(lang, str):
             raise TypeError(f"languages[{i}] must be a str language code, got {type(lang).__name__}")
-        if not lang.strip():
-            raise ValueError(f"languages[{i}] is {lang!r}: a language code must be a non-empty str "
-                             "(as every model's fit requires)")
+        if lang not in by_lang:
+            if not lang.strip():
+                raise ValueError(f"languages[{i}] is {lang!r}: a language code must be a non-empty str "
+                                 "(as every model's fit requires)")
+            if any(c.isspace() for c in lang.strip()):
+                short = lang if len(lang) <= 40 else lang[:40] + "..."
+                raise ValueError(f"languages[{i}] is {short!r}: a language code has no spaces (e.g. 'en'); "
+                                 "were texts and languages swapped? fit(texts, languages, concepts)")
         by_lang.setdefault(lang, []).append(i)
     return texts, concepts, by_lang
 
@@ -296,8 +313,8 @@ def _is_matrix(X: Any) -> bool:
     if sp.issparse(X):
         return True
     if isinstance(X, np.ndarray):
-        return X.ndim != 1 or X.dtype.kind not in "OUS"
-    return hasattr(X, "shape") and hasattr(X, "dtype")
+        return X.ndim != 1 or X.dtype.kind not in "OUST"
+    return hasattr(X, "shape") and hasattr(X, "dtype") and not is_text_column(X)
 
 
 def rows_times_map(X: Any, C: Any) -> np.ndarray:
@@ -332,6 +349,7 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
 
     def _check_language(self, language: str) -> None:
         self._check_fitted()
+        check_language(language, known=self.components_)
         if language not in self.components_:
             raise ValueError(f"unknown language {language!r}: the model was trained on "
                              f"{sorted(self.components_)}")
@@ -349,6 +367,7 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
                                "features, or fit from texts to get a vectoriser per language")
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of documents, not a single str")
+        refuse_non_texts(texts, "texts")
         return self.transform_matrix(self.vectorizers_[language].transform(texts), language, dtype=dtype)
 
     def transform_matrix(self, X: Any, language: str, dtype: Any = None) -> np.ndarray:

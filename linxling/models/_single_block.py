@@ -22,6 +22,7 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import validate_data
 
+from linxling._validation import check_language
 from linxling.io import register_model, registered_models
 from linxling.models._estimator import LinxlingEstimator
 
@@ -105,6 +106,7 @@ class SingleBlock(LinxlingEstimator):
         """Embed the rows of ``X``: a C-contiguous (n, n_components) array, in ``dtype`` when
         given. ``language``, when given, must be the model's ``language``."""
         self._check_fitted()
+        check_language(language, known=(self.language,))
         if language is not None and language != self.language:
             raise ValueError(f"this {type(self).__name__} was fitted for language {self.language!r}, "
                              f"not {language!r}")

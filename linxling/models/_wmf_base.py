@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
 from linxling._threads import blas_single_thread
-from linxling._validation import check_float_dtype, check_random_state
+from linxling._validation import check_float_dtype, check_language, check_random_state, is_text_column
 from linxling._warnings import find_stack_level
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
@@ -68,11 +68,16 @@ def _texts_or_none(X: Any, name: str) -> list[str] | None:
                         f"{type(X).__name__}; wrap it in a list")
     if sp.issparse(X):
         return None
+    if isinstance(X, Mapping):        # would be read as its keys: one "sentence" per language
+        raise TypeError(f"{name} must be one language's texts (a sequence of str) or a matrix, got a "
+                        f"{type(X).__name__} (a mapping, whose iteration gives its keys)")
     if isinstance(X, np.ndarray):
-        if X.ndim == 1 and X.dtype.kind in "OUS":
+        if X.ndim == 1 and X.dtype.kind in "OUST":
             X = X.tolist()
         else:
             return None
+    elif is_text_column(X):                                 # e.g. a pandas Series of str
+        X = list(X)
     elif (hasattr(X, "shape") and hasattr(X, "dtype")) or hasattr(X, "__array__"):
         return None                                         # other array types: the matrix path
     try:
@@ -227,6 +232,7 @@ class _WMFParams(LinxlingEstimator):
     def _transform_language(self, X, language, dtype: Any = None) -> np.ndarray:
         """One non-pivot language's sentence vectors: eq. (2)/(6) with its word factor fixed."""
         self._check_fitted()
+        check_language(language, known=self.components_)
         if language not in self.components_:
             raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
         X = self._language_matrix(X, language, fit=False, name="X")
@@ -254,6 +260,7 @@ class _WMFParams(LinxlingEstimator):
         self._check_fitted()
         comps = self.components_ if isinstance(self.components_, np.ndarray) else None
         if comps is None:
+            check_language(language, known=self.components_)
             if language not in self.components_:
                 raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
             comps = self.components_[language]

@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils._param_validation import StrOptions
 
-from linxling._validation import check_texts
+from linxling._validation import check_language, check_texts
 from linxling.io import register_model
 from linxling.models._estimator import (
     DEPRECATED,
@@ -289,6 +289,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
     # ------------------------------------------------------------------ vectors out
     def _check_language(self, language) -> str:
         self._check_fitted()
+        check_language(language, known=self.vectors_)
         if language not in self.vectors_:
             raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
         return language

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from linxling._validation import check_texts
+from linxling._validation import check_language, check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
@@ -451,6 +451,7 @@ class BilBOWA(LinxlingEstimator):
         A text with no known word gives the zero vector."""
         from linxling.text import tokenize
         self._check_fitted()
+        check_language(language, known=self.vectors_)
         if language not in self.vectors_:
             raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
         texts = check_texts(X, "X")
@@ -466,6 +467,7 @@ class BilBOWA(LinxlingEstimator):
     def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:
         """``(words, vectors)`` of ``language`` (vectors a copy, float64)."""
         self._check_fitted()
+        check_language(language, known=self.vectors_)
         if language not in self.vectors_:
             raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
         return list(self.words_[language]), np.asarray(self.vectors_[language], dtype=np.float64).copy()

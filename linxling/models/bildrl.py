@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from linxling._validation import check_random_state
+from linxling._validation import check_language, check_random_state, refuse_non_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
@@ -741,6 +741,7 @@ class BilDRL(LinxlingEstimator):
 
     # ------------------------------------------------------------------ transform / predict
     def _check_language(self, language, what="language"):
+        check_language(language, what, known=self.word_lists_)
         if language not in self.word_lists_:
             raise ValueError(f"{what} {language!r} is not one of the fitted languages "
                              f"{sorted(self.word_lists_)}")
@@ -777,6 +778,7 @@ class BilDRL(LinxlingEstimator):
         self._check_language(language)
         if isinstance(X, str) or not hasattr(X, "__iter__"):
             raise TypeError("X must be a list of definition strings")
+        refuse_non_texts(X, "X")
         texts = [_check_text(x, f"X[{i}]") for i, x in enumerate(X)]
         unit = self._unit_for(language, target_language)
         out = np.zeros((len(texts), self.n_components_))

@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
-from linxling._validation import check_texts
+from linxling._validation import check_language, check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
@@ -177,6 +177,7 @@ class CompressTree(LinxlingEstimator):
 
     def _check_language(self, language: Any) -> None:
         # a model fitted on a plain list without ``language`` has no language to check against
+        check_language(language)
         if language is not None and self.language_ is not None and language != self.language_:
             raise ValueError(f"this CompressTree is monolingual ({self.language_!r}); got "
                              f"language={language!r}")

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from linxling._validation import check_texts
+from linxling._validation import check_language, check_texts
 from linxling.io import register_model
 from linxling.models._estimator import POSITIVE_INT, POSITIVE_REAL, RANDOM_STATE, LinxlingEstimator, as_output
 
@@ -225,6 +225,7 @@ class GlossSpace(LinxlingEstimator):
 
     def _check_language(self, language: str) -> None:
         self._check_fitted()
+        check_language(language, known=self.vectors_)
         if language not in self.vectors_:
             raise ValueError(f"language {language!r} is not one of {self.languages_}")
 

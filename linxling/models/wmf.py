@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling._validation import check_float_dtype
+from linxling._validation import check_float_dtype, check_language
 from linxling.io import register_model
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
@@ -294,6 +294,7 @@ class WMF(_WMFParams):
                                      self.alpha_, self._gram_cache()), dtype)
 
     def _check_language(self, language: str | None) -> None:
+        check_language(language)
         if language is not None and self.language is not None and language != self.language:
             raise ValueError(f"this WMF model is for language {self.language!r}, not {language!r}")
 

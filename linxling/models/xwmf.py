@@ -123,6 +123,10 @@ class CrossWMF(_WMFParams):
             pair = parallel[lang]
             if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
                 raise TypeError(f"parallel[{lang!r}] must be a pair (X_pivot_side, X_{lang})")
+            for j, side in enumerate(pair):   # read below as a list of its characters / keys
+                if isinstance(side, (str, bytes)) or (isinstance(side, Mapping) and not sp.issparse(side)):
+                    raise TypeError(f"parallel[{lang!r}][{j}] must be a sequence of texts (one str per "
+                                    f"sentence) or a matrix, got a {type(side).__name__}")
         from linxling.xp import choose_device, to_host
         self.device_ = choose_device(self.device, [x for lang in langs for x in parallel[lang]] + [X_pivot])
         # generators of texts are read twice (the pivot's fit, then each language's solve): keep them
