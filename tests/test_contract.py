@@ -60,7 +60,7 @@ CASES = [
     (BilingualWMF(n_components=4, max_iter=2, random_state=0, show_progress=False),
      lambda m: m.fit({"en": EN, "de": DE}), "en"),
     (CrossWMF(pivot_language="en", n_components=4, max_iter=2, random_state=0, show_progress=False),
-     lambda m: m.fit({"de": (DE, EN)}), "de"),
+     lambda m: m.fit({"de": (EN, DE)}), "de"),
     (BiCVM(n_components=8, n_epochs=1, random_state=0, n_threads=1, show_progress=False),
      lambda m: m.fit({"en": EN, "de": DE}), "en"),
     (RankingEmbedding(n_components=8, n_epochs=1, random_state=0, n_threads=1, show_progress=False),
