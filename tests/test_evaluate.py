@@ -234,6 +234,8 @@ def test_sts_validation():
         sts(np.ones((3, 2)), np.ones((3, 2)), [1, 2])
     with pytest.raises(ValueError, match="emb1"):
         sts(np.full((3, 2), np.nan), np.ones((3, 2)), [1, 2, 3])
+    with pytest.raises(TypeError, match="centre must be a bool, got str 'no'"):   # was: truthy, so centred
+        sts(np.ones((3, 2)), np.ones((3, 2)), [1, 2, 3], centre="no")
 
 
 def test_read_sts(shared_data, tmp_path):

@@ -48,6 +48,8 @@ def sts(emb1: Any, emb2: Any, gold: Any, centre: bool = False) -> dict:
     ValueError
         Shape mismatches, fewer than 2 pairs, non-finite values.
     """
+    if not isinstance(centre, (bool, np.bool_)):
+        raise TypeError(f"centre must be a bool, got {type(centre).__name__} {centre!r}")
     ns = get_namespace(emb1, emb2)
     xp = ns.xp
     A = _check_embeddings(emb1, "emb1", ns)
