@@ -496,21 +496,25 @@ def test_loaded_maps_are_not_copied_by_transform_and_few_rows_run_on_one_thread(
     half_step = als_kernels.als_half_step
     monkeypatch.setattr(als_kernels, "als_half_step",
                         lambda *a, **k: (threads.append(numba.get_num_threads()), half_step(*a, **k))[1])
+    copies = []
+    contiguous = np.ascontiguousarray
+
+    def recorded(a, *args, **kwargs):
+        copies.append(a.flags.c_contiguous)
+        return contiguous(a, *args, **kwargs)
     for model, lang, Z in fitted:
         path = tmp_path / f"{type(model).__name__}.lxl"
         model.save(path)
         loaded = linxling.load(path)
         comps = loaded.components_ if lang is None else loaded.components_[lang]
         assert comps.T.flags.c_contiguous
-        copies = []
-        contiguous = np.ascontiguousarray
-        monkeypatch.setattr(np, "ascontiguousarray",
-                            lambda a, *args, **kw: (copies.append(a.flags.c_contiguous), contiguous(a, *args, **kw))[1])
+        copies.clear()
+        monkeypatch.setattr(np, "ascontiguousarray", recorded)
         try:
             got = loaded.transform(Z[:3], lang)
         finally:
             monkeypatch.setattr(np, "ascontiguousarray", contiguous)
-        assert all(copies)                          # no argument needed a copy
+        assert copies and all(copies)               # no argument needed a copy
         np.testing.assert_array_equal(got, model.transform(Z[:3], lang))
         np.testing.assert_array_equal(loaded.transform(Z, lang), model.transform(Z, lang))
     # per model: 3 rows loaded, 3 rows fitted, 60 rows loaded, 60 rows fitted
