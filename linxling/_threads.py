@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["blas_single_thread", "blas_held", "numba_serial", "numba_serialised"]
+__all__ = ["blas_single_thread", "blas_held", "numba_one_thread", "numba_serial", "numba_serialised"]
 
 _LOCK = threading.Lock()
 _STATE: dict = {"depth": 0, "limiter": None}
@@ -114,3 +114,27 @@ def numba_serialised(fn: F) -> F:
     serial._linxling_serial = True                   # type: ignore[attr-defined]
     return cast(F, serial)
 
+
+
+@contextmanager
+def numba_one_thread(enabled: bool = True) -> Iterator[None]:
+    """Inside the block, numba's parallel kernels launched by the calling thread run on it alone
+    (numba's thread count belongs to each thread: other threads keep theirs).
+
+    For inputs too small to share: a parallel launch waits at its barrier for every numba thread,
+    and on a busy machine one that is descheduled costs a scheduler quantum. One row of a
+    transform took 32 ms by a 2-thread launch against 4 us on one thread (2-core machine at load
+    4-5, 2026-11-30). Only for kernels whose results do not depend on their thread count."""
+    if not enabled:
+        yield
+        return
+    import numba
+    before = numba.get_num_threads()
+    if before == 1:
+        yield
+        return
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)

@@ -110,9 +110,11 @@ def _fits() -> list[tuple[str, Any]]:
         ("BilingualWMF", lambda: lx.BilingualWMF(n_components=4, min_df=1, max_iter=1, **small).fit(
             {"en": en, "es": es})),
         ("CrossWMF", lambda: lx.CrossWMF(n_components=4, min_df=1, max_iter=1, **small).fit({"es": (en, es)})),
-        ("BiCVM", lambda: lx.BiCVM(n_components=8, n_epochs=1, **small).fit({"en": en, "es": es})),
+        # and a transform of a few sentences, which composes them on the calling thread
+        ("BiCVM", lambda: lx.BiCVM(n_components=8, n_epochs=1, **small).fit({"en": en, "es": es}).transform(
+            en[:2], "en")),
         ("RankingEmbedding", lambda: lx.RankingEmbedding(n_components=8, n_epochs=1, **small).fit(
-            {"en": en, "es": es})),
+            {"en": en, "es": es}).transform(en[:2], "en")),
         ("CompressTree", lambda: lx.CompressTree(n_components=8, n_epochs=1, language="en", **small).fit(en)),
         ("BilBOWA", lambda: lx.BilBOWA(n_components=8, n_epochs=1, min_count=1, **small).fit(
             {"en": en, "es": es}, {"en": en, "es": es})),

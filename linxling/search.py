@@ -197,7 +197,7 @@ class Index:
         R = _unit_rows(vectors, "vectors", self.vectors_.dtype)
         self._check_dim(R, "reference vectors")
         knn = self._check_knn(knn, R.shape[0])
-        bs = self._block(block_size, R.shape[0])
+        bs = check_int(block_size, "block_size") if block_size is not None else self._radii_block(R.shape[0])
         r_docs, _ = _csls_radii_numpy(self.vectors_, R, knn, bs)
         self.reference_radii_ = np.asarray(r_docs, dtype=self.vectors_.dtype)
         self.reference_knn_ = knn
@@ -220,6 +220,16 @@ class Index:
             return check_int(block_size, "block_size")
         per_row = 2 * len(self) * self.vectors_.dtype.itemsize     # scores and their copy
         return int(max(1, min(n_rows, 4096, BLOCK_BYTES // max(per_row, 1))))
+
+    def _radii_block(self, n_other: int) -> int:
+        """Documents per score block of the CSLS radii of the documents against ``n_other``
+        vectors of the query language (:func:`_csls_radii_numpy` blocks the rows of its first
+        argument, here the index): up to 4,096 documents, ``BLOCK_BYTES`` of scores and their
+        copy. The blocks were sized by :meth:`_block` for the other side, so 100 queries took the
+        documents 100 at a time: 200 blocks of 100 x 100 scores, each with its own kernel launch
+        and sort, for 20,000 documents (10 s against a 30 ms GEMM; 2-core AMD EPYC, load 5)."""
+        per_row = 2 * n_other * self.vectors_.dtype.itemsize
+        return int(max(1, min(len(self), 4096, BLOCK_BYTES // max(per_row, 1))))
 
     @numba_serialised
     def search(self, queries: Any, k: int = 10, *, similarity: str = "cosine", knn: int | None = None,
@@ -275,7 +285,7 @@ class Index:
                     ": without a reference (set_reference; `linxling index --reference`) CSLS takes each "
                     "document's hubness radius from the queries, so search with at least knn queries, "
                     "a smaller knn, or an index that has a reference") if n_q < knn else "")
-                r_c = _csls_radii_numpy(C, Q, knn, self._block(None, n_q))[0]
+                r_c = _csls_radii_numpy(C, Q, knn, self._radii_block(n_q))[0]
         qb = check_int(block_size, "block_size") if block_size is not None else min(n_q, 4096)
         cb = int(min(n_c, max(k, knn, BLOCK_BYTES // (2 * qb * C.dtype.itemsize))))
         scores = np.empty((n_q, k), dtype=C.dtype)

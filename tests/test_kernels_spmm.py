@@ -433,6 +433,22 @@ def test_value_stats_match_numpy(dtype, n):
     assert spmm.value_stats(ints) == spmm.value_stats_reference(ints) == (7.0, 0, 1)
 
 
+def test_value_stats_of_a_few_values_launch_no_parallel_kernel(monkeypatch):
+    """The values of a few documents (a transform's input check) are scanned by NumPy, not by the
+    parallel kernel, whose launch waits for every numba thread (32 ms on a loaded 2-core machine
+    for 20 values); larger arrays still take the kernel. The results are the same."""
+    d = np.array([0.5, -2.0, np.inf, 1.0], dtype=np.float32)
+    big = np.tile(d, spmm._SCAN_MIN)                    # 4 x _SCAN_MIN values: several parts
+    want_big = spmm.value_stats(big)
+    calls = []
+    kernel = spmm._value_stats_parts
+    monkeypatch.setattr(spmm, "_value_stats_parts", lambda *a: (calls.append(1), kernel(*a)))
+    assert spmm.value_stats(d) == (2.0, 1, 1) and not calls
+    one_part = big[: 2 * spmm._SCAN_MIN - 1]
+    assert spmm.value_stats(one_part) == spmm.value_stats_reference(one_part) and not calls
+    assert spmm.value_stats(big) == want_big == spmm.value_stats_reference(big) and calls
+
+
 @pytest.mark.parametrize("n_rows", [1, 50, 200_000])
 def test_canonical_format_check_agrees_with_scipy(n_rows):
     """csr_has_canonical_format against SciPy's own test: sorted rows, an unsorted row, a

@@ -275,3 +275,30 @@ def test_cli_index_and_search_find_translations(tmp_path, monkeypatch, capsys):
     assert "search index of 150 es documents" in capsys.readouterr().out
     assert main(["search", "m.h5", "en", "en.txt"]) == 2
     assert "not a search index" in capsys.readouterr().err
+
+
+def test_csls_radii_take_the_documents_in_large_blocks(monkeypatch):
+    """The CSLS radii of the documents (against the queries, or a reference) are computed over
+    blocks of documents sized by the other side's count: 100 queries no longer take the
+    documents 100 at a time (one kernel launch and sort per 100 documents: 10 s for 20,000)."""
+    from linxling.evaluate import _retrieval
+    rng = np.random.default_rng(5)
+    index = Index(rng.standard_normal((5000, 8)))
+    blocks = []
+    radii = _retrieval._csls_radii_numpy
+
+    def recorded(A, B, knn, bs, *args, **kwargs):
+        blocks.append((A.shape[0], bs))
+        return radii(A, B, knn, bs, *args, **kwargs)
+    monkeypatch.setattr(_retrieval, "_csls_radii_numpy", recorded)
+    queries = rng.standard_normal((100, 8))
+    scores, ids = index.search(queries, k=3, similarity="csls")
+    index.set_reference(rng.standard_normal((300, 8)))
+    assert blocks == [(5000, 4096), (5000, 4096)]
+    # the scores are CSLS's: 2 cos - r_q - r_c, with r_c over the queries
+    Qn = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    cos = Qn @ (index.vectors_.astype(np.float64)).T
+    r_c = np.sort(cos, axis=0)[-10:].mean(axis=0)
+    r_q = np.sort(cos, axis=1)[:, -10:].mean(axis=1)
+    want = 2 * cos - r_q[:, None] - r_c[None, :]
+    np.testing.assert_allclose(scores, np.take_along_axis(want, ids, axis=1), atol=1e-5)

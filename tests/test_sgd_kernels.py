@@ -89,6 +89,29 @@ def test_fast_compose_matches_reference(problem, comp):
                                ref.compose(WA, *A, rows, comp), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compose_of_a_few_rows_on_the_calling_thread_is_bitwise_the_parallel_one(monkeypatch, dtype):
+    """Fewer than _MIN_PARALLEL rows (a transform of a few sentences) are composed without a
+    parallel launch, with the same per-row kernel: bitwise the parallel result, every composition."""
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((50, 16)).astype(dtype)
+    lengths = rng.integers(0, 9, 100)
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    idx = rng.integers(0, 50, int(ptr[-1])).astype(np.int64)
+    cnt = rng.integers(1, 3, idx.size).astype(np.float64)
+    for comp in (0, 1, 2):
+        for rows in (np.arange(3, dtype=np.int64), np.arange(100, dtype=np.int64)[::-1].copy()):
+            np.testing.assert_array_equal(sgd._compose_serial(W, idx, ptr, cnt, rows, comp),
+                                          sgd._compose_parallel(W, idx, ptr, cnt, rows, comp))
+    launched = []
+    parallel = sgd._compose_parallel
+    monkeypatch.setattr(sgd, "_compose_parallel", lambda *a: (launched.append(1), parallel(*a))[1])
+    few = np.arange(sgd._MIN_PARALLEL - 1, dtype=np.int64)
+    assert sgd.compose(W, idx, ptr, cnt, few, 0).shape == (few.size, 16) and not launched
+    sgd.compose(W, idx, ptr, cnt, np.arange(sgd._MIN_PARALLEL, dtype=np.int64), 0)
+    assert launched
+
+
 @pytest.mark.parametrize("opt", ["adagrad", "sgd"])
 @pytest.mark.parametrize("comp,dist", [("add", "sqeuclidean"), ("bi", "sqeuclidean"), ("mean", "dot"),
                                        ("mean", "l1")])

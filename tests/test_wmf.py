@@ -477,6 +477,52 @@ def test_transform_keeps_its_gram_and_sees_edits():
     assert len(_wmf_base._GRAM_CACHES[pair]) == 2                  # one per language
 
 
+def test_loaded_maps_are_not_copied_by_transform_and_few_rows_run_on_one_thread(tmp_path, monkeypatch):
+    """A loaded WMF, b-WMF or x-WMF keeps each word factor in the layout a fit leaves (components_.T
+    C-contiguous), so that a transform does not copy the whole map to that layout on every call; a
+    transform of fewer than _FEW_ROWS rows runs its kernels on the calling thread, and a larger one
+    on the others too. The loaded model's vectors are bitwise the fitted model's."""
+    import numba
+
+    import linxling
+    from linxling.kernels import als as als_kernels
+    from linxling.models import _wmf_base
+    from linxling.models.xwmf import CrossWMF
+    X, Y = _X(60, 40, density=0.2, seed=30), _X(60, 30, density=0.2, seed=31)
+    kw = dict(n_components=4, alpha=LAM, missing_weight=W_M, max_iter=2, random_state=0)
+    fitted = [(WMF(**kw).fit(X), None, X), (BilingualWMF(**kw).fit({"en": X, "fr": Y}), "fr", Y),
+              (CrossWMF(**kw).fit({"fr": (X, Y)}, X_pivot=X), "fr", Y)]
+    threads = []
+    half_step = als_kernels.als_half_step
+    monkeypatch.setattr(als_kernels, "als_half_step",
+                        lambda *a, **k: (threads.append(numba.get_num_threads()), half_step(*a, **k))[1])
+    copies = []
+    contiguous = np.ascontiguousarray
+
+    def recorded(a, *args, **kwargs):
+        copies.append(a.flags.c_contiguous)
+        return contiguous(a, *args, **kwargs)
+    for model, lang, Z in fitted:
+        path = tmp_path / f"{type(model).__name__}.lxl"
+        model.save(path)
+        loaded = linxling.load(path)
+        comps = loaded.components_ if lang is None else loaded.components_[lang]
+        assert comps.T.flags.c_contiguous
+        copies.clear()
+        monkeypatch.setattr(np, "ascontiguousarray", recorded)
+        try:
+            got = loaded.transform(Z[:3], lang)
+        finally:
+            monkeypatch.setattr(np, "ascontiguousarray", contiguous)
+        assert copies and all(copies)               # no argument needed a copy
+        np.testing.assert_array_equal(got, model.transform(Z[:3], lang))
+        np.testing.assert_array_equal(loaded.transform(Z, lang), model.transform(Z, lang))
+    # per model: 3 rows loaded, 3 rows fitted, 60 rows loaded, 60 rows fitted
+    assert len(threads) == 12 and 3 < _wmf_base._FEW_ROWS <= 60
+    assert {threads[i] for i in range(12) if i % 4 < 2} == {1}
+    assert {threads[i] for i in range(12) if i % 4 >= 2} == {numba.get_num_threads()}
+
+
 def test_wmf_loss_matches_dense_eq1():
     X = _X(30, 20)
     rng = np.random.default_rng(8)

@@ -7,7 +7,7 @@ import numpy as np
 
 from linxling._backend import get_namespace, to_numpy
 from linxling._progress import progress
-from linxling._threads import numba_serialised
+from linxling._threads import numba_one_thread, numba_serialised
 from linxling._validation import check_int, refuse_sparse
 
 __all__ = ["retrieval"]
@@ -189,7 +189,10 @@ def _csls_radii_numpy(An: np.ndarray, Bn: np.ndarray, knn: int, block_size: int,
     for start in progress(starts, show=show_progress, desc="CSLS radii", total=len(starts), delay=1.0):
         stop = min(start + block_size, n_a)
         S = An[start:stop] @ BnT
-        topk_block_update(S, row_part, top_b, thr, amin, TOPK_CHUNK)   # the whole buffer: one
+        # one column range (fewer than 2 TOPK_CHUNK columns, e.g. a search's few queries): the
+        # kernel runs on this thread, without a parallel launch that waits for every numba thread
+        with numba_one_thread(nparts == 1):
+            topk_block_update(S, row_part, top_b, thr, amin, TOPK_CHUNK)   # the whole buffer: one
         part = row_part[:, :stop - start]                              # compiled signature
         # each row's knn largest of its ranges' knn largest, summed largest first (as sorted)
         top = np.sort(part.transpose(1, 0, 2).reshape(stop - start, nparts * knn), axis=1)[:, -knn:]

@@ -75,11 +75,29 @@ def _compose_row(W, idx, ptr, cnt, r, comp, out):
 
 
 @njit(parallel=True, cache=True)
-def compose(W, idx, ptr, cnt, rows, comp):
+def _compose_parallel(W, idx, ptr, cnt, rows, comp):
     out = np.zeros((rows.shape[0], W.shape[1]), dtype=W.dtype)
     for i in prange(rows.shape[0]):
         _compose_row(W, idx, ptr, cnt, rows[i], comp, out[i])
     return out
+
+
+@njit(cache=True)
+def _compose_serial(W, idx, ptr, cnt, rows, comp):
+    out = np.zeros((rows.shape[0], W.shape[1]), dtype=W.dtype)
+    for i in range(rows.shape[0]):
+        _compose_row(W, idx, ptr, cnt, rows[i], comp, out[i])
+    return out
+
+
+def compose(W, idx, ptr, cnt, rows, comp):
+    """The composed vectors (len(rows), d) of sentences ``rows`` of the CSR (idx, ptr, cnt): each
+    row by :func:`_compose_row`, so the same values on one thread or several. Fewer than
+    :data:`_MIN_PARALLEL` rows (a transform of a few sentences) run on the calling thread: a
+    parallel launch waits for every numba thread, 16 ms for one sentence on a loaded 2-core
+    machine against 0.04 ms of work."""
+    kernel = _compose_parallel if rows.shape[0] >= _MIN_PARALLEL else _compose_serial
+    return kernel(W, idx, ptr, cnt, rows, comp)
 
 
 @njit(cache=True, fastmath=True)

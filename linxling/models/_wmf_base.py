@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
-from linxling._threads import blas_single_thread
+from linxling._threads import blas_single_thread, numba_one_thread
 from linxling._validation import check_float_dtype, check_language, check_random_state, is_text_column
 from linxling._warnings import find_stack_level
 from linxling.models import _als
@@ -398,6 +398,8 @@ class _WMFParams(LinxlingEstimator):
 
 #: Grams a model keeps for its transforms (one per word factor, so b-WMF's languages each have one)
 _GRAM_CACHE_SIZE = 8
+#: transforms of fewer rows than this run their kernels on the calling thread (numba_one_thread)
+_FEW_ROWS = 16
 _GRAM_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # model -> {key: Gram}
 _GRAM_LOCK = threading.Lock()
 
@@ -414,7 +416,9 @@ def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float,
     G = None
     # BLAS one thread, as in a fit: BLAS threads still spinning after a product or the Gram's
     # eigendecomposition held the cores from the numba kernel that follows (8-10 ms a call)
-    with blas_single_thread():
+    # a few rows (a transform of a few sentences) are solved on the calling thread: a parallel
+    # launch's barrier cost more than their solves (each row is solved alone: the same result)
+    with blas_single_thread(), numba_one_thread(X.shape[0] < _FEW_ROWS):
         if cache is not None:
             key = (als.factor_sketch(V), float(w_m), float(lam))
             G = cache.get(key)
@@ -427,6 +431,13 @@ def _solve_rows(X: sp.csr_matrix, V: np.ndarray, w_m: float, lam: float,
         out = np.zeros((X.shape[0], V.shape[1]), dtype=V.dtype)
         return als.als_half_step(X, V, out, missing_weight=w_m, regularization=lam,
                                  solver="cholesky", gram_matrix=G)
+
+
+def _factor_layout(array: Any, dtype: Any) -> np.ndarray:
+    """A stored (k, p) word factor in ``dtype``, as the transpose of a C-contiguous (p, k) array:
+    the layout a fit leaves (``V.T``) and the one :func:`_solve_rows` takes (``components_.T``
+    is then C-contiguous, not copied on every transform). One copy at load time."""
+    return np.ascontiguousarray(np.asarray(array, dtype=dtype).T).T
 
 
 def _stored_dtype(dtype, array) -> np.dtype:

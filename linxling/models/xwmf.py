@@ -14,6 +14,7 @@ from linxling._validation import check_sparse_matrix
 from linxling.io import register_model
 from linxling.models._wmf_base import (
     _check_languages,
+    _factor_layout,
     _solve_rows,
     _stored_dtype,
     _texts_or_none,
@@ -217,5 +218,5 @@ class CrossWMF(_WMFParams):
         model.languages_ = list(params["languages"])
         model.components_ = {model.pivot_language: pivot.components_}
         for lang in model.languages_[1:]:
-            model.components_[lang] = np.asarray(arrays["components"][lang], dtype=dtype)
+            model.components_[lang] = _factor_layout(arrays["components"][lang], dtype)
         return model
