@@ -182,6 +182,10 @@ def _float_sizes(arrays: dict, acc: dict[str, int]) -> None:
 def _ds_kwargs(arr: np.ndarray, compression: str | None) -> dict:
     if compression is None or arr.ndim == 0 or arr.size == 0:
         return {}
+    if compression == "auto":
+        if arr.dtype.kind in "fc":                   # trained weights: random low bits, ~10 % off
+            return {}
+        compression = "gzip"
     kw: dict[str, Any] = {"compression": compression}
     if arr.dtype.kind in "fiucb" and arr.dtype.itemsize > 1:
         kw["shuffle"] = True
@@ -234,7 +238,7 @@ def _write_node(group: h5py.Group, key: str, value: Any, compression: str | None
     ds.attrs["crc32"] = np.int64(_crc32(arr))
 
 
-def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip") -> None:
+def save(model: Any, path: str | os.PathLike, *, compression: str | None = "auto") -> None:
     """Save a registered model to an HDF5 file, atomically.
 
     The state is written to a temporary file in the destination directory, flushed and
@@ -253,16 +257,20 @@ def save(model: Any, path: str | os.PathLike, *, compression: str | None = "gzip
         CuPy arrays are copied to the host.
     path : str or path-like
         Destination file (conventionally ``*.h5``).
-    compression : {"gzip", "lzf", None}
-        HDF5 filter for non-scalar datasets.
+    compression : {"auto", "gzip", "lzf", None}, default "auto"
+        HDF5 filter for non-scalar datasets. ``"auto"``: gzip (with the byte shuffle) for integer,
+        boolean and string datasets, none for floating-point ones, whose trained low bits gzip
+        cannot compress: on a 185 MiB Cr5 model (float64) gzip saved 10 % of the file at 4-6x
+        the save time and 1.3-2x the load time (docs/io.md). ``"gzip"`` / ``"lzf"``: that filter
+        for every dataset; ``None``: no filter.
 
     Raises
     ------
     TypeError
         If the model class is not registered or the state holds unsupported values.
     """
-    if compression not in ("gzip", "lzf", None):
-        raise ValueError(f"compression must be 'gzip', 'lzf' or None, got {compression!r}")
+    if compression not in ("auto", "gzip", "lzf", None):
+        raise ValueError(f"compression must be 'auto', 'gzip', 'lzf' or None, got {compression!r}")
     if isinstance(model, (str, bytes, os.PathLike)) and type(path) in _REGISTRY.values():
         raise TypeError(f"save(model, path) takes the model first: got a {type(model).__name__} then a "
                         f"{type(path).__name__} (the arguments are swapped)")
