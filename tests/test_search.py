@@ -302,3 +302,13 @@ def test_csls_radii_take_the_documents_in_large_blocks(monkeypatch):
     r_q = np.sort(cos, axis=1)[:, -10:].mean(axis=1)
     want = 2 * cos - r_q[:, None] - r_c[None, :]
     np.testing.assert_allclose(scores, np.take_along_axis(want, ids, axis=1), atol=1e-5)
+
+
+def test_search_names_candidates_and_a_swapped_k():
+    """search(queries, k, candidates) said "vectors must be a non-empty 2-D array (n, d), got
+    shape ()", naming an argument of Index, not of search."""
+    Q, C = np.ones((3, 4)), np.random.default_rng(0).random((10, 4))
+    with pytest.raises(ValueError, match=r"candidates must be a 2-D array .* were candidates and k swapped"):
+        search(Q, 5, C)
+    with pytest.raises(ValueError, match=r"candidates must be a 2-D array \(n, d\), got list of 1 dimension"):
+        search(Q, [1.0, 2.0])
