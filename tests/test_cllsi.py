@@ -187,6 +187,16 @@ def test_errors(rng):
         CLLSI(n_components=2).fit(["a", "b"], ["en"], [0, 1])
 
 
+def test_an_all_zero_block_is_an_error_as_in_cr5(rng):
+    """An all-zero language block was fitted without a word (every document of that language
+    then embeds as zero); Cr5.fit_matrices refuses it, and now CL-LSI does too."""
+    blocks, concepts = _problem(rng)
+    blocks["fr"] = sp.csr_matrix(blocks["fr"].shape)
+    for fr in (blocks["fr"], blocks["fr"].toarray()):
+        with pytest.raises(ValueError, match=r"blocks\['fr'\] is all zero: there is nothing to fit"):
+            CLLSI(n_components=3, random_state=0).fit_matrices({**blocks, "fr": fr}, concepts)
+
+
 def test_languages_sharing_no_concept_are_an_error_as_in_cr5(rng):
     """Two languages whose concept ids never meet: nothing ties them together, so the embeddings
     would not be crosslingual. CLLSI said nothing; it raises Cr5's error (the same check)."""

@@ -204,6 +204,9 @@ class CLLSI(ConceptEmbeddingMixin):
         mats = {}
         for lang in langs:
             mats[lang] = check_sparse_matrix(blocks[lang], f"blocks[{lang!r}]")
+            if not np.any(mats[lang].data):
+                # as Cr5.fit_matrices: every document of the language would embed as zero
+                raise ValueError(f"blocks[{lang!r}] is all zero: there is nothing to fit")
             check_same_length(concepts[lang], range(mats[lang].shape[0]), f"concepts[{lang!r}]",
                               f"the rows of blocks[{lang!r}]")
         labels, classes = encode_concepts(concepts, langs)
