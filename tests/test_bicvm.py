@@ -195,6 +195,26 @@ def test_fewer_aligned_sentences_than_dimensions_warns():
         BiCVM(n_components=4, n_epochs=1, random_state=0, n_threads=1, show_progress=False).fit({"en": en, "de": de})
 
 
+def test_aligned_sentences_that_are_all_the_same_warn():
+    """20 copies of one sentence pair fitted in silence: each sentence is its own noise sample,
+    the contrastive loss has no gradient (RankingEmbedding's loss stayed 0.5) and every training
+    sentence embedded as the zero vector. Now a warning that says so and what to give instead;
+    two different pairs among the copies fit in silence."""
+    import warnings
+    same = {"en": ["w1 w2 w3"] * 20, "de": ["v1 v2 v3"] * 20}
+    for cls in (BiCVM, RankingEmbedding):
+        with pytest.warns(UserWarning, match=r"all 20 aligned sentences of X are one and the same text in each "
+                                             r"language .*give different aligned sentences"):
+            cls(n_components=4, n_epochs=1, random_state=0, n_threads=1, show_progress=False).fit(same)
+    with pytest.warns(UserWarning, match=r"aligned sentences of X\[1\] are one and the same"):
+        BiCVM(n_components=4, n_epochs=1, random_state=0, n_threads=1, show_progress=False).fit(
+            [{"en": ["w1 w2", "w3"] * 10, "de": ["v1 v2", "v3"] * 10}, {"en": ["w1"] * 20, "fr": ["f1"] * 20}])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BiCVM(n_components=4, n_epochs=1, random_state=0, n_threads=1, show_progress=False).fit(
+            {"en": ["w1 w2 w3"] * 19 + ["w1 w2"], "de": ["v1 v2 v3"] * 20})
+
+
 def test_bicvm_noise_pool_and_attraction(tmp_path):
     en, de = _toy(60)
     kw = {**FAST, "noise_pool": 8, "attraction": 2.0}

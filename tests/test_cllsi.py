@@ -106,6 +106,21 @@ def test_a_matrix_of_rank_below_n_components_warns_with_the_default_solver():
         CLLSI(n_components=6, random_state=0, solver="propack").fit_matrices(blocks, concepts)
 
 
+def test_a_rank_one_matrix_does_not_get_a_made_up_second_component():
+    """Every document the same (a rank-1 concept matrix), n_components=2: PROPACK returned a
+    second singular value of 3.36 whose singular vector repeated the first, without an error, so
+    the default solver gave two identical coordinates and no warning. Now the rank warning (ARPACK's
+    zero singular value) with the default solver, and an error naming the rank with solver="propack"."""
+    texts = ["w1 w2 w3 w4 w5"] * 20 + ["v1 v2 v3 v4 v5"] * 20
+    langs, concepts = ["en"] * 20 + ["de"] * 20, list(range(20)) * 2
+    with pytest.warns(RuntimeWarning, match="1 of 2 singular values are"):
+        m = CLLSI(n_components=2, min_df=1, random_state=0).fit(texts, langs, concepts)
+    assert m.singular_values_[1] < 1e-12 and not m.components_["en"][1].any()
+    with pytest.raises(ValueError, match=r"solver='propack' returned singular vectors that are not "
+                                         r"orthonormal .* rank < n_components=2"):
+        CLLSI(n_components=2, min_df=1, random_state=0, solver="propack").fit(texts, langs, concepts)
+
+
 def test_the_default_solver_falls_back_to_arpack_where_propack_does_not_converge():
     """PROPACK's Lanczos gives up after 10 k steps ("k=5 singular triplets did not converge within
     kmax=50 iterations") on matrices whose leading singular values lie close together: 10 of 10
@@ -170,6 +185,16 @@ def test_errors(rng):
         m.transform(["a b"], "en")
     with pytest.raises(ValueError, match="texts has 2 entries but languages has 1"):
         CLLSI(n_components=2).fit(["a", "b"], ["en"], [0, 1])
+
+
+def test_an_all_zero_block_is_an_error_as_in_cr5(rng):
+    """An all-zero language block was fitted without a word (every document of that language
+    then embeds as zero); Cr5.fit_matrices refuses it, and now CL-LSI does too."""
+    blocks, concepts = _problem(rng)
+    blocks["fr"] = sp.csr_matrix(blocks["fr"].shape)
+    for fr in (blocks["fr"], blocks["fr"].toarray()):
+        with pytest.raises(ValueError, match=r"blocks\['fr'\] is all zero: there is nothing to fit"):
+            CLLSI(n_components=3, random_state=0).fit_matrices({**blocks, "fr": fr}, concepts)
 
 
 def test_languages_sharing_no_concept_are_an_error_as_in_cr5(rng):

@@ -17,6 +17,7 @@ en-de and en-fr); each language keeps one vocabulary over all the pairs it appea
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
@@ -25,6 +26,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils._param_validation import StrOptions
 
 from linxling._validation import check_language, check_texts
+from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
     DEPRECATED,
@@ -148,6 +150,22 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         tokens = part[keep]
         return tokens, kept, np.ones(len(tokens), dtype=np.float64)
 
+    def _warn_one_sentence(self, enc, where: str) -> None:
+        """Warn when every aligned sentence of a pair is the same in each language: the noise
+        sentences are then the sentence itself and the contrastive loss has no gradient (the word
+        vectors only shrink by ``alpha``; with ``center`` each training sentence embeds as zero)."""
+        n = len(next(iter(enc.values()))[1]) - 1
+        if n < 2:
+            return      # one sentence: warn_few_examples speaks for it
+        for tokens, ptr, _ in enc.values():
+            lengths = np.diff(ptr)
+            if (lengths != lengths[0]).any() or (tokens.reshape(n, -1) != tokens[:lengths[0]]).any():
+                return
+        warnings.warn(f"{type(self).__name__}: all {n} aligned sentences of {where} are one and the same "
+                      f"text in each language ({', '.join(map(repr, enc))}): each is its own noise sample, so the "
+                      "contrastive loss has no gradient and the model learns nothing; give different "
+                      "aligned sentences", UserWarning, stacklevel=find_stack_level())
+
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list[Any]] = {
         "n_components": [POSITIVE_INT],
@@ -199,6 +217,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                 seqs[lang] = (ids, ptr, first + len(texts))       # the next pair's sentences follow
                 enc[lang] = self._kept_words(ids, ptr[first:first + len(texts) + 1], lang, where)
             encoded.append(enc)
+            self._warn_one_sentence(enc, where)
         rng = np.random.default_rng(self.random_state)
         d = int(self.n_components)
         dtype = np.dtype(getattr(self, "dtype", "float64"))

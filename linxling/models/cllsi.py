@@ -64,7 +64,21 @@ def _svds(M: sp.csr_matrix, k: int, rng: np.random.Generator, solver: str) -> tu
     stops on a matrix of rank < ``k`` or where it does not converge)."""
     if solver in ("auto", "propack"):
         try:
-            return spla.svds(M, k=k, solver="propack", random_state=rng)
+            U, s, Vt = spla.svds(M, k=k, solver="propack", random_state=rng)
+            # on a matrix of rank < k PROPACK may also return, without an error, a repeated
+            # singular vector with a made-up nonzero singular value (SciPy 1.17: a rank-1 matrix,
+            # k = 2 gives s = [4.24, 2.25] and two equal rows of Vt): not orthonormal, so refused.
+            # The vectors of (numerically) zero singular values are arbitrary and zeroed by fit.
+            live = s > max(M.shape) * np.finfo(np.float64).eps * (s.max() if s.size else 0.0)
+            V = Vt[live]
+            gap = float(np.abs(V @ V.T - np.eye(V.shape[0])).max()) if V.shape[0] else 0.0
+            if gap <= 1e-6:
+                return U, s, Vt
+            if solver == "propack":
+                raise ValueError(f"solver='propack' returned singular vectors that are not orthonormal "
+                                 f"(|VVᵀ - I| = {gap:.2g}): the concept x word matrix has rank < "
+                                 f"n_components={k}; lower n_components or use solver='auto' or 'arpack' "
+                                 "(which warn and zero the null components)")
         except np.linalg.LinAlgError as exc:
             # (caught before ValueError, its base class) PROPACK's Lanczos stops on a matrix of
             # rank < k ("An invariant subspace of dimension d was found"); ARPACK returns the
@@ -190,6 +204,9 @@ class CLLSI(ConceptEmbeddingMixin):
         mats = {}
         for lang in langs:
             mats[lang] = check_sparse_matrix(blocks[lang], f"blocks[{lang!r}]")
+            if not np.any(mats[lang].data):
+                # as Cr5.fit_matrices: every document of the language would embed as zero
+                raise ValueError(f"blocks[{lang!r}] is all zero: there is nothing to fit")
             check_same_length(concepts[lang], range(mats[lang].shape[0]), f"concepts[{lang!r}]",
                               f"the rows of blocks[{lang!r}]")
         labels, classes = encode_concepts(concepts, langs)
