@@ -358,3 +358,16 @@ def test_memory_budget_sizes_are_read_strictly():
             parse_budget(tiny)
     with pytest.raises(ValueError, match="memory_budget must be None, a positive number of bytes"):
         parse_budget("-1G")
+
+
+def test_a_chunked_corpus_given_to_a_model_that_does_not_stream_is_named(tmp_path):
+    """CrossWMF (or CLLSI) given a ChunkedCSR said "must be a numeric sparse or dense 2-D matrix,
+    got an object array that does not convert to numbers": now which models stream one."""
+    from linxling.models import CLLSI, CrossWMF
+    X = _corpus(n=60, m=45)
+    C = write_chunks(tmp_path / "c.h5", X, chunk_rows=20)
+    with pytest.raises(TypeError, match=r"parallel\['it'\]\[0\] is a ChunkedCSR .*only WMF.fit, BilingualWMF.fit "
+                                        r"and Cr5.fit_matrices stream.*\.to_csr\(\)"):
+        CrossWMF(pivot_language="en", n_components=2, max_iter=1, show_progress=False).fit({"it": (C, X)})
+    with pytest.raises(TypeError, match=r"blocks\['en'\] is a ChunkedCSR"):
+        CLLSI(n_components=2).fit_matrices({"en": C, "it": X}, {"en": np.arange(60), "it": np.arange(60)})
