@@ -42,7 +42,8 @@ T = TypeVar("T")
 def get_client(client: Any = None, name: str = "client"):
     """``client`` when given (checked), else the current default ``dask.distributed`` client.
 
-    Raises ValueError when there is none: a fit on row-partitioned data needs a cluster.
+    Raises ValueError when there is none, or when its cluster has no workers and none joins
+    within :data:`WORKER_WAIT_S` seconds: a fit on row-partitioned data needs a cluster.
     """
     try:
         from distributed import Client, default_client
@@ -54,13 +55,33 @@ def get_client(client: Any = None, name: str = "client"):
             raise TypeError(f"{name} must be a dask.distributed.Client or None, got {type(client).__name__}")
         if client.status not in ("running", "connecting", "newly-created"):
             raise ValueError(f"{name} is not running (status {client.status!r}); create a new Client")
-        return client
+    else:
+        try:
+            client = default_client()
+        except ValueError:
+            raise ValueError(f"no dask.distributed client: pass {name}=Client(...) or create a Client "
+                             "first, e.g. Client(LocalCluster(n_workers=2)) or Client('scheduler:8786') "
+                             "(the latest one becomes the default)") from None
+    _wait_for_a_worker(client, name)
+    return client
+
+
+# how long a fit waits for the first worker of a cluster that has none (an adaptive cluster
+# starting its workers); then a ValueError, not a fit whose tasks wait forever
+WORKER_WAIT_S = 60.0
+
+
+def _wait_for_a_worker(client, name: str) -> None:
+    """The cluster has a worker, or gets one within :data:`WORKER_WAIT_S` seconds; else
+    ValueError (before, a fit on a cluster without workers hung: its tasks waited forever)."""
+    if n_workers(client) > 0:
+        return
     try:
-        return default_client()
-    except ValueError:
-        raise ValueError(f"no dask.distributed client: pass {name}=Client(...) or create a Client "
-                         "first, e.g. Client(LocalCluster(n_workers=2)) or Client('scheduler:8786') "
-                         "(the latest one becomes the default)") from None
+        client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+    except TimeoutError:
+        raise ValueError(f"{name}'s cluster has no workers (none joined within {WORKER_WAIT_S:g} s): "
+                         "start workers, e.g. LocalCluster(n_workers=2) or cluster.scale(2), "
+                         "before fitting") from None
 
 
 def wait_on(client, futures) -> None:

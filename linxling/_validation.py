@@ -45,6 +45,9 @@ def check_sparse_matrix_max(X: Any, name: str = "X", *, dtype: Any = None, nonne
     ``sum_duplicates``, which works in place on the input when no copy was made); a canonical
     host matrix converted to ``dtype`` then shares the input's index arrays (only its values are
     copied), which is safe because nothing reorders the indices of a canonical matrix."""
+    if type(X).__name__ == "ChunkedCSR" and type(X).__module__.startswith("linxling.io"):
+        raise TypeError(f"{name} is a ChunkedCSR (a corpus on disk), which only WMF.fit, BilingualWMF.fit "
+                        "and Cr5.fit_matrices stream; for this one read it into memory with .to_csr()")
     ns = get_namespace(X)
     in_dtype = getattr(X, "dtype", None)
     if in_dtype is not None and np.dtype(in_dtype) == np.float16:

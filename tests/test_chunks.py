@@ -253,6 +253,59 @@ def test_files_not_written_by_this_write_chunks_are_named(tmp_path):
         ChunkedCSR(D.path, "XT")
 
 
+def test_damaged_index_arrays_are_named_corrupt_at_open(tmp_path):
+    """Chunk bounds past the last row gave an IndexError deep in a fit, row pointers counting
+    more nonzeros than stored a shape mismatch in scipy, a damaged object header h5py's bare
+    KeyError / TypeError: now a ValueError naming the file and 'corrupt' when it is opened."""
+    import h5py
+    X = _corpus(n=60, m=45)
+
+    def damaged(name, change):
+        C = write_chunks(tmp_path / f"{name}.h5", X, chunk_rows=20)
+        with h5py.File(C.path, "a") as fh:
+            change(fh["X"])
+        return C.path
+
+    def far_bounds(g):
+        g["bounds"][-1] = 2 ** 40
+
+    def short_indices(g):
+        nnz = int(g["indptr"][-1])
+        g["indices"].resize((nnz - 5,))
+
+    def bad_shape(g):
+        g.attrs["shape"] = np.array([60.5, 45.0])
+
+    def unreadable(g):                        # what a damaged object header raises in h5py
+        del g["indptr"]
+        g["indptr"] = h5py.SoftLink("/nowhere")
+
+    for name, change, what in [("bounds", far_bounds, "chunk bounds do not cover rows 0:60"),
+                               ("indices", short_indices, "stores .* indices"),
+                               ("shape", bad_shape, "not two counts"),
+                               ("header", unreadable, "cannot be read as a corpus .*KeyError")]:
+        with pytest.raises(ValueError, match=rf"{name}\.h5' group 'X'.*{what}.*the file is corrupt"):
+            ChunkedCSR(damaged(name, change))
+
+
+def test_an_unreadable_chunk_names_the_file_and_rows(tmp_path):
+    """A chunk h5py cannot read (a damaged file; here values stored outside it, then removed)
+    gave h5py's bare OSError during a fit, without the file: now an OSError naming the file,
+    the group and the rows (still an OSError, which a dask worker reports as CorpusReadError)."""
+    import h5py
+    X = _corpus(n=60, m=45)
+    C = write_chunks(tmp_path / "c.h5", X, chunk_rows=20)
+    with h5py.File(C.path, "a") as fh:
+        values = fh["X/data"][...]
+        del fh["X/data"]
+        (tmp_path / "values.bin").write_bytes(values.tobytes())
+        fh["X"].create_dataset("data", shape=values.shape, dtype=values.dtype,
+                               external=[(str(tmp_path / "values.bin"), 0, values.nbytes)])
+    (tmp_path / "values.bin").unlink()
+    with pytest.raises(OSError, match=r"c\.h5' group 'X' rows 0:20 cannot be read .*the corpus file is damaged"):
+        WMF(n_components=3, max_iter=1, random_state=0, show_progress=False).fit(ChunkedCSR(C.path))
+
+
 def test_an_empty_language_is_a_clear_error_at_write(tmp_path):
     """A corpus with no rows made write_chunks fail in numpy ("need at least one array to
     concatenate")."""
@@ -305,3 +358,16 @@ def test_memory_budget_sizes_are_read_strictly():
             parse_budget(tiny)
     with pytest.raises(ValueError, match="memory_budget must be None, a positive number of bytes"):
         parse_budget("-1G")
+
+
+def test_a_chunked_corpus_given_to_a_model_that_does_not_stream_is_named(tmp_path):
+    """CrossWMF (or CLLSI) given a ChunkedCSR said "must be a numeric sparse or dense 2-D matrix,
+    got an object array that does not convert to numbers": now which models stream one."""
+    from linxling.models import CLLSI, CrossWMF
+    X = _corpus(n=60, m=45)
+    C = write_chunks(tmp_path / "c.h5", X, chunk_rows=20)
+    with pytest.raises(TypeError, match=r"parallel\['it'\]\[0\] is a ChunkedCSR .*only WMF.fit, BilingualWMF.fit "
+                                        r"and Cr5.fit_matrices stream.*\.to_csr\(\)"):
+        CrossWMF(pivot_language="en", n_components=2, max_iter=1, show_progress=False).fit({"it": (C, X)})
+    with pytest.raises(TypeError, match=r"blocks\['en'\] is a ChunkedCSR"):
+        CLLSI(n_components=2).fit_matrices({"en": C, "it": X}, {"en": np.arange(60), "it": np.arange(60)})

@@ -233,6 +233,19 @@ def test_chunked_bad_input_errors(tmp_path):
         Cr5(n_components=3).fit_matrices(chunked, concepts)
 
 
+def test_concepts_that_are_not_a_sequence_are_named(tmp_path):
+    """concepts[lang] of None, a number or a generator gave Python's bare "object of type
+    'NoneType' has no len()" (chunked or in memory): now a TypeError naming concepts[lang]."""
+    rng = np.random.default_rng(8)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=30)
+    chunked = _chunked_problem(tmp_path, blocks)
+    for given in (chunked, blocks):
+        for bad in (None, 7, (c for c in concepts["a"])):
+            with pytest.raises(TypeError, match=r"concepts\['a'\] must be a sequence or array of concept ids, "
+                                                r"one per row of blocks\['a'\], got"):
+                Cr5(n_components=3).fit_matrices(given, dict(concepts, a=bad))
+
+
 @pytest.mark.slow
 def test_paper_shaped_languages_out_of_core_equal_in_memory(tmp_path):
     """The 4-language job's twin (issue #30): en, it, vi, da of different sizes with partially

@@ -183,6 +183,23 @@ def test_no_client_and_bad_client(client):
     assert get_client(client) is client
 
 
+def test_a_cluster_without_workers_is_an_error_not_a_hang(monkeypatch):
+    """A cluster with no workers (none joining): the fit's tasks waited forever; now a
+    ValueError after waiting WORKER_WAIT_S for a worker to join (WMF, b-WMF and Cr5)."""
+    import linxling._dask as ldask
+    from linxling import Cr5
+    monkeypatch.setattr(ldask, "WORKER_WAIT_S", 0.5)
+    X = _corpus()
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as empty:
+        with pytest.raises(ValueError, match="client's cluster has no workers"):
+            WMF(**KW).fit(_dask(X), client=empty)
+        with pytest.raises(ValueError, match="client's cluster has no workers"):
+            Cr5(n_components=3).fit_matrices({"a": _dask(X), "b": X}, {"a": np.arange(240), "b": np.arange(240)},
+                                             client=empty)
+
+
 def test_bad_dask_input_is_named(client):
     X = _corpus()
     with pytest.raises(TypeError, match=r"X is a dask array with numpy.ndarray chunks; give scipy.sparse"):

@@ -82,21 +82,45 @@ class ChunkedCSR:
             raise ValueError(f"{str(self.path)!r} is not an HDF5 file ({exc}): a corpus is read from "
                              "a file written by linxling.io.write_chunks") from None
         with fh:
-            if group not in fh:
-                raise ValueError(f"{str(self.path)!r} has no group {group!r} (groups: {list(fh)}); "
-                                 "write it with write_chunks(..., transpose=True) for 'XT'")
-            g = fh[group]
-            _check_layout(g, self.path, group)
-            self.shape = tuple(int(v) for v in g.attrs["shape"])
-            self.bounds = np.asarray(g["bounds"][...], dtype=np.int64)
-            self.indptr = np.asarray(g["indptr"][...], dtype=np.int64)
-            self.dtype = np.dtype(g["data"].dtype)
-            self.generation = _generation(fh)
+            try:
+                self._read_index(fh, group)
+            except ValueError:
+                raise
+            except (KeyError, TypeError, IndexError, OSError, RuntimeError) as exc:
+                # h5py's (and NumPy's) errors for damaged metadata: KeyError "Unable to open
+                # object", TypeError "'Datatype' object is not subscriptable", ...
+                raise ValueError(f"{str(self.path)!r} group {group!r} cannot be read as a corpus "
+                                 f"({type(exc).__name__}: {exc}): the file is corrupt") from exc
         self.group = group
+
+    def _read_index(self, fh, group: str) -> None:
+        """Shape, chunk bounds and row pointers of ``group``, checked against each other."""
+        where = f"{str(self.path)!r} group {group!r}"
+        if group not in fh:
+            raise ValueError(f"{str(self.path)!r} has no group {group!r} (groups: {list(fh)}); "
+                             "write it with write_chunks(..., transpose=True) for 'XT'")
+        g = fh[group]
+        _check_layout(g, self.path, group)
+        shape = np.asarray(g.attrs["shape"])
+        if shape.shape != (2,) or shape.dtype.kind not in "iu" or np.any(shape < 0):
+            raise ValueError(f"{where} has shape attribute {shape.tolist()!r}, not two counts: the file "
+                             "is corrupt")
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.bounds = np.asarray(g["bounds"][...], dtype=np.int64)
+        self.indptr = np.asarray(g["indptr"][...], dtype=np.int64)
+        self.dtype = np.dtype(g["data"].dtype)
+        self.generation = _generation(fh)
+        if len(self.indptr) != self.shape[0] + 1 or self.indptr[0] != 0 or np.any(np.diff(self.indptr) < 0):
+            raise ValueError(f"{where}: its row pointers do not fit its shape {self.shape}: the file is corrupt")
         self.nnz = int(self.indptr[-1])
-        if len(self.indptr) != self.shape[0] + 1 or np.any(np.diff(self.indptr) < 0):
-            raise ValueError(f"{str(self.path)!r} group {group!r}: its row pointers do not fit its shape "
-                             f"{self.shape}: the file is corrupt")
+        stored = (g["indices"].shape, g["data"].shape)
+        if stored != ((self.nnz,), (self.nnz,)):
+            raise ValueError(f"{where}: its row pointers count {self.nnz} nonzeros but it stores "
+                             f"{stored[0]} indices and {stored[1]} values: the file is corrupt")
+        b = self.bounds
+        if b.ndim != 1 or len(b) < 2 or b[0] != 0 or b[-1] != self.shape[0] or np.any(np.diff(b) < 0):
+            raise ValueError(f"{where}: its chunk bounds do not cover rows 0:{self.shape[0]} in order: "
+                             "the file is corrupt")
 
     def __repr__(self) -> str:
         return (f"ChunkedCSR({str(self.path)!r}, group={self.group!r}, shape={self.shape}, "
@@ -136,11 +160,16 @@ class ChunkedCSR:
     def _read(self, g, r0: int, r1: int, dtype: Any = None) -> sp.csr_matrix:
         a, b = int(self.indptr[r0]), int(self.indptr[r1])
         indptr = self.indptr[r0:r1 + 1] - a
-        if dtype is None or np.dtype(dtype) == self.dtype:
-            data = g["data"][a:b]
-        else:                     # converted by HDF5 while reading: no second copy in the file's dtype
-            data = g["data"].astype(np.dtype(dtype))[a:b]
-        indices = g["indices"][a:b]
+        try:
+            if dtype is None or np.dtype(dtype) == self.dtype:
+                data = g["data"][a:b]
+            else:                 # converted by HDF5 while reading: no second copy in the file's dtype
+                data = g["data"].astype(np.dtype(dtype))[a:b]
+            indices = g["indices"][a:b]
+        except (OSError, RuntimeError, KeyError) as exc:    # h5py's bare errors for a damaged file
+            # still an OSError: a dask worker's read reports it as a CorpusReadError, not retried
+            raise OSError(f"{str(self.path)!r} group {self.group!r} rows {r0}:{r1} cannot be read "
+                          f"({type(exc).__name__}: {exc}): the corpus file is damaged") from exc
         _check_indices(indices, self.shape[1], f"{str(self.path)!r} group {self.group!r} rows {r0}:{r1}")
         return sp.csr_matrix((data, indices, indptr), shape=(r1 - r0, self.shape[1]))
 

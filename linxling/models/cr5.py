@@ -1537,8 +1537,12 @@ def _check_block_shape(shape, lang, concepts) -> None:
         raise ValueError(f"language {lang!r} has no documents ({name} has 0 rows)")
     if shape[1] == 0:
         raise ValueError(f"language {lang!r} has no features ({name} has 0 columns)")
-    if len(concepts[lang]) != shape[0]:
-        raise ValueError(f"concepts[{lang!r}] has {len(concepts[lang])} entries but {name} has {shape[0]} rows")
+    ids = concepts[lang]
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__") or not hasattr(ids, "__getitem__"):
+        raise TypeError(f"concepts[{lang!r}] must be a sequence or array of concept ids, one per row of "
+                        f"{name}, got {type(ids).__name__}")
+    if len(ids) != shape[0]:
+        raise ValueError(f"concepts[{lang!r}] has {len(ids)} entries but {name} has {shape[0]} rows")
 
 
 # guard columns of the pencil LOBPCG's block (a fraction of r) when its nine p × b blocks do not
