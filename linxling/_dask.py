@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
+
+from linxling._warnings import find_stack_level
 
 __all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "worker_list", "worker_memory_limits",
            "on_worker",
@@ -42,8 +45,8 @@ T = TypeVar("T")
 def get_client(client: Any = None, name: str = "client"):
     """``client`` when given (checked), else the current default ``dask.distributed`` client.
 
-    Raises ValueError when there is none, or when its cluster has no workers and none joins
-    within :data:`WORKER_WAIT_S` seconds: a fit on row-partitioned data needs a cluster.
+    Raises ValueError when there is none, or when it is a ``LocalCluster`` without workers that
+    will never have one: a fit on row-partitioned data needs a cluster.
     """
     try:
         from distributed import Client, default_client
@@ -66,22 +69,34 @@ def get_client(client: Any = None, name: str = "client"):
     return client
 
 
-# how long a fit waits for the first worker of a cluster that has none (an adaptive cluster
-# starting its workers); then a ValueError, not a fit whose tasks wait forever
+# how long a fit waits for the first worker of a cluster that has none before it says so (and
+# goes on waiting: a batch queue may start the workers much later)
 WORKER_WAIT_S = 60.0
 
 
 def _wait_for_a_worker(client, name: str) -> None:
-    """The cluster has a worker, or gets one within :data:`WORKER_WAIT_S` seconds; else
-    ValueError (before, a fit on a cluster without workers hung: its tasks waited forever)."""
+    """The fit places its blocks on the workers it finds at the start, so it needs one. A
+    ``LocalCluster`` with no worker and no adaptive scaling (``LocalCluster(n_workers=0)``), whose
+    tasks waited forever, is refused at once; any other cluster is waited on until a worker joins
+    (a batch queue, or ``adapt(minimum=1)``, may take a while), with a warning after
+    :data:`WORKER_WAIT_S` seconds."""
     if n_workers(client) > 0:
         return
+    from distributed import LocalCluster
+    cluster = getattr(client, "cluster", None)
+    if isinstance(cluster, LocalCluster) and getattr(cluster, "_adaptive", None) is None:
+        raise ValueError(f"{name}'s cluster has no workers (a LocalCluster with n_workers=0 and no "
+                         "adapt()): start workers, e.g. LocalCluster(n_workers=2) or cluster.scale(2), "
+                         "before fitting")
     try:
         client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        return
     except TimeoutError:
-        raise ValueError(f"{name}'s cluster has no workers (none joined within {WORKER_WAIT_S:g} s): "
-                         "start workers, e.g. LocalCluster(n_workers=2) or cluster.scale(2), "
-                         "before fitting") from None
+        pass
+    warnings.warn(f"{name}'s cluster has had no worker for {WORKER_WAIT_S:g} s; the fit waits for one to "
+                  "join (it places its blocks on the workers it finds at the start: an adaptive "
+                  "cluster needs adapt(minimum=1) or more)", RuntimeWarning, stacklevel=find_stack_level())
+    client.wait_for_workers(1)
 
 
 def wait_on(client, futures) -> None:

@@ -183,12 +183,10 @@ def test_no_client_and_bad_client(client):
     assert get_client(client) is client
 
 
-def test_a_cluster_without_workers_is_an_error_not_a_hang(monkeypatch):
-    """A cluster with no workers (none joining): the fit's tasks waited forever; now a
-    ValueError after waiting WORKER_WAIT_S for a worker to join (WMF, b-WMF and Cr5)."""
-    import linxling._dask as ldask
+def test_a_cluster_without_workers_is_an_error_not_a_hang():
+    """A LocalCluster with no workers and no adapt(): the fit's tasks waited forever; now a
+    ValueError at once (WMF and Cr5). A cluster that gets a worker later is waited on."""
     from linxling import Cr5
-    monkeypatch.setattr(ldask, "WORKER_WAIT_S", 0.5)
     X = _corpus()
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
                                   silence_logs=logging.ERROR) as cluster, \
@@ -198,6 +196,31 @@ def test_a_cluster_without_workers_is_an_error_not_a_hang(monkeypatch):
         with pytest.raises(ValueError, match="client's cluster has no workers"):
             Cr5(n_components=3).fit_matrices({"a": _dask(X), "b": X}, {"a": np.arange(240), "b": np.arange(240)},
                                              client=empty)
+        cluster.adapt(minimum=1, maximum=1)          # a worker joins later: waited for
+        model = WMF(**KW).fit(_dask(X), client=empty)
+        np.testing.assert_allclose(model.components_, WMF(**KW).fit(X).components_, rtol=1e-6, atol=1e-9)
+
+
+def test_a_cluster_whose_worker_comes_late_is_waited_on_with_a_warning(monkeypatch):
+    """A cluster that has no worker yet (an adaptive one at minimum 0 here, a batch queue in
+    practice): the fit warns after WORKER_WAIT_S and goes on waiting until a worker joins."""
+    import threading
+
+    import linxling._dask as ldask
+    monkeypatch.setattr(ldask, "WORKER_WAIT_S", 0.5)
+    X = _corpus()
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as late:
+        cluster.adapt(minimum=0, maximum=1)
+        timer = threading.Timer(1.5, lambda: cluster.adapt(minimum=1, maximum=1))
+        timer.start()
+        try:
+            with pytest.warns(RuntimeWarning, match="has had no worker for 0.5 s; the fit waits"):
+                model = WMF(**KW).fit(_dask(X), client=late)
+        finally:
+            timer.cancel()
+    np.testing.assert_allclose(model.components_, WMF(**KW).fit(X).components_, rtol=1e-6, atol=1e-9)
 
 
 def test_bad_dask_input_is_named(client):
