@@ -44,11 +44,11 @@ def _tree_seed_generator(random_state: Any) -> np.random.Generator:
     """The generator of ``tree_seed_``, apart from the training stream: for an int or None its
     own ``default_rng(random_state)``; for a Generator a child spawned from it (no draws taken
     from its stream, and the same child from generators in the same state), or, for a generator
-    that cannot spawn (no SeedSequence), fresh entropy."""
+    that cannot spawn (no SeedSequence, or NumPy < 1.25), fresh entropy."""
     if isinstance(random_state, np.random.Generator):
         try:
             return random_state.spawn(1)[0]
-        except TypeError:
+        except (AttributeError, TypeError):          # NumPy < 1.25 has no Generator.spawn
             return np.random.default_rng()
     return np.random.default_rng(random_state)
 
