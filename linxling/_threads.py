@@ -115,7 +115,6 @@ def numba_serialised(fn: F) -> F:
     return cast(F, serial)
 
 
-
 @contextmanager
 def numba_one_thread(enabled: bool = True) -> Iterator[None]:
     """Inside the block, numba's parallel kernels launched by the calling thread run on it alone

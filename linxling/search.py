@@ -215,17 +215,11 @@ class Index:
                              + hint)
         return knn
 
-    def _block(self, block_size: int | None, n_rows: int) -> int:
-        if block_size is not None:
-            return check_int(block_size, "block_size")
-        per_row = 2 * len(self) * self.vectors_.dtype.itemsize     # scores and their copy
-        return int(max(1, min(n_rows, 4096, BLOCK_BYTES // max(per_row, 1))))
-
     def _radii_block(self, n_other: int) -> int:
         """Documents per score block of the CSLS radii of the documents against ``n_other``
         vectors of the query language (:func:`_csls_radii_numpy` blocks the rows of its first
         argument, here the index): up to 4,096 documents, ``BLOCK_BYTES`` of scores and their
-        copy. The blocks were sized by :meth:`_block` for the other side, so 100 queries took the
+        copy. The blocks were once sized for the other side, so 100 queries took the
         documents 100 at a time: 200 blocks of 100 x 100 scores, each with its own kernel launch
         and sort, for 20,000 documents (10 s against a 30 ms GEMM; 2-core AMD EPYC, load 5)."""
         per_row = 2 * n_other * self.vectors_.dtype.itemsize
