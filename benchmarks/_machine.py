@@ -42,7 +42,8 @@ def cpu_label(c: dict | None = None) -> str:
 
 def machine() -> dict:
     """CPU (model name, family, model, vector extension), cores, memory, Python/NumPy/numba/implicit
-    versions and BLAS threads."""
+    versions, numba's threads and threading layer (TBB or OpenMP, linxling/_forksafe.py) and BLAS
+    threads."""
     import numba
     import numpy as np
     import psutil
@@ -59,6 +60,7 @@ def machine() -> dict:
             "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "python": platform.python_version(), "numpy": np.__version__,
             "numba": numba.__version__, "numba_threads": numba.get_num_threads(),
+            "numba_layer": numba.threading_layer(),     # started by get_num_threads above
             "implicit": implicit_version, "linxling": linxling.__version__,
             "blas": [{k: v for k, v in i.items() if k in ("internal_api", "version", "num_threads")}
                      for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]}

@@ -87,11 +87,15 @@ def test_without_dask_the_cluster_paths_name_the_extra(monkeypatch):
 
 def test_core_dependencies_are_the_light_ones():
     """pip install linxling needs no compiler and no system package: scikit-sparse (CHOLMOD) and
-    dask are extras, never core dependencies (issue #26)."""
+    dask are extras, never core dependencies (issue #26); every core one has wheels."""
     import tomllib
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     core = {d.split(">")[0].split("<")[0].split("[")[0].split("=")[0].strip() for d in meta["dependencies"]}
-    assert core == {"numpy", "scipy", "numba", "h5py", "tqdm", "threadpoolctl", "scikit-learn"}
+    assert core == {"numpy", "scipy", "numba", "h5py", "tqdm", "threadpoolctl", "scikit-learn", "tbb"}
+    # tbb (numba's fork-safe threading layer, linxling/_forksafe.py) is a binary wheel, and only
+    # where PyPI has one: Linux x86-64
+    (tbb,) = [d for d in meta["dependencies"] if d.startswith("tbb")]
+    assert "sys_platform == 'linux'" in tbb and "platform_machine == 'x86_64'" in tbb
     extras = meta["optional-dependencies"]
     assert any("scikit-sparse" in d for d in extras["cholmod"])
     assert any(d.startswith("dask") for d in extras["dask"]) and any("cupy" in d for d in extras["gpu"])

@@ -207,3 +207,83 @@ def test_fits_that_promise_it_do_not_depend_on_the_numba_thread_count():
         numba.set_num_threads(before)
     for name in fits:
         np.testing.assert_array_equal(got[1][name], got[2][name], err_msg=name)
+
+
+_FORKED = """
+import multiprocessing as mp
+import numpy as np
+from linxling.models import WMF
+rng = np.random.default_rng(0)
+docs = [" ".join(f"w{i}" for i in rng.integers(0, 400, size=12)) for _ in range(3000)]
+
+def fit():
+    return WMF(n_components=16, max_iter=2, random_state=0, show_progress=False).fit(docs).components_
+
+def child(q):
+    q.put(np.asarray(fit()))
+
+if __name__ == "__main__":
+    import numba
+    parent = fit()                                      # parallel kernels run in the parent first
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(300)
+    ok = p.exitcode == 0
+    same = bool(ok and np.array_equal(q.get(timeout=10), parent))
+    print(numba.threading_layer(), p.exitcode, same)
+"""
+
+
+def _run_forked(tmp_path, **env_extra):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import linxling
+    script = tmp_path / "forked.py"
+    script.write_text(_FORKED)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}   # numba's own choice
+    env.update(LINXLING_NO_PROGRESS="1", PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]), **env_extra)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+
+
+def test_a_forked_child_fits_after_its_parent_did(tmp_path):
+    """A process that ran linxling's parallel kernels forks (multiprocessing's default on Linux,
+    gunicorn's workers); the child fits too. On GNU OpenMP numba terminated the child (SIGTERM,
+    'fork() called from a process already using GNU OpenMP'), and a Pool then waited forever;
+    with the tbb wheel linxling runs numba on TBB (linxling/_forksafe.py) and the child's fit
+    equals the parent's bit for bit."""
+    import sys
+
+    from linxling._forksafe import tbb_library
+    if not sys.platform.startswith("linux"):
+        pytest.skip("fork-safety concerns GNU OpenMP on Linux")
+    if tbb_library() is None:
+        pytest.skip("the tbb wheel is not installed here (a dependency only on Linux x86-64)")
+    run = _run_forked(tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["tbb", "0", "True"], run.stdout + run.stderr[-2000:]
+    assert "ForkAfterOpenMPWarning" not in run.stderr
+
+
+def test_a_fork_after_gnu_openmp_kernels_warns_in_the_child(tmp_path):
+    """Where numba runs on GNU OpenMP (no tbb wheel, or NUMBA_THREADING_LAYER=omp), the child of
+    a process that ran parallel kernels is told why it will be terminated and what to do, at the
+    fork, before numba ends it."""
+    import sys
+    if not sys.platform.startswith("linux"):
+        pytest.skip("fork-safety concerns GNU OpenMP on Linux")
+    try:
+        from numba.np.ufunc import omppool
+    except ImportError:
+        pytest.skip("numba's OpenMP layer does not load here")
+    if getattr(omppool, "openmp_vendor", None) != "GNU":
+        pytest.skip(f"numba's OpenMP here is {omppool.openmp_vendor!r}, not GNU (fork-safe)")
+    run = _run_forked(tmp_path, NUMBA_THREADING_LAYER="omp")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[:2] == ["omp", "-15"], run.stdout + run.stderr[-2000:]   # numba's SIGTERM
+    assert "ForkAfterOpenMPWarning" in run.stderr and "spawn" in run.stderr, run.stderr[-2000:]
