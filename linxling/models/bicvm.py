@@ -464,9 +464,10 @@ class BiCVM(_SentencePairSGD):
         With a fixed value the model is identical between runs (for any thread count).
     n_threads : int or None
         numba threads during fit (None: numba's current setting). On a machine shared with
-        other jobs, numba's OpenMP layer spins at its barriers: set ``OMP_WAIT_POLICY=PASSIVE``
-        or ``NUMBA_THREADING_LAYER=workqueue`` before numba starts, or use one thread (the
-        learning test's fit: 13 s on 2 spinning threads, 1.2-1.5 s with either).
+        other jobs, numba's OpenMP layer spins at its barriers (the learning test's fit: 13 s on
+        2 spinning threads, 1.2-1.5 s on one); linxling runs numba on TBB where the ``tbb`` wheel
+        is installed (Linux x86-64), whose threads yield (2.1 s on 2 threads at load 6, against
+        4-10 s on OpenMP). Under OpenMP set ``OMP_WAIT_POLICY=PASSIVE`` or use one thread.
     callback : callable(model, epoch, loss) or None
         Called after every epoch.
     show_progress : bool or None
