@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from linxling._cpuquota import apply_cpu_limit as _apply_cpu_limit
 from linxling._forksafe import install_fork_check as _install_fork_check
 from linxling._forksafe import load_tbb as _load_tbb
 from linxling._registry import names as _model_names
@@ -50,6 +51,7 @@ if TYPE_CHECKING:   # what editors and type checkers see; at run time the names 
     from linxling.text import TfidfVectorizer as TfidfVectorizer
     from linxling.text import tokenize as tokenize
 
+_apply_cpu_limit()       # numba's threads within a container's CPU quota (linxling/_cpuquota.py)
 _load_tbb()              # numba on TBB, fork-safe, where the tbb wheel is (linxling/_forksafe.py)
 _install_fork_check()
 _MODELS = tuple(_model_names())     # the registry (linxling/_registry.py), resolved by linxling.models
