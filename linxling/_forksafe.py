@@ -64,8 +64,7 @@ def load_tbb() -> str | None:
     if "tbb" in _STATE:
         return _STATE["tbb"]
     _STATE["tbb"] = None
-    parallel = sys.modules.get("numba.np.ufunc.parallel")
-    if parallel is not None and getattr(parallel, "_is_initialized", False):
+    if _numba_layer_started():
         return None
     path = tbb_library()
     if path is not None:
@@ -78,10 +77,15 @@ def load_tbb() -> str | None:
     return _STATE["tbb"]
 
 
+def _numba_layer_started() -> bool:
+    """Whether numba has started its threading layer in this process (it cannot change then)."""
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return parallel is not None and bool(getattr(parallel, "_is_initialized", False))
+
+
 def _gnu_openmp_started() -> bool:
     """Whether numba's parallel kernels have run in this process on GNU OpenMP."""
-    parallel = sys.modules.get("numba.np.ufunc.parallel")
-    if parallel is None or not getattr(parallel, "_is_initialized", False):
+    if not _numba_layer_started():
         return False
     try:
         import numba

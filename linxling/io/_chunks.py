@@ -83,9 +83,7 @@ class ChunkedCSR:
                              "a file written by linxling.io.write_chunks") from None
         with fh:
             try:
-                self._read_index(fh, group)
-            except ValueError:
-                raise
+                self._read_index(fh, group)              # its own ValueErrors pass through
             except (KeyError, TypeError, IndexError, OSError, RuntimeError) as exc:
                 # h5py's (and NumPy's) errors for damaged metadata: KeyError "Unable to open
                 # object", TypeError "'Datatype' object is not subscriptable", ...
