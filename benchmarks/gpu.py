@@ -373,11 +373,12 @@ def m_cr5_verse(dev, size, args) -> dict:
 #: the verse row's variants of the float32 GPU fit, each a set of module settings (restored after):
 #: the fused CG kernels flipped, every language's block factored densely (the verse blocks
 #: have 2,951-11,850 features; 8,192 is the default bound, so three of five run CG), and the
-#: eigen-solver's random start drawn on the device (linxling.xp.cr5.START_ON_DEVICE flipped)
+#: eigen-solver's random start drawn on the host and copied (linxling.xp.cr5.START_ON_DEVICE off,
+#: the setting before the fourteenth session)
 VERSE_VARIANTS = {
     "fused_cg": (("linxling.xp.linalg", "FUSED_CG", "flip"),),
     "dense_blocks": (("linxling.xp.cr5", "DENSE_MAX", 16384),),
-    "device_start": (("linxling.xp.cr5", "START_ON_DEVICE", "flip"),),
+    "host_start": (("linxling.xp.cr5", "START_ON_DEVICE", False),),
 }
 
 

@@ -621,6 +621,7 @@ def test_the_start_on_the_device_is_for_cupy_only(monkeypatch):
     from tests.test_cr5 import TIGHT, random_problem
     blocks, concepts = random_problem(np.random.default_rng(3), n_langs=2, n_concepts=40)
     kw = dict(n_components=4, alpha=0.5, random_state=0, device=Device("numpy"), **TIGHT)
+    monkeypatch.setattr(xc, "START_ON_DEVICE", False)
     ref = Cr5(**kw).fit_matrices(blocks, concepts)
     monkeypatch.setattr(xc, "START_ON_DEVICE", True)
     got = Cr5(**kw).fit_matrices(blocks, concepts)

@@ -258,6 +258,10 @@ class Cr5(ConceptEmbeddingMixin):
         Woodbury correction, a block subspace eigen-solver, all on the device; blocks in memory);
         the fitted arrays come back as NumPy. "cpu" runs the numba kernels. None: "cuda" when
         the blocks are CuPy (``cupyx.scipy.sparse``) matrices, else "cpu"; ``device_`` is the one used.
+        On "cuda" the eigen-solver's random start is drawn on the device (seeded from
+        ``random_state``, so two GPU fits with one seed are equal), not from the CPU fit's normals:
+        the two fits converge to the same subspace (singular values equal to the solver's
+        tolerance), not to bit-equal components.
     callback : callable or None
         ``callback(model, iteration, loss)``, as every linxling model's: called after each
         iteration of the eigen-solver (``iteration`` counted from 0, as every model counts its
