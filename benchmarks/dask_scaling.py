@@ -59,7 +59,9 @@ own cost beyond its products (:func:`solve_constants`: a fixed cost per solve an
 CG's work per iteration and block element). The addition and the transfers
 include first touches of fresh memory, which on this virtual machine cost about 10x a touch
 of memory freed moments before (freed memory goes back to the host after about a second: free
-page reporting), so the addition is measured after the pause a fit leaves between products.
+page reporting), so the addition is measured after pauses from none to two seconds, and a
+product's first-level additions are charged the rate after a pause of that product's own time
+(:meth:`Machine.add_rate`): fast products add in memory the last one freed moments before.
 
 **Validation.** :func:`validate` predicts, from the product log that ``bench_dask_cr5.py``
 records for each run (``fit_info_["dask"]["product_log"]``), every run's time inside products
@@ -110,6 +112,13 @@ class Machine:
     #: just freed; 0: the first level's rate)
     add_seconds_per_byte: float = 0.0
     add_warm_seconds_per_byte: float = 0.0
+    #: the first level's seconds per byte after the memory freed before it lay unused for each of
+    #: ``add_idle_s`` seconds (:func:`cross_worker_add`; empty: ``add_seconds_per_byte`` whatever
+    #: the pause). On a host that takes freed memory back after a delay (free page reporting) the
+    #: rate climbs from the warm one to the cold one across that delay; :meth:`add_rate` reads the
+    #: curve at a product's own time
+    add_idle_s: tuple = ()
+    add_after_idle_seconds_per_byte: tuple = ()
     #: a corpus read from its file (:class:`linxling.operators._dask.DaskDiskSource`, the
     #: out-of-core fit): seconds per byte of one pass over the file by the one thread that reads
     #: (HDF5 from the page cache, the values cast to the fit's dtype, the indices checked), and
@@ -133,6 +142,14 @@ class Machine:
         ``link`` bytes/s the slower of that and the link (the host's work streams alongside the
         link's, as the runs over a shaped loopback showed)."""
         return max(1.0 / self.bandwidth, 1.0 / link) if link else 1.0 / self.bandwidth
+
+    def add_rate(self, pause: float) -> float:
+        """Seconds per byte of a first-level addition of partial sums whose memory was freed
+        ``pause`` seconds before (the curve :func:`cross_worker_add` measured, linear between its
+        pauses and flat beyond them; without a curve, ``add_seconds_per_byte``)."""
+        if len(self.add_idle_s) >= 2:
+            return float(np.interp(pause, self.add_idle_s, self.add_after_idle_seconds_per_byte))
+        return self.add_seconds_per_byte
 
     def rate(self, cores: int, streamed: bool = False) -> float:
         """Seconds per nonzero-column pass on ``cores`` cores of one machine (linear between the
@@ -192,12 +209,15 @@ def product_seconds(m: Machine, kind: str, where: str, columns: int, iterations:
         compute = work / workers * m.rate(threads, streamed)
     compute += read / workers
     crossing = (bytes_moved - received if kind in BROADCAST else 0.0) + (received if kind in SUMMED else 0.0)
+    copies = workers - 1 if shared_link and link else levels
+    before_adds = (1 + levels) * m.latency + (bytes_moved + copies * crossing) * per_byte + compute
     adds = 0.0
     if kind in SUMMED and levels:
-        adds = received * (m.add_seconds_per_byte + (levels - 1) * (m.add_warm_seconds_per_byte
-                                                                     or m.add_seconds_per_byte))
-    copies = workers - 1 if shared_link and link else levels
-    return (1 + levels) * m.latency + (bytes_moved + copies * crossing) * per_byte + compute + adds
+        # the first level adds in memory the last product freed: that product ended about this
+        # one's own time before (the client's work between products is not counted)
+        first = m.add_rate(before_adds)
+        adds = received * (first + (levels - 1) * (m.add_warm_seconds_per_byte or first))
+    return before_adds + adds
 
 
 def side_by_side(total_s: float, transfer_s: float, side: int, cap: float = 1.0) -> float:
@@ -277,6 +297,8 @@ def calibrate(n_rows: int = 60_000, columns: int = 330, seed: int = 0, record: d
                    latency=float(np.median(lat)), bandwidth=float(np.median(bw)),
                    add_seconds_per_byte=added["add_seconds_per_byte"],
                    add_warm_seconds_per_byte=added["add_warm_seconds_per_byte"],
+                   add_idle_s=tuple(added["add_idle_s"]),
+                   add_after_idle_seconds_per_byte=tuple(added["add_after_idle_seconds_per_byte"]),
                    **{k: reads[k] for k in ("read_seconds_per_byte", "s_per_nnz_col_stream_1",
                                             "s_per_nnz_col_stream_all") if k in reads})
 
@@ -324,27 +346,44 @@ def read_constants(X, V, file_dtype: str = "float64", chunk_rows: int = 2048, re
             "gram_1_s": one, "gram_all_s": allc, "reads_per_pass": len(src._row_ranges)}
 
 
-def cross_worker_add(nbytes: int = 256 * 2 ** 20, idle: float = 2.0, repeats: int = 3) -> dict:
+#: the pauses (seconds) after which :func:`cross_worker_add` measures the first level's addition:
+#: from none to past the delay (about a second) after which this virtual machine's host takes
+#: freed memory back
+ADD_IDLES = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+
+
+def cross_worker_add(nbytes: int = 256 * 2 ** 20, idles: tuple = ADD_IDLES, repeats: int = 5) -> dict:
     """Two levels of a chunk-by-chunk product's tree of partial sums, measured on a 2-worker
-    LocalCluster. Worker A makes a block of ``nbytes``, worker B two; after ``idle`` seconds (a
-    product's time in the fits, during which the memory the last product freed lies unused) A
-    fetches B's first block and adds the two into a new one (:func:`linxling.operators._dask._add`:
-    the first level), the inputs are released, and A fetches B's second block and adds it to that
-    sum (a level above, in the memory the first level just freed). From the task stream, medians
-    of ``repeats``: seconds per byte of the first level's addition (``add_seconds_per_byte``) and
-    of the second's (``add_warm_seconds_per_byte``), model constants, and the bytes per second of
-    each level's copy (``copy_bandwidth``, ``copy_warm_bandwidth``: for the record; the model
-    charges a copy between workers what a client↔worker transfer costs in a fit). The first level
-    touches fresh memory, slow on this virtual machine (its freed memory goes back to the host:
-    about 0.5 GB/s against 6 GB/s for memory just freed; module docstring)."""
+    LocalCluster. Worker A makes a block of ``nbytes``, worker B two; after a pause (one of
+    ``idles`` seconds: the memory the last product freed lies unused meanwhile) A fetches B's first
+    block and adds the two into a new one (:func:`linxling.operators._dask._add`: the first
+    level), the inputs are released, and A fetches B's second block and adds it to that sum (a
+    level above, in the memory the first level just freed). Every pause is measured ``repeats``
+    times, the pauses in a new order each time. From the task stream: the first level's seconds
+    per byte after each pause, the mean of the repeats (``add_after_idle_mean_seconds_per_byte``),
+    made non-decreasing in the pause (``add_after_idle_seconds_per_byte``, with ``add_idle_s``:
+    scikit-learn's isotonic regression; ``add_seconds_per_byte`` is its value at the longest
+    pause), the second level's median over all (``add_warm_seconds_per_byte``), and the bytes per
+    second of each level's copy after the longest pause, medians (``copy_bandwidth``,
+    ``copy_warm_bandwidth``: for the record; the model charges a copy between workers what a
+    client↔worker transfer costs in a fit). After a long pause the first level touches fresh
+    memory, slow on this virtual machine (its freed memory goes back to the host: about 0.5 GB/s
+    against 6 GB/s for memory just freed; module docstring). Between the two the outcome is
+    either, by chance (on the Zen 5 VM, 2026-11-30, 3 repeats: 0.13-1.35 ns a byte after no pause,
+    0.14-2.43 ns after 1 s): the host hands memory back in periodic sweeps. So the curve is the
+    mean, the expected cost of the additions of many products, and the chance that memory is
+    gone only grows with the pause, hence the monotone fit."""
     import distributed
     from distributed import Client, LocalCluster
 
     from linxling._dask import worker_list
     from linxling.operators._dask import _add
+    idles = tuple(sorted(float(t) for t in idles))
+    if not idles or idles[0] < 0:
+        raise ValueError(f"idles must be pauses of 0 seconds or more, got {idles!r}")
     n = nbytes // 4
     one = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    spent: list = []                   # per repeat, per level: (copy s, addition s)
+    spent: dict = {t: [] for t in idles}      # per pause, per repeat, per level: (copy s, addition s)
 
     def level(client, *args, where):
         with distributed.get_task_stream(client=client) as ts:
@@ -356,23 +395,34 @@ def cross_worker_add(nbytes: int = 256 * 2 ** 20, idle: float = 2.0, repeats: in
                 took[st["action"]] = took.get(st["action"], 0.0) + st["stop"] - st["start"]
         return out, (took.get("transfer", 0.0), took.get("compute", 0.0))
 
+    order = np.random.default_rng(0)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                       env=one) as cl, Client(cl) as client:
         wa, wb = worker_list(client)
-        for _ in range(repeats):
+        # each measurement starts as a fit's product does, right after the last one freed its
+        # blocks (the first, not recorded, makes that state for the second)
+        for k, idle in enumerate([idles[0], *(t for _ in range(repeats) for t in order.permutation(idles))]):
             a = client.submit(np.ones, n, np.float32, workers=[wa], pure=False)
             b, c = (client.submit(np.ones, n, np.float32, workers=[wb], pure=False) for _ in range(2))
             distributed.wait([a, b, c])
-            time.sleep(idle)
+            time.sleep(float(idle))
             first, t1 = level(client, a, b, where=wa)
             del a, b                  # released: their memory free for the level above
             top, t2 = level(client, first, c, where=wa)
-            spent.append((t1, t2))
+            if k:
+                spent[float(idle)].append((t1, t2))
             del first, c, top
-    med = np.median(np.array(spent), axis=0)          # (level, (copy, addition))
-    return {"add_seconds_per_byte": float(med[0, 1]) / nbytes, "add_warm_seconds_per_byte": float(med[1, 1]) / nbytes,
-            "copy_bandwidth": nbytes / max(float(med[0, 0]), 1e-9),
-            "copy_warm_bandwidth": nbytes / max(float(med[1, 0]), 1e-9), "levels_s": spent}
+    from sklearn.isotonic import isotonic_regression
+    mean = [float(np.mean([lv[0][1] for lv in spent[t]])) / nbytes for t in idles]
+    curve = [float(c) for c in isotonic_regression(mean, increasing=True)]
+    warm = float(np.median([lv[1][1] for v in spent.values() for lv in v])) / nbytes
+    last = np.median(np.array(spent[idles[-1]]), axis=0)       # (level, (copy, addition))
+    return {"add_seconds_per_byte": curve[-1], "add_warm_seconds_per_byte": warm,
+            "add_idle_s": list(idles), "add_after_idle_seconds_per_byte": curve,
+            "add_after_idle_mean_seconds_per_byte": mean,
+            "copy_bandwidth": nbytes / max(float(last[0, 0]), 1e-9),
+            "copy_warm_bandwidth": nbytes / max(float(last[1, 0]), 1e-9),
+            "levels_s": {str(t): v for t, v in spent.items()}}
 
 
 def _log(run: dict) -> list[dict]:

@@ -55,6 +55,42 @@ def test_product_seconds_adds_partial_sums_between_workers_by_hand():
         pytest.approx(0.01 + 0.2 + 1e6 * 100 * 2 * 2e-9)
 
 
+def test_the_first_levels_addition_follows_the_pause_before_it():
+    """A host that takes freed memory back after a delay: a product shorter than the delay adds
+    its partial sums in memory the last product freed (the warm end of the measured curve), a
+    longer one in fresh memory."""
+    curve = Machine(2e-9, 1e-9, 2, 0.01, 1e9, add_seconds_per_byte=3e-9, add_warm_seconds_per_byte=1e-10,
+                    add_idle_s=(0.0, 1.0, 2.0), add_after_idle_seconds_per_byte=(1e-10, 2e-9, 3e-9))
+    assert curve.add_rate(0.0) == pytest.approx(1e-10) and curve.add_rate(0.5) == pytest.approx(1.05e-9)
+    assert curve.add_rate(1.5) == pytest.approx(2.5e-9) and curve.add_rate(9.0) == pytest.approx(3e-9)
+    flat = Machine(2e-9, 1e-9, 2, 0.01, 1e9, add_seconds_per_byte=3e-9)
+    assert flat.add_rate(0.0) == flat.add_rate(9.0) == 3e-9
+    bare = Machine(2e-9, 1e-9, 2, 0.01, 1e9)           # no additions: the product's own time
+    own = {}
+    for nnz in (1e6, 1e9):                            # a short product (0.19 s) and a long one (100 s)
+        own[nnz] = product_seconds(bare, "gram", "chunks", 100, 1, nnz, 2e7, 4, 1, received=1e7)
+        got = product_seconds(curve, "gram", "chunks", 100, 1, nnz, 2e7, 4, 1, received=1e7)
+        assert got == pytest.approx(own[nnz] + 1e7 * (curve.add_rate(own[nnz]) + 1e-10))
+    assert own[1e6] == pytest.approx(3 * 0.01 + (2e7 + 2 * 2e7) * 1e-9 + 1e6 / 4 * 100 * 2 * 2e-9)
+    assert curve.add_rate(own[1e6]) < 5e-10 and curve.add_rate(own[1e9]) == 3e-9
+
+
+@pytest.mark.slow
+def test_cross_worker_add_measures_the_curve_on_a_local_cluster():
+    pytest.importorskip("distributed")
+    from benchmarks.dask_scaling import cross_worker_add
+    got = cross_worker_add(nbytes=2 ** 20, idles=(0.1, 0.0), repeats=1)
+    assert got["add_idle_s"] == [0.0, 0.1] and len(got["add_after_idle_seconds_per_byte"]) == 2
+    assert all(r > 0 for r in got["add_after_idle_seconds_per_byte"]) and got["add_warm_seconds_per_byte"] > 0
+    # the curve: the means made non-decreasing in the pause (equal where already in order)
+    mean, curve = got["add_after_idle_mean_seconds_per_byte"], got["add_after_idle_seconds_per_byte"]
+    assert curve[0] <= curve[1] and (curve == mean if mean[0] <= mean[1] else curve[0] == curve[1])
+    assert got["add_seconds_per_byte"] == got["add_after_idle_seconds_per_byte"][-1]
+    assert {k: len(v) for k, v in got["levels_s"].items()} == {"0.0": 1, "0.1": 1}
+    with pytest.raises(ValueError, match="idles must be"):
+        cross_worker_add(idles=())
+
+
 def _run(log, fit_s):
     return {"fit_s": fit_s, "dask": {"product_log": [list(e) for e in log]}}
 
