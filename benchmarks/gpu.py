@@ -323,6 +323,13 @@ def _stages(model) -> dict:
     return {k[5:]: float(v) for k, v in model.fit_info_.items() if k.startswith("time_")}
 
 
+def _cg_iterations(model) -> int:
+    """The CG iterations of a Cr5 fit's solves, all languages (``convergence_``'s blocks; 0 for
+    blocks factored densely)."""
+    blocks = getattr(model, "convergence_", {}).get("blocks", {})
+    return int(sum(sum(b.get("cg_iterations") or ()) for b in blocks.values()))
+
+
 def m_cr5_verse(dev, size, args) -> dict:
     from linxling import Cr5
     path = Path(args.inputs)
@@ -374,11 +381,14 @@ def m_cr5_verse(dev, size, args) -> dict:
 #: the fused CG kernels flipped, every language's block factored densely (the verse blocks
 #: have 2,951-11,850 features; 8,192 is the default bound, so three of five run CG), and the
 #: eigen-solver's random start drawn on the host and copied (linxling.xp.cr5.START_ON_DEVICE off,
-#: the setting before the fourteenth session)
+#: the setting before the fourteenth session), and the CG's convergence flags read on the host
+#: every 2 or 4 iterations instead of every one (linxling.xp.linalg.CG_CHECK_EVERY)
 VERSE_VARIANTS = {
     "fused_cg": (("linxling.xp.linalg", "FUSED_CG", "flip"),),
     "dense_blocks": (("linxling.xp.cr5", "DENSE_MAX", 16384),),
     "host_start": (("linxling.xp.cr5", "START_ON_DEVICE", False),),
+    "cg_check_2": (("linxling.xp.linalg", "CG_CHECK_EVERY", 2),),
+    "cg_check_4": (("linxling.xp.linalg", "CG_CHECK_EVERY", 4),),
 }
 
 
@@ -437,7 +447,7 @@ def _verse_variants(dev, target, kw, blocks, concepts, test, qpos, t_cpu, rounds
         if res["times_s"] and name in models:
             t = float(np.median(res["times_s"]))
             res.update(gpu_float32_s=t, speedup=t_cpu / t, p1=_verse_quality(models[name].components_, test, qpos),
-                       stages_s=_stages(models[name]))
+                       stages_s=_stages(models[name]), cg_iterations=_cg_iterations(models[name]))
             if name != "default" and "gpu_float32_s" in out["default"]:
                 res["time_ratio_to_default"] = t / out["default"]["gpu_float32_s"]
     return out
@@ -822,7 +832,10 @@ def table(res: dict) -> str:
         elif key == "cr5_verse":
             parts = []
             for name, w in v.get("variants", {}).items():
-                setting = ", ".join(f"{k}={w[k]}" for k in ("FUSED_CG", "DENSE_MAX", "START_ON_DEVICE") if k in w)
+                keys = ("FUSED_CG", "DENSE_MAX", "START_ON_DEVICE", "CG_CHECK_EVERY")
+                setting = ", ".join(f"{k}={w[k]}" for k in keys if k in w)
+                if "cg_iterations" in w:
+                    setting += f"{', ' if setting else ''}{w['cg_iterations']} CG iterations"
                 setting = f" ({setting})" if setting else ""
                 n = len(w.get("times_s", ()))
                 rel = (f", {w['time_ratio_to_default']:.2f} of the default's time"

@@ -72,7 +72,11 @@ def test_the_rehearsal_runs_every_measurement(tmp_path):
     var = verse["variants"]
     assert var["fused_cg"]["FUSED_CG"] is (not xl.FUSED_CG) and var["dense_blocks"]["DENSE_MAX"] == 16384
     assert all(w["gpu_float32_s"] > 0 and len(w["times_s"]) == gpu.VERSE_ROUNDS for w in var.values())
-    assert set(var) == {"default", "fused_cg", "dense_blocks", "host_start"} and xc.DENSE_MAX == 8192
+    assert set(var) == {"default", "fused_cg", "dense_blocks", "host_start", "cg_check_2", "cg_check_4"}
+    assert xc.DENSE_MAX == 8192 and xl.CG_CHECK_EVERY == 1
+    assert var["cg_check_2"]["CG_CHECK_EVERY"] == 2 and var["cg_check_4"]["CG_CHECK_EVERY"] == 4
+    # the flags read less often: the same fits, up to every - 1 more iterations a solve
+    assert var["default"]["cg_iterations"] <= var["cg_check_4"]["cg_iterations"]
     assert var["host_start"]["START_ON_DEVICE"] is False and xc.START_ON_DEVICE is True
     # where the time goes: the host profile, the synchronised operations (restored after), eigh
     prof = verse["profile"]

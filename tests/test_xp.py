@@ -477,6 +477,41 @@ def test_fused_cg_iterations_equal_the_array_path(dtype):
     assert ok.all()
 
 
+@pytest.mark.parametrize("every", [2, 3, 4, 50])
+def test_cg_tests_its_flags_every_few_iterations_with_the_same_solution(every, monkeypatch):
+    """CG_CHECK_EVERY: the flags read on the host every few iterations; a converged column takes
+    steps of zero, so the solutions and flags are those of testing every iteration, bit for bit
+    (array path and fused recurrences), only up to every - 1 more iterations run; maxiter holds."""
+    from linxling.xp import linalg as xl
+    A, B, d = _spd_problem(np.random.default_rng(0))
+    dev = Device("numpy")
+    apply = lambda P: A @ P                                    # noqa: E731
+    X, it, ok = xl.cg_columns(dev, apply, B, d, 1e-6, 200)
+    Xf, itf, okf = xl._cg_fused(dev, apply, *xl.cg_start(dev, apply, B, d, 1e-6), 200, xl._numpy_cg_kernels())
+    monkeypatch.setattr(xl, "CG_CHECK_EVERY", every)
+    Xe, ite, oke = xl.cg_columns(dev, apply, B, d, 1e-6, 200)
+    Xg, itg, okg = xl._cg_fused(dev, apply, *xl.cg_start(dev, apply, B, d, 1e-6), 200, xl._numpy_cg_kernels(),
+                                every)
+    assert ok.all() and 0 < it < 200
+    for got, ref, (n, n_ref) in ((Xe, X, (ite, it)), (Xg, Xf, (itg, itf))):
+        np.testing.assert_array_equal(got, ref)
+        assert n_ref <= n < n_ref + every and (n % every == 0 or n == 200)
+    np.testing.assert_array_equal(oke, ok)
+    np.testing.assert_array_equal(okg, okf)
+    # the iteration limit is kept: 7 iterations, not the next multiple of every
+    _, n7, ok7 = xl.cg_columns(dev, apply, B, d, 1e-12, 7)
+    assert n7 == 7 and not ok7.all()
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_cg_check_every_must_be_a_positive_int(bad, monkeypatch):
+    from linxling.xp import linalg as xl
+    A, B, d = _spd_problem(np.random.default_rng(0))
+    monkeypatch.setattr(xl, "CG_CHECK_EVERY", bad)
+    with pytest.raises(ValueError, match="CG_CHECK_EVERY must be a positive int"):
+        xl.cg_columns(Device("numpy"), lambda P: A @ P, B, d, 1e-6, 20)
+
+
 def test_fused_cg_is_for_cupy_only(monkeypatch):
     """FUSED_CG (or fused=True) leaves NumPy on the array path, the kernels' reference."""
     from linxling.xp import linalg as xl
@@ -486,6 +521,26 @@ def test_fused_cg_is_for_cupy_only(monkeypatch):
     X, it, ok = xl.cg_columns(Device("numpy"), lambda P: A @ P, B, d, 1e-8, 300, fused=True)
     assert ok.all()
     _close(A @ X, B, 1e-7)
+
+
+@gpu
+@pytest.mark.parametrize("fused", [False, True])
+def test_cg_flags_every_few_iterations_on_the_gpu(fused, monkeypatch):
+    """CG_CHECK_EVERY on CuPy: the same solution and flags bit for bit, up to every - 1 more
+    iterations (the converged columns' steps are zero in both the array path and the kernels)."""
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+
+    from linxling.xp import linalg as xl
+    A, B, d = _spd_problem(np.random.default_rng(2), p=2000, b=40)
+    dev = Device("cupy")
+    Ad, Bd, dd = csp.csr_matrix(A), cp.asarray(B), cp.asarray(d)
+    X, it, ok = xl.cg_columns(dev, lambda P: Ad @ P, Bd, dd, 1e-6, 300, fused=fused)
+    monkeypatch.setattr(xl, "CG_CHECK_EVERY", 4)
+    Xe, ite, oke = xl.cg_columns(dev, lambda P: Ad @ P, Bd, dd, 1e-6, 300, fused=fused)
+    assert bool(ok.all()) and it <= ite < it + 4 and ite % 4 == 0
+    np.testing.assert_array_equal(cp.asnumpy(Xe), cp.asnumpy(X))
+    np.testing.assert_array_equal(cp.asnumpy(oke), cp.asnumpy(ok))
 
 
 @gpu

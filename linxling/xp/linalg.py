@@ -18,7 +18,7 @@ import numpy as np
 
 from linxling.xp import Device
 
-__all__ = ["orthonormalize", "cg_columns", "cg_start", "eig_subspace", "FUSED_CG"]
+__all__ = ["orthonormalize", "cg_columns", "cg_start", "eig_subspace", "FUSED_CG", "CG_CHECK_EVERY"]
 
 #: On CuPy, run each iteration of :func:`cg_columns` as seven kernels (three column dot
 #: products and four element-wise updates, :func:`_cg_kernels`) besides the operator instead of
@@ -33,6 +33,30 @@ __all__ = ["orthonormalize", "cg_columns", "cg_start", "eig_subspace", "FUSED_CG
 #: always runs the array operations, the reference the fused kernels are tested against (``gpu``
 #: tests; the recurrences by NumPy stand-ins here).
 FUSED_CG = False
+#: :func:`cg_columns` tests whether every column has converged (a copy of one flag to the host,
+#: which waits for the device to finish the iteration) only every this many iterations. A column
+#: once converged takes steps of zero (its ``alpha`` and ``beta`` are 0), so the solution is the
+#: same whatever the setting; only the iteration count (and the products) can run up to this
+#: many minus one past the last column's convergence. 1 (every iteration) until measured on a
+#: device: on the verse benchmark the GPU fit's 113 CG iterations each end in that wait, and the
+#: host cannot queue the next iteration's launches behind the running one. The GPU suite's
+#: ``cr5_verse`` row times 2 and 4 (variants ``cg_check_2``, ``cg_check_4``). Read at each call.
+CG_CHECK_EVERY = 1
+
+
+def _iterate(xp: Any, it: int, maxiter: int, done: Any, every: int) -> bool:
+    """Whether :func:`cg_columns` runs another iteration: below ``maxiter``, and not every column
+    converged, tested only at multiples of ``every``."""
+    if it >= maxiter:
+        return False
+    return bool(it % every) or not bool(xp.all(done))
+
+
+def _check_every() -> int:
+    every = CG_CHECK_EVERY
+    if isinstance(every, bool) or not isinstance(every, int | np.integer) or every < 1:
+        raise ValueError(f"linxling.xp.linalg.CG_CHECK_EVERY must be a positive int, got {every!r}")
+    return int(every)
 
 
 def _svqb(dev: Device, Y: Any, drop: float) -> Any:
@@ -68,14 +92,16 @@ def cg_columns(dev: Device, apply: Callable[[Any], Any], B: Any, diag: Any, rtol
     together: one ``apply`` of the whole block per iteration), Jacobi-preconditioned by ``diag``.
     Returns ``(X, iterations, converged)`` with ``converged`` a boolean per column: relative
     residual ``||b - A x|| <= rtol ||b||``. ``fused`` (CuPy only; default :data:`FUSED_CG`): the
-    same iterations in fused kernels (:func:`_cg_fused`)."""
+    same iterations in fused kernels (:func:`_cg_fused`). The flags are tested every
+    :data:`CG_CHECK_EVERY` iterations: ``iterations`` counts those run."""
     xp = dev.xp
+    every = _check_every()
     X, R, Z, P, rz, done, thresh, Minv = cg_start(dev, apply, B, diag, rtol, X0)
     if (FUSED_CG if fused is None else fused) and dev.name == "cupy":
         Z, P, rz, thresh, Minv = (a.astype(B.dtype, copy=False) for a in (Z, P, rz, thresh, Minv))
-        return _cg_fused(dev, apply, X, R, Z, P, rz, done, thresh, Minv, maxiter, _cg_kernels())
+        return _cg_fused(dev, apply, X, R, Z, P, rz, done, thresh, Minv, maxiter, _cg_kernels(), every)
     it = 0
-    while it < maxiter and not bool(xp.all(done)):
+    while _iterate(xp, it, maxiter, done, every):
         AP = apply(P)
         pAp = xp.sum(P * AP, axis=0)
         alpha = xp.where(done | (pAp <= 0), 0, rz / xp.where(pAp > 0, pAp, 1))
@@ -156,7 +182,7 @@ def _numpy_cg_kernels() -> tuple:
 
 
 def _cg_fused(dev: Device, apply: Callable[[Any], Any], X: Any, R: Any, Z: Any, P: Any, rz: Any, done: Any,
-              thresh: Any, Minv: Any, maxiter: int, kernels: tuple) -> tuple[Any, int, Any]:
+              thresh: Any, Minv: Any, maxiter: int, kernels: tuple, every: int = 1) -> tuple[Any, int, Any]:
     """The iterations of :func:`cg_columns` from its initial state (:func:`cg_start`), every array updated in
     place: per iteration ``apply``, seven kernels (:func:`_cg_kernels` on CuPy) and the test of
     the flags, instead of about 30 array operations besides ``apply``. The same recurrences; the
@@ -166,7 +192,7 @@ def _cg_fused(dev: Device, apply: Callable[[Any], Any], X: Any, R: Any, Z: Any, 
     alpha = xp.empty_like(rz)
     beta = xp.empty_like(rz)
     it = 0
-    while it < maxiter and not bool(xp.all(done)):
+    while _iterate(xp, it, maxiter, done, every):
         AP = apply(P)
         if AP.dtype != P.dtype:                 # the kernels take one dtype
             AP = AP.astype(P.dtype)
