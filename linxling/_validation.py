@@ -224,12 +224,25 @@ def check_texts(texts: Any, name: str = "texts", *, allow_empty: bool = True) ->
     return out
 
 
+def check_language_keys(mapping: Any, name: str) -> list[str]:
+    """The keys of a mapping ``language -> data`` (a fit's input), each a non-empty str (a
+    language code such as ``'en'``), in order; a TypeError naming ``name`` and the key otherwise.
+    Every model stores its languages by name (``save`` writes them as such, ``transform`` looks
+    them up), so a key such as ``1`` or ``('en', 'fr')`` is refused before the fit, not after it."""
+    keys = list(mapping)
+    for lang in keys:
+        if not isinstance(lang, str) or not lang.strip():
+            raise TypeError(f"{name} has a language key {lang!r} ({type(lang).__name__}): language keys "
+                            "must be non-empty str, language codes such as 'en'")
+    return keys
+
+
 def check_language(language: Any, name: str = "language", *, known: Any = ()) -> None:
     """Refuse a ``language`` that is not a str (a language code) with a TypeError naming
     ``name``, before a model looks it up (a list gave ``unhashable type: 'list'``).
 
     ``None`` passes (each model says whether it needs a language, naming its languages), as does
-    a key in ``known`` (the languages of a model fitted from matrices may be other hashables).
+    a key in ``known`` (a model's own languages, whatever they are).
     A sequence or a matrix most likely means that the texts and the language were swapped."""
     if language is None or isinstance(language, str):
         return

@@ -153,6 +153,33 @@ def test_a_language_that_is_not_a_str_is_named_not_looked_up(name, fitted):
         model.transform(texts, lang.encode())
 
 
+def _key_fits():
+    import scipy.sparse as sp
+    X = sp.random(40, 12, density=0.3, format="csr", random_state=0)
+    Y = sp.random(40, 10, density=0.3, format="csr", random_state=1)
+    ids = np.arange(40)
+    return {
+        "Cr5.fit_matrices": lambda k: Cr5(n_components=2).fit_matrices({k: X, "de": Y}, {k: ids, "de": ids}),
+        "CLLSI.fit_matrices": lambda k: CLLSI(n_components=2).fit_matrices({k: X, "de": Y}, {k: ids, "de": ids}),
+        "BilingualWMF.fit": lambda k: BilingualWMF(n_components=2, max_iter=1).fit({k: X, "de": Y}),
+        "CrossWMF.fit": lambda k: CrossWMF(n_components=2, max_iter=1).fit({k: (X, Y)}),
+        "BiCVM.fit": lambda k: BiCVM(n_components=2).fit({k: EN, "de": DE}),
+        "RankingEmbedding.fit": lambda k: RankingEmbedding(n_components=2).fit({k: EN, "de": DE}),
+        "CompressTree.fit": lambda k: CompressTree().fit({k: EN}),
+    }
+
+
+@pytest.mark.parametrize("key", [1, ("en", "de"), "", " "])
+@pytest.mark.parametrize("fit", list(_key_fits()))
+def test_a_language_key_that_is_not_a_language_code_is_refused_at_fit(fit, key):
+    """Cr5 and CL-LSI from matrices, b-WMF and x-WMF took any hashable as a language, and the
+    fitted model's save failed after the fit ("array dict keys must be str"); every fit from a
+    mapping now refuses it first, naming the argument and the key."""
+    with pytest.raises(TypeError, match=r"has a language key .*language keys must be non-empty str|"
+                                        r"has a language key .* that is not a non-empty str"):
+        _key_fits()[fit](key)
+
+
 @pytest.mark.parametrize("name", IDS)
 def test_a_mapping_or_a_matrix_is_not_read_as_texts(name, fitted):
     """``transform({language: texts}, language)`` embedded the dict's keys as one document

@@ -17,7 +17,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
 from linxling._threads import blas_single_thread, numba_one_thread
-from linxling._validation import check_float_dtype, check_language, check_random_state, is_text_column
+from linxling._validation import (
+    check_float_dtype,
+    check_language,
+    check_language_keys,
+    check_random_state,
+    is_text_column,
+)
 from linxling._warnings import find_stack_level
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
@@ -448,4 +454,4 @@ def _stored_dtype(dtype, array) -> np.dtype:
 def _check_languages(mapping, name: str) -> list:
     if not isinstance(mapping, Mapping):
         raise TypeError(f"{name} must be a mapping language -> matrix, got {type(mapping).__name__}")
-    return list(mapping)
+    return check_language_keys(mapping, name)

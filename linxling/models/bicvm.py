@@ -100,7 +100,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
             n = None
             clean = {}
             for lang, texts in pair.items():
-                if not isinstance(lang, str) or not lang:
+                if not isinstance(lang, str) or not lang.strip():
                     raise TypeError(f"{where} has a language key {lang!r} that is not a non-empty str")
                 texts = check_texts(texts, f"{where}[{lang!r}]")
                 if n is None:

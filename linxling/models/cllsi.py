@@ -26,7 +26,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from sklearn.utils._param_validation import StrOptions
 
-from linxling._validation import check_random_state, check_same_length, check_sparse_matrix
+from linxling._validation import check_language_keys, check_random_state, check_same_length, check_sparse_matrix
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._base import (
@@ -197,7 +197,7 @@ class CLLSI(ConceptEmbeddingMixin):
             raise TypeError("blocks and concepts must be mappings language -> matrix / concept ids")
         if not blocks:
             raise ValueError("blocks is empty: give at least one language")
-        langs = list(blocks)
+        langs = check_language_keys(blocks, "blocks")
         if set(concepts) != set(langs):
             raise ValueError(f"blocks and concepts must have the same languages, got "
                              f"{sorted(map(str, blocks))} and {sorted(map(str, concepts))}")

@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
-from linxling._validation import check_language, check_texts
+from linxling._validation import check_language, check_language_keys, check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
@@ -267,7 +267,8 @@ class CompressTree(LinxlingEstimator):
         language = self.language
         if isinstance(X, dict):
             if len(X) != 1:
-                raise ValueError(f"CompressTree is monolingual: give one language, got {sorted(X)}")
+                raise ValueError(f"CompressTree is monolingual: give one language, got {list(X)}")
+            check_language_keys(X, "X")
             (lang, texts), = X.items()
             if language is not None and lang != language:
                 raise ValueError(f"X is in {lang!r} but language={language!r}")

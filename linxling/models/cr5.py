@@ -35,7 +35,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from linxling._memory import current_rss, parse_budget
 from linxling._progress import progress
 from linxling._threads import blas_single_thread
-from linxling._validation import check_float_dtype, check_random_state, check_sparse_matrix_max, check_value_range
+from linxling._validation import (
+    check_float_dtype,
+    check_language_keys,
+    check_random_state,
+    check_sparse_matrix_max,
+    check_value_range,
+)
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.kernels.dense import add_outer, gemm_acc, gram64, gram_tn
@@ -453,6 +459,7 @@ class Cr5(ConceptEmbeddingMixin):
             raise TypeError("blocks and concepts must be mappings language -> matrix / concept ids")
         if len(blocks) == 0:
             raise ValueError("blocks is empty: give at least one language")
+        check_language_keys(blocks, "blocks")
         missing = [lang for lang in blocks if lang not in concepts]
         extra = [lang for lang in concepts if lang not in blocks]
         if missing or extra:
