@@ -717,6 +717,25 @@ def test_cross_wmf_solves_a_shared_pivot_side_once(monkeypatch):
     assert _same_side(X, X) and not _same_side(X, X.copy())
 
 
+def test_cross_wmf_refuses_a_pivot_side_without_pivot_words():
+    """A pair given as (language side, pivot side) gave the language an all-zero word factor in
+    silence (no sentence of its 'pivot side' had a pivot word); now a ValueError saying so, and a
+    warning when more than half of a pivot side's sentences have no pivot word."""
+    en = [f"the word {i % 7} and word {i % 5} here" for i in range(40)]
+    es = [f"la palabra {'abcdefg'[i % 7]}x y {'hijkl'[i % 5]}y" for i in range(40)]   # no English word
+    kw = dict(n_components=3, alpha=LAM, missing_weight=W_M, max_iter=2, random_state=0)
+    pivot = CrossWMF(pivot_language="en", **kw).fit({"es": (en, es)}).pivot_model_
+    with pytest.raises(ValueError, match=r"parallel\['es'\]\[0\], the pivot side, has no word of the pivot's "
+                                         r"vocabulary in any of its 40 sentences.*\(pivot side, 'es' side\)"):
+        CrossWMF(pivot_language="en", pivot_model=pivot, **kw).fit({"es": (es, en)})
+    mixed = en[:15] + es[:25]                              # 25 of 40 sentences without a pivot word
+    with pytest.warns(UserWarning, match=r"25 of its 40 sentences have no word of the pivot's vocabulary"):
+        CrossWMF(pivot_language="en", pivot_model=pivot, **kw).fit({"es": (mixed, es)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                    # the right order: no warning
+        CrossWMF(pivot_language="en", pivot_model=pivot, **kw).fit({"es": (en, es)})
+
+
 # ------------------------------------------------------------------ API details
 def test_callback_progress_and_float32():
     X = _X(40, 30, seed=34)

@@ -4,6 +4,7 @@ The objective and orientation are those of :mod:`linxling.models.wmf`.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from linxling._validation import check_sparse_matrix
+from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._wmf_base import (
     _check_languages,
@@ -101,7 +103,9 @@ class CrossWMF(_WMFParams):
         parallel : mapping language -> (Xp, X_l)
             For each non-pivot language: ``Xp`` sparse (n_l, n_words_pivot) (or texts), the
             pivot side of its parallel corpus, and ``X_l`` sparse (n_l, n_words_l) (or
-            texts), the same sentences in language l, row-aligned.
+            texts), the same sentences in language l, row-aligned. A pivot side none of whose
+            sentences has a word of the pivot's vocabulary (most likely the pair's sides
+            swapped) raises ``ValueError``; more than half of them without one warns.
         X_pivot : sparse (n_sentences, n_words_pivot) or texts, optional
             Monolingual pivot corpus for step 1 (the paper's setting). If None and no
             ``pivot_model`` was given, the pivot is fitted on the pivot sides of all parallel
@@ -170,6 +174,7 @@ class CrossWMF(_WMFParams):
             Q = next((q for x, q in done if _same_side(x, Xp)), None)
             if Q is None:
                 Q = pivot.transform(Xp)                                         # eq. (2)
+                _check_pivot_side(Q, lang, self.pivot_language)
                 done.append((Xp, Q))
             Xl = self._language_matrix(Xl, lang, fit=True, name=f"parallel[{lang!r}][1]")
             if Xl.shape[0] != Q.shape[0]:
@@ -220,3 +225,25 @@ class CrossWMF(_WMFParams):
         for lang in model.languages_[1:]:
             model.components_[lang] = _factor_layout(arrays["components"][lang], dtype)
         return model
+
+
+#: the share of a pivot side's sentences without a word of the pivot's vocabulary above which
+#: :class:`CrossWMF` warns (every one of them: an error)
+EMPTY_PIVOT_WARN = 0.5
+
+
+def _check_pivot_side(Q: np.ndarray, lang: Any, pivot_language: str) -> None:
+    """Refuse a pivot side none of whose sentences has a word of the pivot's vocabulary (their
+    vectors Q are zero, so the language's word factor would be zero: most likely the pair's
+    sides swapped), and warn when more than :data:`EMPTY_PIVOT_WARN` of them have none."""
+    n = Q.shape[0]
+    empty = int(np.count_nonzero(~np.any(Q != 0, axis=1))) if n else 0
+    if n and empty == n:
+        raise ValueError(f"parallel[{lang!r}][0], the pivot side, has no word of the pivot's vocabulary in any of "
+                         f"its {n} sentences, so {lang!r} would get a zero word factor: is it in "
+                         f"{pivot_language!r}? Each pair is (pivot side, {lang!r} side).")
+    if n and empty > EMPTY_PIVOT_WARN * n:
+        warnings.warn(f"parallel[{lang!r}][0], the pivot side: {empty} of its {n} sentences have no word of the "
+                      f"pivot's vocabulary and add nothing to {lang!r}'s word factor (is it in "
+                      f"{pivot_language!r}, and the pivot fitted on text like it?)", UserWarning,
+                      stacklevel=find_stack_level())
