@@ -180,6 +180,27 @@ def test_a_language_key_that_is_not_a_language_code_is_refused_at_fit(fit, key):
         _key_fits()[fit](key)
 
 
+#: models whose transform has no zero vector for unknown words: CompressTree reads them as its
+#: UNK token
+NO_UNKNOWN_ZERO = {"CompressTree"}
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if n not in NO_UNKNOWN_ZERO])
+def test_texts_without_a_known_word_warn_that_every_vector_is_zero(name, fitted):
+    """Texts of another language than the one named gave all-zero vectors in silence; now a
+    UserWarning, from five texts up (a short query of rare words alone does not warn)."""
+    model, lang = fitted[name]
+    foreign = [f"qq{i} zz{i} xx{i}" for i in range(5)]
+    with pytest.warns(UserWarning, match=rf"{type(model).__name__}.transform: none of the 5 texts has a word of "
+                                         rf"the '{lang}' vocabulary, so every vector is zero"):
+        Z = model.transform(foreign, lang)
+    assert not np.any(Z)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.transform(foreign[:4], lang)                       # four: no warning
+        model.transform(foreign + _texts(lang)[:1], lang)        # one known word: no warning
+
+
 @pytest.mark.parametrize("name", IDS)
 def test_a_mapping_or_a_matrix_is_not_read_as_texts(name, fitted):
     """``transform({language: texts}, language)`` embedded the dict's keys as one document

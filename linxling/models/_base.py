@@ -16,7 +16,7 @@ from linxling._validation import (
     is_text_column,
     refuse_non_texts,
 )
-from linxling.models._estimator import LinxlingEstimator, as_output
+from linxling.models._estimator import LinxlingEstimator, as_output, warn_no_known_words
 from linxling.text._vectorize import check_unicode
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "classes_from_state",
@@ -368,7 +368,9 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of documents, not a single str")
         refuse_non_texts(texts, "texts")
-        return self.transform_matrix(self.vectorizers_[language].transform(texts), language, dtype=dtype)
+        X = self.vectorizers_[language].transform(texts)
+        warn_no_known_words(self, X.shape[0], X.nnz, language)
+        return self.transform_matrix(X, language, dtype=dtype)
 
     def transform_matrix(self, X: Any, language: str, dtype: Any = None) -> np.ndarray:
         """Embed rows of a feature matrix of ``language`` (sparse or dense (n, p_l), the columns

@@ -54,6 +54,24 @@ def warn_few_examples(model: Any, n: int, what: str) -> None:
                       "training examples give vectors that are mostly their random initialisation; give "
                       f"more {what} or lower n_components", UserWarning, stacklevel=find_stack_level())
 
+#: :func:`warn_no_known_words`: the fewest texts of a transform, none with a word of the
+#: language's vocabulary, that are taken for texts in another language (one or two texts without
+#: a known word, e.g. short queries of rare words, are not)
+NO_KNOWN_WORDS_MIN_TEXTS = 5
+
+
+def warn_no_known_words(model: Any, n_texts: int, n_known: int, language: Any) -> None:
+    """Warn when none of ``n_texts`` (at least :data:`NO_KNOWN_WORDS_MIN_TEXTS`) texts given to
+    ``transform`` has a word of ``language``'s vocabulary (``n_known``: the known tokens over
+    all texts): every vector is zero, most likely texts in another language than ``language``."""
+    if n_known == 0 and n_texts >= NO_KNOWN_WORDS_MIN_TEXTS:
+        vocab, lang = ((f"the {language!r} vocabulary", repr(language)) if language is not None else
+                       ("the model's vocabulary", "the language the model was fitted on"))
+        warnings.warn(f"{type(model).__name__}.transform: none of the {n_texts} texts has a word of {vocab}, "
+                      f"so every vector is zero; are the texts in {lang}?", UserWarning,
+                      stacklevel=find_stack_level())
+
+
 #: the default of a renamed parameter's old name in ``__init__``: "not given" (scikit-learn's
 #: convention for a parameter kept one release under its old name)
 DEPRECATED = "deprecated"

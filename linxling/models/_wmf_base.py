@@ -38,6 +38,7 @@ from linxling.models._estimator import (
     NotFittedError,
     as_output,
     warn_few_examples,
+    warn_no_known_words,
 )
 
 #: ``alpha="auto"``: λ = min(AUTO_ALPHA_MAX, n_sentences / AUTO_ALPHA_SENTENCES), the paper's 20
@@ -334,6 +335,7 @@ class _WMFParams(LinxlingEstimator):
                     raise TypeError(f"{name} is a list of texts but language {language!r} was "
                                     "fitted from a matrix")
                 X = self.vectorizers_[language].transform(texts)
+                warn_no_known_words(self, X.shape[0], X.nnz, language)
         n_cols = None if fit else self.components_[language].shape[1]
         return _check_matrix(X, name, dtype, n_cols, type(self).__name__)
 

@@ -38,6 +38,7 @@ from linxling.models._estimator import (
     LinxlingEstimator,
     as_output,
     warn_few_examples,
+    warn_no_known_words,
 )
 
 __all__ = ["BiCVM"]
@@ -325,6 +326,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         lang = self._check_language(language)
         X = check_texts(X, "X")
         idx, ptr, cnt = self._encode(X, lang)
+        warn_no_known_words(self, len(X), len(idx), lang)
         Z = sgd.compose(self.vectors_[lang], idx, ptr, cnt, np.arange(len(X), dtype=np.int64),
                         sgd.COMPOSITIONS[self._composition])
         means = getattr(self, "means_", None)

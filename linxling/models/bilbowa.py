@@ -45,6 +45,7 @@ from linxling.models._estimator import (
     RANDOM_STATE,
     LinxlingEstimator,
     as_output,
+    warn_no_known_words,
 )
 
 __all__ = ["BilBOWA", "procrustes"]
@@ -458,10 +459,13 @@ class BilBOWA(LinxlingEstimator):
         index = {w: i for i, w in enumerate(self.words_[language])}
         V = np.asarray(self.vectors_[language], dtype=np.float64)
         out = np.zeros((len(texts), V.shape[1]))
+        known = 0
         for i, t in enumerate(texts):
             ids = [index[w] for w in tokenize(t) if w in index]
             if ids:
                 out[i] = V[ids].mean(axis=0)
+                known += len(ids)
+        warn_no_known_words(self, len(texts), known, language)
         return as_output(out, dtype)
 
     def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:

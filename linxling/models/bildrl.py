@@ -73,6 +73,7 @@ from linxling.models._estimator import (
     RANDOM_STATE,
     LinxlingEstimator,
     as_output,
+    warn_no_known_words,
 )
 
 __all__ = ["ENCODER_CHOICES", "BilDRL", "dictionary_word_grad", "ridge_fit"]
@@ -787,12 +788,14 @@ class BilDRL(LinxlingEstimator):
         if unit["kind"] == "ridge":
             F = self._ridge_features(texts, [language] * len(texts), unit["vectorizers"])
             known = np.diff(F.indptr) > 0
+            warn_no_known_words(self, len(texts), F.nnz, language)
             Z = np.asarray(F @ unit["W"]) + unit["b"]
             out[known] = Z[known]
         else:
             from linxling.kernels import encoders as K
             ids = [self._token_ids(t, language) for t in texts]
             known = np.array([bool(x) for x in ids])
+            warn_no_known_words(self, len(texts), sum(len(x) for x in ids), language)
             if known.any():
                 idx, L = self._pad([x for x in ids if x])
                 p = unit["params"]

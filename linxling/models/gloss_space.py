@@ -56,7 +56,14 @@ import numpy as np
 
 from linxling._validation import check_language, check_texts
 from linxling.io import register_model
-from linxling.models._estimator import POSITIVE_INT, POSITIVE_REAL, RANDOM_STATE, LinxlingEstimator, as_output
+from linxling.models._estimator import (
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    LinxlingEstimator,
+    as_output,
+    warn_no_known_words,
+)
 
 __all__ = ["GlossSpace", "overlap_mask", "wikt3l_gloss_documents", "wikt3l_gloss_space"]
 
@@ -238,7 +245,10 @@ class GlossSpace(LinxlingEstimator):
         """Unit-length document embeddings of ``texts`` (zero rows for texts with no known word):
         the "direct" reverse-dictionary query, without a trained encoder."""
         self._check_language(language)
-        Z = self.document_model_.transform(texts, language)
+        with warnings.catch_warnings():      # said below as this model's
+            warnings.filterwarnings("ignore", message=r".*none of the \d+ texts has a word")
+            Z = self.document_model_.transform(texts, language)
+        warn_no_known_words(self, Z.shape[0], int(np.count_nonzero(np.any(Z != 0, axis=1))), language)
         n = np.linalg.norm(Z, axis=1, keepdims=True)
         return as_output(Z / np.where(n > 0, n, 1.0), dtype)
 

@@ -53,7 +53,7 @@ from linxling.io import register_model
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
 from linxling.models._base import vectorizer_from_state, vectorizer_state
-from linxling.models._estimator import as_output
+from linxling.models._estimator import as_output, warn_no_known_words
 from linxling.models._wmf_base import (
     _check_languages,
     _factor_layout,
@@ -205,6 +205,7 @@ class WMF(_WMFParams):
                     raise TypeError(f"{name} is a list of texts but this model was fitted on a "
                                     "matrix; pass a tf-idf matrix with the training vocabulary")
                 X = self.vectorizer_.transform(texts)
+                warn_no_known_words(self, X.shape[0], X.nnz, getattr(self, "language", None))
         elif fit:
             self.vectorizer_ = None
         n_cols = None if fit else self.components_.shape[1]

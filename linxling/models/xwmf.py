@@ -173,7 +173,9 @@ class CrossWMF(_WMFParams):
             # a multi-parallel corpus gives every language the same pivot side: solve it once
             Q = next((q for x, q in done if _same_side(x, Xp)), None)
             if Q is None:
-                Q = pivot.transform(Xp)                                         # eq. (2)
+                with warnings.catch_warnings():     # _check_pivot_side says it, naming the pair
+                    warnings.filterwarnings("ignore", message=r".*none of the \d+ texts has a word")
+                    Q = pivot.transform(Xp)                                     # eq. (2)
                 _check_pivot_side(Q, lang, self.pivot_language)
                 done.append((Xp, Q))
             Xl = self._language_matrix(Xl, lang, fit=True, name=f"parallel[{lang!r}][1]")
