@@ -275,7 +275,13 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
         if len(args.input) == 1 and "=" not in args.input[0] and args.input[0].endswith((".tsv", ".tab")):
             texts, langs, concepts = read_tsv(args.input[0])
         else:
-            data, kept = read_aligned(_language_files(args.input))
+            files = _language_files(args.input)
+            if len(files) == 1:   # one language, every concept alone: nothing crosslingual to fit
+                (lang, path), = files.items()
+                raise ValueError(f"{entry.name} from aligned files needs one file per language, at least two; "
+                                 f"got one, {path} (read as language {lang!r}); a TSV file "
+                                 "language<TAB>concept<TAB>text is read as such when its name ends in .tsv or .tab")
+            data, kept = read_aligned(files)
             texts, langs, concepts = [], [], []
             for lang, lines in data.items():
                 texts += lines
