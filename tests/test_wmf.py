@@ -678,6 +678,31 @@ def test_cross_wmf_matches_dense_oracle():
     assert np.allclose(model.transform(Xp_mono[:3], "en"), pivot.transform(Xp_mono[:3]))
 
 
+def test_cross_wmf_says_what_a_given_pivot_model_leaves_unused():
+    """With pivot_model given, CrossWMF(alpha=0.5) solved every language with the pivot's alpha_
+    (its docstring said alpha was their λ), X_pivot was dropped, and a pivot WMF for another
+    language was taken: the first two now warn, the last is an error; the fit is unchanged."""
+    Xp, Xl = _X(30, 25, seed=40), _X(30, 18, seed=41)
+    pivot = WMF(n_components=3, alpha=LAM, missing_weight=W_M, max_iter=2, random_state=0).fit(_X(50, 25, seed=42))
+    quiet = CrossWMF(pivot_model=pivot, missing_weight=W_M)
+    for kw in ({}, {"alpha": LAM}):                       # "auto", or the pivot's own value: no warning
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            CrossWMF(pivot_model=pivot, missing_weight=W_M, **kw).fit({"es": (Xp, Xl)})
+    quiet.fit({"es": (Xp, Xl)})
+    with pytest.warns(UserWarning, match=r"alpha=0\.5 is not used: every language's solve takes the "
+                                         r"pivot_model's alpha_=0\.3"):
+        other = CrossWMF(pivot_model=pivot, alpha=0.5, missing_weight=W_M).fit({"es": (Xp, Xl)})
+    np.testing.assert_array_equal(other.components_["es"], quiet.components_["es"])
+    assert other.alpha_ == LAM
+    with pytest.warns(UserWarning, match="X_pivot is not used: the pivot_model given is not refitted"):
+        CrossWMF(pivot_model=pivot, missing_weight=W_M).fit({"es": (Xp, Xl)}, X_pivot=_X(50, 25, seed=43))
+    de = WMF(n_components=3, alpha=LAM, max_iter=1, random_state=0, language="de").fit(_X(50, 25, seed=42))
+    with pytest.raises(ValueError, match="pivot_model is a WMF for language 'de' but pivot_language='en'"):
+        CrossWMF(pivot_model=de).fit({"es": (Xp, Xl)})
+    CrossWMF(pivot_language="de", pivot_model=de).fit({"es": (Xp, Xl)})
+
+
 def test_cross_wmf_fits_its_own_pivot_with_callback():
     par = {"es": (_X(40, 25, seed=31), _X(40, 18, seed=32))}
     seen = []
