@@ -940,3 +940,35 @@ def test_transform_from_several_threads_at_once():
         results = list(pool.map(lambda i: model.transform(X[i % 7:]), range(40)))
     for i, got in enumerate(results):
         np.testing.assert_array_equal(got, expected[i % 7:])
+
+
+def test_progress_bar_shows_each_loss_with_its_own_count(monkeypatch):
+    """The WMF and BiCVM bars drew an iteration's loss before counting it ('0/3 loss=<first
+    loss>', and '0/3' with the last loss on a fast fit): the loss is now drawn with its count."""
+    import io
+    import re
+
+    import tqdm
+
+    import linxling._progress
+    import linxling.models._wmf_base as wmf_base
+    from linxling import BiCVM
+    buf = io.StringIO()
+
+    def bar(iterable=None, *, show=None, **kwargs):
+        return tqdm.tqdm(iterable, file=buf, mininterval=0, miniters=1, ascii=True, **kwargs)
+
+    monkeypatch.setattr(wmf_base, "progress", bar)
+    monkeypatch.setattr(linxling._progress, "progress", bar)     # BiCVM imports it in fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wmf = WMF(n_components=2, max_iter=3, alpha=LAM, random_state=0).fit(_X(40, 20, seed=50))
+        drawn = re.findall(r"(\d)/3[^\r]*loss=([-\d.e+]+)", buf.getvalue())
+        assert drawn and all(wmf.loss_curve_[int(n) - 1] == pytest.approx(float(v), rel=1e-5) for n, v in drawn)
+        buf.seek(0)
+        buf.truncate()
+        words = [f"w{i}" for i in range(12)]
+        en = [" ".join(words[(i + j) % 12] for j in range(3)) for i in range(30)]
+        bi = BiCVM(n_components=4, n_epochs=3, random_state=0, n_threads=1).fit({"en": en, "xx": en[::-1]})
+    drawn = re.findall(r"(\d)/3[^\r]*loss=([-\d.e+]+)", buf.getvalue())
+    assert drawn and all(bi.loss_curve_[int(n) - 1] == pytest.approx(float(v), rel=1e-3) for n, v in drawn)
