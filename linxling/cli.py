@@ -275,7 +275,13 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
         if len(args.input) == 1 and "=" not in args.input[0] and args.input[0].endswith((".tsv", ".tab")):
             texts, langs, concepts = read_tsv(args.input[0])
         else:
-            data, kept = read_aligned(_language_files(args.input))
+            files = _language_files(args.input)
+            if len(files) == 1:   # one language, every concept alone: nothing crosslingual to fit
+                (lang, path), = files.items()
+                raise ValueError(f"{entry.name} from aligned files needs one file per language, at least two; "
+                                 f"got one, {path} (read as language {lang!r}); a TSV file "
+                                 "language<TAB>concept<TAB>text is read as such when its name ends in .tsv or .tab")
+            data, kept = read_aligned(files)
             texts, langs, concepts = [], [], []
             for lang, lines in data.items():
                 texts += lines
@@ -312,24 +318,31 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
     return 0
 
 
-def _load(path: str):
+def _load(path: str, *, index_ok: bool = False):
+    """The model saved at ``path``; a search index (``linxling index``) only with ``index_ok``."""
     import linxling
     from linxling.io import ModelFormatError
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, not a model file")
     try:
-        return linxling.load(path)
+        obj = linxling.load(path)
     except ModelFormatError as exc:
         raise ValueError(str(exc)) from None
     except OSError as exc:
         raise ValueError(f"{path}: not a linxling model file ({exc})") from None
+    from linxling.search import Index
+    if isinstance(obj, Index) and not index_ok:
+        raise ValueError(f"{path} is a search index (written by linxling index), not a model"
+                         + (f"; its model is {obj.model_path}" if obj.model_path else ""))
+    return obj
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    m = _load(args.model)
+    m = _load(args.model, index_ok=True)
     from linxling.search import Index
     if isinstance(m, Index):
-        print(f"search index of {len(m)} {m.language or ''} documents, d = {m.dim}; model: {m.model_path}"
+        print(f"search index of {len(m)} " + (f"{m.language} " if m.language else "") + f"documents, d = {m.dim}; "
+              f"model: {m.model_path}"
               + (f"; CSLS reference radii (knn = {m.reference_knn_})" if m.reference_radii_ is not None else ""))
         return 0
     langs = model_languages(m)
@@ -463,7 +476,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _load_index(path: str):
     from linxling.search import Index
-    obj = _load(path)
+    obj = _load(path, index_ok=True)
     if not isinstance(obj, Index):
         raise ValueError(f"{path} is a {type(obj).__name__} model, not a search index (linxling index)")
     return obj

@@ -250,6 +250,24 @@ def test_fit_reports_empty_lines_and_bad_utf8(corpus, capsys):
     assert "bad.tsv:2: expected 3 tab-separated fields" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("model", ["Cr5", "CLLSI"])
+def test_concept_models_refuse_one_aligned_file(corpus, capsys, model):
+    """A TSV corpus named corpus.txt (or one language's file alone) fitted a one-language model of
+    language 'corpus', each line's 'en<TAB>1<TAB>' read as words, and said 'fitted'. One aligned
+    file is now an error that points at the TSV naming; a .tsv file keeps working."""
+    rows = [f"{lang}\t{i}\t{t}" for lang, texts in (("en", EN), ("es", ES)) for i, t in enumerate(texts, 1)]
+    (corpus / "corpus.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    for inputs, lang in (("corpus.txt", "corpus"), ("en.txt", "en"), ("en=en.txt", "en")):
+        assert _run(f"linxling fit {model} --input {inputs} --output m.h5 --n-components 2 --min-df 1") == 2
+        err = capsys.readouterr().err
+        assert f"{model} from aligned files needs one file per language, at least two" in err, err
+        assert f"(read as language {lang!r})" in err and "ends in .tsv or .tab" in err
+        assert not (corpus / "m.h5").exists()
+    (corpus / "corpus.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert _run(f"linxling fit {model} --input corpus.tsv --output m.h5 --n-components 2 --min-df 1") == 0
+    assert linxling.load(corpus / "m.h5").languages_ == ["en", "es"]
+
+
 def test_fit_rejects_unknown_model_and_parameter(corpus, capsys):
     assert _run("linxling fit Nope --input en.txt --output m.h5") == 2
     assert "unknown model 'Nope'" in capsys.readouterr().err

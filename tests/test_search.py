@@ -312,3 +312,35 @@ def test_search_names_candidates_and_a_swapped_k():
         search(Q, 5, C)
     with pytest.raises(ValueError, match=r"candidates must be a 2-D array \(n, d\), got list of 1 dimension"):
         search(Q, [1.0, 2.0])
+
+
+def test_an_index_file_loads_in_a_fresh_process_and_is_not_taken_for_a_model(tmp_path, capsys):
+    """`linxling info idx.h5` worked only in a process that had imported linxling.search (as the
+    test above): in a fresh one linxling.load said "unknown model 'SearchIndex' ... load it with
+    linxling.load(path)". linxling.load now registers the index; `embed` / `export` given an
+    index say it is one (and name its model) instead of 'got Index'."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import linxling
+    from linxling.cli import main
+    index = Index(np.random.default_rng(0).standard_normal((5, 3)), texts=list("abcde"))
+    index.model_path = "/somewhere/model.h5"
+    index.save(tmp_path / "idx.h5")
+    env = dict(os.environ, PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]), LINXLING_NO_PROGRESS="1")
+    code = ("import sys, linxling\nobj = linxling.load(sys.argv[1])\nprint(type(obj).__module__, len(obj))\n"
+            "from linxling.cli import main\nsys.exit(main(['info', sys.argv[1]]))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "idx.h5")], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["linxling.search 5",
+                                       "search index of 5 documents, d = 3; model: /somewhere/model.h5"]
+    (tmp_path / "q.txt").write_text("a\n", encoding="utf-8")
+    for argv in (["embed", str(tmp_path / "idx.h5"), "en", str(tmp_path / "q.txt"), str(tmp_path / "e.npy")],
+                 ["export", str(tmp_path / "idx.h5"), "en", str(tmp_path / "v.txt")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "idx.h5 is a search index (written by linxling index), not a model; its model is " \
+               "/somewhere/model.h5" in err, err

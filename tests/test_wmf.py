@@ -678,6 +678,31 @@ def test_cross_wmf_matches_dense_oracle():
     assert np.allclose(model.transform(Xp_mono[:3], "en"), pivot.transform(Xp_mono[:3]))
 
 
+def test_cross_wmf_says_what_a_given_pivot_model_leaves_unused():
+    """With pivot_model given, CrossWMF(alpha=0.5) solved every language with the pivot's alpha_
+    (its docstring said alpha was their λ), X_pivot was dropped, and a pivot WMF for another
+    language was taken: the first two now warn, the last is an error; the fit is unchanged."""
+    Xp, Xl = _X(30, 25, seed=40), _X(30, 18, seed=41)
+    pivot = WMF(n_components=3, alpha=LAM, missing_weight=W_M, max_iter=2, random_state=0).fit(_X(50, 25, seed=42))
+    quiet = CrossWMF(pivot_model=pivot, missing_weight=W_M)
+    for kw in ({}, {"alpha": LAM}):                       # "auto", or the pivot's own value: no warning
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            CrossWMF(pivot_model=pivot, missing_weight=W_M, **kw).fit({"es": (Xp, Xl)})
+    quiet.fit({"es": (Xp, Xl)})
+    with pytest.warns(UserWarning, match=r"alpha=0\.5 is not used: every language's solve takes the "
+                                         r"pivot_model's alpha_=0\.3"):
+        other = CrossWMF(pivot_model=pivot, alpha=0.5, missing_weight=W_M).fit({"es": (Xp, Xl)})
+    np.testing.assert_array_equal(other.components_["es"], quiet.components_["es"])
+    assert other.alpha_ == LAM
+    with pytest.warns(UserWarning, match="X_pivot is not used: the pivot_model given is not refitted"):
+        CrossWMF(pivot_model=pivot, missing_weight=W_M).fit({"es": (Xp, Xl)}, X_pivot=_X(50, 25, seed=43))
+    de = WMF(n_components=3, alpha=LAM, max_iter=1, random_state=0, language="de").fit(_X(50, 25, seed=42))
+    with pytest.raises(ValueError, match="pivot_model is a WMF for language 'de' but pivot_language='en'"):
+        CrossWMF(pivot_model=de).fit({"es": (Xp, Xl)})
+    CrossWMF(pivot_language="de", pivot_model=de).fit({"es": (Xp, Xl)})
+
+
 def test_cross_wmf_fits_its_own_pivot_with_callback():
     par = {"es": (_X(40, 25, seed=31), _X(40, 18, seed=32))}
     seen = []
@@ -934,3 +959,35 @@ def test_transform_from_several_threads_at_once():
         results = list(pool.map(lambda i: model.transform(X[i % 7:]), range(40)))
     for i, got in enumerate(results):
         np.testing.assert_array_equal(got, expected[i % 7:])
+
+
+def test_progress_bar_shows_each_loss_with_its_own_count(monkeypatch):
+    """The WMF and BiCVM bars drew an iteration's loss before counting it ('0/3 loss=<first
+    loss>', and '0/3' with the last loss on a fast fit): the loss is now drawn with its count."""
+    import io
+    import re
+
+    import tqdm
+
+    import linxling._progress
+    import linxling.models._wmf_base as wmf_base
+    from linxling import BiCVM
+    buf = io.StringIO()
+
+    def bar(iterable=None, *, show=None, **kwargs):
+        return tqdm.tqdm(iterable, file=buf, mininterval=0, miniters=1, ascii=True, **kwargs)
+
+    monkeypatch.setattr(wmf_base, "progress", bar)
+    monkeypatch.setattr(linxling._progress, "progress", bar)     # BiCVM imports it in fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wmf = WMF(n_components=2, max_iter=3, alpha=LAM, random_state=0).fit(_X(40, 20, seed=50))
+        drawn = re.findall(r"(\d)/3[^\r]*loss=([-\d.e+]+)", buf.getvalue())
+        assert drawn and all(wmf.loss_curve_[int(n) - 1] == pytest.approx(float(v), rel=1e-5) for n, v in drawn)
+        buf.seek(0)
+        buf.truncate()
+        words = [f"w{i}" for i in range(12)]
+        en = [" ".join(words[(i + j) % 12] for j in range(3)) for i in range(30)]
+        bi = BiCVM(n_components=4, n_epochs=3, random_state=0, n_threads=1).fit({"en": en, "xx": en[::-1]})
+    drawn = re.findall(r"(\d)/3[^\r]*loss=([-\d.e+]+)", buf.getvalue())
+    assert drawn and all(bi.loss_curve_[int(n) - 1] == pytest.approx(float(v), rel=1e-3) for n, v in drawn)

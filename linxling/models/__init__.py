@@ -48,9 +48,11 @@ def __dir__():
 
 
 def load(path):
-    """Load any saved linxling model: registers every built-in model, then :func:`linxling.io.load`."""
+    """Load any saved linxling model or search index (:class:`linxling.search.Index`, written by
+    ``linxling index``): registers every built-in model and the index, then :func:`linxling.io.load`."""
     from linxling.io import load as _load  # lazy: ``import linxling.models`` stays free of h5py
     _import_all()
+    importlib.import_module("linxling.search")   # registers "SearchIndex" (not a model of the registry)
     return _load(path)
 
 

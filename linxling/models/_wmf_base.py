@@ -398,7 +398,7 @@ class _WMFParams(LinxlingEstimator):
                 loss = step()
                 self.loss_curve_.append(loss)
                 self.n_iter_ = it + 1
-                bar.set_postfix(loss=f"{loss:.6g}")
+                bar.set_postfix(loss=f"{loss:.6g}", refresh=False)   # shown with its count, below
                 if self.callback is not None:
                     self.callback(self, it, loss)
         bar.close()

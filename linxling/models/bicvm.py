@@ -270,7 +270,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                                 self._optimizer, attraction=attraction, workspace=space)
                 self.loss_curve_.append(total / n_batches)
                 self._check_finite(epoch)
-                bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}")
+                bar.set_postfix(loss=f"{self.loss_curve_[-1]:.4g}", refresh=False)   # drawn with its epoch count
                 if self.callback is not None:     # transform in the callback: this epoch's means
                     self.means_ = self._training_means(encoded) if self._centered else None
                     self.callback(self, epoch, self.loss_curve_[-1])

@@ -60,10 +60,14 @@ class CrossWMF(_WMFParams):
     n_components, alpha, missing_weight, max_iter, solver, cg_steps, dtype, random_state,
     tokenizer, min_df, max_features, show_progress, callback, device :
         As in :class:`WMF` (``device`` runs the pivot's ALS; each language's single A-step runs
-        on the CPU). ``alpha`` and ``missing_weight`` are also the λ and w_m of the
-        per-language A-steps (eq. 7, C_2). When ``pivot_model`` is given, the fitted word
-        factors have its dimension and dtype (``n_components`` and ``dtype`` are left as set:
-        ``fit`` never changes a parameter).
+        on the CPU). ``missing_weight`` is also the w_m of the per-language A-steps (eq. 7,
+        C_2) and of their transforms; their λ is the pivot's ``alpha_`` (``alpha`` resolved, or
+        a given ``pivot_model``'s, so that every language's sentences are solved as the pivot's
+        are; ``alpha_`` holds it). When ``pivot_model`` is given, the fitted word factors have its
+        dimension and dtype (``n_components`` and ``dtype`` are left as set: ``fit`` never
+        changes a parameter), an ``alpha`` other than ``"auto"`` that differs from its
+        ``alpha_`` is not used (a warning says so), and a ``pivot_model`` fitted with a
+        ``language`` other than ``pivot_language`` is an error.
 
     Attributes
     ----------
@@ -109,7 +113,8 @@ class CrossWMF(_WMFParams):
         X_pivot : sparse (n_sentences, n_words_pivot) or texts, optional
             Monolingual pivot corpus for step 1 (the paper's setting). If None and no
             ``pivot_model`` was given, the pivot is fitted on the pivot sides of all parallel
-            corpora stacked (texts or matrices, not mixed).
+            corpora stacked (texts or matrices, not mixed). With a ``pivot_model`` there is no
+            step 1 and ``X_pivot`` is not used (a warning says so).
 
         A pivot side shared by several languages (a multi-parallel corpus: the same object, or
         equal lists of texts) is solved by eq. (2) once: the leaderboard's x-WMF fit (five
@@ -143,6 +148,7 @@ class CrossWMF(_WMFParams):
         if self.pivot_model is not None:
             self.pivot_model._check_fitted()
             pivot = self.pivot_model
+            self._check_given_pivot(pivot, X_pivot)
             self.loss_curve_ = []
             self.n_iter_ = 0
         else:
@@ -187,6 +193,23 @@ class CrossWMF(_WMFParams):
             self.components_[lang] = A.T
         self.languages_ = [self.pivot_language, *langs]
         return self
+
+    def _check_given_pivot(self, pivot: WMF, X_pivot: Any) -> None:
+        """What a given ``pivot_model`` leaves unused, or contradicts, said rather than dropped."""
+        if pivot.language is not None and pivot.language != self.pivot_language:
+            raise ValueError(f"pivot_model is a WMF for language {pivot.language!r} but pivot_language="
+                             f"{self.pivot_language!r}: set pivot_language={pivot.language!r}, or give the "
+                             f"{self.pivot_language!r} model")
+        unused = []
+        if X_pivot is not None:
+            unused.append("X_pivot is not used: the pivot_model given is not refitted (give X_pivot or "
+                          "pivot_model, not both)")
+        if self.alpha != "auto" and float(self.alpha) != float(pivot.alpha_):
+            unused.append(f"alpha={self.alpha!r} is not used: every language's solve takes the pivot_model's "
+                          f"alpha_={float(pivot.alpha_):g}, as the pivot's sentences are solved with it "
+                          "(leave alpha='auto', or fit the pivot with this alpha)")
+        for message in unused:
+            warnings.warn(f"CrossWMF.fit: {message}", UserWarning, stacklevel=find_stack_level())
 
     def transform(self, X: Any, language: str, dtype: Any = None) -> np.ndarray:
         """Sentence vectors of ``language`` by eq. (2) with its word factor fixed (exact;
