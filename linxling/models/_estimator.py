@@ -50,9 +50,11 @@ def warn_few_examples(model: Any, n: int, what: str) -> None:
     random initialisation, and the fit would otherwise look fine."""
     d = int(model.n_components)
     if n < d:
-        warnings.warn(f"{type(model).__name__}: only {n} {what} for n_components={d}: more dimensions than "
+        one = what[:-1] if n == 1 and what.endswith("s") else what      # "only 1 aligned sentence"
+        warnings.warn(f"{type(model).__name__}: only {n} {one} for n_components={d}: more dimensions than "
                       "training examples give vectors that are mostly their random initialisation; give "
                       f"more {what} or lower n_components", UserWarning, stacklevel=find_stack_level())
+
 
 #: :func:`warn_no_known_words`: the fewest texts of a transform, none with a word of the
 #: language's vocabulary, that are taken for texts in another language (one or two texts without
