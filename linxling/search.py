@@ -365,8 +365,9 @@ def search(queries: Any, candidates: Any, k: int = 10, *, similarity: str = "cos
     """The ``k`` best rows of ``candidates`` for each row of ``queries``: ``(scores, indices)``,
     best first (cosine or CSLS; see :class:`Index`, which this builds once)."""
     if not hasattr(candidates, "tocsr") and np.ndim(candidates) != 2:
-        hint = ("; were candidates and k swapped? search(queries, candidates, k)"
-                if np.ndim(k) == 2 else "")
+        hint = ("; were candidates and k swapped? search(queries, candidates, k)" if np.ndim(k) == 2 else
+                "; a count where the candidates go? search(queries, candidates, k)"
+                if isinstance(candidates, int | np.integer) and not isinstance(candidates, bool) else "")
         raise ValueError(f"candidates must be a 2-D array (n, d), got {type(candidates).__name__} of "
                          f"{np.ndim(candidates)} dimension(s){hint}")
     return Index(candidates, dtype=dtype).search(queries, k, similarity=similarity, knn=knn,

@@ -312,6 +312,8 @@ def test_search_names_candidates_and_a_swapped_k():
         search(Q, 5, C)
     with pytest.raises(ValueError, match=r"candidates must be a 2-D array \(n, d\), got list of 1 dimension"):
         search(Q, [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"got int of 0 dimension\(s\); a count where the candidates go\?"):
+        search(Q, 3)                                    # the candidates forgotten
 
 
 def test_an_index_file_loads_in_a_fresh_process_and_is_not_taken_for_a_model(tmp_path, capsys):
