@@ -36,6 +36,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--chunk-rows", type=int, default=2048, help="rows per stored chunk (--source disk)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_cr5.json"))
     args = ap.parse_args(argv)
+    # the in-memory corpus travels once inside the graph (da.from_array; docs/scale.md says why):
+    # distributed's "Sending large graph" warning, twice per fit, is expected here
+    warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
     import dask.array as da
     from distributed import Client, LocalCluster
 
