@@ -89,8 +89,13 @@ def test_rank_bad_input():
         exact_rank(Q, np.full((3, 2), np.nan))
     with pytest.raises(ValueError, match="n_candidates"):
         estimated_rank(Q, Q, n_candidates=0)
-    with pytest.raises(ValueError, match="all zeros"):
+    with pytest.raises(ValueError, match=r"queries has 3 all-zero row\(s\) \(row 0, 1, 2\)"):
         exact_rank(np.zeros((3, 2)), Q, "cosine")
+    # the message said "an embedding row", naming neither the argument nor the row
+    T = Q.copy()
+    T[1] = 0
+    with pytest.raises(ValueError, match=r"targets has 1 all-zero row\(s\) \(row 1\)"):
+        estimated_rank(Q, T, "cosine")
     with pytest.raises(TypeError, match="queries"):
         exact_rank([["a", "b"]], Q)
 
