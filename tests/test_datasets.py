@@ -93,6 +93,17 @@ def test_subset_and_concept_documents(en_es):
     assert texts[3].startswith("EN el principio")
 
 
+def test_concept_documents_takes_one_code_and_refuses_a_language_twice():
+    """concept_documents("en") read the string as the codes "e" and "n" ("unknown Bible
+    language 'e'"); ["en", "en"] gave every English document twice, in silence."""
+    c = BibleCorpus(languages=["en", "es"], keys=[(1, 1, 1), (1, 1, 2)],
+                    texts={"en": ["a", "b"], "es": ["c", "d"]})
+    assert c.concept_documents("en") == c.concept_documents(["en"]) == (["a", "b"], ["en", "en"],
+                                                                         [(1, 1, 1), (1, 1, 2)])
+    with pytest.raises(ValueError, match="languages names 'en' twice"):
+        c.concept_documents(["en", "es", "k"])
+
+
 def test_clean_verse_rules():
     assert clean_verse("(8:1) Au chef des chantres. (8:2) Éternel!") == "Au chef des chantres. Éternel!"
     assert clean_verse("A gdy [Jezus] to usłyszał") == "A gdy Jezus to usłyszał"
