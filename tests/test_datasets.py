@@ -183,3 +183,12 @@ def test_shared_loader_malformed_files_name_the_file(tmp_path):
     (folder / "train.tsv").write_bytes("index_id\tcategory\ttext\n0\tsports\tcaf\xe9\n".encode("latin-1"))
     with pytest.raises(ValueError, match="train.tsv.*UTF-8"):
         load_sib200("en", path=tmp_path)
+
+
+def test_book_numbers_must_be_integers():
+    """books=[40.7] loaded Matthew (book 40) and books=[True] Genesis, in silence."""
+    from linxling.datasets.bible import _resolve_books
+    for books in ([40.7], [True], ["40"]):
+        with pytest.raises(TypeError, match="book numbers must be integers"):
+            _resolve_books(books)
+    assert _resolve_books(np.array([41, 40])) == _resolve_books(np.int64(40) + np.arange(2)) == [40, 41]

@@ -183,6 +183,10 @@ def _resolve_books(books: Any) -> list[int] | None:
         raise ValueError(f"books must be None, 'ot', 'nt' or book numbers 1..66, got {books!r}")
     if isinstance(books, (int, np.integer)):
         books = [books]
+    books = list(books)
+    odd = [b for b in books if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer))]
+    if odd:   # 40.7 was read as book 40 and True as book 1
+        raise TypeError(f"book numbers must be integers 1..{N_BOOKS}, got {odd[:5]!r}")
     out = sorted({int(b) for b in books})
     bad = [b for b in out if not 1 <= b <= N_BOOKS]
     if bad or not out:
