@@ -400,6 +400,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if len(q_lines) != len(c_lines):
         raise ValueError(f"aligned files must have the same number of lines: {args.queries}: {len(q_lines)}, "
                          f"{args.candidates}: {len(c_lines)}")
+    if not q_lines:     # was: the table's header, then "queries is empty: shape (0, d)"
+        raise ValueError(f"{args.queries} and {args.candidates} have no lines: nothing to evaluate")
     for path, empty in ((args.queries, q_empty), (args.candidates, c_empty)):
         if empty:        # kept (the files are aligned by line), but said: they can only miss
             print(f"linxling: {path}: {len(empty)} empty line(s) scored as empty documents (line "
@@ -417,6 +419,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for sim in args.similarity:
         r = retrieval(Q, C, ks=ks, similarity=sim, knn=knn)
         print(f"{sim:<10} | " + " ".join(f"{r[f'P@{k}']:7.3f}" for k in ks) + f" {r['MRR']:7.3f}")
+    # a line without a word of the model's vocabulary embeds as zeros and is a miss at every k:
+    # said, so that a low score is not read as the model's (e.g. a file of the wrong language)
+    for n_zero, path, what in ((r["n_zero_queries"], args.queries, "queries"),
+                               (r["n_zero_candidates"], args.candidates, "candidates")):
+        if n_zero:
+            print(f"linxling: {path}: {n_zero} of {len(q_lines)} {what} have no word of the model's "
+                  f"vocabulary (zero vectors, empty lines included): each is a miss", file=sys.stderr)
     return 0
 
 

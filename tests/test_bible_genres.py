@@ -71,6 +71,10 @@ def test_split_holds_out_tested_chapters():
         load_bible_genres(["en"], corpus=corpus, test_fraction=1.0)
     with pytest.raises(ValueError, match="language"):
         split.test.flat("fr")
+    # languages was ignored when a corpus was given: ["fr"] gave the en/de chapters in silence
+    with pytest.raises(ValueError, match=r"languages names 'fr', which the given corpus does not have"):
+        load_bible_genres(["en", "fr"], corpus=corpus, test_fraction=0.4)
+    assert load_bible_genres("s", corpus=corpus, test_fraction=0.4, random_state=3).test.keys == split.test.keys
 
 
 @pytest.mark.data

@@ -274,6 +274,9 @@ def test_targets_in_another_unicode_form_or_case_find_their_vectors():
     ({"candidate_words": [], "candidate_vectors": np.zeros((0, 4))}, ValueError, "candidate_vectors is empty"),
     ({"queries": np.zeros((3, 0)), "candidate_vectors": np.zeros((4, 0))}, ValueError, "queries is empty"),
     ({"candidate_vectors": np.full((4, 4), np.nan)}, ValueError, "candidate_vectors contains"),
+    # a single string was read as its characters: gold "abc" scored the words a, b, c
+    ({"gold": "abc"}, TypeError, "gold must be a sequence of words"),
+    ({"candidate_words": "abcd"}, TypeError, "candidate_words must be a sequence of words"),
 ])
 def test_reverse_dictionary_bad_input_is_refused_naming_the_argument(kwargs, exc, match):
     args = {"queries": np.eye(4)[:3], "gold": ["a", "b", "c"], "candidate_words": ["a", "b", "c", "d"],

@@ -493,3 +493,23 @@ def test_evaluate_says_what_it_changes_or_keeps(corpus, capsys):
     assert _run("linxling evaluate m.h5 en en.txt es es.txt --similarity cosine --knn 50") == 0
     assert capsys.readouterr().err == ""
 
+
+
+def test_evaluate_says_what_it_cannot_score(corpus, capsys):
+    """Two empty files printed the table's header, then 'queries is empty: shape (0, 2)'; lines
+    without a word of the model's vocabulary scored 0.000 with nothing said about why."""
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1 "
+                "--random-state 0") == 0
+    (corpus / "none.en.txt").write_text("", encoding="utf-8")
+    (corpus / "none.es.txt").write_text("", encoding="utf-8")
+    capsys.readouterr()
+    assert _run("linxling evaluate m.h5 en none.en.txt es none.es.txt") == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "none.en.txt and none.es.txt have no lines: nothing to evaluate" in err
+    (corpus / "oov.txt").write_text("zzz qqq\nxxx\n" + "\n".join(EN[2:]) + "\n", encoding="utf-8")
+    assert _run("linxling evaluate m.h5 en oov.txt es es.txt --k 1 --similarity cosine") == 0
+    out, err = capsys.readouterr()
+    assert "oov.txt: 2 of 6 queries have no word of the model's vocabulary" in err
+    assert "candidates have no word" not in err
+    assert _run("linxling evaluate m.h5 en en.txt es es.txt --k 1") == 0
+    assert "no word of the model's vocabulary" not in capsys.readouterr().err

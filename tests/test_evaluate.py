@@ -442,3 +442,16 @@ def test_sts_gold_that_is_not_numbers_is_named():
     # was: "could not convert string to float: 'a'", naming no argument
     with pytest.raises(ValueError, match="gold must hold numbers"):
         sts(np.eye(3), np.eye(3), ["a", "b", "c"])
+
+
+def test_word_translation_refuses_a_word_given_twice():
+    """A target word listed twice had two rows: the gold was the first, and the second (the same
+    word, ranked first) counted as a better candidate, so the right translation was a miss."""
+    V = np.eye(3)
+    pairs = [("c", "x")]
+    with pytest.raises(ValueError, match=r"tgt_words has the word 'x' twice \(positions 0 and 2\)"):
+        word_translation(["a", "b", "c"], V, ["x", "y", "x"], V, pairs, ks=(1,))
+    with pytest.raises(ValueError, match=r"src_words has the word 'a' twice"):
+        word_translation(["a", "b", "a"], V, ["x", "y", "z"], V, pairs, ks=(1,))
+    # distinct words: the same data scores as expected
+    assert word_translation(["a", "b", "c"], V, ["z", "y", "x"], V, pairs, ks=(1,))["P@1"] == 1.0

@@ -89,8 +89,13 @@ def test_rank_bad_input():
         exact_rank(Q, np.full((3, 2), np.nan))
     with pytest.raises(ValueError, match="n_candidates"):
         estimated_rank(Q, Q, n_candidates=0)
-    with pytest.raises(ValueError, match="all zeros"):
+    with pytest.raises(ValueError, match=r"queries has 3 all-zero row\(s\) \(row 0, 1, 2\)"):
         exact_rank(np.zeros((3, 2)), Q, "cosine")
+    # the message said "an embedding row", naming neither the argument nor the row
+    T = Q.copy()
+    T[1] = 0
+    with pytest.raises(ValueError, match=r"targets has 1 all-zero row\(s\) \(row 1\)"):
+        estimated_rank(Q, T, "cosine")
     with pytest.raises(TypeError, match="queries"):
         exact_rank([["a", "b"]], Q)
 
@@ -162,3 +167,15 @@ def test_document_vectors_and_cldc():
         cldc(np.ones((3, 2)), [0, 1, 0], np.ones((2, 3)), [0, 1])
     with pytest.raises(ValueError, match="labels"):
         cldc(np.ones((3, 2)), [0, 1], np.ones((2, 2)), [0, 1])
+
+
+def test_cldc_refuses_test_labels_that_share_none_with_train():
+    """Integer codes for training and names for testing scored accuracy 0 (and majority 0) in
+    silence: no prediction can ever equal a label of the other encoding."""
+    X = np.array([[1.0, 0], [0, 1], [1, 0.1], [0.1, 1]])
+    with pytest.raises(ValueError, match="test_y shares no label with train_y"):
+        cldc(X, [0, 1, 0, 1], X, ["a", "b", "a", "b"], random_state=0)
+    # one label in common is enough (a test label unseen in training is only a miss)
+    res = cldc(X, [0, 1, 0, 1], X, [0, 2, 0, 2], random_state=0)
+    assert res["accuracy"] == 0.5
+    assert cldc(X, [0, 1, 0, 1], X, [0.0, 1.0, 0.0, 1.0], random_state=0)["accuracy"] == 1.0

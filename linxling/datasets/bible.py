@@ -183,6 +183,10 @@ def _resolve_books(books: Any) -> list[int] | None:
         raise ValueError(f"books must be None, 'ot', 'nt' or book numbers 1..66, got {books!r}")
     if isinstance(books, (int, np.integer)):
         books = [books]
+    books = list(books)
+    odd = [b for b in books if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer))]
+    if odd:   # 40.7 was read as book 40 and True as book 1
+        raise TypeError(f"book numbers must be integers 1..{N_BOOKS}, got {odd[:5]!r}")
     out = sorted({int(b) for b in books})
     bad = [b for b in out if not 1 <= b <= N_BOOKS]
     if bad or not out:
@@ -307,22 +311,28 @@ class BibleCorpus:
         mask = np.fromiter((g in test_groups for g in groups), dtype=bool, count=len(groups))
         return self.subset(~mask), self.subset(mask)
 
-    def concept_documents(self, languages: Sequence[str] | None = None
+    def concept_documents(self, languages: str | Sequence[str] | None = None
                           ) -> tuple[list[str], list[str], list[tuple]]:
         """Flat ``(texts, langs, concepts)`` for concept-aligned training (Cr5, CL-LSI).
 
         The concept of a document is its key, so the same verse (chapter) in different
         languages shares a concept. Documents are grouped by language, in ``languages``
-        order (default: all of :attr:`languages`).
+        order (default: all of :attr:`languages`; one code may be given as a str). A language
+        named twice is an error (its documents would be given twice).
         """
         if languages is None:
             langs = list(self.languages)
         else:
+            if isinstance(languages, str):   # "en" was read as the codes "e" and "n"
+                languages = [languages]
             langs = []
             for code in languages:
                 iso = code if code in self.texts else resolve_language(code)[0]
                 if iso not in self.texts:
                     raise ValueError(f"language {code!r} is not in this corpus (it has {self.languages})")
+                if iso in langs:
+                    raise ValueError(f"languages names {iso!r} twice: each language's documents are "
+                                     f"given once")
                 langs.append(iso)
         texts: list[str] = []
         out_langs: list[str] = []

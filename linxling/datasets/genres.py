@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from linxling._warnings import find_stack_level
-from linxling.datasets.bible import N_BOOKS, BibleCorpus, load_bible
+from linxling.datasets.bible import N_BOOKS, BibleCorpus, load_bible, resolve_language
 
 __all__ = [
     "BIBLE_BOOK_NAMES",
@@ -132,8 +132,10 @@ def load_bible_genres(languages: str | Iterable[str], *, test_fraction: float = 
     least one per genre; seeded by ``random_state``). A genre with a single chapter in the
     corpus stays in train, with a :class:`UserWarning`; a corpus with no genre of two chapters
     or more is a ``ValueError``. ``corpus`` (a verse-level
-    :class:`BibleCorpus`) can be given to avoid loading the Bible again; otherwise
-    :func:`linxling.datasets.load_bible` is called with ``languages`` and ``books``.
+    :class:`BibleCorpus`) can be given to avoid loading the Bible again (the chapters then hold
+    all of its languages; one of ``languages`` that it lacks is a ``ValueError``, and ``books``
+    is not used); otherwise :func:`linxling.datasets.load_bible` is called with ``languages``
+    and ``books``.
     """
     if isinstance(test_fraction, bool) \
             or not isinstance(test_fraction, (float, int, np.floating, np.integer)) \
@@ -141,8 +143,15 @@ def load_bible_genres(languages: str | Iterable[str], *, test_fraction: float = 
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
     if corpus is None:
         corpus = load_bible(languages, unit="verse", books=books)
-    elif corpus.unit != "verse":
-        raise ValueError(f"corpus must be verse-level (unit='verse'), got unit={corpus.unit!r}")
+    else:
+        if corpus.unit != "verse":
+            raise ValueError(f"corpus must be verse-level (unit='verse'), got unit={corpus.unit!r}")
+        # languages was ignored: ["fr"] with an en/de corpus gave en/de chapters, in silence
+        for code in [languages] if isinstance(languages, str) else list(languages):
+            iso = code if code in corpus.texts else resolve_language(code)[0]
+            if iso not in corpus.texts:
+                raise ValueError(f"languages names {code!r}, which the given corpus does not have "
+                                 f"(it has {corpus.languages})")
     chapters = sorted({(k[0], k[1]) for k in corpus.keys})
     rng = np.random.default_rng(random_state)
     test_keys: set[tuple[int, int]] = set()

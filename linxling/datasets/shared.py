@@ -115,7 +115,8 @@ def load_sib200(lang: str, split: str = "train", path: str | os.PathLike | None 
 
 
 def load_tatoeba(xxx: str, path: str | os.PathLike | None = None) -> tuple[list[str], list[str]]:
-    """Tatoeba xxx-eng test set: ``(xxx_sentences, eng_sentences)``, 1,000 line-aligned pairs.
+    """Tatoeba xxx-eng test set: ``(xxx_sentences, eng_sentences)``, line-aligned pairs: 1,000 for
+    every language but Swahili (``swh``: 390, the size of the LASER test set).
 
     ``xxx`` is the ISO 639-3 code used in the file names (``"deu"``, ``"cmn"``, ...) or an
     ISO 639-1 code (``"de"``, ``"zh"``, ...).

@@ -149,7 +149,8 @@ def cldc(train_X: Any, train_y: Sequence, test_X: Any, test_y: Sequence, *, n_ep
 
     Returns ``{"accuracy", "majority_accuracy", "majority_class", "n_train", "n_test",
     "classifier"}``; the majority baseline predicts the most frequent training label (of labels
-    tied in frequency, the smallest).
+    tied in frequency, the smallest). ``test_y`` without any label of ``train_y`` (e.g. integer
+    codes on one side, names on the other) is a ``ValueError``.
     """
     Xtr = _check_X(train_X, "train_X")
     Xte = _check_X(test_X, "test_X")
@@ -157,6 +158,11 @@ def cldc(train_X: Any, train_y: Sequence, test_X: Any, test_y: Sequence, *, n_ep
     yte = _check_y(test_y, Xte.shape[0], "test_y")
     if Xtr.shape[1] != Xte.shape[1]:
         raise ValueError(f"test_X has dimension {Xte.shape[1]} but train_X has {Xtr.shape[1]}")
+    train_labels = set(ytr.tolist())
+    if not any(label in train_labels for label in set(yte.tolist())):
+        # e.g. integer codes on one side and label names on the other: accuracy 0, in silence
+        raise ValueError(f"test_y shares no label with train_y (train_y: {sorted(map(repr, train_labels))[:10]}, "
+                         f"test_y: {sorted(map(repr, set(yte.tolist())))[:10]}): encode both the same way")
     clf = AveragedPerceptron(n_epochs=n_epochs, random_state=random_state).fit(Xtr, ytr)
     pred = clf.predict(Xte)
     labels, counts = np.unique(ytr, return_counts=True)

@@ -98,7 +98,12 @@ def _vocab_index(words: Sequence[str], name: str, n_rows: int, vectors_name: str
         raise ValueError(f"{name} has {len(words)} words but {vectors_name} has {n_rows} rows")
     index: dict[str, int] = {}
     for i, w in enumerate(words):
-        index.setdefault(str(w), i)  # first occurrence wins for duplicated words
+        # a word given twice would be scored twice: its second row competes with the gold one
+        # (the target word ranked first was a miss when it was the other row of that word)
+        j = index.setdefault(str(w), i)
+        if j != i:
+            raise ValueError(f"{name} has the word {str(w)!r} twice (positions {j} and {i}); every word "
+                             f"needs one row of {vectors_name}: drop or merge the duplicates")
     return index
 
 
@@ -116,8 +121,10 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     Parameters
     ----------
     src_words : sequence of str, length n_src
+        Distinct words (a duplicated word is an error, as in :func:`reverse_dictionary`).
     src_vectors : array, shape (n_src, d)
     tgt_words : sequence of str, length n_tgt
+        Distinct words.
     tgt_vectors : array, shape (n_tgt, d)
     pairs : iterable of (str, str)
         Gold (source, target) pairs, e.g. the test part of :func:`muse_split`.
@@ -145,7 +152,8 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     Raises
     ------
     ValueError
-        If no pair is in the vocabularies, or on invalid arrays / arguments.
+        If no pair is in the vocabularies, a word is given twice in ``src_words`` or
+        ``tgt_words``, or on invalid arrays / arguments.
     """
     ns = get_namespace(src_vectors, tgt_vectors)
     xp = ns.xp

@@ -76,7 +76,8 @@ def paraphrase_pairs(fr_en: Any, en_fr: Any, words: Any, vectors: Any, neighbour
     index = {w: i for i, w in enumerate(words)}
     pool = sorted(e for e in fr_defs if e in index and np.any(vectors[index[e]] != 0))
     pairs = sorted(p for p in en_of_pair if p in fr_of_pair and p[0] in index)
-    pairs = [p for p in pairs if p[0] in set(pool)]
+    in_pool = set(pool)
+    pairs = [p for p in pairs if p[0] in in_pool]      # one set, not one per pair (was quadratic)
     if len(pool) <= hi:
         raise ValueError(f"only {len(pool)} English words have a French definition and a vector: "
                          f"need more than {hi} for the {lo}th-{hi}th neighbours")

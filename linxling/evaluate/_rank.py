@@ -42,10 +42,13 @@ def _check_pair(queries: Any, targets: Any) -> tuple[np.ndarray, np.ndarray]:
     return Q.astype(dtype, copy=False), T.astype(dtype, copy=False)
 
 
-def _normalise(X: np.ndarray) -> np.ndarray:
+def _normalise(X: np.ndarray, name: str) -> np.ndarray:
     norms = np.linalg.norm(X, axis=1, keepdims=True)
-    if np.any(norms == 0):
-        raise ValueError("cosine score: an embedding row is all zeros (its cosine is undefined)")
+    zero = np.flatnonzero(norms[:, 0] == 0)
+    if zero.size:
+        shown = ", ".join(map(str, zero[:10].tolist())) + (", ..." if zero.size > 10 else "")
+        raise ValueError(f"cosine score: {name} has {zero.size} all-zero row(s) (row {shown}); their "
+                         f"cosine is undefined (use score='dot' or 'l1', or drop those pairs)")
     return X / norms
 
 
@@ -83,7 +86,7 @@ def exact_rank(queries: Any, targets: Any, score: str = "dot", *, block_size: in
     score = _check_score(score)
     Q, T = _check_pair(queries, targets)
     if score == "cosine":
-        Q, T = _normalise(Q), _normalise(T)
+        Q, T = _normalise(Q, "queries"), _normalise(T, "targets")
     n, d = Q.shape
     true = _pair_goodness(Q, T, score)
     b = _block_rows(n, d, score, Q.itemsize, block_size)
@@ -143,7 +146,7 @@ def estimated_rank(queries: Any, targets: Any, score: str = "dot", *, n_candidat
         raise ValueError(f"n_candidates must be a positive integer, got {n_candidates!r}")
     M = int(n_candidates)
     if score == "cosine":
-        Q, T = _normalise(Q), _normalise(T)
+        Q, T = _normalise(Q, "queries"), _normalise(T, "targets")
     rng = np.random.default_rng(random_state)
     n, d = Q.shape
     cand = rng.integers(0, n, size=(n, M))

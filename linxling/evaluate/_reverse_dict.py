@@ -61,12 +61,17 @@ def reverse_dictionary(queries: Any, gold: Sequence[str], candidate_words: Seque
     ValueError
         Empty, non-2-D or non-finite arrays, mismatched lengths or dimensions, duplicated
         candidate words, an unknown ``metric``, ``k < 1`` or ``block_size < 1``.
+    TypeError
+        ``gold`` or ``candidate_words`` given as a single string.
     """
     ns = get_namespace()  # NumPy
     Q = np.asarray(_check_embeddings(np.asarray(queries), "queries", ns), dtype=np.float64)
     C = np.asarray(_check_embeddings(np.asarray(candidate_vectors), "candidate_vectors", ns), dtype=np.float64)
     if C.shape[1] != Q.shape[1]:
         raise ValueError(f"candidate_vectors must have shape (n_candidates, {Q.shape[1]}), got {C.shape}")
+    for name, words in (("gold", gold), ("candidate_words", candidate_words)):
+        if isinstance(words, (str, bytes)):   # a single string was read as its characters
+            raise TypeError(f"{name} must be a sequence of words, not a single string")
     gold = list(gold)
     cands = list(candidate_words)
     if len(gold) != Q.shape[0]:
