@@ -71,6 +71,35 @@ def test_write_from_generator_of_blocks(tmp_path):
     assert np.all(np.diff(C.bounds) <= 10)
 
 
+
+def test_chunk_rows_sets_the_stored_chunks_whatever_the_blocks(tmp_path):
+    """chunk_rows is the rows of every stored chunk (the last may be shorter): a generator of
+    one document at a time was stored one row a chunk, and a streamed WMF fit then read the
+    corpus row by row (one read per sentence)."""
+    X = _corpus(dtype=np.float32)
+    C = write_chunks(tmp_path / "rows.h5", (X[i:i + 1] for i in range(120)), chunk_rows=50)
+    assert C.bounds.tolist() == [0, 50, 100, 120]
+    assert (C.to_csr() != X).nnz == 0 and (C.T.to_csr() != X.T.tocsr()).nnz == 0
+    sizes = [7, 0, 30, 1, 45, 37]                          # smaller and larger than a chunk, one empty
+    cuts = np.cumsum([0, *sizes])
+    D = write_chunks(tmp_path / "mixed.h5", (X[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)), chunk_rows=20)
+    assert D.bounds.tolist() == [0, 20, 40, 60, 80, 100, 120]
+    assert (D.to_csr() != X).nnz == 0
+    E = write_chunks(tmp_path / "given.h5", (X[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)))
+    assert E.bounds.tolist() == [0, 7, 37, 38, 83, 120]     # without chunk_rows: the blocks as given
+    model = WMF(n_components=4, max_iter=1, random_state=0).fit(C)
+    assert model.memory_plan_["reads_per_pass"][0] == 3
+
+
+def test_n_cols_mismatch_names_the_argument(tmp_path):
+    X = _corpus()
+    with pytest.raises(ValueError, match=r"X has 45 columns, but n_cols=44"):
+        write_chunks(tmp_path / "a.h5", X, n_cols=44)
+    with pytest.raises(ValueError, match=r"X chunk 0 has 45 columns, but n_cols=44"):
+        write_chunks(tmp_path / "b.h5", [X[:10]], n_cols=44)
+    with pytest.raises(ValueError, match=r"X chunk 1 has 30 columns, but the first chunk has 45"):
+        write_chunks(tmp_path / "c.h5", [X[:10], X[10:20, :30]])
+
 def test_write_errors(tmp_path):
     X = _corpus()
     write_chunks(tmp_path / "a.h5", X)
