@@ -120,6 +120,11 @@ def test_write_errors(tmp_path):
         ChunkedCSR(write_chunks(tmp_path / "f.h5", X, transpose=False).path, "XT")
     with pytest.raises(FileNotFoundError):
         ChunkedCSR(tmp_path / "missing.h5")
+    with pytest.raises(IsADirectoryError, match="is a directory"):          # before any work
+        write_chunks(tmp_path, X, overwrite=True)
+    with pytest.raises(FileNotFoundError, match="nodir.* does not exist"):    # named, not the temporary file
+        write_chunks(tmp_path / "nodir" / "x.h5", X)
+    assert not list(tmp_path.glob(".*.tmp")) and not (tmp_path / "nodir").exists()
 
 
 @pytest.mark.parametrize("solver", ["cg", "cholesky"])

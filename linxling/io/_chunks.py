@@ -306,8 +306,13 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
     """
     import h5py
     path = Path(path)
+    if path.is_dir():             # checked first: os.replace failed only after the whole corpus was written
+        raise IsADirectoryError(f"path {str(path)!r} is a directory; give the corpus file's name, e.g. "
+                                f"{str(path / 'corpus.h5')!r}")
     if path.exists() and not overwrite:
         raise FileExistsError(f"path {str(path)!r} exists; pass overwrite=True to replace it")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"path {str(path)!r}: its folder {str(path.parent)!r} does not exist")
     if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer))
                                    or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
