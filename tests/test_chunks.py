@@ -405,3 +405,17 @@ def test_a_chunked_corpus_given_to_a_model_that_does_not_stream_is_named(tmp_pat
         CrossWMF(pivot_language="en", n_components=2, max_iter=1, show_progress=False).fit({"it": (C, X)})
     with pytest.raises(TypeError, match=r"blocks\['en'\] is a ChunkedCSR"):
         CLLSI(n_components=2).fit_matrices({"en": C, "it": X}, {"en": np.arange(60), "it": np.arange(60)})
+
+
+def test_a_path_given_for_a_matrix_says_to_open_it(tmp_path):
+    """A corpus file's path given where a matrix goes said "must be 2-D ... got 0-D with shape
+    (): Reshape your data, e.g. X[None, :]" (Cr5), or was read a character a block (write_chunks)."""
+    from linxling import Cr5
+    X = _corpus()
+    path = write_chunks(tmp_path / "c.h5", X).path
+    with pytest.raises(TypeError, match=r"blocks\['en'\] is a str .*ChunkedCSR\(path\)"):
+        Cr5(n_components=2).fit_matrices({"en": str(path), "it": X}, {"en": np.arange(120), "it": np.arange(120)})
+    with pytest.raises(TypeError, match=r"blocks\['en'\] is a PosixPath|blocks\['en'\] is a WindowsPath"):
+        Cr5(n_components=2).fit_matrices({"en": path, "it": X}, {"en": np.arange(120), "it": np.arange(120)})
+    with pytest.raises(TypeError, match="X must be a sparse matrix or an iterable of sparse row blocks, got a str"):
+        write_chunks(tmp_path / "d.h5", str(path))

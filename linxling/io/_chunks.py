@@ -317,6 +317,9 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
                                    or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     memory_budget = parse_budget(memory_budget)
+    if isinstance(X, (str, bytes, os.PathLike)):         # iter() would read a str a character a block
+        raise TypeError(f"X must be a sparse matrix or an iterable of sparse row blocks, got a "
+                        f"{type(X).__name__} ({X!r}); path is the file to write")
     if sp.issparse(X) or isinstance(X, np.ndarray):
         Xc = _check_block(X, n_cols, -1, "X", "n_cols")
         step = chunk_rows or _rows_per_chunk(Xc, _DEFAULT_CHUNK_BYTES)
