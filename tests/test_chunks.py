@@ -419,3 +419,15 @@ def test_a_path_given_for_a_matrix_says_to_open_it(tmp_path):
         Cr5(n_components=2).fit_matrices({"en": path, "it": X}, {"en": np.arange(120), "it": np.arange(120)})
     with pytest.raises(TypeError, match="X must be a sparse matrix or an iterable of sparse row blocks, got a str"):
         write_chunks(tmp_path / "d.h5", str(path))
+
+
+def test_a_corpus_file_is_written_again_with_other_chunks(tmp_path):
+    """write_chunks(path, ChunkedCSR) failed with "X chunk 0 must be a numeric sparse or dense
+    2-D matrix, got an object array" (a ChunkedCSR iterates as (first_row, chunk) pairs)."""
+    X = _corpus(dtype=np.float32)
+    C = write_chunks(tmp_path / "a.h5", X, chunk_rows=10)
+    D = write_chunks(tmp_path / "b.h5", C, chunk_rows=45)
+    assert D.bounds.tolist() == [0, 45, 90, 120] and D.dtype == np.float32
+    assert (D.to_csr() != X).nnz == 0 and (D.T.to_csr() != X.T.tocsr()).nnz == 0
+    E = write_chunks(tmp_path / "a.h5", C, chunk_rows=60, overwrite=True)   # in place: read, then replaced
+    assert E.bounds.tolist() == [0, 60, 120] and (E.to_csr() != X).nnz == 0

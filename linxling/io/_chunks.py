@@ -283,9 +283,10 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
     ----------
     path : str or Path
         The HDF5 file to create.
-    X : sparse matrix, or iterable of sparse matrices (row blocks, all with the same columns)
+    X : sparse matrix, iterable of sparse matrices (row blocks, all with the same columns), or ChunkedCSR
         The corpus; an iterable is consumed block by block (never stacked in memory), so a
-        corpus larger than memory can be written from a generator.
+        corpus larger than memory can be written from a generator. A ChunkedCSR (another
+        corpus file) is read chunk by chunk, e.g. to store it with other ``chunk_rows``.
     chunk_rows : int, optional
         Rows per stored chunk (the last may be shorter; an iterable's blocks are gathered or
         split to this many rows, holding at most one chunk besides the block being read).
@@ -325,6 +326,9 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
         step = chunk_rows or _rows_per_chunk(Xc, _DEFAULT_CHUNK_BYTES)
         blocks: Iterable = (Xc[r:r + step] for r in range(0, max(Xc.shape[0], 1), step))
         rechunk = None
+    elif isinstance(X, ChunkedCSR):      # another corpus file, chunk by chunk (its iterator yields (row, chunk))
+        blocks = (C for _, C in X.chunks())
+        rechunk = chunk_rows
     else:
         try:
             blocks = iter(X)
