@@ -71,6 +71,35 @@ def test_write_from_generator_of_blocks(tmp_path):
     assert np.all(np.diff(C.bounds) <= 10)
 
 
+
+def test_chunk_rows_sets_the_stored_chunks_whatever_the_blocks(tmp_path):
+    """chunk_rows is the rows of every stored chunk (the last may be shorter): a generator of
+    one document at a time was stored one row a chunk, and a streamed WMF fit then read the
+    corpus row by row (one read per sentence)."""
+    X = _corpus(dtype=np.float32)
+    C = write_chunks(tmp_path / "rows.h5", (X[i:i + 1] for i in range(120)), chunk_rows=50)
+    assert C.bounds.tolist() == [0, 50, 100, 120]
+    assert (C.to_csr() != X).nnz == 0 and (C.T.to_csr() != X.T.tocsr()).nnz == 0
+    sizes = [7, 0, 30, 1, 45, 37]                          # smaller and larger than a chunk, one empty
+    cuts = np.cumsum([0, *sizes])
+    D = write_chunks(tmp_path / "mixed.h5", (X[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)), chunk_rows=20)
+    assert D.bounds.tolist() == [0, 20, 40, 60, 80, 100, 120]
+    assert (D.to_csr() != X).nnz == 0
+    E = write_chunks(tmp_path / "given.h5", (X[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)))
+    assert E.bounds.tolist() == [0, 7, 37, 38, 83, 120]     # without chunk_rows: the blocks as given
+    model = WMF(n_components=4, max_iter=1, random_state=0).fit(C)
+    assert model.memory_plan_["reads_per_pass"][0] == 3
+
+
+def test_n_cols_mismatch_names_the_argument(tmp_path):
+    X = _corpus()
+    with pytest.raises(ValueError, match=r"X has 45 columns, but n_cols=44"):
+        write_chunks(tmp_path / "a.h5", X, n_cols=44)
+    with pytest.raises(ValueError, match=r"X chunk 0 has 45 columns, but n_cols=44"):
+        write_chunks(tmp_path / "b.h5", [X[:10]], n_cols=44)
+    with pytest.raises(ValueError, match=r"X chunk 1 has 30 columns, but the first chunk has 45"):
+        write_chunks(tmp_path / "c.h5", [X[:10], X[10:20, :30]])
+
 def test_write_errors(tmp_path):
     X = _corpus()
     write_chunks(tmp_path / "a.h5", X)
@@ -91,6 +120,11 @@ def test_write_errors(tmp_path):
         ChunkedCSR(write_chunks(tmp_path / "f.h5", X, transpose=False).path, "XT")
     with pytest.raises(FileNotFoundError):
         ChunkedCSR(tmp_path / "missing.h5")
+    with pytest.raises(IsADirectoryError, match="is a directory"):          # before any work
+        write_chunks(tmp_path, X, overwrite=True)
+    with pytest.raises(FileNotFoundError, match="nodir.* does not exist"):    # named, not the temporary file
+        write_chunks(tmp_path / "nodir" / "x.h5", X)
+    assert not list(tmp_path.glob(".*.tmp")) and not (tmp_path / "nodir").exists()
 
 
 @pytest.mark.parametrize("solver", ["cg", "cholesky"])
@@ -371,3 +405,29 @@ def test_a_chunked_corpus_given_to_a_model_that_does_not_stream_is_named(tmp_pat
         CrossWMF(pivot_language="en", n_components=2, max_iter=1, show_progress=False).fit({"it": (C, X)})
     with pytest.raises(TypeError, match=r"blocks\['en'\] is a ChunkedCSR"):
         CLLSI(n_components=2).fit_matrices({"en": C, "it": X}, {"en": np.arange(60), "it": np.arange(60)})
+
+
+def test_a_path_given_for_a_matrix_says_to_open_it(tmp_path):
+    """A corpus file's path given where a matrix goes said "must be 2-D ... got 0-D with shape
+    (): Reshape your data, e.g. X[None, :]" (Cr5), or was read a character a block (write_chunks)."""
+    from linxling import Cr5
+    X = _corpus()
+    path = write_chunks(tmp_path / "c.h5", X).path
+    with pytest.raises(TypeError, match=r"blocks\['en'\] is a str .*ChunkedCSR\(path\)"):
+        Cr5(n_components=2).fit_matrices({"en": str(path), "it": X}, {"en": np.arange(120), "it": np.arange(120)})
+    with pytest.raises(TypeError, match=r"blocks\['en'\] is a PosixPath|blocks\['en'\] is a WindowsPath"):
+        Cr5(n_components=2).fit_matrices({"en": path, "it": X}, {"en": np.arange(120), "it": np.arange(120)})
+    with pytest.raises(TypeError, match="X must be a sparse matrix or an iterable of sparse row blocks, got a str"):
+        write_chunks(tmp_path / "d.h5", str(path))
+
+
+def test_a_corpus_file_is_written_again_with_other_chunks(tmp_path):
+    """write_chunks(path, ChunkedCSR) failed with "X chunk 0 must be a numeric sparse or dense
+    2-D matrix, got an object array" (a ChunkedCSR iterates as (first_row, chunk) pairs)."""
+    X = _corpus(dtype=np.float32)
+    C = write_chunks(tmp_path / "a.h5", X, chunk_rows=10)
+    D = write_chunks(tmp_path / "b.h5", C, chunk_rows=45)
+    assert D.bounds.tolist() == [0, 45, 90, 120] and D.dtype == np.float32
+    assert (D.to_csr() != X).nnz == 0 and (D.T.to_csr() != X.T.tocsr()).nnz == 0
+    E = write_chunks(tmp_path / "a.h5", C, chunk_rows=60, overwrite=True)   # in place: read, then replaced
+    assert E.bounds.tolist() == [0, 60, 120] and (E.to_csr() != X).nnz == 0

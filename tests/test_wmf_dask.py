@@ -108,6 +108,19 @@ def test_bwmf_dask_equals_in_memory(client):
     np.testing.assert_allclose(got.transform(Y[:4], "it"), ref.transform(Y[:4], "it"), rtol=1e-8, atol=1e-12)
 
 
+
+def test_row_chunks_of_no_rows_are_left_out(client):
+    """A dask array with a chunk of no rows (a filtered array, dask.array.concatenate) failed
+    with "X chunk 1 (rows 120:120) is empty" (Cr5 fitted it); such chunks hold nothing to solve."""
+    X = _corpus(seed=0)
+    Y = _corpus(m=55, seed=1)
+    rows = (120, 0, 80, 0, 40)
+    ref = BilingualWMF(**KW).fit({"en": X, "it": Y})
+    got = BilingualWMF(**KW).fit({"en": da.from_array(X, chunks=(rows, 70), asarray=False),
+                                  "it": da.from_array(Y, chunks=(rows, 55), asarray=False)}, client=client)
+    _same(got.embedding_, ref.embedding_, 1e-10)
+    assert got.dask_info_["row_blocks"] == 3
+
 def test_chunked_corpus_on_the_cluster(client, tmp_path):
     X = _corpus(seed=4)
     Y = _corpus(m=40, seed=5)

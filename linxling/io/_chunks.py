@@ -32,11 +32,16 @@ _FORMAT_VERSION = 1
 _DEFAULT_CHUNK_BYTES = 64 * 2 ** 20
 
 
-def _check_block(block: Any, n_cols: int | None, i: int, name: str) -> sp.csr_matrix:
+def _check_block(block: Any, n_cols: int | None, i: int, name: str,
+                 cols_from: str = "the first chunk") -> sp.csr_matrix:
+    """Block ``i`` of ``name`` (``i < 0``: ``name`` is one matrix) as canonical CSR, with
+    ``n_cols`` columns when given (``cols_from`` says where that number came from)."""
     from linxling._validation import check_sparse_matrix
-    X = check_sparse_matrix(block, f"{name} chunk {i}" if i >= 0 else name, allow_empty=True)
+    what = f"{name} chunk {i}" if i >= 0 else name
+    X = check_sparse_matrix(block, what, allow_empty=True)
     if n_cols is not None and X.shape[1] != n_cols:
-        raise ValueError(f"{name} chunk {i} has {X.shape[1]} columns, the first chunk has {n_cols}")
+        expected = f"n_cols={n_cols}" if cols_from == "n_cols" else f"{cols_from} has {n_cols}"
+        raise ValueError(f"{what} has {X.shape[1]} columns, but {expected}")
     X = X.copy() if X is block else X
     X.sum_duplicates()
     X.sort_indices()
@@ -278,12 +283,15 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
     ----------
     path : str or Path
         The HDF5 file to create.
-    X : sparse matrix, or iterable of sparse matrices (row blocks, all with the same columns)
+    X : sparse matrix, iterable of sparse matrices (row blocks, all with the same columns), or ChunkedCSR
         The corpus; an iterable is consumed block by block (never stacked in memory), so a
-        corpus larger than memory can be written from a generator.
+        corpus larger than memory can be written from a generator. A ChunkedCSR (another
+        corpus file) is read chunk by chunk, e.g. to store it with other ``chunk_rows``.
     chunk_rows : int, optional
-        Rows per stored chunk. Default: about 64 MiB of CSR per chunk (for a matrix) or the
-        blocks as given (for an iterable).
+        Rows per stored chunk (the last may be shorter; an iterable's blocks are gathered or
+        split to this many rows, holding at most one chunk besides the block being read).
+        Default: about 64 MiB of CSR per chunk (for a matrix) or the blocks as given (for an
+        iterable).
     n_cols : int, optional
         Number of columns (checked against every block; default: the first block's).
     transpose : bool, default True
@@ -299,17 +307,28 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
     """
     import h5py
     path = Path(path)
+    if path.is_dir():             # checked first: os.replace failed only after the whole corpus was written
+        raise IsADirectoryError(f"path {str(path)!r} is a directory; give the corpus file's name, e.g. "
+                                f"{str(path / 'corpus.h5')!r}")
     if path.exists() and not overwrite:
         raise FileExistsError(f"path {str(path)!r} exists; pass overwrite=True to replace it")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"path {str(path)!r}: its folder {str(path.parent)!r} does not exist")
     if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer))
                                    or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     memory_budget = parse_budget(memory_budget)
+    if isinstance(X, (str, bytes, os.PathLike)):         # iter() would read a str a character a block
+        raise TypeError(f"X must be a sparse matrix or an iterable of sparse row blocks, got a "
+                        f"{type(X).__name__} ({X!r}); path is the file to write")
     if sp.issparse(X) or isinstance(X, np.ndarray):
-        Xc = _check_block(X, n_cols, -1, "X")
+        Xc = _check_block(X, n_cols, -1, "X", "n_cols")
         step = chunk_rows or _rows_per_chunk(Xc, _DEFAULT_CHUNK_BYTES)
         blocks: Iterable = (Xc[r:r + step] for r in range(0, max(Xc.shape[0], 1), step))
         rechunk = None
+    elif isinstance(X, ChunkedCSR):      # another corpus file, chunk by chunk (its iterator yields (row, chunk))
+        blocks = (C for _, C in X.chunks())
+        rechunk = chunk_rows
     else:
         try:
             blocks = iter(X)
@@ -338,14 +357,34 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
 
 
 def _write_rows(g, blocks: Iterable, n_cols: int | None, chunk_rows: int | None) -> np.dtype:
-    """Append row blocks to the group; return the value dtype."""
+    """Append row blocks to the group; return the value dtype. With ``chunk_rows`` the stored
+    chunks are rows ``0:chunk_rows``, ``chunk_rows:2 chunk_rows``, ... whatever the blocks' sizes
+    (blocks smaller than a chunk are gathered, at most one chunk at a time, and written
+    together); without, each block is a chunk."""
     indices = data = None
     indptr_parts = [np.zeros(1, dtype=np.int64)]
-    bounds = [0]
     n_rows = nnz = 0
     dtype = None
+    pending: list = []                    # checked blocks not yet written (fewer than chunk_rows rows)
+    pending_rows = 0
+    bounds = [0]
+    cols_from = "n_cols" if n_cols is not None else "the first chunk"
+
+    def flush() -> None:
+        nonlocal nnz, pending_rows
+        assert indices is not None and data is not None
+        B = pending[0] if len(pending) == 1 else sp.vstack(pending, format="csr")
+        pending.clear()
+        pending_rows = 0
+        indices.resize((nnz + B.nnz,))
+        data.resize((nnz + B.nnz,))
+        indices[nnz:] = B.indices.astype(indices.dtype, copy=False)
+        data[nnz:] = B.data
+        indptr_parts.append(B.indptr[1:].astype(np.int64) + nnz)
+        nnz += B.nnz
+
     for i, block in enumerate(blocks):
-        B = _check_block(block, n_cols, i, "X")
+        B = _check_block(block, n_cols, i, "X", cols_from)
         if n_cols is None:
             n_cols = B.shape[1]
         if dtype is None:
@@ -355,23 +394,24 @@ def _write_rows(g, blocks: Iterable, n_cols: int | None, chunk_rows: int | None)
             data = g.create_dataset("data", shape=(0,), maxshape=(None,), dtype=dtype, chunks=(2 ** 18,))
         elif B.dtype != dtype:
             raise TypeError(f"X chunk {i} has dtype {B.dtype}, the first chunk has {dtype}")
-        assert indices is not None and data is not None
-        indices.resize((nnz + B.nnz,))
-        data.resize((nnz + B.nnz,))
-        indices[nnz:] = B.indices.astype(indices.dtype, copy=False)
-        data[nnz:] = B.data
-        indptr_parts.append(B.indptr[1:].astype(np.int64) + nnz)
-        nnz += B.nnz
-        step = chunk_rows or max(B.shape[0], 1)
-        for r in range(step, B.shape[0], step):
-            bounds.append(n_rows + r)
+        if not B.shape[0]:
+            continue
         n_rows += B.shape[0]
-        if B.shape[0]:
+        pending.append(B)
+        pending_rows += B.shape[0]
+        if chunk_rows is None:
             bounds.append(n_rows)
+            flush()
+        elif pending_rows >= chunk_rows:
+            flush()
     if dtype is None:
         raise ValueError("X has no row blocks: nothing to write")
     if n_rows == 0:
         raise ValueError("X has no rows: nothing to write")
+    if pending:
+        flush()
+    if chunk_rows is not None:
+        bounds = [*range(0, n_rows, chunk_rows), n_rows]
     g.create_dataset("indptr", data=np.concatenate(indptr_parts))
     g.create_dataset("bounds", data=np.asarray(bounds, dtype=np.int64))
     g.attrs["shape"] = (n_rows, int(n_cols or 0))

@@ -154,6 +154,13 @@ def dask_sources(X: Mapping, langs: list, names: Mapping, n: int | None = None):
             raise ValueError(f"{names[lang]} has row chunks {X[lang].chunks[0]} but {names[langs[0]]} "
                              f"has {X[langs[0]].chunks[0]}; give the languages the same row chunks, e.g. "
                              f"X[{lang!r}].rechunk({{0: X[{langs[0]!r}].chunks[0]}})")
+    # chunks of no rows (a filtered array, dask.array.concatenate) hold nothing to solve: left out,
+    # as the h5 source leaves out empty chunk ranges (they failed as "chunk i is empty")
+    assert ranges is not None
+    keep = [i for i, (r0, r1) in enumerate(ranges) if r1 > r0]
+    if len(keep) < len(ranges):
+        ranges = [ranges[i] for i in keep]
+        blocks = {lang: [blocks[lang][i] for i in keep] for lang in langs}
     return kind, blocks, ranges, widths
 
 

@@ -20,6 +20,7 @@ exactly (up to solver tolerances) with a matrix-free engine:
 from __future__ import annotations
 
 import inspect
+import os
 import time
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
@@ -468,6 +469,11 @@ class Cr5(ConceptEmbeddingMixin):
         dtype = check_float_dtype(self.dtype, "dtype")
         out = {}
         for lang, X in blocks.items():
+            if isinstance(X, (str, bytes, os.PathLike)):
+                # np.asarray made a 0-D array of it: "must be 2-D ... got 0-D ... X[None, :]"
+                raise TypeError(f"blocks[{lang!r}] is a {type(X).__name__} ({X!r}), not a matrix: give a "
+                                "corpus file written by linxling.io.write_chunks as "
+                                "linxling.io.ChunkedCSR(path)")
             if is_row_partitioned(X):
                 out[lang] = self._validate_source(X, lang, concepts, dtype, client)
                 continue
