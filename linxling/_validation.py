@@ -193,12 +193,24 @@ def is_text_column(X: Any) -> bool:
     return isinstance(kind, str) and kind in ("O", "U", "S", "T")
 
 
+def corpus_file_hint(text: Any) -> str:
+    """For a single str given where texts or a matrix go: when it names an HDF5 file (by its
+    suffix, or an existing file), the hint to open it as a corpus; else ``""``."""
+    import os
+    if not isinstance(text, str) or "\n" in text or len(text) > 4096:
+        return ""
+    if text.lower().endswith((".h5", ".hdf5")) or os.path.isfile(text):
+        return (f"; {text!r} looks like a file: a corpus written by linxling.io.write_chunks is opened with "
+                "linxling.io.ChunkedCSR(path), a text file read into a list of lines")
+    return ""
+
+
 def refuse_non_texts(texts: Any, name: str = "texts") -> None:
     """Refuse, naming ``name``, what would otherwise be iterated as texts by mistake: a single
     str or bytes (its characters), a mapping such as ``{language: texts}`` (its keys), a sparse
     or numeric matrix (its rows)."""
     if isinstance(texts, (str, bytes)):
-        raise TypeError(f"{name} must be a list of str, not a single string")
+        raise TypeError(f"{name} must be a list of str, not a single string{corpus_file_hint(texts)}")
     if isinstance(texts, Mapping) and not sp.issparse(texts):
         raise TypeError(f"{name} must be a list of str, got a {type(texts).__name__} (a mapping, whose "
                         "iteration gives its keys): pass one language's texts and name that language")

@@ -431,3 +431,18 @@ def test_a_corpus_file_is_written_again_with_other_chunks(tmp_path):
     assert (D.to_csr() != X).nnz == 0 and (D.T.to_csr() != X.T.tocsr()).nnz == 0
     E = write_chunks(tmp_path / "a.h5", C, chunk_rows=60, overwrite=True)   # in place: read, then replaced
     assert E.bounds.tolist() == [0, 60, 120] and (E.to_csr() != X).nnz == 0
+
+
+def test_a_corpus_file_name_given_for_texts_says_how_to_open_it(tmp_path):
+    """WMF().fit("corpus.h5") said only "got a single str; wrap it in a list"; a str that names an
+    HDF5 file (or an existing file) now says to open it with ChunkedCSR."""
+    from linxling import WMF, BiCVM
+    with pytest.raises(TypeError, match=r"got a single str; 'corpus.h5' looks like a file: .*ChunkedCSR\(path\)"):
+        WMF().fit("corpus.h5")
+    existing = tmp_path / "en.txt"
+    existing.write_text("a b\n")
+    with pytest.raises(TypeError, match=r"not a single string; '.*en.txt' looks like a file"):
+        BiCVM().fit({"en": str(existing), "de": ["a b"]})
+    with pytest.raises(TypeError, match=r"got a single str; wrap it in a list$"):
+        WMF().fit("hello world")
+

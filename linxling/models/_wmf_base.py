@@ -22,6 +22,7 @@ from linxling._validation import (
     check_language,
     check_language_keys,
     check_random_state,
+    corpus_file_hint,
     is_text_column,
 )
 from linxling._warnings import find_stack_level
@@ -72,7 +73,7 @@ def _texts_or_none(X: Any, name: str) -> list[str] | None:
                         "texts (one str per sentence)")
     if isinstance(X, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of texts (one str per sentence), got a single "
-                        f"{type(X).__name__}; wrap it in a list")
+                        f"{type(X).__name__}{corpus_file_hint(X) or '; wrap it in a list'}")
     if sp.issparse(X):
         return None
     if isinstance(X, Mapping):        # would be read as its keys: one "sentence" per language
