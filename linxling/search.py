@@ -110,7 +110,9 @@ class Index:
         Document embeddings, e.g. ``model.transform(texts, language)``. Rows are normalised
         (a zero row, a document without any known word, stays zero and scores 0).
     ids : sequence, optional
-        One label per document, returned by :meth:`search_ids` (default: the row numbers).
+        One label per document, returned by :meth:`search_ids` (default: the row numbers). A
+        saved index gives int labels back as ints and str labels as strs; labels of any other
+        type (or ints and strs mixed) are saved as their ``str()``.
     texts : sequence of str, optional
         The documents themselves, kept for display (the command line prints them).
     language : str, optional
@@ -324,11 +326,21 @@ class Index:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Index:
-        from linxling.io import load
-        obj = load(path)
-        if not isinstance(obj, cls):
-            raise TypeError(f"{os.fspath(path)} holds a {type(obj).__name__}, not a search index")
-        return obj
+        """Load an index saved with :meth:`save`.
+
+        Raises
+        ------
+        linxling.io.ModelFormatError
+            If the file is not a model file, is corrupt, or holds a model rather than an index
+            (checked from its header, before any of its data is read).
+        """
+        from linxling.io import ModelFormatError, load, read_info, registered_models
+        info = read_info(path)
+        registered = registered_models().get(info["model"])
+        if registered is None or not issubclass(registered, cls):
+            raise ModelFormatError(f"{os.fspath(path)} holds a {info['model']} model, not a search index: "
+                                   "load it with linxling.load(path); linxling index builds an index file")
+        return load(path)
 
     def _get_state(self) -> tuple[dict, dict]:
         params: dict[str, Any] = {"language": self.language, "model_path": self.model_path,
@@ -337,7 +349,12 @@ class Index:
         arrays: dict[str, Any] = {"vectors": self.vectors_}
         # object arrays of str: NumPy's fixed-width str dtype drops trailing NULs, the store refuses them
         if self.ids is not None:
-            arrays["ids"] = np.array([str(i) for i in self.ids], dtype=object)
+            int_ids = _int_labels(self.ids)
+            if int_ids is not None:          # ints come back as ints (a database key, a line number)
+                params["ids_kind"] = "int"
+                arrays["ids"] = int_ids
+            else:
+                arrays["ids"] = np.array([str(i) for i in self.ids], dtype=object)
         if self.texts is not None:
             arrays["texts"] = np.array(self.texts, dtype=object)
         if self.reference_radii_ is not None:
@@ -349,15 +366,62 @@ class Index:
         def strings(a):
             return [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in np.asarray(a).tolist()]
         obj = cls.__new__(cls)
-        obj.vectors_ = np.ascontiguousarray(arrays["vectors"], dtype=np.dtype(params.get("dtype", "float32")))
-        obj.ids = strings(arrays["ids"]) if params.get("has_ids") else None
+        # a crafted or inconsistent file is a ValueError here (the store names the file), not an
+        # index that fails at its first search or answers NaN scores and rows it does not have
+        V = np.asarray(arrays["vectors"])
+        dtype = np.dtype(params.get("dtype", "float32"))
+        if dtype not in (np.float32, np.float64) or V.dtype.kind != "f":
+            raise ValueError(f"arrays/vectors has dtype {V.dtype} (params dtype {dtype}); an index holds "
+                             "float32 or float64 vectors")
+        if V.ndim != 2 or V.shape[0] == 0 or V.shape[1] == 0:
+            raise ValueError(f"arrays/vectors has shape {V.shape}; an index holds a non-empty 2-D array")
+        if not np.all(np.isfinite(V)):
+            raise ValueError("arrays/vectors holds NaN or infinite values")
+        obj.vectors_ = np.ascontiguousarray(V, dtype=dtype)
+        n = V.shape[0]
+        if params.get("has_ids"):
+            kind = params.get("ids_kind", "str")
+            if kind not in ("int", "str"):
+                raise ValueError(f"unknown ids_kind {kind!r}")
+            ids = arrays["ids"]
+            if kind == "int" and np.asarray(ids).dtype.kind not in "iu":
+                raise ValueError(f"arrays/ids has dtype {np.asarray(ids).dtype}, but the index saved int ids")
+            obj.ids = np.asarray(ids).tolist() if kind == "int" else strings(ids)
+        else:
+            obj.ids = None
         obj.texts = strings(arrays["texts"]) if params.get("has_texts") else None
+        for name, seq in (("ids", obj.ids), ("texts", obj.texts)):
+            if seq is not None and (np.ndim(arrays[name]) != 1 or len(seq) != n):
+                raise ValueError(f"arrays/{name} has shape {np.shape(arrays[name])}, but arrays/vectors "
+                                 f"has {n} rows")
         obj.language = params.get("language")
         obj.model_path = params.get("model_path")
+        if obj.language is not None and not isinstance(obj.language, str):
+            raise ValueError(f"the index's language is {obj.language!r}, not a str")
+        if obj.model_path is not None and not isinstance(obj.model_path, str):
+            raise ValueError(f"the index's model_path is {obj.model_path!r}, not a str")
         obj.reference_knn_ = params.get("reference_knn")
-        obj.reference_radii_ = (np.asarray(arrays["reference_radii"], dtype=obj.vectors_.dtype)
-                                if "reference_radii" in arrays else None)
+        obj.reference_radii_ = None
+        if "reference_radii" in arrays:
+            r = np.asarray(arrays["reference_radii"])
+            if r.shape != (n,) or r.dtype.kind != "f" or not np.all(np.isfinite(r)):
+                raise ValueError(f"arrays/reference_radii has shape {r.shape} and dtype {r.dtype}; the "
+                                 f"index needs {n} finite radii, one per row of arrays/vectors")
+            knn = obj.reference_knn_
+            if isinstance(knn, bool) or not isinstance(knn, int) or knn < 1:
+                raise ValueError(f"the index's reference_knn is {knn!r}, not a positive int")
+            obj.reference_radii_ = np.asarray(r, dtype=obj.vectors_.dtype)
         return obj
+
+
+def _int_labels(ids: Sequence) -> np.ndarray | None:
+    """``ids`` as an int64 array when every label is an int (not a bool) within int64, else None."""
+    if not all(isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in ids):
+        return None
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    if not all(lo <= int(i) <= hi for i in ids):
+        return None
+    return np.array([int(i) for i in ids], dtype=np.int64)
 
 
 def search(queries: Any, candidates: Any, k: int = 10, *, similarity: str = "cosine", knn: int = 10,

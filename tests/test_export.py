@@ -183,3 +183,33 @@ def test_estimator_export_goes_through_export_vectors(tmp_path):
     kv = gensim_models.KeyedVectors.load_word2vec_format(str(path), binary=True)
     assert kv.index_to_key == words
     np.testing.assert_array_equal(kv.vectors, V.astype(np.float32))
+
+
+def test_word2vec_binary_refuses_values_float32_cannot_hold(tmp_path):
+    """Finite float64 values beyond float32's range were written as inf to word2vec-binary."""
+    V = np.ones((3, 2))
+    V[1, 0] = 1e39
+    path = tmp_path / "v.bin"
+    with pytest.raises(ValueError, match=r"vectors\[1\] \('b'\) has values beyond float32's range"):
+        export_vectors(path, V, ["a", "b", "c"], format="word2vec-binary")
+    assert not path.exists()
+    export_vectors(path, V, ["a", "b", "c"], format="word2vec")      # text keeps them exactly
+    assert float(path.read_text().splitlines()[2].split()[1]) == 1e39
+
+
+def test_faiss_rows_whose_squares_overflow_or_underflow_keep_their_direction(tmp_path):
+    """np.linalg.norm made a row of 1e200s a zero row (cosine 0 to everything) and left a row
+    of 1e-170s unnormalised (almost zero)."""
+    V = np.array([[1e200, 1e200], [3e-170, 4e-170], [0.0, 0.0], [3.0, 4.0]])
+    path = tmp_path / "v.npy"
+    export_vectors(path, V, ["big", "tiny", "zero", "plain"], format="faiss")
+    np.testing.assert_allclose(np.load(path), [[2 ** -0.5, 2 ** -0.5], [0.6, 0.8], [0, 0], [0.6, 0.8]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", EXPORT_FORMATS)
+def test_bytes_paths_are_accepted(tmp_path, fmt):
+    """A bytes path gave 'path is empty' (word2vec) or a TypeError from str.endswith (npy)."""
+    path = os.fsencode(tmp_path / "v.npy")
+    written = export_vectors(path, np.eye(2), ["a", "b"], format=fmt)
+    assert written[0] == os.fsdecode(path) and all(os.path.isfile(p) for p in written)
+    assert vocabulary_path(path) == str(tmp_path / "v.vocab.txt")

@@ -107,6 +107,30 @@ def test_bad_paths_are_named_not_the_temporary(tmp_path, bad, monkeypatch):
     assert ".tmp" not in str(exc.value)
 
 
+
+@pytest.mark.parametrize("name", ["x" * 240, "é" * 120 + ".h5", "y" * 255])
+def test_a_long_legal_file_name_saves_and_its_stale_temporaries_are_removed(tmp_path, name):
+    """A name of 228-255 bytes is legal, but the temporary file (the name plus ~28 bytes) was
+    not: every save to it failed with 'File name too long'."""
+    import linxling.io._store as st
+    path = tmp_path / name
+    stale = tmp_path / (st._tmp_prefix(str(path)) + "99999999.abcdefgh.tmp")   # of a killed save
+    assert len(os.fsencode(stale.name)) <= 255
+    stale.write_bytes(b"half a model")
+    Dummy({"k": 1}, {"A": np.arange(3.0)}).save(path)
+    assert load(path).params["k"] == 1 and load(str(path)).params["k"] == 1
+    assert sorted(os.listdir(tmp_path)) == [name]
+    other = tmp_path / (name[:-1] + "z")            # the same first 183 bytes: its own temporaries
+    assert st._tmp_prefix(str(other)) != st._tmp_prefix(str(path))
+
+
+def test_bytes_paths_save_and_load(tmp_path):
+    """A bytes path (os.fsencode) loaded but did not save: 'path is empty'."""
+    path = os.fsencode(tmp_path / "m.h5")
+    Dummy({"k": 4}, {"A": np.arange(3.0)}).save(path)
+    assert load(path).params["k"] == 4 and load(tmp_path / "m.h5").params["k"] == 4
+
+
 _CHILD = r"""
 import os, resource, signal, sys
 sys.path.insert(0, sys.argv[2])

@@ -346,3 +346,78 @@ def test_an_index_file_loads_in_a_fresh_process_and_is_not_taken_for_a_model(tmp
         err = capsys.readouterr().err
         assert "idx.h5 is a search index (written by linxling index), not a model; its model is " \
                "/somewhere/model.h5" in err, err
+
+
+def test_int_ids_come_back_as_ints_from_a_saved_index(tmp_path):
+    """A saved index gave int ids (database keys, line numbers) back as strs: search_ids
+    returned [[0, 6]] before save and [['0', '6']] after load, so joins on the ids missed in
+    silence. Ints stay ints, strs strs; other labels are saved as their str() as before."""
+    C = np.random.default_rng(0).standard_normal((20, 4))
+    for ids, back in ((list(range(100, 120)), list(range(100, 120))),
+                      (np.arange(20, dtype=np.int32), list(range(20))),
+                      ([f"d{j}" for j in range(20)], [f"d{j}" for j in range(20)]),
+                      ([*range(19), "x"], [*map(str, range(19)), "x"]),      # mixed: str as before
+                      ([2 ** 64 + j for j in range(20)], [str(2 ** 64 + j) for j in range(20)])):
+        Index(C, ids=ids).save(tmp_path / "i.h5")
+        loaded = Index.load(tmp_path / "i.h5")
+        assert loaded.ids == back and [type(x) for x in loaded.ids] == [type(x) for x in back]
+    index = Index(C, ids=[int(j) * 7 for j in range(20)])
+    index.save(str(tmp_path / "j.h5"))
+    (s0, ids0), (s1, ids1) = index.search_ids(C[:2], k=3), Index.load(str(tmp_path / "j.h5")).search_ids(C[:2], k=3)
+    assert ids1 == ids0 and all(type(x) is int for row in ids1 for x in row)
+    np.testing.assert_array_equal(s1, s0)
+
+
+def test_index_load_refuses_a_model_file_from_its_header(tmp_path):
+    """Index.load of a model file loaded the whole model, then raised TypeError; it is a
+    ModelFormatError (as Cr5.load of an index file) and reads the header only."""
+    import linxling
+    from linxling.io import ModelFormatError
+    X = ["the cat sat", "a dog ran", "the dog sat", "a cat ran"] * 5
+    Y = ["le chat", "un chien", "le chien", "un chat"] * 5
+    m = linxling.CLLSI(n_components=2, random_state=0).fit(X + Y, ["en"] * 20 + ["fr"] * 20, list(range(20)) * 2)
+    m.save(tmp_path / "m.h5")
+    with pytest.raises(ModelFormatError, match=r"m\.h5 holds a CLLSI model, not a search index"):
+        Index.load(tmp_path / "m.h5")
+
+
+def _crafted_index(tmp_path, params, arrays):
+    import json
+
+    import h5py
+    from test_io import _reseal
+    path = tmp_path / "i.h5"
+    Index(np.eye(3), ids=["a", "b", "c"]).save(path)
+    with h5py.File(path, "a") as f:
+        p = json.loads(f.attrs["params"])
+        p.update(params)
+        f.attrs["params"] = json.dumps(p)
+        del f.attrs["params_crc32"]
+        for k, v in arrays.items():
+            if k in f["arrays"]:
+                del f["arrays"][k]
+            ds = f["arrays"].create_dataset(k, data=v)
+            ds.attrs["kind"] = "array"
+    _reseal(path)
+    return path
+
+
+@pytest.mark.parametrize("params,arrays,msg", [
+    ({"dtype": "int8"}, {}, r"arrays/vectors has dtype float32 \(params dtype int8\)"),
+    ({}, {"vectors": np.ones(3)}, r"arrays/vectors has shape \(3,\)"),
+    ({}, {"vectors": np.full((3, 2), np.nan)}, "NaN or infinite"),
+    ({}, {"vectors": np.arange(6).reshape(3, 2)}, "dtype int64"),
+    ({}, {"ids": np.arange(5)}, r"arrays/ids has shape \(5,\), but arrays/vectors has 3 rows"),
+    ({"ids_kind": "int"}, {"ids": np.ones(3)}, "arrays/ids has dtype float64, but the index saved int ids"),
+    ({"reference_knn": 2}, {"reference_radii": np.ones(5)}, r"reference_radii has shape \(5,\)"),
+    ({"reference_knn": None}, {"reference_radii": np.ones(3)}, "reference_knn is None"),
+    ({"language": 5}, {}, "language is 5, not a str"),
+])
+def test_an_inconsistent_index_file_is_refused_naming_it(tmp_path, params, arrays, msg):
+    """A crafted index file loaded and then failed at its first search (IndexError, 'not
+    inexact'), answered NaN scores, or kept more ids than rows."""
+    from linxling.io import ModelFormatError
+    path = _crafted_index(tmp_path, params, arrays)
+    with pytest.raises(ModelFormatError, match=msg) as err:
+        Index.load(path)
+    assert str(path) in str(err.value)

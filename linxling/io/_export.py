@@ -27,7 +27,7 @@ def vocabulary_path(path: str | os.PathLike) -> str:
     ``vectors.npy`` -> ``vectors.vocab.txt`` (a trailing ``.npy`` is replaced, any other name
     gets ``.vocab.txt`` appended).
     """
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     stem = path[:-4] if path.endswith(".npy") else path
     return stem + ".vocab.txt"
 
@@ -92,10 +92,11 @@ def _check_words(words: Sequence[str] | None, n: int, format: str) -> list[str]:
 
 
 def _faiss_matrix(V: np.ndarray) -> np.ndarray:
-    """float32, C-contiguous, rows of unit L2 norm (zero rows stay zero: cosine 0 with everything)."""
-    X = np.array(V, dtype=np.float64, order="C")
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    np.divide(X, norms, out=X, where=norms > 0)
+    """float32, C-contiguous, rows of unit L2 norm (zero rows stay zero: cosine 0 with everything).
+    A row whose sum of squares over- or underflows keeps its direction (Index's normalisation):
+    np.linalg.norm alone made a row of 1e200s a zero row and left a row of 1e-170s unnormalised."""
+    from linxling.evaluate._retrieval import _normalize_rows
+    X = _normalize_rows(np.array(V, dtype=np.float64, order="C"), np)
     return np.ascontiguousarray(X, dtype=np.float32)
 
 
@@ -133,7 +134,8 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
     Raises
     ------
     ValueError
-        Unknown ``format``; vectors not 2-D, empty or non-finite; ``words`` of the wrong length,
+        Unknown ``format``; vectors not 2-D, empty or non-finite (for ``"word2vec-binary"``: once
+        converted to float32); ``words`` of the wrong length,
         repeated, empty, or containing whitespace (word2vec) or line breaks (vocabulary file: any that
         ``str.splitlines`` breaks at, U+2028 and NEL included).
     TypeError
@@ -156,7 +158,7 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike (the file to write), got {type(path).__name__}: "
                         "export_vectors(path, vectors, words)")
-    path = os.fspath(path)
+    path = os.fsdecode(path)                 # a bytes path as the file system decodes it
     if os.path.isdir(path):
         raise ValueError(f"path {path!r} is a directory; give a file name")
     V = _check_vectors(vectors)
@@ -175,7 +177,13 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
         return [path]
 
     if format == "word2vec-binary":
-        V32 = np.asarray(V, dtype="<f4")
+        with np.errstate(over="ignore"):
+            V32 = np.asarray(V, dtype="<f4")
+        if not np.all(np.isfinite(V32)):          # finite float64 beyond float32's range: inf in the file
+            row = int(np.flatnonzero(~np.all(np.isfinite(V32), axis=1))[0])
+            raise ValueError(f"vectors[{row}] ({words[row]!r}) has values beyond float32's range "
+                             f"(|x| > {np.finfo(np.float32).max:.4g}), which word2vec-binary stores as "
+                             "infinity; scale the vectors or use format='word2vec' (text, exact)")
 
         def write_binary(fh: IO[bytes]) -> None:
             fh.write(f"{n} {dim}\n".encode())

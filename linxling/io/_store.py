@@ -366,8 +366,8 @@ def _check_target(path: str) -> str:
     """The destination of a save or an export, checked: not empty, not a directory (nor a name
     ending in a separator), in an existing directory, not a read-only file. A symbolic link at
     ``path`` is replaced by the new file (its target is left alone)."""
-    path = os.fspath(path)
-    if not isinstance(path, str) or not path:
+    path = os.fsdecode(path)                 # a bytes path as the file system decodes it
+    if not path:
         raise ValueError("path is empty: give the file to write, e.g. 'model.h5'")
     if path.endswith(("/", os.sep)) or os.path.isdir(path):
         raise IsADirectoryError(21, "the path names a directory, not a file to write", path)
@@ -476,9 +476,21 @@ class _sigint_held:
             signal.signal(signal.SIGINT, self._old)
 
 
+#: bytes of a file name the temporary's name keeps whole: NAME_MAX is 255 on common file systems,
+#: and the temporary adds a dot, the PID, 8 random characters and ".tmp" (up to 28 bytes)
+_TMP_NAME_BYTES = 200
+
+
 def _tmp_prefix(path: str) -> str:
-    """Temporary files of a save to ``path`` are ``.NAME.PID.XXXXXXXX.tmp`` beside it."""
-    return f".{os.path.basename(path)}."
+    """Temporary files of a save to ``path`` are ``.NAME.PID.XXXXXXXX.tmp`` beside it. A NAME too
+    long to fit a file name with those additions (a legal name of 228-255 bytes made every save
+    fail with "File name too long") is cut, and a hash of the whole name keeps it its own."""
+    name = os.path.basename(path)
+    raw = os.fsencode(name)
+    if len(raw) > _TMP_NAME_BYTES:
+        digest = hashlib.sha256(raw).hexdigest()[:16]
+        name = os.fsdecode(raw[:_TMP_NAME_BYTES - 17]) + "~" + digest   # os.listdir's spelling
+    return f".{name}."
 
 
 def _remove_stale_temporaries(path: str) -> None:
