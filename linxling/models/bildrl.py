@@ -29,7 +29,9 @@ skipped. Documented behaviour on bad input:
 - ``fit``: an empty (or non-str) definition, target or language raises ``ValueError`` /
   ``TypeError``; rows whose target has no vector in the target language, or whose definition
   has no word with a vector (no tf-idf feature for ``"ridge"``), cannot be learnt and are left
-  out *with a* ``UserWarning`` giving the counts (also in ``n_excluded_``);
+  out *with a* ``UserWarning`` giving the counts (also in ``n_excluded_``); a word space with
+  a non-finite value raises ``ValueError`` naming the language and word; an epoch whose loss is
+  not finite raises ``FloatingPointError`` (and the model is left as it was);
 - ``transform``: an empty definition raises ``ValueError``; a definition with no known word
   maps to the **zero vector** (documented, counted in the returned array's rows being 0).
 
@@ -368,6 +370,11 @@ class BilDRL(LinxlingEstimator):
             if vecs.ndim != 2 or vecs.shape[0] != len(words):
                 raise ValueError(f"embeddings.word_vectors({lang!r}) returned {len(words)} words and "
                                  f"vectors of shape {vecs.shape}")
+            bad = np.flatnonzero(~np.isfinite(vecs).all(axis=1))
+            if bad.size:      # a NaN target or definition word trains the encoder to NaN in silence
+                raise ValueError(f"embeddings.word_vectors({lang!r}) has non-finite values in {bad.size} "
+                                 f"row(s), e.g. row {int(bad[0])} ({words[int(bad[0])]!r}): the encoder "
+                                 "cannot be trained on (or search) such a space")
             if d is not None and vecs.shape[1] != d:
                 raise ValueError(f"word vectors of {lang!r} have dimension {vecs.shape[1]}, others {d}")
             d = vecs.shape[1]
@@ -425,11 +432,6 @@ class BilDRL(LinxlingEstimator):
             raise ValueError("monolingual= and parallel= are used only by joint learning: set "
                              "joint=True (or leave them out)")
         self._load_space(embeddings, langs)
-        if self.joint:
-            for lang, v in self.word_vectors_.items():
-                if not np.all(np.isfinite(v)):
-                    raise ValueError(f"embeddings.word_vectors({lang!r}) has non-finite values: the "
-                                     "space cannot be trained jointly")
         self.directions_ = sorted({(r[3], r[1]) for r in rows})
         excluded = {"target_oov": 0, "no_known_word": 0}
         kept = []
@@ -582,6 +584,9 @@ class BilDRL(LinxlingEstimator):
     def _end_epoch(self, loss: float) -> None:
         """Record an epoch's mean dictionary loss in ``loss_curve_`` and call the callback."""
         self.loss_curve_.append(loss)
+        if not np.isfinite(loss):
+            raise FloatingPointError(f"BilDRL diverged in epoch {len(self.loss_curve_)} (dictionary loss "
+                                     f"{loss:.4g}): lower learning_rate (now {self.learning_rate!r})")
         if self.callback is not None:
             self.callback(self, len(self.loss_curve_) - 1, loss)
 
@@ -784,7 +789,7 @@ class BilDRL(LinxlingEstimator):
         unit = self._unit_for(language, target_language)
         out = np.zeros((len(texts), self.n_components_))
         if not texts:
-            return out
+            return as_output(out, dtype)
         if unit["kind"] == "ridge":
             F = self._ridge_features(texts, [language] * len(texts), unit["vectorizers"])
             known = np.diff(F.indptr) > 0
