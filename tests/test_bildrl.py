@@ -334,3 +334,40 @@ def test_transform_of_no_texts_has_the_requested_dtype(encoder):
     m.fit(_dictionary(), FakeSpace())
     Z = m.transform([], language="fr", dtype=np.float32)
     assert Z.shape == (0, 8) and Z.dtype == np.float32 and Z.flags.c_contiguous
+
+
+@pytest.mark.parametrize("encoder", ["bow", "att"])
+def test_no_definition_with_a_known_word_is_said(encoder):
+    """Rows whose targets have vectors but whose definitions have no word of the space: the
+    neural fit failed with NumPy's 'need at least one array to stack'."""
+    rows = [("e1", "en", "zzz qqq", "fr"), ("e2", "en", "yyy", "fr")]
+    with pytest.raises(ValueError, match="no dictionary row has a definition with a word with a vector"):
+        BilDRL(encoder=encoder, hidden_size=8, n_epochs=1, show_progress=False).fit(rows, FakeSpace())
+
+
+def test_a_direction_without_a_known_definition_word_gets_no_encoder():
+    """multitask=False: one direction whose definitions have no word of the space failed the
+    whole fit ('need at least one array to stack'); the other directions are trained, and the
+    untrained one is said (and refused by transform)."""
+    class WithGerman(FakeSpace):
+        def word_vectors(self, language):
+            return (["zzz"], np.ones((1, 8))) if language == "de" else super().word_vectors(language)
+    rows = _dictionary() + [("e1", "en", "qqq", "de")]
+    with pytest.warns(UserWarning) as record:
+        m = BilDRL(encoder="bow", multitask=False, hidden_size=8, n_epochs=1, random_state=0,
+                   show_progress=False).fit(rows, WithGerman())
+    said = [str(w.message) for w in record]
+    assert any("trained no encoder for ['de-en']" in x for x in said)
+    assert any("left out 0 of 161 rows" in x and "1 whose definition has no known word" in x for x in said)
+    assert sorted(m.units_) == ["en-fr", "fr-en"] and m.n_excluded_["no_known_word"] == 1
+    with pytest.raises(ValueError, match="no encoder was trained for definitions in 'de'"):
+        m.transform(["zzz"], language="de")
+
+
+def test_ridge_vocabulary_errors_name_the_definition_language():
+    rows = _dictionary() + [("e1", "en", "zzz qqq", "de"), ("e2", "en", "yyy", "de")]
+    class WithGerman(FakeSpace):
+        def word_vectors(self, language):
+            return (["zzz"], np.ones((1, 8))) if language == "de" else super().word_vectors(language)
+    with pytest.raises(ValueError, match=r"tf-idf vocabulary of the 2 'de' definitions: .*min_df=2"):
+        BilDRL(encoder="ridge", multitask=False, min_df=2).fit(rows, WithGerman())

@@ -456,9 +456,22 @@ class BilDRL(LinxlingEstimator):
             else:
                 state, n_bad = self._fit_neural(name, urows, rng)
             excluded["no_known_word"] += n_bad
-            self.units_[name] = state
+            if state is None:         # every row of the unit left out: no encoder for it
+                self.units_.pop(name, None)
+            else:
+                self.units_[name] = state
         if not self.units_:
-            raise ValueError("no dictionary row has a target word with a vector in the embeddings")
+            if not kept:
+                raise ValueError("no dictionary row has a target word with a vector in the embeddings")
+            known = ("a tf-idf feature (see min_df)" if self.encoder == "ridge"
+                     else "a word with a vector in the embeddings")
+            raise ValueError(f"no dictionary row has a definition with {known}: all {len(kept)} rows whose "
+                             "target has a vector were left out")
+        untrained = sorted(set(units) - set(self.units_))
+        if untrained:
+            warnings.warn(f"BilDRL.fit trained no encoder for {untrained}: none of their rows has a definition "
+                          "with a known word (transform refuses definitions of those directions)",
+                          UserWarning, stacklevel=find_stack_level())
         self.n_excluded_ = excluded
         if any(excluded.values()):
             warnings.warn(f"BilDRL.fit left out {excluded['target_oov']} of {len(rows)} rows whose target "
@@ -490,11 +503,17 @@ class BilDRL(LinxlingEstimator):
         vecs = {}
         for lang, ids in sorted(by_lang.items()):
             v = TfidfVectorizer(min_df=self.min_df, max_features=None, show_progress=False)
-            v.fit([urows[i][2] for i in ids])
+            try:
+                v.fit([urows[i][2] for i in ids])
+            except ValueError as e:   # say whose vocabulary: a fit may have several languages
+                raise ValueError(f"encoder='ridge': the tf-idf vocabulary of the {len(ids)} {lang!r} "
+                                 f"definitions: {e}") from e
             vecs[lang] = v
         X = self._ridge_features([r[2] for r in urows], [r[3] for r in urows], vecs)
         nz = np.diff(X.indptr) > 0
         n_bad = int((~nz).sum())
+        if not nz.any():              # no definition with a tf-idf feature: nothing to train
+            return None, n_bad
         X = X[nz]
         Y = self._targets([r for r, k in zip(urows, nz, strict=False) if k])
         W, b, res = ridge_fit(X, Y, self.alpha, rtol=self.cg_rtol)
@@ -555,6 +574,8 @@ class BilDRL(LinxlingEstimator):
         ids = [self._token_ids(r[2], r[3]) for r in urows]
         good = [i for i, x in enumerate(ids) if x]
         n_bad = len(urows) - len(good)
+        if not good:                  # no definition with a word of the space: nothing to train
+            return None, n_bad
         urows = [urows[i] for i in good]
         idx, L = self._pad([ids[i] for i in good])
         langs = [r[3] for r in urows]
@@ -676,6 +697,8 @@ class BilDRL(LinxlingEstimator):
         ids = [self._token_ids(r[2], r[3]) for r in urows]
         good = [i for i, x in enumerate(ids) if x]
         n_bad = len(urows) - len(good)
+        if not good:                  # no definition with a word of the space: nothing to train
+            return None, n_bad
         urows = [urows[i] for i in good]
         V, off, _ = self._stacked_space(dt)
         idx, L = self._pad([ids[i] for i in good])
