@@ -682,6 +682,10 @@ class BilDRL(LinxlingEstimator):
         data["n_par"] = len(next(iter(par.values())))
         pl = sorted(par)
         data["pairs"] = [(a, b) for i, a in enumerate(pl) for b in pl[i + 1:]]
+        if self.alignment_weight > 0 and self.word_learning_rate > 0:
+            from linxling.models.bilbowa import _warn_unaligned
+            _warn_unaligned("BilDRL", enc, data["pairs"], "the words of the embeddings",
+                            "give parallel text in the languages of the embeddings")
         return data
 
     def _fit_joint(self, name, urows, mono, par, rng):
