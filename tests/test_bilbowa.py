@@ -356,3 +356,24 @@ def test_callback_sees_the_model_as_trained_so_far():
     np.testing.assert_array_equal(seen[-1][1], m.transform(mono["fr"][:4], "fr"))
     plain = BilBOWA(**{**kw, "random_state": 1}).fit(mono, par)   # the callback changes nothing
     np.testing.assert_array_equal(plain.vectors_["fr"], m.vectors_["fr"])
+
+
+def test_parallel_text_without_a_known_word_warns():
+    """Parallel text none of whose rows has a word of both vocabularies (another language, or
+    min_count too high): the alignment loss read 0.0 every epoch and the languages were left
+    unaligned, in silence."""
+    import warnings
+
+    from linxling import BilBOWA
+    mono = {"en": ["a b c d a b", "c d e a"] * 5, "fr": ["x y z", "y z w x"] * 5}
+    par = {"en": ["qq rr", "a b"], "fr": ["x y", "ss tt"]}       # never a known word on both sides
+    with pytest.warns(UserWarning, match=r"no row of parallel 'en'-'fr' has a word of both vocabularies"):
+        m = BilBOWA(n_components=4, n_epochs=1, min_count=1, sample=0, random_state=0,
+                    show_progress=False).fit(mono, par)
+    assert m.loss_curve_[0]["alignment"] == 0.0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*no row of parallel")
+        BilBOWA(n_components=4, n_epochs=1, min_count=1, sample=0, show_progress=False).fit(
+            mono, {"en": ["qq rr", "a b"], "fr": ["x y", "z w"]})
+        BilBOWA(n_components=4, n_epochs=1, min_count=1, sample=0, alignment_weight=0,
+                show_progress=False).fit(mono, par)

@@ -301,3 +301,73 @@ def test_callback_sees_the_encoder_as_trained_so_far(multitask):
     np.testing.assert_array_equal(seen[-1], m.transform(["f1 f2", "f3"], language="fr", target_language="en"))
     plain = BilDRL(**kw).fit([r for r in _dictionary() if r[3] == "fr"], FakeSpace())
     np.testing.assert_array_equal(plain.transform(["f1 f2"], language="fr"), m.transform(["f1 f2"], language="fr"))
+
+
+@pytest.mark.parametrize("encoder", ["bow", "ridge"])
+def test_a_space_with_non_finite_vectors_is_refused_naming_it(encoder):
+    """A NaN in the word space: the neural encoders trained to a NaN loss and NaN definition
+    vectors in silence, and the ridge encoder failed with block CG's 'B contains NaN or infinite
+    values'; now every encoder refuses the space, naming the language, row and word."""
+    bad = FakeSpace()
+    bad.vecs["fr"][3, 0] = np.nan
+    with pytest.raises(ValueError, match=r"embeddings.word_vectors\('fr'\) has non-finite .* row 3 \('f3'\)"):
+        BilDRL(encoder=encoder, n_epochs=1, min_df=1, show_progress=False).fit(_dictionary(), bad)
+
+
+def test_a_non_finite_loss_is_an_error_and_the_model_is_left_as_it_was(monkeypatch):
+    from linxling.kernels import encoders as K
+    m = BilDRL(encoder="bow", hidden_size=8, n_epochs=1, random_state=0, show_progress=False)
+    m.fit(_dictionary(), FakeSpace())
+    before = m.transform(["f1 f2"], language="fr")
+    forward = K.forward
+    monkeypatch.setattr(K, "forward", lambda *a, **k: (np.full_like(forward(*a, **k)[0], np.nan),
+                                                       forward(*a, **k)[1]))
+    with pytest.raises(FloatingPointError, match=r"diverged in epoch 1 .*learning_rate"):
+        m.fit(_dictionary(), FakeSpace())
+    monkeypatch.undo()
+    np.testing.assert_array_equal(m.transform(["f1 f2"], language="fr"), before)
+
+
+@pytest.mark.parametrize("encoder", ["bow", "ridge"])
+def test_transform_of_no_texts_has_the_requested_dtype(encoder):
+    m = BilDRL(encoder=encoder, hidden_size=8, n_epochs=1, min_df=1, random_state=0, show_progress=False)
+    m.fit(_dictionary(), FakeSpace())
+    Z = m.transform([], language="fr", dtype=np.float32)
+    assert Z.shape == (0, 8) and Z.dtype == np.float32 and Z.flags.c_contiguous
+
+
+@pytest.mark.parametrize("encoder", ["bow", "att"])
+def test_no_definition_with_a_known_word_is_said(encoder):
+    """Rows whose targets have vectors but whose definitions have no word of the space: the
+    neural fit failed with NumPy's 'need at least one array to stack'."""
+    rows = [("e1", "en", "zzz qqq", "fr"), ("e2", "en", "yyy", "fr")]
+    with pytest.raises(ValueError, match="no dictionary row has a definition with a word with a vector"):
+        BilDRL(encoder=encoder, hidden_size=8, n_epochs=1, show_progress=False).fit(rows, FakeSpace())
+
+
+def test_a_direction_without_a_known_definition_word_gets_no_encoder():
+    """multitask=False: one direction whose definitions have no word of the space failed the
+    whole fit ('need at least one array to stack'); the other directions are trained, and the
+    untrained one is said (and refused by transform)."""
+    class WithGerman(FakeSpace):
+        def word_vectors(self, language):
+            return (["zzz"], np.ones((1, 8))) if language == "de" else super().word_vectors(language)
+    rows = _dictionary() + [("e1", "en", "qqq", "de")]
+    with pytest.warns(UserWarning) as record:
+        m = BilDRL(encoder="bow", multitask=False, hidden_size=8, n_epochs=1, random_state=0,
+                   show_progress=False).fit(rows, WithGerman())
+    said = [str(w.message) for w in record]
+    assert any("trained no encoder for ['de-en']" in x for x in said)
+    assert any("left out 0 of 161 rows" in x and "1 whose definition has no known word" in x for x in said)
+    assert sorted(m.units_) == ["en-fr", "fr-en"] and m.n_excluded_["no_known_word"] == 1
+    with pytest.raises(ValueError, match="no encoder was trained for definitions in 'de'"):
+        m.transform(["zzz"], language="de")
+
+
+def test_ridge_vocabulary_errors_name_the_definition_language():
+    rows = _dictionary() + [("e1", "en", "zzz qqq", "de"), ("e2", "en", "yyy", "de")]
+    class WithGerman(FakeSpace):
+        def word_vectors(self, language):
+            return (["zzz"], np.ones((1, 8))) if language == "de" else super().word_vectors(language)
+    with pytest.raises(ValueError, match=r"tf-idf vocabulary of the 2 'de' definitions: .*min_df=2"):
+        BilDRL(encoder="ridge", multitask=False, min_df=2).fit(rows, WithGerman())

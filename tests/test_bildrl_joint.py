@@ -180,3 +180,14 @@ def test_callback_sees_the_jointly_trained_word_vectors():
     np.testing.assert_array_equal(seen[-1], m.word_vectors("fr")[1])
     plain = BilDRL(**kw).fit(_dictionary(), FakeSpace(), mono, par)
     np.testing.assert_array_equal(plain.word_vectors("fr")[1], m.word_vectors("fr")[1])
+
+
+def test_parallel_text_without_a_known_word_warns():
+    """Joint learning on parallel text with no word of the space on both sides of any row: the
+    alignment term read 0.0 and did nothing, in silence (as in BilBOWA)."""
+    mono, _ = _corpora()
+    par = {"en": ["zz yy", "qq ww"], "fr": ["aa bb", "cc dd"]}
+    with pytest.warns(UserWarning, match=r"BilDRL: no row of parallel 'en'-'fr' has a word of both"):
+        m = BilDRL(encoder="bow", joint=True, hidden_size=8, n_epochs=1, n_blocks=2, random_state=0,
+                   show_progress=False).fit(_dictionary(), FakeSpace(), mono, par)
+    assert m.joint_history_[0]["alignment"] == 0.0

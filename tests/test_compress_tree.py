@@ -206,3 +206,15 @@ def test_fewer_sentences_than_dimensions_warns():
     texts = ["the cat sat on the mat", "a dog ran in the park", "the cat ran", "a dog sat", "the mat"]
     with pytest.warns(UserWarning, match=r"only 5 training sentences for n_components=50.*lower n_components"):
         CompressTree(n_epochs=1, random_state=0, show_progress=False).fit(texts)
+
+
+def test_word_vectors_are_a_copy():
+    """word_vectors returned the model's own lookup table: normalising the vectors in place
+    (``v /= norm``) changed every later transform in silence. Every other model returns a copy."""
+    texts = _corpus(30)
+    m = CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(texts)
+    before = m.transform(texts[:3])
+    words, V = m.word_vectors()
+    assert words[-1] == "<unk>" and V.shape == (len(words), 4) and V.flags.c_contiguous
+    V *= 0.0
+    np.testing.assert_array_equal(m.transform(texts[:3]), before)

@@ -338,6 +338,9 @@ class BilBOWA(LinxlingEstimator):
             for b in pl[i + 1:]:
                 pairs.append((a, b))
         n_par = len(next(iter(par.values()))) if par else 0
+        if self.alignment_weight > 0:
+            _warn_unaligned("BilBOWA", enc, pairs, f"words seen min_count={self.min_count} times in monolingual",
+                            "give parallel text in the languages of monolingual or lower min_count")
 
         states = K.seed_states(rng, len(languages))
         n_blocks = int(self.n_blocks)
@@ -509,6 +512,17 @@ def _epoch_loss(rec: dict[str, Any]) -> float:
     sg = rec["skipgram"]
     loss = float(np.mean(list(sg.values()))) if sg else 0.0
     return loss + (rec["alignment"] if rec["alignment"] is not None else 0.0)
+
+
+def _warn_unaligned(model: str, enc: dict, pairs: list, vocabulary: str, remedy: str) -> None:
+    """Warn for each pair of languages ``(a, b)`` of which no parallel row has a known word on
+    both sides (``enc[lang]``: the CSR ``(tokens, ptr)`` of the rows' known words): the alignment
+    loss is then zero and the languages are not aligned, which the fit would not show."""
+    for a, b in pairs:
+        if not ((np.diff(enc[a][1]) > 0) & (np.diff(enc[b][1]) > 0)).any():
+            warnings.warn(f"{model}: no row of parallel {a!r}-{b!r} has a word of both vocabularies ({vocabulary}): "
+                          f"the alignment loss is zero and the two languages are not aligned; {remedy}",
+                          UserWarning, stacklevel=find_stack_level())
 
 
 def _subsample(tok: np.ndarray, ptr: np.ndarray, keep: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:

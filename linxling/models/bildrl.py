@@ -29,7 +29,9 @@ skipped. Documented behaviour on bad input:
 - ``fit``: an empty (or non-str) definition, target or language raises ``ValueError`` /
   ``TypeError``; rows whose target has no vector in the target language, or whose definition
   has no word with a vector (no tf-idf feature for ``"ridge"``), cannot be learnt and are left
-  out *with a* ``UserWarning`` giving the counts (also in ``n_excluded_``);
+  out *with a* ``UserWarning`` giving the counts (also in ``n_excluded_``); a word space with
+  a non-finite value raises ``ValueError`` naming the language and word; an epoch whose loss is
+  not finite raises ``FloatingPointError`` (and the model is left as it was);
 - ``transform``: an empty definition raises ``ValueError``; a definition with no known word
   maps to the **zero vector** (documented, counted in the returned array's rows being 0).
 
@@ -368,6 +370,11 @@ class BilDRL(LinxlingEstimator):
             if vecs.ndim != 2 or vecs.shape[0] != len(words):
                 raise ValueError(f"embeddings.word_vectors({lang!r}) returned {len(words)} words and "
                                  f"vectors of shape {vecs.shape}")
+            bad = np.flatnonzero(~np.isfinite(vecs).all(axis=1))
+            if bad.size:      # a NaN target or definition word trains the encoder to NaN in silence
+                raise ValueError(f"embeddings.word_vectors({lang!r}) has non-finite values in {bad.size} "
+                                 f"row(s), e.g. row {int(bad[0])} ({words[int(bad[0])]!r}): the encoder "
+                                 "cannot be trained on (or search) such a space")
             if d is not None and vecs.shape[1] != d:
                 raise ValueError(f"word vectors of {lang!r} have dimension {vecs.shape[1]}, others {d}")
             d = vecs.shape[1]
@@ -425,11 +432,6 @@ class BilDRL(LinxlingEstimator):
             raise ValueError("monolingual= and parallel= are used only by joint learning: set "
                              "joint=True (or leave them out)")
         self._load_space(embeddings, langs)
-        if self.joint:
-            for lang, v in self.word_vectors_.items():
-                if not np.all(np.isfinite(v)):
-                    raise ValueError(f"embeddings.word_vectors({lang!r}) has non-finite values: the "
-                                     "space cannot be trained jointly")
         self.directions_ = sorted({(r[3], r[1]) for r in rows})
         excluded = {"target_oov": 0, "no_known_word": 0}
         kept = []
@@ -454,9 +456,22 @@ class BilDRL(LinxlingEstimator):
             else:
                 state, n_bad = self._fit_neural(name, urows, rng)
             excluded["no_known_word"] += n_bad
-            self.units_[name] = state
+            if state is None:         # every row of the unit left out: no encoder for it
+                self.units_.pop(name, None)
+            else:
+                self.units_[name] = state
         if not self.units_:
-            raise ValueError("no dictionary row has a target word with a vector in the embeddings")
+            if not kept:
+                raise ValueError("no dictionary row has a target word with a vector in the embeddings")
+            known = ("a tf-idf feature (see min_df)" if self.encoder == "ridge"
+                     else "a word with a vector in the embeddings")
+            raise ValueError(f"no dictionary row has a definition with {known}: all {len(kept)} rows whose "
+                             "target has a vector were left out")
+        untrained = sorted(set(units) - set(self.units_))
+        if untrained:
+            warnings.warn(f"BilDRL.fit trained no encoder for {untrained}: none of their rows has a definition "
+                          "with a known word (transform refuses definitions of those directions)",
+                          UserWarning, stacklevel=find_stack_level())
         self.n_excluded_ = excluded
         if any(excluded.values()):
             warnings.warn(f"BilDRL.fit left out {excluded['target_oov']} of {len(rows)} rows whose target "
@@ -488,11 +503,17 @@ class BilDRL(LinxlingEstimator):
         vecs = {}
         for lang, ids in sorted(by_lang.items()):
             v = TfidfVectorizer(min_df=self.min_df, max_features=None, show_progress=False)
-            v.fit([urows[i][2] for i in ids])
+            try:
+                v.fit([urows[i][2] for i in ids])
+            except ValueError as e:   # say whose vocabulary: a fit may have several languages
+                raise ValueError(f"encoder='ridge': the tf-idf vocabulary of the {len(ids)} {lang!r} "
+                                 f"definitions: {e}") from e
             vecs[lang] = v
         X = self._ridge_features([r[2] for r in urows], [r[3] for r in urows], vecs)
         nz = np.diff(X.indptr) > 0
         n_bad = int((~nz).sum())
+        if not nz.any():              # no definition with a tf-idf feature: nothing to train
+            return None, n_bad
         X = X[nz]
         Y = self._targets([r for r, k in zip(urows, nz, strict=False) if k])
         W, b, res = ridge_fit(X, Y, self.alpha, rtol=self.cg_rtol)
@@ -553,6 +574,8 @@ class BilDRL(LinxlingEstimator):
         ids = [self._token_ids(r[2], r[3]) for r in urows]
         good = [i for i, x in enumerate(ids) if x]
         n_bad = len(urows) - len(good)
+        if not good:                  # no definition with a word of the space: nothing to train
+            return None, n_bad
         urows = [urows[i] for i in good]
         idx, L = self._pad([ids[i] for i in good])
         langs = [r[3] for r in urows]
@@ -582,6 +605,9 @@ class BilDRL(LinxlingEstimator):
     def _end_epoch(self, loss: float) -> None:
         """Record an epoch's mean dictionary loss in ``loss_curve_`` and call the callback."""
         self.loss_curve_.append(loss)
+        if not np.isfinite(loss):
+            raise FloatingPointError(f"BilDRL diverged in epoch {len(self.loss_curve_)} (dictionary loss "
+                                     f"{loss:.4g}): lower learning_rate (now {self.learning_rate!r})")
         if self.callback is not None:
             self.callback(self, len(self.loss_curve_) - 1, loss)
 
@@ -656,6 +682,10 @@ class BilDRL(LinxlingEstimator):
         data["n_par"] = len(next(iter(par.values())))
         pl = sorted(par)
         data["pairs"] = [(a, b) for i, a in enumerate(pl) for b in pl[i + 1:]]
+        if self.alignment_weight > 0 and self.word_learning_rate > 0:
+            from linxling.models.bilbowa import _warn_unaligned
+            _warn_unaligned("BilDRL", enc, data["pairs"], "the words of the embeddings",
+                            "give parallel text in the languages of the embeddings")
         return data
 
     def _fit_joint(self, name, urows, mono, par, rng):
@@ -671,6 +701,8 @@ class BilDRL(LinxlingEstimator):
         ids = [self._token_ids(r[2], r[3]) for r in urows]
         good = [i for i, x in enumerate(ids) if x]
         n_bad = len(urows) - len(good)
+        if not good:                  # no definition with a word of the space: nothing to train
+            return None, n_bad
         urows = [urows[i] for i in good]
         V, off, _ = self._stacked_space(dt)
         idx, L = self._pad([ids[i] for i in good])
@@ -784,7 +816,7 @@ class BilDRL(LinxlingEstimator):
         unit = self._unit_for(language, target_language)
         out = np.zeros((len(texts), self.n_components_))
         if not texts:
-            return out
+            return as_output(out, dtype)
         if unit["kind"] == "ridge":
             F = self._ridge_features(texts, [language] * len(texts), unit["vectorizers"])
             known = np.diff(F.indptr) > 0

@@ -407,9 +407,11 @@ class CompressTree(LinxlingEstimator):
                                  _TREES[self.tree], tree_pos, A1, b1, A2, b2, w, w0, nl)
 
     def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:
+        """``(words, vectors)``: the vocabulary (``"<unk>"`` last) and a copy of the lookup table
+        ``E`` (changing it leaves the model alone)."""
         self._check_fitted()
         self._check_language(language)
-        return list(self.vocabulary_), self.embeddings_
+        return list(self.vocabulary_), self.embeddings_.copy()
 
     # ------------------------------------------------------------------ store
     def _get_state(self):
