@@ -445,7 +445,7 @@ class BilDRL(LinxlingEstimator):
         for r in kept:
             units.setdefault(self._unit_of(r[3], r[1]), []).append(r)
         rng = check_random_state(self.random_state)
-        self.units_ = {}
+        self.units_: dict[str, Any] = {}
         self.loss_curve_: list[float] = []
         self.joint_history_: list[dict[str, Any]] = []
         for name, urows in units.items():
