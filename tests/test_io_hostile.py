@@ -247,3 +247,176 @@ def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
                  "--min-df", "1", "--max-iter", "1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("linxling: error:") and "read-only" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- inconsistent model files
+# A file whose datasets disagree with each other (crafted, or assembled from two models, with its
+# SHA-256 recomputed) loaded without complaint into Cr5, CL-LSI, the WMF models, BilBOWA and
+# GlossSpace, then failed in transform (an IndexError, a shape error in a kernel) or gave word lists
+# of another length than their vectors; BiCVM, which checked its shapes, took NaN and integer
+# tables. Each model's _from_state now checks what it relies on; the store reports its ValueError
+# as a ModelFormatError naming the file.
+
+def _corpus_pair(n=60, vocab=40, seed=0):
+    rng = np.random.default_rng(seed)
+    en, de = [], []
+    for _ in range(n):
+        ids = rng.integers(0, vocab, size=rng.integers(4, 9))
+        en.append(" ".join(f"w{i}" for i in ids))
+        de.append(" ".join(f"v{i}" for i in ids))
+    return en, de
+
+
+@pytest.fixture(scope="module")
+def model_files(tmp_path_factory):
+    """One small fitted model of each kind, saved: name -> (path, model, language)."""
+    import warnings
+
+    from linxling import CLLSI, WMF, BiCVM, BilingualWMF, Cr5, CrossWMF
+    from linxling.models.bilbowa import BilBOWA
+    from linxling.models.gloss_space import GlossSpace
+    en, de = _corpus_pair()
+    langs, concepts = ["en"] * 60 + ["de"] * 60, list(range(60)) * 2
+    fits = {
+        "Cr5": lambda: Cr5(n_components=5, min_df=1, random_state=0).fit(en + de, langs, concepts),
+        "CLLSI": lambda: CLLSI(n_components=5, random_state=0).fit(en + de, langs, concepts),
+        "WMF": lambda: WMF(n_components=4, max_iter=2, random_state=0, show_progress=False).fit(en),
+        "BilingualWMF": lambda: BilingualWMF(n_components=4, max_iter=2, random_state=0,
+                                             show_progress=False).fit({"en": en, "de": de}),
+        "CrossWMF": lambda: CrossWMF(pivot_language="en", n_components=4, max_iter=2, random_state=0,
+                                     show_progress=False).fit({"de": (en, de)}),
+        "BilBOWA": lambda: BilBOWA(n_components=4, n_epochs=1, min_count=1, random_state=0,
+                                   show_progress=False).fit({"en": en, "de": de}, {"en": en, "de": de}),
+        "BiCVM": lambda: BiCVM(n_components=8, n_epochs=1, random_state=0, n_threads=1,
+                               show_progress=False).fit({"en": en, "de": de}),
+        "GlossSpace": lambda: GlossSpace(n_components=4, min_df=1, random_state=0, show_progress=False).fit(
+            en + de, langs, concepts, {"en": {"w1": ["w2 w3"], "gloss": ["w4 w5 w6"]}, "de": {"v1": ["v2 v3"]}}),
+    }
+    folder = tmp_path_factory.mktemp("models")
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, fit in fits.items():
+            model = fit()
+            path = folder / f"{name}.h5"
+            model.save(path)
+            out[name] = (path, model, "en")
+    return out
+
+
+def _rewrite(path, key, value):
+    """Replace dataset ``arrays/<key>`` with ``value``, stored as the store stores it (kind, CRC-32)."""
+    from linxling.io._store import _crc32
+    value = np.asarray(value)
+    with h5py.File(path, "a") as f:
+        del f[f"arrays/{key}"]
+        if value.dtype.kind in "OU":
+            value = value.astype(object)
+            ds = f.create_dataset(f"arrays/{key}", data=value, dtype=h5py.string_dtype("utf-8"))
+            ds.attrs.update(kind="str", str_dtype="object")
+        else:
+            ds = f.create_dataset(f"arrays/{key}", data=value)
+            ds.attrs["kind"] = "array"
+        ds.attrs["crc32"] = np.int64(_crc32(value))
+
+
+def _read(path, key):
+    with h5py.File(path, "r") as f:
+        ds = f[f"arrays/{key}"]
+        return ds.asstr()[()] if ds.attrs.get("kind") == "str" else ds[()]
+
+
+def _with_nan(a):
+    a = np.array(a, copy=True)
+    a.flat[a.size // 2] = np.nan
+    return a
+
+
+def _shorter_vectorizer(prefix):
+    """A vectoriser consistent in itself (vocabulary, idf, df) but one word short of its matrix."""
+    return [(f"{prefix}/{part}", lambda a: a[:-1]) for part in ("vocabulary", "idf", "df")]
+
+
+INCONSISTENT = [
+    ("Cr5", [("components/de", lambda a: a[:-1])],
+     r"arrays/components/de has shape \(4, 40\): 4 components, but arrays/singular_values holds 5"),
+    ("Cr5", [("components/en", lambda a: np.rint(a * 10).astype(np.int64))],
+     r"arrays/components/en has dtype int64"),
+    ("Cr5", [("singular_values", _with_nan)], r"arrays/singular_values holds NaN or infinite values"),
+    ("Cr5", _shorter_vectorizer("vectorizers/en"),
+     r"arrays/vectorizers/en/vocabulary lists 39 words but arrays/components/en has 40 columns"),
+    ("CLLSI", [("singular_values", lambda a: a[:-1])],
+     r"arrays/components/en has shape \(5, \d+\): 5 components, but arrays/singular_values holds 4"),
+    ("CLLSI", [("components/en", lambda a: a[None])],
+     r"arrays/components/en has shape \(1, 5, \d+\); the model stores a 2-D array"),
+    ("WMF", [("embedding", lambda a: a[:, :-1])],
+     r"arrays/embedding has shape \(60, 3\) but arrays/components has shape \(4, \d+\)"),
+    ("WMF", [("components", _with_nan)], r"arrays/components holds NaN or infinite values"),
+    ("WMF", _shorter_vectorizer("vectorizer"),
+     r"arrays/vectorizer/vocabulary lists (\d+) words but arrays/components has (?!\1)\d+ columns"),
+    ("BilingualWMF", [("components/de", lambda a: a[:-1])],
+     r"arrays/components/de has shape \(3, \d+\): 3 components, but arrays/embedding \(60, 4\) has 4"),
+    ("BilingualWMF", _shorter_vectorizer("vectorizers/de"),
+     r"arrays/vectorizers/de/vocabulary lists \d+ words but arrays/components/de has \d+ columns"),
+    ("CrossWMF", [("components/de", lambda a: a[:-1])],
+     r"arrays/components/de has shape \(3, \d+\): 3 components, but the pivot's arrays/pivot/components"),
+    ("CrossWMF", [("pivot/components", lambda a: a.ravel())],
+     r"arrays/pivot/components has shape \(\d+,\); the model stores a 2-D array"),
+    ("BilBOWA", [("words/en", lambda a: a[:-1])], r"arrays/words/en lists 39 words but arrays/vectors/en \(40, 4\) "
+                                                  r"has 40"),
+    ("BilBOWA", [("vectors/de", lambda a: a.astype(np.complex64))], r"arrays/vectors/de has dtype complex64"),
+    ("BilBOWA", [("vectors/de", lambda a: a[:, :-1])],
+     r"arrays/vectors/de has shape \(40, 3\), vectors of dimension 3, but the model has n_components=4"),
+    ("BilBOWA", [("words/de", lambda a: np.concatenate([a[:1], a[:-1]]))], r"arrays/words/de lists a word more "
+                                                                           r"than once"),
+    ("BiCVM", [("vectors/en", _with_nan)], r"arrays/vectors/en holds NaN or infinite values"),
+    ("BiCVM", [("means/de", lambda a: a.astype(np.int64))], r"arrays/means/de has dtype int64"),
+    ("GlossSpace", [("vectors/en", lambda a: a[:, :-1])],
+     r"arrays/vectors/en has shape \(41, 3\), vectors of dimension 3, but the document model has 4 components"),
+    ("GlossSpace", [("words/de", lambda a: a[:-2])], r"arrays/words/de lists 38 words but arrays/vectors/de"),
+    ("GlossSpace", [("document_model/components/en", lambda a: a[:-1])],
+     r"arrays/document_model/components/en has shape \(3, 40\): 3 components, but "
+     r"arrays/document_model/singular_values holds 4"),
+]
+
+
+@pytest.mark.parametrize("name, edits, message", INCONSISTENT,
+                         ids=[f"{c[0]}-{c[1][0][0].replace('/', '.')}-{i}" for i, c in enumerate(INCONSISTENT)])
+def test_a_model_file_whose_arrays_disagree_is_refused_at_load(model_files, tmp_path, name, edits, message):
+    import shutil
+
+    import linxling
+    source, model, _ = model_files[name]
+    path = tmp_path / f"{name}.h5"
+    shutil.copy(source, path)
+    for key, edit in edits:
+        _rewrite(path, key, edit(_read(path, key)))
+    _reseal(path)                              # crafted: the checksum does not stop it
+    with pytest.raises(ModelFormatError, match=message) as info:
+        linxling.load(path)
+    assert str(info.value).startswith(f"{path}: its {name} state is inconsistent (ValueError: ")
+    with pytest.raises(ModelFormatError, match=message):
+        type(model).load(path)
+
+
+@pytest.mark.parametrize("name", ["Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "BilBOWA", "BiCVM",
+                                  "GlossSpace"])
+def test_the_unedited_files_load_and_embed_alike(model_files, tmp_path, name):
+    """The checks refuse only what disagrees: each file as saved (and rewritten unchanged by the
+    tests' own helper) loads into a model that embeds as the fitted one."""
+    import shutil
+
+    import linxling
+    source, model, lang = model_files[name]
+    path = tmp_path / f"{name}.h5"
+    shutil.copy(source, path)
+    key = {"WMF": "components", "CrossWMF": "pivot/components", "BilBOWA": "vectors/en", "BiCVM": "vectors/en",
+           "GlossSpace": "vectors/en"}.get(name, "components/en")
+    _rewrite(path, key, _read(path, key))
+    _reseal(path)
+    back = linxling.load(path)
+    texts = ["w1 w2 w3", "w4 w5"]
+    np.testing.assert_allclose(back.transform(texts, language=lang), model.transform(texts, language=lang),
+                               rtol=1e-12, atol=0)
+    words, vectors = back.word_vectors(lang)
+    assert words is None or len(words) == len(vectors)

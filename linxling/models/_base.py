@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,8 @@ from linxling.models._estimator import LinxlingEstimator, as_output, warn_no_kno
 from linxling.text._vectorize import check_unicode
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "classes_from_state",
-           "classes_state", "encode_concepts", "group_by_language", "rows_times_map", "vectorizers_state",
+           "classes_state", "encode_concepts", "group_by_language", "nested_state", "rows_times_map",
+           "stored_float", "stored_languages", "stored_words", "check_vectorizer_width", "vectorizers_state",
            "vectorizers_from_state", "vectorizer_from_state", "vectorizer_state"]
 
 
@@ -307,6 +309,84 @@ def vectorizers_from_state(params: dict | None, arrays: dict | None) -> dict:
     return {lang: vectorizer_from_state(vp, (arrays or {})[lang]) for lang, vp in (params or {}).items()}
 
 
+# --------------------------------------------------------------------------- checks at load time
+# A model file whose arrays disagree with each other (crafted, or assembled from two models, with
+# its checksum recomputed) is refused by the model's ``_from_state`` with a ValueError naming the
+# dataset, which the store reports as a ModelFormatError naming the file; loaded, it failed later
+# in transform (an IndexError, a shape error deep in a kernel) or gave word lists of the wrong
+# length.
+
+def _all_finite(arr: np.ndarray) -> bool:
+    """Whether every value of a float array is finite, without a temporary of its size: the sum
+    of finite values is finite unless it overflows, which the exact (blockwise) check then rules
+    on."""
+    if arr.size == 0 or np.isfinite(np.add.reduce(arr, axis=None, dtype=np.float64)):
+        return True
+    flat = arr.reshape(-1)
+    step = 1 << 20
+    return all(np.isfinite(flat[i:i + step]).all() for i in range(0, flat.size, step))
+
+
+def stored_float(value: Any, name: str, ndim: int, *, finite: bool = True) -> np.ndarray:
+    """A float32/float64 array of ``ndim`` dimensions (finite, by default) read from a model
+    file, else a ValueError naming ``arrays/<name>``."""
+    arr = np.asarray(value)
+    if arr.dtype not in (np.float32, np.float64):
+        raise ValueError(f"arrays/{name} has dtype {arr.dtype}; the model stores float32 or float64 values there")
+    if arr.ndim != ndim:
+        raise ValueError(f"arrays/{name} has shape {arr.shape}; the model stores a {ndim}-D array there")
+    if finite and not _all_finite(arr):
+        raise ValueError(f"arrays/{name} holds NaN or infinite values")
+    return arr
+
+
+def stored_languages(value: Any) -> list[str]:
+    """The ``languages`` a model file's params list: a non-empty list of distinct str, else a
+    ValueError."""
+    if (not isinstance(value, list) or not value or not all(isinstance(x, str) and x for x in value)
+            or len(set(value)) != len(value)):
+        short = repr(value) if len(repr(value)) <= 80 else repr(value)[:80] + "..."
+        raise ValueError(f"the file's languages are {short}, not a list of distinct language codes")
+    return list(value)
+
+
+def stored_words(value: Any, name: str, n: int | None = None, what: str = "") -> list[str]:
+    """A 1-D list of distinct words read from a model file (``n`` of them when given, ``what``
+    saying what fixes that number), else a ValueError naming ``arrays/<name>``."""
+    arr = np.asarray(value)
+    if arr.ndim != 1 or arr.dtype.kind not in "OUS":
+        raise ValueError(f"arrays/{name} has shape {arr.shape} and dtype {arr.dtype}; the model stores a 1-D "
+                         "list of words there")
+    words = [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in arr.tolist()]
+    if n is not None and len(words) != n:
+        raise ValueError(f"arrays/{name} lists {len(words)} words but {what} has {n}")
+    if len(set(words)) != len(words):
+        raise ValueError(f"arrays/{name} lists a word more than once")
+    return words
+
+
+def check_vectorizer_width(vec: Any, p: int, name: str, matrix: str) -> None:
+    """A loaded vectoriser must give as many features as its language's matrix has columns
+    (``matrix``, e.g. ``"arrays/components/en"``), with finite idf weights."""
+    if vec is None:
+        return
+    n = len(vec.vocabulary_)
+    if n != p:
+        raise ValueError(f"arrays/{name}/vocabulary lists {n} words but {matrix} has {p} columns")
+    if not _all_finite(np.asarray(vec.idf_, dtype=np.float64)):
+        raise ValueError(f"arrays/{name}/idf holds NaN or infinite values")
+
+
+@contextmanager
+def nested_state(key: str) -> Iterator[None]:
+    """Around the ``_from_state`` of a model saved inside another (under ``arrays/<key>``): its
+    errors name its datasets by their place in the file."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("arrays/", f"arrays/{key}/")) from exc
+
+
 def _is_matrix(X: Any) -> bool:
     """True for a feature matrix (scipy.sparse, a 2-D or numeric NumPy array, another array type
     such as a dask or CuPy array), not texts (a 1-D array of str is texts)."""
@@ -415,11 +495,31 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
         return arrays
 
     def _restore_shared(self, params: dict, arrays: dict) -> None:
-        self.languages_ = list(params["languages"])
-        self.components_ = {lang: np.asarray(arrays["components"][lang]) for lang in self.languages_}
+        """Languages, maps, singular values, concept ids and vectorisers from the store, checked:
+        every language's map (r, p_l) with the r of the singular values, its vectoriser (if any)
+        with p_l words, finite float values."""
+        self.languages_ = stored_languages(params["languages"])
+        sv = stored_float(arrays["singular_values"], "singular_values", 1)
+        r = sv.shape[0]
+        self.components_ = {}
+        for lang in self.languages_:
+            C = stored_float(arrays["components"][lang], f"components/{lang}", 2)
+            if C.shape[0] != r:
+                raise ValueError(f"arrays/components/{lang} has shape {C.shape}: {C.shape[0]} components, but "
+                                 f"arrays/singular_values holds {r} values (one per component)")
+            self.components_[lang] = C
         self.n_features_ = {lang: self.components_[lang].shape[1] for lang in self.languages_}
-        self.singular_values_ = np.asarray(arrays["singular_values"])
-        self.classes_ = classes_from_state(params.get("classes_kind"), arrays["classes"],
+        self.singular_values_ = sv
+        classes = np.asarray(arrays["classes"])
+        if classes.ndim != 1:
+            raise ValueError(f"arrays/classes has shape {classes.shape}; the model stores a 1-D list of concept ids")
+        self.classes_ = classes_from_state(params.get("classes_kind"), classes,
                                            legacy_repr=params.get("classes_repr", False))
         if "vectorizers" in arrays:
             self.vectorizers_ = vectorizers_from_state(params["vectorizer_params"], arrays["vectorizers"])
+            for lang, vec in self.vectorizers_.items():
+                if lang not in self.components_:
+                    raise ValueError(f"arrays/vectorizers/{lang} is the vectoriser of a language the model "
+                                     f"does not have (its languages are {self.languages_})")
+                check_vectorizer_width(vec, self.n_features_[lang], f"vectorizers/{lang}",
+                                       f"arrays/components/{lang}")

@@ -24,6 +24,7 @@ from sklearn.utils.validation import validate_data
 
 from linxling._validation import check_language
 from linxling.io import register_model, registered_models
+from linxling.models._base import nested_state
 from linxling.models._estimator import LinxlingEstimator
 
 __all__ = ["SingleBlock"]
@@ -129,7 +130,8 @@ class SingleBlock(LinxlingEstimator):
     @classmethod
     def _from_state(cls, params, arrays):
         inner_cls = registered_models()[params["estimator_model"]]
-        inner = inner_cls._from_state(params["estimator_params"], arrays["estimator"])
+        with nested_state("estimator"):      # its errors name arrays/estimator/...
+            inner = inner_cls._from_state(params["estimator_params"], arrays["estimator"])
         model = cls._from_params_state(params, estimator=clone(inner))
         model.estimator_ = inner
         model.classes_ = list(inner.classes_)

@@ -28,7 +28,12 @@ from linxling._validation import (
 from linxling._warnings import find_stack_level
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
-from linxling.models._base import vectorizers_from_state, vectorizers_state
+from linxling.models._base import (
+    check_vectorizer_width,
+    stored_float,
+    vectorizers_from_state,
+    vectorizers_state,
+)
 from linxling.models._estimator import (
     DEVICE,
     FLOAT_DTYPE,
@@ -312,6 +317,8 @@ class _WMFParams(LinxlingEstimator):
         model = cls._from_params_state(params)
         if "alpha_" in params or not isinstance(model.alpha, str):   # files before "auto": alpha itself
             model.alpha_ = float(params.get("alpha_", model.alpha))
+            if not (np.isfinite(model.alpha_) and model.alpha_ >= 0):
+                raise ValueError(f"the file's regularisation alpha_ is {model.alpha_!r}, not a finite number >= 0")
         model.loss_curve_ = list(params.get("loss_curve", []))
         model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
         if cls._multilingual_fit:
@@ -447,6 +454,26 @@ def _factor_layout(array: Any, dtype: Any) -> np.ndarray:
     the layout a fit leaves (``V.T``) and the one :func:`_solve_rows` takes (``components_.T``
     is then C-contiguous, not copied on every transform). One copy at load time."""
     return np.ascontiguousarray(np.asarray(array, dtype=dtype).T).T
+
+
+def _stored_factor(value: Any, name: str, k: int | None = None, what: str = "") -> np.ndarray:
+    """A stored (k, p) word factor at ``arrays/<name>``, checked: a finite 2-D float array, with
+    ``k`` rows when given (``what`` says what fixes k), else a ValueError naming the dataset."""
+    arr = stored_float(value, name, 2)
+    if k is not None and arr.shape[0] != k:
+        raise ValueError(f"arrays/{name} has shape {arr.shape}: {arr.shape[0]} components, but {what} has {k}")
+    return arr
+
+
+def _check_vectorizers(model: Any) -> None:
+    """b-WMF's and x-WMF's vectorisers: each of a language with a word factor, with as many words
+    as the factor has columns."""
+    for lang, vec in model.vectorizers_.items():
+        if lang not in model.components_ or lang == getattr(model, "pivot_language", None):
+            raise ValueError(f"arrays/vectorizers/{lang} is the vectoriser of a language without a word "
+                             f"factor in arrays/components (the model's languages are {model.languages_})")
+        check_vectorizer_width(vec, model.components_[lang].shape[1], f"vectorizers/{lang}",
+                               f"arrays/components/{lang}")
 
 
 def _stored_dtype(dtype, array) -> np.dtype:

@@ -28,6 +28,7 @@ from sklearn.utils._param_validation import StrOptions
 from linxling._validation import check_language, check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
+from linxling.models._base import stored_float
 from linxling.models._estimator import (
     DEPRECATED,
     FLOAT_DTYPE,
@@ -361,7 +362,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         if "dtype" not in params and hasattr(model, "dtype"):
             model.dtype = "float64"       # stored before the model had the parameter: trained in float64
         dtype = np.dtype(getattr(model, "dtype", "float64"))
-        model.vectors_ = {lang: np.asarray(arrays["vectors"][lang], dtype=dtype)
+        model.vectors_ = {lang: np.asarray(stored_float(arrays["vectors"][lang], f"vectors/{lang}", 2), dtype=dtype)
                           for lang in model.languages_}
         for lang in model.languages_:     # the kernels index the table by word: sizes must agree
             V = model.vectors_[lang]
@@ -375,7 +376,8 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         if model._centered:
             if "means" not in arrays:
                 raise ValueError("the file's model has center=True but no arrays/means")
-            model.means_ = {lang: np.asarray(arrays["means"][lang], dtype=dtype) for lang in model.languages_}
+            model.means_ = {lang: np.asarray(stored_float(arrays["means"][lang], f"means/{lang}", 1), dtype=dtype)
+                            for lang in model.languages_}
             for lang, mu in model.means_.items():
                 if mu.shape != (int(model.n_components),):
                     raise ValueError(f"arrays/means/{lang} has shape {mu.shape}, expected "

@@ -36,6 +36,7 @@ from sklearn.utils._param_validation import StrOptions
 from linxling._validation import check_language, check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
+from linxling.models._base import stored_float, stored_languages, stored_words
 from linxling.models._estimator import (
     DEPRECATED,
     FLOAT_DTYPE,
@@ -64,10 +65,6 @@ def procrustes(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         raise ValueError("X and Y have no rows")
     U, _, Vt = np.linalg.svd(X.T @ Y)
     return U @ Vt
-
-
-def _decode(words) -> list[str]:
-    return [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in words]
 
 
 @register_model("BilBOWA")
@@ -496,13 +493,28 @@ class BilBOWA(LinxlingEstimator):
     @classmethod
     def _from_state(cls, params, arrays):
         model = cls._from_params_state(params)
-        model.languages_ = list(params["languages"])
+        model.languages_ = stored_languages(params["languages"])
         model.loss_curve_ = list(params.get("loss_curve", params.get("loss_history", [])))
-        model.words_ = {lang: _decode(arrays["words"][lang]) for lang in model.languages_}
-        model.vectors_ = {lang: np.asarray(arrays["vectors"][lang]) for lang in model.languages_}
+        # checked before use: a crafted or mis-assembled file is a ValueError naming its dataset
+        # (the store names the file), not word lists and vector tables of different lengths
+        d = int(model.n_components)
+        model.vectors_, model.words_ = {}, {}
+        for lang in model.languages_:
+            V = stored_float(arrays["vectors"][lang], f"vectors/{lang}", 2)
+            if V.shape[1] != d:
+                raise ValueError(f"arrays/vectors/{lang} has shape {V.shape}, vectors of dimension {V.shape[1]}, "
+                                 f"but the model has n_components={d}")
+            model.vectors_[lang] = V
+            model.words_[lang] = stored_words(arrays["words"][lang], f"words/{lang}", V.shape[0],
+                                              f"arrays/vectors/{lang} {V.shape}")
         model.n_features_in_ = {lang: len(model.words_[lang]) for lang in model.languages_}
         model.n_seed_pairs_ = dict(params.get("n_seed_pairs", {}))
-        model.mapping_ = {k: np.asarray(v) for k, v in arrays.get("mapping", {}).items()}
+        model.mapping_ = {}
+        for key, R in arrays.get("mapping", {}).items():
+            R = stored_float(R, f"mapping/{key}", 2)
+            if R.shape != (d, d):
+                raise ValueError(f"arrays/mapping/{key} has shape {R.shape}; a mapping is ({d}, {d})")
+            model.mapping_[key] = R
         return model
 
 

@@ -53,6 +53,7 @@ from linxling.models._base import (
     encode_concepts,
     group_by_language,
     rows_times_map,
+    stored_float,
 )
 from linxling.models._estimator import (
     DEVICE,
@@ -1273,7 +1274,8 @@ class Cr5(ConceptEmbeddingMixin):
     def _from_state(cls, params, arrays):
         model = cls._from_params_state(params)
         model._restore_shared(params, arrays)
-        model.eigenvalues_ = np.asarray(arrays["eigenvalues"])
+        # a record of the fit, not used by transform: a 1-D float array (NaN allowed)
+        model.eigenvalues_ = stored_float(arrays["eigenvalues"], "eigenvalues", 1, finite=False)
         model.convergence_ = params.get("convergence", {})
         model.fit_info_ = params.get("fit_info", {})
         return model

@@ -56,6 +56,7 @@ import numpy as np
 
 from linxling._validation import check_language, check_texts
 from linxling.io import register_model
+from linxling.models._base import nested_state, stored_float, stored_words
 from linxling.models._estimator import (
     POSITIVE_INT,
     POSITIVE_REAL,
@@ -268,10 +269,25 @@ class GlossSpace(LinxlingEstimator):
     def _from_state(cls, params, arrays):
         from linxling.models.cr5 import Cr5
         model = cls._from_params_state(params)
-        model.document_model_ = Cr5._from_state(params["document_model"], arrays["document_model"])
+        with nested_state("document_model"):
+            model.document_model_ = Cr5._from_state(params["document_model"], arrays["document_model"])
         model.languages_ = list(model.document_model_.languages_)
-        model.words_ = {lang: [str(w) for w in np.asarray(a).tolist()] for lang, a in arrays["words"].items()}
-        model.vectors_ = {lang: np.asarray(a, dtype=np.float64) for lang, a in arrays["vectors"].items()}
+        # checked before use: a crafted or mis-assembled file is a ValueError naming its dataset
+        # (the store names the file), not word lists and vector tables of different lengths
+        r = model.document_model_.singular_values_.shape[0]
+        for name in ("words", "vectors"):
+            if set(arrays[name]) != set(model.languages_):
+                raise ValueError(f"arrays/{name} holds the languages {sorted(arrays[name])}, but the document "
+                                 f"model has {sorted(model.languages_)}")
+        model.words_, model.vectors_ = {}, {}
+        for lang in model.languages_:
+            V = stored_float(arrays["vectors"][lang], f"vectors/{lang}", 2)
+            if V.shape[1] != r:
+                raise ValueError(f"arrays/vectors/{lang} has shape {V.shape}, vectors of dimension {V.shape[1]}, "
+                                 f"but the document model has {r} components")
+            model.vectors_[lang] = np.asarray(V, dtype=np.float64)
+            model.words_[lang] = stored_words(arrays["words"][lang], f"words/{lang}", V.shape[0],
+                                              f"arrays/vectors/{lang} {V.shape}")
         model.n_described_ = dict(params["n_described"])
         model.info_ = dict(params.get("info", {}))
         model._index = {lang: {w: i for i, w in enumerate(ws)} for lang, ws in model.words_.items()}

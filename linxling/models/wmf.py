@@ -52,15 +52,23 @@ from linxling._validation import check_float_dtype, check_language
 from linxling.io import register_model
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
-from linxling.models._base import vectorizer_from_state, vectorizer_state
+from linxling.models._base import (
+    check_vectorizer_width,
+    stored_float,
+    stored_languages,
+    vectorizer_from_state,
+    vectorizer_state,
+)
 from linxling.models._estimator import as_output, warn_no_known_words
 from linxling.models._wmf_base import (
     _check_languages,
+    _check_vectorizers,
     _factor_layout,
     _kernels,
     _make_vectorizer,
     _solve_rows,
     _stored_dtype,
+    _stored_factor,
     _texts_or_none,
     _WMFParams,
 )
@@ -337,10 +345,18 @@ class WMF(_WMFParams):
     @classmethod
     def _from_state(cls, params, arrays):
         model = cls._from_wmf_state(params, arrays)
-        dtype = _stored_dtype(model.dtype, arrays["components"])
-        model.components_ = _factor_layout(arrays["components"], dtype)
-        model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
+        # checked before use: a crafted or mis-assembled file is a ValueError naming its dataset
+        # (the store names the file), not a model whose transform fails or reads the wrong words
+        C = _stored_factor(arrays["components"], "components")
+        E = stored_float(arrays["embedding"], "embedding", 2)
+        if E.shape[1] != C.shape[0]:
+            raise ValueError(f"arrays/embedding has shape {E.shape} but arrays/components has shape {C.shape}: "
+                             "they must hold the same number of components")
+        dtype = _stored_dtype(model.dtype, C)
+        model.components_ = _factor_layout(C, dtype)
+        model.embedding_ = np.asarray(E, dtype=dtype)
         model.vectorizer_ = vectorizer_from_state(params.get("vectorizer"), arrays.get("vectorizer"))
+        check_vectorizer_width(model.vectorizer_, C.shape[1], "vectorizer", "arrays/components")
         return model
 
 
@@ -500,14 +516,18 @@ class BilingualWMF(_WMFParams):
     @classmethod
     def _from_state(cls, params, arrays):
         model = cls._from_wmf_state(params, arrays)
-        dtype = _stored_dtype(model.dtype, arrays["embedding"])
-        model.languages_ = list(params["languages"])
+        E = stored_float(arrays["embedding"], "embedding", 2)
+        dtype = _stored_dtype(model.dtype, E)
+        model.languages_ = stored_languages(params["languages"])
         # each language's (k, p_l) map laid out as a fit leaves it, the transpose of a C-contiguous
         # (p_l, k) factor, which every transform reads: a C-contiguous map was copied whole to
         # that layout on every call (3.5 ms for one sentence at p_l = 10,000, k = 100, float64)
-        model.components_ = {lang: _factor_layout(arrays["components"][lang], dtype)
-                             for lang in model.languages_}
-        model.embedding_ = np.asarray(arrays["embedding"], dtype=dtype)
+        model.components_ = {
+            lang: _factor_layout(_stored_factor(arrays["components"][lang], f"components/{lang}", E.shape[1],
+                                                f"arrays/embedding {E.shape}"), dtype)
+            for lang in model.languages_}
+        model.embedding_ = np.asarray(E, dtype=dtype)
+        _check_vectorizers(model)
         return model
 
 

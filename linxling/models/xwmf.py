@@ -14,11 +14,14 @@ import scipy.sparse as sp
 from linxling._validation import check_sparse_matrix
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
+from linxling.models._base import nested_state, stored_languages
 from linxling.models._wmf_base import (
     _check_languages,
+    _check_vectorizers,
     _factor_layout,
     _solve_rows,
     _stored_dtype,
+    _stored_factor,
     _texts_or_none,
     _WMFParams,
 )
@@ -239,16 +242,24 @@ class CrossWMF(_WMFParams):
 
     @classmethod
     def _from_state(cls, params, arrays):
-        pivot = WMF._from_state(params["pivot"], arrays["pivot"])
+        with nested_state("pivot"):
+            pivot = WMF._from_state(params["pivot"], arrays["pivot"])
         model = cls._from_wmf_state(params, arrays)
         dtype = _stored_dtype(model.dtype, pivot.components_)
         model.pivot_model_ = pivot
         if "alpha_" not in params:               # files before "auto": the pivot's λ
             model.alpha_ = float(pivot.alpha_)
-        model.languages_ = list(params["languages"])
+        model.languages_ = stored_languages(params["languages"])
+        if model.languages_[0] != model.pivot_language:
+            raise ValueError(f"the file's languages {model.languages_} do not start with its pivot language "
+                             f"{model.pivot_language!r}")
+        k = pivot.components_.shape[0]
         model.components_ = {model.pivot_language: pivot.components_}
         for lang in model.languages_[1:]:
-            model.components_[lang] = _factor_layout(arrays["components"][lang], dtype)
+            C = _stored_factor(arrays["components"][lang], f"components/{lang}", k,
+                               f"the pivot's arrays/pivot/components {pivot.components_.shape}")
+            model.components_[lang] = _factor_layout(C, dtype)
+        _check_vectorizers(model)
         return model
 
 
