@@ -26,7 +26,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _read_lines(path: str) -> tuple[list[str], list[int]]:
-    """Lines of a UTF-8 file (newline stripped) and the 1-based numbers of its empty lines."""
+    """Lines of a UTF-8 file (newline and a leading byte-order mark stripped) and the 1-based
+    numbers of its empty lines."""
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, expected a UTF-8 text file")
     from linxling._progress import progress
@@ -34,6 +35,8 @@ def _read_lines(path: str) -> tuple[list[str], list[int]]:
     empty: list[int] = []
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(progress(fh, desc=f"reading {os.path.basename(path)}", unit=" lines"), 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]         # a UTF-8 byte-order mark (Notepad, Excel): not part of the text
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:

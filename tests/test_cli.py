@@ -513,3 +513,19 @@ def test_evaluate_says_what_it_cannot_score(corpus, capsys):
     assert "candidates have no word" not in err
     assert _run("linxling evaluate m.h5 en en.txt es es.txt --k 1") == 0
     assert "no word of the model's vocabulary" not in capsys.readouterr().err
+
+
+def test_a_byte_order_mark_is_not_text(corpus, capsys):
+    """A file saved with a UTF-8 byte-order mark (Notepad, Excel) fitted a Cr5 of three languages
+    from a two-language TSV ('\\ufeffen' for the first row alone), and search printed the mark in
+    the first document's text; it is stripped, as Python's utf-8-sig does."""
+    rows = [f"{lang}\t{i}\t{t}" for lang, texts in (("en", EN), ("es", ES)) for i, t in enumerate(texts, 1)]
+    (corpus / "c.tsv").write_bytes(b"\xef\xbb\xbf" + ("\n".join(rows) + "\n").encode("utf-8"))
+    assert _run("linxling fit Cr5 --input c.tsv --output m.h5 --n-components 2 --min-df 1") == 0
+    assert linxling.load(corpus / "m.h5").languages_ == ["en", "es"]
+    (corpus / "bom.es.txt").write_bytes(b"\xef\xbb\xbf" + ("\r\n".join(ES) + "\r\n").encode("utf-8"))
+    assert _run("linxling index m.h5 es bom.es.txt i.h5") == 0
+    capsys.readouterr()
+    assert _run("linxling search i.h5 en en.txt --k 1") == 0
+    texts = [ln.split("\t")[4] for ln in capsys.readouterr().out.splitlines()[1:]]
+    assert "\ufeff" not in "".join(texts) and set(texts) <= set(ES)
