@@ -376,7 +376,11 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
 
 def _npy_path(output: str) -> str:
-    return output if output.endswith(".npy") else output + ".npy"
+    """``output`` with ".npy" appended when missing (as numpy.save does); not to an empty path
+    or a folder's ("out/"), which wrote a hidden ".npy" file (the check of the path says why)."""
+    if not output or output.endswith(("/", os.sep, ".npy")):
+        return output
+    return output + ".npy"
 
 
 def _save_npy(output: str, array: Any) -> str:

@@ -529,3 +529,39 @@ def test_a_byte_order_mark_is_not_text(corpus, capsys):
     assert _run("linxling search i.h5 en en.txt --k 1") == 0
     texts = [ln.split("\t")[4] for ln in capsys.readouterr().out.splitlines()[1:]]
     assert "\ufeff" not in "".join(texts) and set(texts) <= set(ES)
+
+
+def test_devices_streams_and_folders_are_not_output_files(corpus, capsys, monkeypatch):
+    """Outputs are written beside their destination and renamed over it: as root, `export ...
+    /dev/stdout` replaced the system's /dev/stdout symbolic link with a regular file (and
+    /dev/null would have gone the same way), `embed ... /dev/stdout` wrote /dev/stdout.npy, and
+    `embed ... ''` or `embed ... out/` wrote a hidden '.npy' file. Each is refused before any work."""
+    import os
+
+    import linxling.cli as cli
+    from linxling.io._store import _check_target
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    os.mkfifo(corpus / "fifo")
+    (corpus / "out").mkdir()
+    capsys.readouterr()
+
+    def no_reading(*_a, **_k):
+        raise AssertionError("an input was read before the output was checked")
+    def no_renaming(*_a, **_k):   # should this test fail, it must not replace /dev/stdout either
+        raise AssertionError("a file was renamed into place")
+    monkeypatch.setattr(cli, "_read_lines", no_reading)
+    monkeypatch.setattr(os, "replace", no_renaming)
+    for line, says in (("linxling export m.h5 es /dev/stdout", "not a regular file to write"),
+                       ("linxling export m.h5 es /dev/null --format npy", "not a regular file to write"),
+                       ("linxling export m.h5 es fifo", "not a regular file to write"),
+                       ("linxling embed m.h5 en en.txt /dev/stdout", "not a regular file to write"),
+                       ("linxling index m.h5 es es.txt /dev/fd/1", "not a regular file to write"),
+                       ("linxling fit WMF --input en.txt --output /dev/null", "not a regular file to write"),
+                       ("linxling embed m.h5 en en.txt ''", "path is empty"),
+                       ("linxling embed m.h5 en en.txt out/", "names a directory")):
+        assert _run(line) == 2, line
+        out, err = capsys.readouterr()
+        assert out == "" and says in err and "Traceback" not in err, (line, err)
+    assert os.path.islink("/dev/stdout") or not os.path.isfile("/dev/stdout")
+    assert not os.path.exists(corpus / ".npy") and os.listdir(corpus / "out") == []
+    assert _check_target(str(corpus / "m.h5")) and _check_target(str(corpus / "new.h5"))
