@@ -274,6 +274,7 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
     params = _fit_params(cls, extra)
     model = cls(**params)
     _check_target(args.output)            # before the fit, not after it
+    _check_not_an_input(args.output, [*args.input, *(i.partition("=")[2] for i in args.input), args.embeddings])
     if entry.input == "concepts":
         if len(args.input) == 1 and "=" not in args.input[0] and args.input[0].endswith((".tsv", ".tab")):
             texts, langs, concepts = read_tsv(args.input[0])
@@ -362,6 +363,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
     from linxling.io._store import _check_target
     _check_target(_npy_path(args.output))
+    _check_not_an_input(_npy_path(args.output), [args.model, args.input])
     m = _load(args.model)
     lines, empty = _read_lines(args.input)
     if empty:  # an empty line is still a document: keep rows aligned with the input, but say so
@@ -381,6 +383,28 @@ def _npy_path(output: str) -> str:
     if not output or output.endswith(("/", os.sep, ".npy")):
         return output
     return output + ".npy"
+
+
+def _check_not_an_input(output: str, inputs: Sequence[str | None]) -> None:
+    """Refuse an output that is one of the command's inputs, before any work: it would be
+    replaced (`linxling index model.h5 es es.txt model.h5` overwrote the model with the index,
+    `fit --input en.txt es.txt --output en.txt` the corpus with the model). A symbolic link at
+    the output is replaced, not written through, so it is no input's file."""
+    try:
+        out = os.lstat(output)
+    except (OSError, ValueError):
+        return                                     # no file there yet (or no such name)
+    import stat
+    if stat.S_ISLNK(out.st_mode):
+        return
+    for path in inputs:
+        try:
+            st = os.stat(path) if path else None
+        except (OSError, ValueError):
+            continue
+        if st is not None and (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            raise ValueError(f"{output}: is also an input of this command ({path}); writing it would "
+                             "replace that input: give another output file")
 
 
 def _save_npy(output: str, array: Any) -> str:
@@ -438,6 +462,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from linxling.io import export_vectors
+    _check_not_an_input(args.output, [args.model])
     m = _load(args.model)
     if not hasattr(m, "word_vectors"):
         raise ValueError(f"{type(m).__name__} has no word vectors to export")
@@ -451,6 +476,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     from linxling.io._store import _check_target
     from linxling.search import Index
     _check_target(args.output)
+    _check_not_an_input(args.output, [args.model, args.collection, args.reference and args.reference[1]])
     m = _load(args.model)
     lines, empty = _read_lines(args.collection)
     if empty:

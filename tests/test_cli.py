@@ -565,3 +565,33 @@ def test_devices_streams_and_folders_are_not_output_files(corpus, capsys, monkey
     assert os.path.islink("/dev/stdout") or not os.path.isfile("/dev/stdout")
     assert not os.path.exists(corpus / ".npy") and os.listdir(corpus / "out") == []
     assert _check_target(str(corpus / "m.h5")) and _check_target(str(corpus / "new.h5"))
+
+
+def test_an_output_that_is_an_input_is_refused(corpus, capsys):
+    """`linxling index model.h5 es es.txt model.h5` replaced the model with the index (whose
+    model_path then named the index itself), and `fit ... --output en.txt` the corpus with the
+    model, after all the work. An output that is one of the command's inputs is refused first."""
+    import os
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    model, corpus_text = (corpus / "m.h5").read_bytes(), (corpus / "en.txt").read_bytes()
+    os.symlink(corpus / "m.h5", corpus / "alias.h5")
+    capsys.readouterr()
+    for line, victim in (("linxling index m.h5 es es.txt m.h5", "m.h5"),
+                         ("linxling index alias.h5 es es.txt m.h5", "m.h5"),
+                         ("linxling index m.h5 es es.txt ./es.txt", "es.txt"),
+                         ("linxling index m.h5 es es.txt i.h5 --reference en en.txt --knn 3", None),
+                         ("linxling index m.h5 es es.txt en.txt --reference en en.txt --knn 3", "en.txt"),
+                         ("linxling embed m.h5 en en.txt m.h5.npy", None),
+                         ("linxling export m.h5 es m.h5", "m.h5"),
+                         ("linxling fit WMF --input en=en.txt --output en.txt --min-df 1 --max-iter 1", "en.txt"),
+                         ("linxling fit BilDRL --input dict.tsv --embeddings m.h5 --output m.h5", "m.h5")):
+        rc = _run(line)
+        out, err = capsys.readouterr()
+        if victim is None:
+            assert rc == 0, (line, err)
+            continue
+        assert rc == 2 and "is also an input of this command" in err and victim in err, (line, err)
+    assert (corpus / "m.h5").read_bytes() == model and (corpus / "en.txt").read_bytes() == corpus_text
+    # a symbolic link at the output is replaced, not written through: no input is lost
+    assert _run("linxling export m.h5 es alias.h5") == 0
+    assert (corpus / "m.h5").read_bytes() == model and not os.path.islink(corpus / "alias.h5")
