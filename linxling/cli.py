@@ -598,6 +598,19 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Say each option's default in its --help line (`search --k`, `index --batch-size` and
+    `demo`'s options did not), unless the help already speaks of it; no default, a flag's False
+    and None are not shown."""
+    for action in parser._actions:
+        default = action.default
+        if (not action.option_strings or default is None or default is False or default is argparse.SUPPRESS
+                or "default" in (action.help or "")):
+            continue
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
+        action.help = (f"{action.help} " if action.help else "") + f"(default: {shown.replace('%', '%%')})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="linxling", description="crosslingual text embeddings")
     parser.add_argument("--version", action="version", version=f"linxling {__version__}")
@@ -700,6 +713,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     b = sub.add_parser("bench", add_help=False,
                        help="run the leaderboard suite (python -m benchmarks); needs a source checkout")
     b.set_defaults(func=_cmd_bench)
+
+    for p in sub.choices.values():
+        _show_defaults(p)
 
     argv = list(sys.argv[1:] if argv is None else argv)
     # global flags are accepted anywhere (before or after the subcommand); `bench` forwards all

@@ -595,3 +595,24 @@ def test_an_output_that_is_an_input_is_refused(corpus, capsys):
     # a symbolic link at the output is replaced, not written through: no input is lost
     assert _run("linxling export m.h5 es alias.h5") == 0
     assert (corpus / "m.h5").read_bytes() == model and not os.path.islink(corpus / "alias.h5")
+
+
+def test_help_says_every_default(capsys):
+    """`search --k`, `index --knn/--batch-size`, `evaluate --k/--similarity/--knn`, `export
+    --format` and every `demo` option had no default in their --help lines."""
+    import re
+    expected = {"search": {"--k": "10", "--similarity": "cosine"},
+                "index": {"--knn": "10", "--batch-size": "10000"},
+                "evaluate": {"--k": "1 5 10", "--similarity": "cosine csls", "--knn": "10"},
+                "export": {"--format": "word2vec"},
+                "demo": {"--languages": "en es ru ar zh", "--n-components": "300", "--alpha": "1.0",
+                         "--test-chapters": "150", "--queries": "1000", "--candidates": "5000",
+                         "--similarity": "csls", "--out": "demo_out", "--seed": "0"}}
+    for name, options in expected.items():
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        text = capsys.readouterr().out
+        for option, default in options.items():
+            block = re.search(rf"\n  {option} (.*?)(?=\n  -|\n\n)", text, re.S)   # its wrapped lines
+            assert block, (name, option, text)
+            assert f"(default: {default})" in " ".join(block.group(1).split()), (name, option, text)
