@@ -482,13 +482,18 @@ def _cmd_index(args: argparse.Namespace) -> int:
     if empty:
         print(f"linxling: {args.collection}: {len(empty)} empty line(s) indexed as empty documents "
               "(they score 0)", file=sys.stderr)
+    if args.reference:   # read and embedded before the collection, not after it (a missing file,
+        ref_lang, ref_path = args.reference          # an unknown language were said after all the work)
+        ref_lines, _ = _read_lines(ref_path)
+        if args.knn > min(len(ref_lines), len(lines)):
+            raise ValueError(f"--knn {args.knn} exceeds the number of lines of --reference {ref_path} "
+                             f"({len(ref_lines)}) or of {args.collection} ({len(lines)}): give a smaller --knn")
+        reference = embed_texts(m, ref_lines, ref_lang)
     index = Index.from_texts(m, lines, args.language, ids=list(range(1, len(lines) + 1)),
                              batch_size=args.batch_size)
     index.model_path = os.path.abspath(args.model)
     if args.reference:
-        ref_lang, ref_path = args.reference
-        ref_lines, _ = _read_lines(ref_path)
-        index.set_reference(embed_texts(m, ref_lines, ref_lang), knn=args.knn)
+        index.set_reference(reference, knn=args.knn)
     index.save(args.output)
     print(f"indexed {len(index)} documents ({args.language}, d = {index.dim}) in {args.output}"
           + (f"; CSLS reference: {len(ref_lines)} {ref_lang} texts" if args.reference else ""))
@@ -500,8 +505,16 @@ def _cmd_search(args: argparse.Namespace) -> int:
     model_path = args.model or index.model_path
     if not model_path:
         raise ValueError(f"{args.index} does not name its model: give --model MODEL.h5")
+    if not args.model and not os.path.exists(model_path):
+        raise ValueError(f"{args.index} was built with the model {model_path}, which is not there (moved or "
+                         "deleted?): give --model MODEL.h5")
+    queries, empty = _read_lines(args.queries)
+    if not queries:      # was: "queries must be a non-empty 2-D array (n, d), got shape (0, d)"
+        raise ValueError(f"{args.queries} has no lines: nothing to search")
+    if empty:            # kept (results are numbered by query line), but said: they score 0
+        print(f"linxling: {args.queries}: {len(empty)} empty line(s) searched as empty queries (they score 0; "
+              f"line {', '.join(map(str, empty[:10]))}{', ...' if len(empty) > 10 else ''})", file=sys.stderr)
     m = _load(model_path)
-    queries, _ = _read_lines(args.queries)
     k = min(args.k, len(index))
     scores, idx = index.search(embed_texts(m, queries, args.language), k, similarity=args.similarity,
                                knn=args.knn)

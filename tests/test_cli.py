@@ -616,3 +616,43 @@ def test_help_says_every_default(capsys):
             block = re.search(rf"\n  {option} (.*?)(?=\n  -|\n\n)", text, re.S)   # its wrapped lines
             assert block, (name, option, text)
             assert f"(default: {default})" in " ".join(block.group(1).split()), (name, option, text)
+
+
+def test_search_and_index_say_what_is_wrong_before_the_work(corpus, capsys, monkeypatch):
+    """index read --reference (a missing file, an unknown language, too few lines for --knn)
+    only after embedding the whole collection; search said 'queries must be a non-empty 2-D
+    array (n, d), got shape (0, 2)' for an empty queries file, scored empty query lines 0 in
+    silence (embed, index and evaluate say so), and 'not a linxling model file' when the index's
+    model had been moved."""
+    import os
+
+    from linxling.search import Index
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    capsys.readouterr()
+
+    def no_indexing(*_a, **_k):
+        raise AssertionError("the collection was embedded before --reference was checked")
+    with monkeypatch.context() as mp:
+        mp.setattr(Index, "from_texts", no_indexing)
+        for line, says in (("--reference en missing.txt", "No such file or directory: 'missing.txt'"),
+                           ("--reference xx en.txt --knn 3", "unknown language 'xx'"),
+                           ("--reference en en.txt", "--knn 10 exceeds the number of lines of --reference en.txt (6)")):
+            assert _run(f"linxling index m.h5 es es.txt i.h5 {line}") == 2, line
+            out, err = capsys.readouterr()
+            assert out == "" and says in err and len(err.splitlines()) == 1, (line, err)
+    assert not (corpus / "i.h5").exists()
+    assert _run("linxling index m.h5 es es.txt i.h5") == 0
+    (corpus / "none.txt").write_text("", encoding="utf-8")
+    (corpus / "q.txt").write_text(f"{EN[0]}\n\n{EN[2]}\n", encoding="utf-8")
+    capsys.readouterr()
+    assert _run("linxling search i.h5 en none.txt") == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "linxling: error: none.txt has no lines: nothing to search\n"
+    assert _run("linxling search i.h5 en q.txt --k 1") == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 4 and "q.txt: 1 empty line(s) searched as empty queries" in err
+    os.rename(corpus / "m.h5", corpus / "moved.h5")
+    assert _run("linxling search i.h5 en q.txt") == 2
+    err = capsys.readouterr().err
+    assert f"i.h5 was built with the model {corpus / 'm.h5'}, which is not there" in err and "--model" in err
+    assert _run("linxling search i.h5 en q.txt --k 1 --model moved.h5") == 0
