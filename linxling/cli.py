@@ -568,11 +568,13 @@ def _fit_help() -> str:
 def _cmd_warmup(args: argparse.Namespace) -> int:
     import time
 
+    from linxling import _registry
     from linxling._progress import set_show_progress
     from linxling._warmup import warmup
     set_show_progress(False)
+    names = [_registry.entry(m).name for m in args.models]    # an unknown name: said before the heading
     t = time.perf_counter()
-    print("compiling and caching the numba kernels of every model (once per machine):")
+    print(f"compiling and caching the numba kernels of {', '.join(names) or 'every model'} (once per machine):")
     warmup(args.models)
     print(f"done in {time.perf_counter() - t:.0f} s; later fits start without compiling")
     return 0

@@ -656,3 +656,10 @@ def test_search_and_index_say_what_is_wrong_before_the_work(corpus, capsys, monk
     err = capsys.readouterr().err
     assert f"i.h5 was built with the model {corpus / 'm.h5'}, which is not there" in err and "--model" in err
     assert _run("linxling search i.h5 en q.txt --k 1 --model moved.h5") == 0
+
+
+def test_warmup_refuses_an_unknown_model_before_its_heading(capsys):
+    """`linxling warmup nope` printed 'compiling ... of every model' on stdout, then the error."""
+    assert main(["warmup", "wmf", "nope"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "unknown model 'nope'" in err
