@@ -462,6 +462,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from linxling.io import export_vectors
+    from linxling.io._store import _check_target
+    _check_target(args.output)            # before the model is read, as fit, embed and index do
     _check_not_an_input(args.output, [args.model])
     m = _load(args.model)
     if not hasattr(m, "word_vectors"):

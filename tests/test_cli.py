@@ -419,7 +419,8 @@ def test_outputs_are_checked_before_any_work(corpus, capsys, monkeypatch):
     monkeypatch.setattr(cli, "_read_lines", no_reading)
     for line in ("linxling fit WMF --input en.txt --output missing/m.h5 --n-components 2",
                  "linxling embed model.h5 en en.txt missing/e",
-                 "linxling index model.h5 es es.txt missing/i.h5"):
+                 "linxling index model.h5 es es.txt missing/i.h5",
+                 "linxling export missing.h5 es missing/v.txt"):
         assert _run(line) == 2, line
         err = capsys.readouterr().err
         assert "linxling: error:" in err and "missing' does not exist" in err, (line, err)
