@@ -26,7 +26,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _read_lines(path: str) -> tuple[list[str], list[int]]:
-    """Lines of a UTF-8 file (newline stripped) and the 1-based numbers of its empty lines."""
+    """Lines of a UTF-8 file (newline and a leading byte-order mark stripped) and the 1-based
+    numbers of its empty lines."""
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, expected a UTF-8 text file")
     from linxling._progress import progress
@@ -34,6 +35,8 @@ def _read_lines(path: str) -> tuple[list[str], list[int]]:
     empty: list[int] = []
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(progress(fh, desc=f"reading {os.path.basename(path)}", unit=" lines"), 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]         # a UTF-8 byte-order mark (Notepad, Excel): not part of the text
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:
@@ -271,6 +274,7 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
     params = _fit_params(cls, extra)
     model = cls(**params)
     _check_target(args.output)            # before the fit, not after it
+    _check_not_an_input(args.output, [*args.input, *(i.partition("=")[2] for i in args.input), args.embeddings])
     if entry.input == "concepts":
         if len(args.input) == 1 and "=" not in args.input[0] and args.input[0].endswith((".tsv", ".tab")):
             texts, langs, concepts = read_tsv(args.input[0])
@@ -359,6 +363,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
     from linxling.io._store import _check_target
     _check_target(_npy_path(args.output))
+    _check_not_an_input(_npy_path(args.output), [args.model, args.input])
     m = _load(args.model)
     lines, empty = _read_lines(args.input)
     if empty:  # an empty line is still a document: keep rows aligned with the input, but say so
@@ -373,7 +378,33 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
 
 def _npy_path(output: str) -> str:
-    return output if output.endswith(".npy") else output + ".npy"
+    """``output`` with ".npy" appended when missing (as numpy.save does); not to an empty path
+    or a folder's ("out/"), which wrote a hidden ".npy" file (the check of the path says why)."""
+    if not output or output.endswith(("/", os.sep, ".npy")):
+        return output
+    return output + ".npy"
+
+
+def _check_not_an_input(output: str, inputs: Sequence[str | None]) -> None:
+    """Refuse an output that is one of the command's inputs, before any work: it would be
+    replaced (`linxling index model.h5 es es.txt model.h5` overwrote the model with the index,
+    `fit --input en.txt es.txt --output en.txt` the corpus with the model). A symbolic link at
+    the output is replaced, not written through, so it is no input's file."""
+    try:
+        out = os.lstat(output)
+    except (OSError, ValueError):
+        return                                     # no file there yet (or no such name)
+    import stat
+    if stat.S_ISLNK(out.st_mode):
+        return
+    for path in inputs:
+        try:
+            st = os.stat(path) if path else None
+        except (OSError, ValueError):
+            continue
+        if st is not None and (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            raise ValueError(f"{output}: is also an input of this command ({path}); writing it would "
+                             "replace that input: give another output file")
 
 
 def _save_npy(output: str, array: Any) -> str:
@@ -431,6 +462,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from linxling.io import export_vectors
+    from linxling.io._store import _check_target
+    _check_target(args.output)            # before the model is read, as fit, embed and index do
+    _check_not_an_input(args.output, [args.model])
     m = _load(args.model)
     if not hasattr(m, "word_vectors"):
         raise ValueError(f"{type(m).__name__} has no word vectors to export")
@@ -444,18 +478,24 @@ def _cmd_index(args: argparse.Namespace) -> int:
     from linxling.io._store import _check_target
     from linxling.search import Index
     _check_target(args.output)
+    _check_not_an_input(args.output, [args.model, args.collection, args.reference and args.reference[1]])
     m = _load(args.model)
     lines, empty = _read_lines(args.collection)
     if empty:
         print(f"linxling: {args.collection}: {len(empty)} empty line(s) indexed as empty documents "
               "(they score 0)", file=sys.stderr)
+    if args.reference:   # read and embedded before the collection, not after it (a missing file,
+        ref_lang, ref_path = args.reference          # an unknown language were said after all the work)
+        ref_lines, _ = _read_lines(ref_path)
+        if args.knn > min(len(ref_lines), len(lines)):
+            raise ValueError(f"--knn {args.knn} exceeds the number of lines of --reference {ref_path} "
+                             f"({len(ref_lines)}) or of {args.collection} ({len(lines)}): give a smaller --knn")
+        reference = embed_texts(m, ref_lines, ref_lang)
     index = Index.from_texts(m, lines, args.language, ids=list(range(1, len(lines) + 1)),
                              batch_size=args.batch_size)
     index.model_path = os.path.abspath(args.model)
     if args.reference:
-        ref_lang, ref_path = args.reference
-        ref_lines, _ = _read_lines(ref_path)
-        index.set_reference(embed_texts(m, ref_lines, ref_lang), knn=args.knn)
+        index.set_reference(reference, knn=args.knn)
     index.save(args.output)
     print(f"indexed {len(index)} documents ({args.language}, d = {index.dim}) in {args.output}"
           + (f"; CSLS reference: {len(ref_lines)} {ref_lang} texts" if args.reference else ""))
@@ -467,8 +507,16 @@ def _cmd_search(args: argparse.Namespace) -> int:
     model_path = args.model or index.model_path
     if not model_path:
         raise ValueError(f"{args.index} does not name its model: give --model MODEL.h5")
+    if not args.model and not os.path.exists(model_path):
+        raise ValueError(f"{args.index} was built with the model {model_path}, which is not there (moved or "
+                         "deleted?): give --model MODEL.h5")
+    queries, empty = _read_lines(args.queries)
+    if not queries:      # was: "queries must be a non-empty 2-D array (n, d), got shape (0, d)"
+        raise ValueError(f"{args.queries} has no lines: nothing to search")
+    if empty:            # kept (results are numbered by query line), but said: they score 0
+        print(f"linxling: {args.queries}: {len(empty)} empty line(s) searched as empty queries (they score 0; "
+              f"line {', '.join(map(str, empty[:10]))}{', ...' if len(empty) > 10 else ''})", file=sys.stderr)
     m = _load(model_path)
-    queries, _ = _read_lines(args.queries)
     k = min(args.k, len(index))
     scores, idx = index.search(embed_texts(m, queries, args.language), k, similarity=args.similarity,
                                knn=args.knn)
@@ -522,11 +570,13 @@ def _fit_help() -> str:
 def _cmd_warmup(args: argparse.Namespace) -> int:
     import time
 
+    from linxling import _registry
     from linxling._progress import set_show_progress
     from linxling._warmup import warmup
     set_show_progress(False)
+    names = [_registry.entry(m).name for m in args.models]    # an unknown name: said before the heading
     t = time.perf_counter()
-    print("compiling and caching the numba kernels of every model (once per machine):")
+    print(f"compiling and caching the numba kernels of {', '.join(names) or 'every model'} (once per machine):")
     warmup(args.models)
     print(f"done in {time.perf_counter() - t:.0f} s; later fits start without compiling")
     return 0
@@ -563,6 +613,19 @@ class _Parser(argparse.ArgumentParser):
             self.epilog = (self.epilog or "") + "\n\n" + self.epilog_more()
             self.epilog_more = None
         return super().format_help()
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Say each option's default in its --help line (`search --k`, `index --batch-size` and
+    `demo`'s options did not), unless the help already speaks of it; no default, a flag's False
+    and None are not shown."""
+    for action in parser._actions:
+        default = action.default
+        if (not action.option_strings or default is None or default is False or default is argparse.SUPPRESS
+                or "default" in (action.help or "")):
+            continue
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
+        action.help = (f"{action.help} " if action.help else "") + f"(default: {shown.replace('%', '%%')})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -667,6 +730,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     b = sub.add_parser("bench", add_help=False,
                        help="run the leaderboard suite (python -m benchmarks); needs a source checkout")
     b.set_defaults(func=_cmd_bench)
+
+    for p in sub.choices.values():
+        _show_defaults(p)
 
     argv = list(sys.argv[1:] if argv is None else argv)
     # global flags are accepted anywhere (before or after the subcommand); `bench` forwards all

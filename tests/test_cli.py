@@ -419,7 +419,8 @@ def test_outputs_are_checked_before_any_work(corpus, capsys, monkeypatch):
     monkeypatch.setattr(cli, "_read_lines", no_reading)
     for line in ("linxling fit WMF --input en.txt --output missing/m.h5 --n-components 2",
                  "linxling embed model.h5 en en.txt missing/e",
-                 "linxling index model.h5 es es.txt missing/i.h5"):
+                 "linxling index model.h5 es es.txt missing/i.h5",
+                 "linxling export missing.h5 es missing/v.txt"):
         assert _run(line) == 2, line
         err = capsys.readouterr().err
         assert "linxling: error:" in err and "missing' does not exist" in err, (line, err)
@@ -513,3 +514,153 @@ def test_evaluate_says_what_it_cannot_score(corpus, capsys):
     assert "candidates have no word" not in err
     assert _run("linxling evaluate m.h5 en en.txt es es.txt --k 1") == 0
     assert "no word of the model's vocabulary" not in capsys.readouterr().err
+
+
+def test_a_byte_order_mark_is_not_text(corpus, capsys):
+    """A file saved with a UTF-8 byte-order mark (Notepad, Excel) fitted a Cr5 of three languages
+    from a two-language TSV ('\\ufeffen' for the first row alone), and search printed the mark in
+    the first document's text; it is stripped, as Python's utf-8-sig does."""
+    rows = [f"{lang}\t{i}\t{t}" for lang, texts in (("en", EN), ("es", ES)) for i, t in enumerate(texts, 1)]
+    (corpus / "c.tsv").write_bytes(b"\xef\xbb\xbf" + ("\n".join(rows) + "\n").encode("utf-8"))
+    assert _run("linxling fit Cr5 --input c.tsv --output m.h5 --n-components 2 --min-df 1") == 0
+    assert linxling.load(corpus / "m.h5").languages_ == ["en", "es"]
+    (corpus / "bom.es.txt").write_bytes(b"\xef\xbb\xbf" + ("\r\n".join(ES) + "\r\n").encode("utf-8"))
+    assert _run("linxling index m.h5 es bom.es.txt i.h5") == 0
+    capsys.readouterr()
+    assert _run("linxling search i.h5 en en.txt --k 1") == 0
+    texts = [ln.split("\t")[4] for ln in capsys.readouterr().out.splitlines()[1:]]
+    assert "\ufeff" not in "".join(texts) and set(texts) <= set(ES)
+
+
+def test_devices_streams_and_folders_are_not_output_files(corpus, capsys, monkeypatch):
+    """Outputs are written beside their destination and renamed over it: as root, `export ...
+    /dev/stdout` replaced the system's /dev/stdout symbolic link with a regular file (and
+    /dev/null would have gone the same way), `embed ... /dev/stdout` wrote /dev/stdout.npy, and
+    `embed ... ''` or `embed ... out/` wrote a hidden '.npy' file. Each is refused before any work."""
+    import os
+
+    import linxling.cli as cli
+    from linxling.io._store import _check_target
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    os.mkfifo(corpus / "fifo")
+    (corpus / "out").mkdir()
+    capsys.readouterr()
+
+    def no_reading(*_a, **_k):
+        raise AssertionError("an input was read before the output was checked")
+    def no_renaming(*_a, **_k):   # should this test fail, it must not replace /dev/stdout either
+        raise AssertionError("a file was renamed into place")
+    monkeypatch.setattr(cli, "_read_lines", no_reading)
+    monkeypatch.setattr(os, "replace", no_renaming)
+    for line, says in (("linxling export m.h5 es /dev/stdout", "not a regular file to write"),
+                       ("linxling export m.h5 es /dev/null --format npy", "not a regular file to write"),
+                       ("linxling export m.h5 es fifo", "not a regular file to write"),
+                       ("linxling embed m.h5 en en.txt /dev/stdout", "not a regular file to write"),
+                       ("linxling index m.h5 es es.txt /dev/fd/1", "not a regular file to write"),
+                       ("linxling fit WMF --input en.txt --output /dev/null", "not a regular file to write"),
+                       ("linxling embed m.h5 en en.txt ''", "path is empty"),
+                       ("linxling embed m.h5 en en.txt out/", "names a directory")):
+        assert _run(line) == 2, line
+        out, err = capsys.readouterr()
+        assert out == "" and says in err and "Traceback" not in err, (line, err)
+    assert os.path.islink("/dev/stdout") or not os.path.isfile("/dev/stdout")
+    assert not os.path.exists(corpus / ".npy") and os.listdir(corpus / "out") == []
+    assert _check_target(str(corpus / "m.h5")) and _check_target(str(corpus / "new.h5"))
+
+
+def test_an_output_that_is_an_input_is_refused(corpus, capsys):
+    """`linxling index model.h5 es es.txt model.h5` replaced the model with the index (whose
+    model_path then named the index itself), and `fit ... --output en.txt` the corpus with the
+    model, after all the work. An output that is one of the command's inputs is refused first."""
+    import os
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    model, corpus_text = (corpus / "m.h5").read_bytes(), (corpus / "en.txt").read_bytes()
+    os.symlink(corpus / "m.h5", corpus / "alias.h5")
+    capsys.readouterr()
+    for line, victim in (("linxling index m.h5 es es.txt m.h5", "m.h5"),
+                         ("linxling index alias.h5 es es.txt m.h5", "m.h5"),
+                         ("linxling index m.h5 es es.txt ./es.txt", "es.txt"),
+                         ("linxling index m.h5 es es.txt i.h5 --reference en en.txt --knn 3", None),
+                         ("linxling index m.h5 es es.txt en.txt --reference en en.txt --knn 3", "en.txt"),
+                         ("linxling embed m.h5 en en.txt m.h5.npy", None),
+                         ("linxling export m.h5 es m.h5", "m.h5"),
+                         ("linxling fit WMF --input en=en.txt --output en.txt --min-df 1 --max-iter 1", "en.txt"),
+                         ("linxling fit BilDRL --input dict.tsv --embeddings m.h5 --output m.h5", "m.h5")):
+        rc = _run(line)
+        out, err = capsys.readouterr()
+        if victim is None:
+            assert rc == 0, (line, err)
+            continue
+        assert rc == 2 and "is also an input of this command" in err and victim in err, (line, err)
+    assert (corpus / "m.h5").read_bytes() == model and (corpus / "en.txt").read_bytes() == corpus_text
+    # a symbolic link at the output is replaced, not written through: no input is lost
+    assert _run("linxling export m.h5 es alias.h5") == 0
+    assert (corpus / "m.h5").read_bytes() == model and not os.path.islink(corpus / "alias.h5")
+
+
+def test_help_says_every_default(capsys):
+    """`search --k`, `index --knn/--batch-size`, `evaluate --k/--similarity/--knn`, `export
+    --format` and every `demo` option had no default in their --help lines."""
+    import re
+    expected = {"search": {"--k": "10", "--similarity": "cosine"},
+                "index": {"--knn": "10", "--batch-size": "10000"},
+                "evaluate": {"--k": "1 5 10", "--similarity": "cosine csls", "--knn": "10"},
+                "export": {"--format": "word2vec"},
+                "demo": {"--languages": "en es ru ar zh", "--n-components": "300", "--alpha": "1.0",
+                         "--test-chapters": "150", "--queries": "1000", "--candidates": "5000",
+                         "--similarity": "csls", "--out": "demo_out", "--seed": "0"}}
+    for name, options in expected.items():
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        text = capsys.readouterr().out
+        for option, default in options.items():
+            block = re.search(rf"\n  {option} (.*?)(?=\n  -|\n\n)", text, re.S)   # its wrapped lines
+            assert block, (name, option, text)
+            assert f"(default: {default})" in " ".join(block.group(1).split()), (name, option, text)
+
+
+def test_search_and_index_say_what_is_wrong_before_the_work(corpus, capsys, monkeypatch):
+    """index read --reference (a missing file, an unknown language, too few lines for --knn)
+    only after embedding the whole collection; search said 'queries must be a non-empty 2-D
+    array (n, d), got shape (0, 2)' for an empty queries file, scored empty query lines 0 in
+    silence (embed, index and evaluate say so), and 'not a linxling model file' when the index's
+    model had been moved."""
+    import os
+
+    from linxling.search import Index
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    capsys.readouterr()
+
+    def no_indexing(*_a, **_k):
+        raise AssertionError("the collection was embedded before --reference was checked")
+    with monkeypatch.context() as mp:
+        mp.setattr(Index, "from_texts", no_indexing)
+        for line, says in (("--reference en missing.txt", "No such file or directory: 'missing.txt'"),
+                           ("--reference xx en.txt --knn 3", "unknown language 'xx'"),
+                           ("--reference en en.txt", "--knn 10 exceeds the number of lines of --reference en.txt (6)")):
+            assert _run(f"linxling index m.h5 es es.txt i.h5 {line}") == 2, line
+            out, err = capsys.readouterr()
+            assert out == "" and says in err and len(err.splitlines()) == 1, (line, err)
+    assert not (corpus / "i.h5").exists()
+    assert _run("linxling index m.h5 es es.txt i.h5") == 0
+    (corpus / "none.txt").write_text("", encoding="utf-8")
+    (corpus / "q.txt").write_text(f"{EN[0]}\n\n{EN[2]}\n", encoding="utf-8")
+    capsys.readouterr()
+    assert _run("linxling search i.h5 en none.txt") == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "linxling: error: none.txt has no lines: nothing to search\n"
+    assert _run("linxling search i.h5 en q.txt --k 1") == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 4 and "q.txt: 1 empty line(s) searched as empty queries" in err
+    os.rename(corpus / "m.h5", corpus / "moved.h5")
+    assert _run("linxling search i.h5 en q.txt") == 2
+    err = capsys.readouterr().err
+    assert f"i.h5 was built with the model {corpus / 'm.h5'}, which is not there" in err and "--model" in err
+    assert _run("linxling search i.h5 en q.txt --k 1 --model moved.h5") == 0
+
+
+def test_warmup_refuses_an_unknown_model_before_its_heading(capsys):
+    """`linxling warmup nope` printed 'compiling ... of every model' on stdout, then the error."""
+    assert main(["warmup", "wmf", "nope"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "unknown model 'nope'" in err

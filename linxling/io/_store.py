@@ -365,7 +365,9 @@ def _verify_header(path: str) -> bool:
 def _check_target(path: str) -> str:
     """The destination of a save or an export, checked: not empty, not a directory (nor a name
     ending in a separator), in an existing directory, not a read-only file. A symbolic link at
-    ``path`` is replaced by the new file (its target is left alone)."""
+    ``path`` is replaced by the new file (its target is left alone). A device, FIFO or socket,
+    and any path in /dev or /proc (/dev/stdout, /dev/null), is refused: renaming a file over it
+    would replace it."""
     path = os.fsdecode(path)                 # a bytes path as the file system decodes it
     if not path:
         raise ValueError("path is empty: give the file to write, e.g. 'model.h5'")
@@ -374,6 +376,15 @@ def _check_target(path: str) -> str:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(2, f"directory {directory!r} does not exist", path)
+    # The file is written beside its destination and renamed over it, which would replace a
+    # device, a FIFO or /dev/stdout (a symbolic link) with a regular file: as root, `export ...
+    # /dev/stdout` replaced the system's /dev/stdout and `... /dev/null` its /dev/null.
+    real_dir = os.path.realpath(directory)
+    if (os.path.exists(path) and not os.path.isfile(path)) or real_dir in ("/dev", "/proc") \
+            or real_dir.startswith("/proc/"):
+        raise ValueError(f"{path}: not a regular file to write (a device, FIFO, socket or stream such as "
+                         "/dev/stdout or /dev/null): linxling writes a file beside it and renames it into "
+                         "place; give the path of a file")
     if os.path.isfile(path) and not os.path.islink(path) and not os.stat(path).st_mode & 0o222:
         raise PermissionError(13, "the file is read-only; it was left as it is (make it writable "
                                   "to replace it, or write elsewhere)", path)
