@@ -258,13 +258,8 @@ def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
 # as a ModelFormatError naming the file.
 
 def _corpus_pair(n=60, vocab=40, seed=0):
-    rng = np.random.default_rng(seed)
-    en, de = [], []
-    for _ in range(n):
-        ids = rng.integers(0, vocab, size=rng.integers(4, 9))
-        en.append(" ".join(f"w{i}" for i in ids))
-        de.append(" ".join(f"v{i}" for i in ids))
-    return en, de
+    from tests.test_contract import _corpus
+    return _corpus(n, vocab, seed)
 
 
 @pytest.fixture(scope="module")

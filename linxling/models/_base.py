@@ -22,7 +22,8 @@ from linxling.text._vectorize import check_unicode
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "classes_from_state",
            "classes_state", "encode_concepts", "group_by_language", "nested_state", "rows_times_map",
-           "stored_float", "stored_languages", "stored_words", "check_vectorizer_width", "vectorizers_state",
+           "stored_float", "stored_languages", "stored_word_table", "stored_words", "check_vectorizer_width",
+           "vectorizers_state",
            "vectorizers_from_state", "vectorizer_from_state", "vectorizer_state"]
 
 
@@ -363,6 +364,18 @@ def stored_words(value: Any, name: str, n: int | None = None, what: str = "") ->
     if len(set(words)) != len(words):
         raise ValueError(f"arrays/{name} lists a word more than once")
     return words
+
+
+def stored_word_table(arrays: dict, lang: str, d: int, dim_from: str) -> tuple[np.ndarray, list[str]]:
+    """One language's word vectors and words read from a model file (``arrays["vectors"][lang]``,
+    ``arrays["words"][lang]``), checked: finite 2-D float vectors of dimension ``d`` (``dim_from``
+    says what fixes it), one distinct word per row; else a ValueError naming the dataset."""
+    V = stored_float(arrays["vectors"][lang], f"vectors/{lang}", 2)
+    if V.shape[1] != d:
+        raise ValueError(f"arrays/vectors/{lang} has shape {V.shape}, vectors of dimension {V.shape[1]}, "
+                         f"but {dim_from}")
+    words = stored_words(arrays["words"][lang], f"words/{lang}", V.shape[0], f"arrays/vectors/{lang} {V.shape}")
+    return V, words
 
 
 def check_vectorizer_width(vec: Any, p: int, name: str, matrix: str) -> None:

@@ -36,7 +36,7 @@ from sklearn.utils._param_validation import StrOptions
 from linxling._validation import check_language, check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
-from linxling.models._base import stored_float, stored_languages, stored_words
+from linxling.models._base import stored_float, stored_languages, stored_word_table
 from linxling.models._estimator import (
     DEPRECATED,
     FLOAT_DTYPE,
@@ -500,13 +500,8 @@ class BilBOWA(LinxlingEstimator):
         d = int(model.n_components)
         model.vectors_, model.words_ = {}, {}
         for lang in model.languages_:
-            V = stored_float(arrays["vectors"][lang], f"vectors/{lang}", 2)
-            if V.shape[1] != d:
-                raise ValueError(f"arrays/vectors/{lang} has shape {V.shape}, vectors of dimension {V.shape[1]}, "
-                                 f"but the model has n_components={d}")
-            model.vectors_[lang] = V
-            model.words_[lang] = stored_words(arrays["words"][lang], f"words/{lang}", V.shape[0],
-                                              f"arrays/vectors/{lang} {V.shape}")
+            model.vectors_[lang], model.words_[lang] = stored_word_table(arrays, lang, d,
+                                                                         f"the model has n_components={d}")
         model.n_features_in_ = {lang: len(model.words_[lang]) for lang in model.languages_}
         model.n_seed_pairs_ = dict(params.get("n_seed_pairs", {}))
         model.mapping_ = {}

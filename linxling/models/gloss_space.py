@@ -56,7 +56,7 @@ import numpy as np
 
 from linxling._validation import check_language, check_texts
 from linxling.io import register_model
-from linxling.models._base import nested_state, stored_float, stored_words
+from linxling.models._base import nested_state, stored_word_table
 from linxling.models._estimator import (
     POSITIVE_INT,
     POSITIVE_REAL,
@@ -281,13 +281,8 @@ class GlossSpace(LinxlingEstimator):
                                  f"model has {sorted(model.languages_)}")
         model.words_, model.vectors_ = {}, {}
         for lang in model.languages_:
-            V = stored_float(arrays["vectors"][lang], f"vectors/{lang}", 2)
-            if V.shape[1] != r:
-                raise ValueError(f"arrays/vectors/{lang} has shape {V.shape}, vectors of dimension {V.shape[1]}, "
-                                 f"but the document model has {r} components")
+            V, model.words_[lang] = stored_word_table(arrays, lang, r, f"the document model has {r} components")
             model.vectors_[lang] = np.asarray(V, dtype=np.float64)
-            model.words_[lang] = stored_words(arrays["words"][lang], f"words/{lang}", V.shape[0],
-                                              f"arrays/vectors/{lang} {V.shape}")
         model.n_described_ = dict(params["n_described"])
         model.info_ = dict(params.get("info", {}))
         model._index = {lang: {w: i for i, w in enumerate(ws)} for lang, ws in model.words_.items()}
