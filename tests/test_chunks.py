@@ -22,6 +22,7 @@ def _corpus(n=120, m=45, seed=0, dtype=np.float64):
     return sentence_matrix(n, m, seed=seed, dtype=dtype, density=0.12, empty_row=7, empty_col=3)
 
 
+@pytest.mark.filterwarnings("ignore:write_chunks. memory_budget:UserWarning")   # a tiny budget on purpose: many passes
 def test_write_and_read_round_trip(tmp_path):
     X = _corpus()
     C = write_chunks(tmp_path / "c.h5", X, chunk_rows=17, memory_budget=400)
@@ -127,6 +128,7 @@ def test_write_errors(tmp_path):
     assert not list(tmp_path.glob(".*.tmp")) and not (tmp_path / "nodir").exists()
 
 
+@pytest.mark.filterwarnings("ignore:write_chunks. memory_budget:UserWarning")   # a tiny budget on purpose: many passes
 @pytest.mark.parametrize("solver", ["cg", "cholesky"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_wmf_streaming_equals_in_memory(tmp_path, solver, dtype):
@@ -445,4 +447,19 @@ def test_a_corpus_file_name_given_for_texts_says_how_to_open_it(tmp_path):
         BiCVM().fit({"en": str(existing), "de": ["a b"]})
     with pytest.raises(TypeError, match=r"got a single str; wrap it in a list$"):
         WMF().fit("hello world")
+
+
+def test_a_budget_that_makes_the_transpose_read_the_corpus_many_times_warns(tmp_path):
+    """memory_budget="1K" wrote Xᵀ in one pass over the corpus per few columns, in silence (on a
+    large vocabulary it looked like a hang); more than 16 passes now warn, and the file is right."""
+    import warnings
+
+    from linxling.io import ChunkedCSR, write_chunks
+    X = sp.random(300, 120, density=0.1, format="csr", random_state=0)
+    with pytest.warns(UserWarning, match=r"writing Xᵀ reads the corpus \d+ times"):
+        write_chunks(tmp_path / "a.h5", X, memory_budget="1K")
+    np.testing.assert_array_equal(ChunkedCSR(tmp_path / "a.h5", "XT").to_csr().toarray(), X.T.toarray())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_chunks(tmp_path / "b.h5", X)                      # the default budget: one pass
 

@@ -121,6 +121,7 @@ def test_row_chunks_of_no_rows_are_left_out(client):
     _same(got.embedding_, ref.embedding_, 1e-10)
     assert got.dask_info_["row_blocks"] == 3
 
+@pytest.mark.filterwarnings("ignore:write_chunks. memory_budget:UserWarning")   # a tiny budget on purpose
 def test_chunked_corpus_on_the_cluster(client, tmp_path):
     X = _corpus(seed=4)
     Y = _corpus(m=40, seed=5)

@@ -17,6 +17,7 @@ block's nonzeros bounded by ``memory_budget``.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from linxling._memory import parse_budget
+from linxling._warnings import find_stack_level
 
 __all__ = ["ChunkedCSR", "write_chunks"]
 
@@ -297,7 +299,8 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
     transpose : bool, default True
         Also write Xᵀ (group ``"XT"``), which the word half-steps of WMF stream.
     memory_budget : int or str, optional
-        Bytes (or a size such as ``"512M"``) of nonzeros gathered at a time while transposing (default 256 MiB).
+        Bytes (or a size such as ``"512M"``) of nonzeros gathered at a time while transposing (default 256 MiB):
+        one pass over the corpus per such block; a budget given that takes more than 16 passes warns.
     overwrite : bool, default False
 
     Returns
@@ -348,7 +351,7 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
             src = ChunkedCSR(tmp, "X")
             with h5py.File(tmp, "a") as fh:
                 _write_transpose(fh.create_group("XT"), src, dtype,
-                                 memory_budget or 256 * 2 ** 20, chunk_rows)
+                                 memory_budget or 256 * 2 ** 20, chunk_rows, warn_passes=memory_budget is not None)
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -432,7 +435,14 @@ def _split_columns(indptr: np.ndarray, c0: int, c1: int, max_nnz: int, max_cols:
     return bounds
 
 
-def _write_transpose(g, src: ChunkedCSR, dtype, budget: int, chunk_rows: int | None) -> None:
+#: :func:`write_chunks` warns when a ``memory_budget`` it was given makes the transpose read the
+#: corpus more than this many times (the default budget, 256 MiB, does not warn: a corpus of 165M
+#: nonzeros takes it 20-25 passes)
+TRANSPOSE_PASSES_WARN = 16
+
+
+def _write_transpose(g, src: ChunkedCSR, dtype, budget: int, chunk_rows: int | None, *,
+                     warn_passes: bool = False) -> None:
     """Write src ᵀ as row chunks: count per column, then gather column blocks within ``budget``
     (one pass over the corpus per block), each block stored as chunks of at most ``chunk_rows``
     rows (default: about ``_DEFAULT_CHUNK_BYTES`` each), so that a large budget means fewer passes,
@@ -445,6 +455,12 @@ def _write_transpose(g, src: ChunkedCSR, dtype, budget: int, chunk_rows: int | N
     per_nz = 4 + np.dtype(dtype).itemsize + 8          # indices, data, and the COO row index
     max_nnz = max(1, budget // (2 * per_nz))
     gather = _split_columns(indptr, 0, m, max_nnz, None)
+    passes = len(gather) - 1
+    if warn_passes and passes > TRANSPOSE_PASSES_WARN:   # a budget given far below the corpus: slow, so said
+        warnings.warn(f"write_chunks: memory_budget={budget:,} bytes gathers {max_nnz:,} nonzeros at a time, so "
+                      f"writing Xᵀ reads the corpus {passes} times ({int(indptr[-1]):,} nonzeros); a larger "
+                      "memory_budget means fewer passes (transpose=False skips Xᵀ)", UserWarning,
+                      stacklevel=find_stack_level())
     chunk_nnz = max(1, min(max_nnz, _DEFAULT_CHUNK_BYTES // (4 + np.dtype(dtype).itemsize)))
     bounds = [0]
     for c0, c1 in zip(gather[:-1], gather[1:], strict=True):
