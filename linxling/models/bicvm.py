@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils._param_validation import StrOptions
 
-from linxling._validation import check_language, check_texts
+from linxling._validation import check_language, check_language_keys, check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._base import stored_float
@@ -99,11 +99,10 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
             if len(pair) < 2 or (self._max_languages and len(pair) != 2):
                 need = "exactly 2" if self._max_languages else "at least 2"
                 raise ValueError(f"{where} must hold {need} languages, got {sorted(pair)}")
+            check_language_keys(pair, where)
             n = None
             clean = {}
             for lang, texts in pair.items():
-                if not isinstance(lang, str) or not lang.strip():
-                    raise TypeError(f"{where} has a language key {lang!r} that is not a non-empty str")
                 texts = check_texts(texts, f"{where}[{lang!r}]")
                 if n is None:
                     n = len(texts)
