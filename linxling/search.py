@@ -125,6 +125,11 @@ class Index:
     vectors_ : ndarray (n_documents, d), unit rows
     reference_radii_ : ndarray (n_documents,) or None
         ``r_c`` of CSLS from :meth:`set_reference`; None until then.
+    reference_ : ndarray (n_reference, d), unit rows, or None
+        The reference vectors of :meth:`set_reference` (saved with the index), against which
+        :meth:`add` takes the new documents' radii.
+
+    Documents are added with :meth:`add` / :meth:`add_texts` and removed with :meth:`remove`.
     """
 
     def __init__(self, vectors: Any, ids: Sequence | None = None, *, texts: Sequence[str] | None = None,
@@ -138,15 +143,7 @@ class Index:
         if texts is not None:
             texts = check_texts(texts, "texts")       # None or a single string: refused, not str()'d
         if ids is not None:
-            if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
-                raise TypeError(f"ids must be a sequence of labels, one per document, got {type(ids).__name__}")
-            ids = list(ids)
-            first: dict[str, int] = {}
-            for j, label in enumerate(ids):           # labels are stored as str: compared so
-                at = first.setdefault(str(label), j)
-                if at != j:
-                    raise ValueError(f"ids[{j}] = {label!r} repeats ids[{at}]: each document needs its own "
-                                     "label (search_ids could not tell them apart)")
+            ids = _check_ids(ids)
         for name, seq in (("ids", ids), ("texts", texts)):
             if seq is not None and len(seq) != n:
                 raise ValueError(f"{name} has {len(seq)} items but vectors has {n} rows")
@@ -155,7 +152,9 @@ class Index:
         self.language = language
         self.reference_radii_: np.ndarray | None = None
         self.reference_knn_: int | None = None
+        self.reference_: np.ndarray | None = None
         self.model_path: str | None = None
+        self._spare: np.ndarray | None = None      # see add: vectors_ is its first rows
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -186,6 +185,126 @@ class Index:
     def __len__(self) -> int:
         return int(self.vectors_.shape[0])
 
+    # ------------------------------------------------------------------ adding and removing
+    @numba_serialised
+    def add(self, vectors: Any, ids: Sequence | None = None, *, texts: Sequence[str] | None = None
+            ) -> Index:
+        """Append documents (their rows normalised as at construction); returns the index.
+
+        An index built with ``ids`` needs ``ids`` for the new documents, none already in it; one
+        built without takes none (its new documents are the next row numbers). The same holds
+        for ``texts``. With a CSLS reference (:meth:`set_reference`), the new documents' radii
+        are taken against the same reference vectors, so searches give what an index built from
+        all the documents at once gives. Every check runs before anything changes: a refused
+        call leaves the index as it was.
+
+        The rows are kept with spare room (half the index again), so that adding documents a
+        few at a time costs amortised O(rows added), not a copy of the whole index per call.
+        Not safe while another thread searches the same index.
+        """
+        V = _unit_rows(vectors, "vectors", self.vectors_.dtype)
+        self._check_dim(V, "vectors")
+        m, n = V.shape[0], len(self)
+        if (ids is None) != (self.ids is None):
+            raise ValueError("ids: the index has ids, so the new documents need theirs (one label each)"
+                             if ids is None else
+                             "ids: the index was built without ids (its documents are row numbers), so "
+                             "new documents cannot have labels; build it with ids to label documents")
+        if ids is not None:
+            ids = _check_ids(ids, existing=self.ids)
+        if texts is not None:
+            texts = check_texts(texts, "texts")
+        if (texts is None) != (self.texts is None):
+            raise ValueError("texts: the index keeps its documents' texts, so the new documents need theirs"
+                             if texts is None else
+                             "texts: the index was built without texts, so it cannot keep the new ones")
+        for name, seq in (("ids", ids), ("texts", texts)):
+            if seq is not None and len(seq) != m:
+                raise ValueError(f"{name} has {len(seq)} items but vectors has {m} rows")
+        radii = None
+        if self.reference_radii_ is not None:
+            if self.reference_ is None:
+                raise ValueError("this index has CSLS reference radii but not the reference vectors they "
+                                 "were taken from (a file saved by a linxling without Index.add), so the "
+                                 "new documents' radii cannot be taken: call set_reference again, "
+                                 "then add")
+            from linxling.evaluate._retrieval import _csls_radii_numpy
+            radii = _csls_radii_numpy(V, self.reference_, int(self.reference_knn_ or 10),
+                                      min(m, self._radii_block(self.reference_.shape[0])))[0]
+        # every check passed: now change the index
+        spare = self._spare
+        if spare is None or spare.shape[0] < n + m or not np.shares_memory(spare, self.vectors_):
+            spare = np.empty((n + m + (n + m) // 2, self.dim), dtype=self.vectors_.dtype)
+            spare[:n] = self.vectors_
+        spare[n:n + m] = V
+        self._spare = spare
+        self.vectors_ = spare[:n + m]
+        if radii is not None and self.reference_radii_ is not None:
+            self.reference_radii_ = np.concatenate([self.reference_radii_,
+                                                    np.asarray(radii, dtype=self.vectors_.dtype)])
+        if ids is not None and self.ids is not None:
+            self.ids = list(self.ids) + ids
+        if texts is not None and self.texts is not None:
+            self.texts = list(self.texts) + texts
+        return self
+
+    def add_texts(self, model: Any, texts: Sequence[str], *, ids: Sequence | None = None,
+                  batch_size: int = 10_000, show_progress: bool | None = None) -> Index:
+        """Embed ``texts`` of the index's language with a fitted linxling model (the one the index
+        was built with) and :meth:`add` them, with the texts when the index keeps texts."""
+        if self.language is None:
+            raise ValueError("the index has no language: embed the texts yourself and call add(vectors)")
+        new = Index.from_texts(model, texts, self.language, ids=ids, keep_texts=self.texts is not None,
+                               batch_size=batch_size, dtype=self.vectors_.dtype,
+                               show_progress=show_progress)
+        if new.dim != self.dim:
+            raise ValueError(f"model embeds in dimension {new.dim}, the index holds dimension {self.dim}: "
+                             "add texts with the model the index was built with")
+        # from_texts normalised the rows already; add normalises unit rows to themselves
+        return self.add(new.vectors_, ids=new.ids, texts=new.texts)
+
+    def remove(self, ids: Sequence) -> Index:
+        """Remove documents: by their labels when the index has ``ids``, else by row number (the
+        rows after a removed one then move up). An unknown label or row, or one given twice, is
+        an error and nothing is removed; so is removing every document. Returns the index."""
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+            raise TypeError(f"ids must be a sequence of {'labels' if self.ids is not None else 'row numbers'}, "
+                            f"got {type(ids).__name__}")
+        wanted = list(ids)
+        n = len(self)
+        if self.ids is not None:
+            row_of = {str(label): j for j, label in enumerate(self.ids)}
+            rows = []
+            for i, label in enumerate(wanted):
+                if str(label) not in row_of:
+                    raise ValueError(f"ids[{i}] = {label!r} is not in the index")
+                rows.append(row_of[str(label)])
+        else:
+            rows = []
+            for i, r in enumerate(wanted):
+                if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or not 0 <= r < n:
+                    raise ValueError(f"ids[{i}] = {r!r} is not a row of the index (0 .. {n - 1}); an index "
+                                     "without ids removes documents by row number")
+                rows.append(int(r))
+        seen: dict[int, int] = {}
+        for i, r in enumerate(rows):
+            at = seen.setdefault(r, i)
+            if at != i:
+                raise ValueError(f"ids[{i}] = {wanted[i]!r} repeats ids[{at}]")
+        if len(seen) == n:
+            raise ValueError("remove would leave the index empty; build a new index instead")
+        keep = np.ones(n, dtype=bool)
+        keep[rows] = False
+        self.vectors_ = np.ascontiguousarray(self.vectors_[keep])
+        self._spare = None
+        if self.reference_radii_ is not None:
+            self.reference_radii_ = self.reference_radii_[keep]
+        if self.ids is not None:
+            self.ids = [label for label, k in zip(self.ids, keep, strict=True) if k]
+        if self.texts is not None:
+            self.texts = [t for t, k in zip(self.texts, keep, strict=True) if k]
+        return self
+
     @property
     def dim(self) -> int:
         return int(self.vectors_.shape[1])
@@ -198,11 +317,14 @@ class Index:
         from linxling.evaluate._retrieval import _csls_radii_numpy
         R = _unit_rows(vectors, "vectors", self.vectors_.dtype)
         self._check_dim(R, "reference vectors")
-        knn = self._check_knn(knn, R.shape[0])
+        knn = check_int(knn, "knn")
+        if knn > R.shape[0]:               # the index may hold fewer documents yet (add)
+            raise ValueError(f"knn={knn} exceeds the number of reference vectors ({R.shape[0]})")
         bs = check_int(block_size, "block_size") if block_size is not None else self._radii_block(R.shape[0])
         r_docs, _ = _csls_radii_numpy(self.vectors_, R, knn, bs)
         self.reference_radii_ = np.asarray(r_docs, dtype=self.vectors_.dtype)
         self.reference_knn_ = knn
+        self.reference_ = R                  # kept: add takes new documents' radii against it
         return self
 
     # ------------------------------------------------------------------ search
@@ -359,6 +481,8 @@ class Index:
             arrays["texts"] = np.array(self.texts, dtype=object)
         if self.reference_radii_ is not None:
             arrays["reference_radii"] = self.reference_radii_
+            if self.reference_ is not None:
+                arrays["reference"] = self.reference_
         return params, arrays
 
     @classmethod
@@ -402,6 +526,8 @@ class Index:
             raise ValueError(f"the index's model_path is {obj.model_path!r}, not a str")
         obj.reference_knn_ = params.get("reference_knn")
         obj.reference_radii_ = None
+        obj.reference_ = None
+        obj._spare = None
         if "reference_radii" in arrays:
             r = np.asarray(arrays["reference_radii"])
             if r.shape != (n,) or r.dtype.kind != "f" or not np.all(np.isfinite(r)):
@@ -411,7 +537,36 @@ class Index:
             if isinstance(knn, bool) or not isinstance(knn, int) or knn < 1:
                 raise ValueError(f"the index's reference_knn is {knn!r}, not a positive int")
             obj.reference_radii_ = np.asarray(r, dtype=obj.vectors_.dtype)
+            if "reference" in arrays:              # files before Index.add kept the radii only
+                R = np.asarray(arrays["reference"])
+                if (R.ndim != 2 or R.shape[1] != V.shape[1] or R.shape[0] < knn or R.dtype.kind != "f"
+                        or not np.all(np.isfinite(R))):
+                    raise ValueError(f"arrays/reference has shape {R.shape} and dtype {R.dtype}; the index "
+                                     f"needs at least reference_knn = {knn} finite rows of dimension "
+                                     f"{V.shape[1]}")
+                obj.reference_ = np.ascontiguousarray(R, dtype=obj.vectors_.dtype)
         return obj
+
+
+def _check_ids(ids: Any, existing: Sequence | None = None) -> list:
+    """``ids`` as a list of labels, none repeated (labels are stored as their ``str``, so compared
+    so) and none among ``existing``; a TypeError / ValueError naming ``ids`` otherwise."""
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        raise TypeError(f"ids must be a sequence of labels, one per document, got {type(ids).__name__}")
+    ids = list(ids)
+    first: dict[str, int] = {}
+    for j, label in enumerate(ids):
+        at = first.setdefault(str(label), j)
+        if at != j:
+            raise ValueError(f"ids[{j}] = {label!r} repeats ids[{at}]: each document needs its own "
+                             "label (search_ids could not tell them apart)")
+    if existing is not None:
+        for j, label in enumerate(existing):
+            if str(label) in first:
+                at = first[str(label)]
+                raise ValueError(f"ids[{at}] = {ids[at]!r} is already in the index (row {j}): each "
+                                 "document needs its own label; remove the old one first to replace it")
+    return ids
 
 
 def _int_labels(ids: Sequence) -> np.ndarray | None:

@@ -412,6 +412,10 @@ def _crafted_index(tmp_path, params, arrays):
     ({"reference_knn": 2}, {"reference_radii": np.ones(5)}, r"reference_radii has shape \(5,\)"),
     ({"reference_knn": None}, {"reference_radii": np.ones(3)}, "reference_knn is None"),
     ({"language": 5}, {}, "language is 5, not a str"),
+    ({"reference_knn": 2}, {"reference_radii": np.ones(3), "reference": np.ones((4, 2))},
+     r"arrays/reference has shape \(4, 2\)"),
+    ({"reference_knn": 2}, {"reference_radii": np.ones(3), "reference": np.ones((1, 3))},
+     r"at least reference_knn = 2 finite rows"),
 ])
 def test_an_inconsistent_index_file_is_refused_naming_it(tmp_path, params, arrays, msg):
     """A crafted index file loaded and then failed at its first search (IndexError, 'not
@@ -421,3 +425,141 @@ def test_an_inconsistent_index_file_is_refused_naming_it(tmp_path, params, array
     with pytest.raises(ModelFormatError, match=msg) as err:
         Index.load(path)
     assert str(path) in str(err.value)
+
+
+def _same_search(a, b, Q, k=5, knn=5, exact=False):
+    for sim in ("cosine", "csls"):
+        sa, ia = a.search(Q, k=k, similarity=sim, knn=knn)
+        sb, ib = b.search(Q, k=k, similarity=sim, knn=knn)
+        np.testing.assert_array_equal(ia, ib)
+        if exact:
+            np.testing.assert_array_equal(sa, sb)
+        else:   # the radii of added rows come from other GEMM blocks: equal to rounding
+            np.testing.assert_allclose(sa, sb, rtol=1e-12, atol=1e-12)
+
+
+def test_add_in_pieces_equals_an_index_of_everything(data):
+    """An index grown by add (one row, then batches), with ids, texts and a CSLS reference,
+    searches as the index built from all the documents at once."""
+    Q, C, R = data
+    ids = [f"d{j}" for j in range(len(C))]
+    texts = [f"text {j}" for j in range(len(C))]
+    whole = Index(C, ids=ids, texts=texts, dtype=np.float64).set_reference(R, knn=5)
+    grown = Index(C[:1], ids=ids[:1], texts=texts[:1], dtype=np.float64).set_reference(R, knn=5)
+    for a, b in [(1, 2), (2, 30), (30, 31), (31, 900), (900, len(C))]:
+        assert grown.add(C[a:b], ids=ids[a:b], texts=texts[a:b]) is grown
+    assert len(grown) == len(C) and grown.ids == ids and grown.texts == texts
+    np.testing.assert_allclose(grown.reference_radii_, whole.reference_radii_, rtol=1e-13, atol=1e-13)
+    _same_search(whole, grown, Q)
+    assert grown.search_ids(Q[:3], k=2)[1] == whole.search_ids(Q[:3], k=2)[1]
+    plain = Index(C[:10], dtype=np.float64).add(C[10:])        # no ids: the next row numbers
+    _same_search(Index(C, dtype=np.float64), plain, Q, exact=True)
+
+
+def test_add_keeps_spare_room_and_earlier_views_intact(data):
+    """Adding a row at a time does not copy the whole index per call (the rows live in a block
+    with spare room); a view of vectors_ taken earlier keeps its rows."""
+    _, C, _ = data
+    index = Index(C[:100], dtype=np.float64)
+    first = index.vectors_
+    copies = 0
+    for j in range(100, 400):
+        before = index.vectors_
+        index.add(C[j:j + 1])
+        copies += not np.shares_memory(before, index.vectors_)
+    assert copies <= 5, copies                 # growth by half the size: a handful of copies
+    np.testing.assert_array_equal(first, Index(C[:100], dtype=np.float64).vectors_)
+    np.testing.assert_array_equal(index.vectors_, Index(C[:400], dtype=np.float64).vectors_)
+
+
+def test_a_grown_index_saves_and_adds_after_loading(data, tmp_path):
+    Q, C, R = data
+    ids = list(range(len(C)))
+    index = Index(C[:500], ids=ids[:500], language="es").set_reference(R, knn=5).add(C[500:800], ids=ids[500:800])
+    index.save(tmp_path / "i.h5")
+    back = Index.load(tmp_path / "i.h5")
+    np.testing.assert_array_equal(back.reference_, index.reference_)
+    back.add(C[800:], ids=ids[800:])
+    index.add(C[800:], ids=ids[800:])
+    _same_search(index, back, Q, exact=True)
+    assert back.ids == ids
+
+
+def test_add_refuses_what_does_not_fit_and_changes_nothing(data):
+    Q, C, R = data
+    index = Index(C[:50], ids=[f"d{j}" for j in range(50)], texts=["t"] * 50,
+                  dtype=np.float64).set_reference(R, knn=5)
+    snapshot = (index.vectors_.copy(), list(index.ids), list(index.texts), index.reference_radii_.copy())
+    bad = [
+        (dict(vectors=C[50:52], ids=None, texts=["a", "b"]), ValueError, "the index has ids"),
+        (dict(vectors=C[50:52], ids=["x", "y"], texts=None), ValueError, "keeps its documents' texts"),
+        (dict(vectors=C[50:52], ids=["x", "d3"], texts=["a", "b"]), ValueError,
+         r"ids\[1\] = 'd3' is already in the index \(row 3\)"),
+        (dict(vectors=C[50:52], ids=["x", "x"], texts=["a", "b"]), ValueError, r"ids\[1\] = 'x' repeats"),
+        (dict(vectors=C[50:52], ids=["x"], texts=["a", "b"]), ValueError, "ids has 1 items but vectors has 2"),
+        (dict(vectors=C[50:52, :8], ids=["x", "y"], texts=["a", "b"]), ValueError, "dimension 8, the index 16"),
+        (dict(vectors=np.array([[np.nan] * 16]), ids=["x"], texts=["a"]), ValueError, "NaN"),
+        (dict(vectors=C[50:52], ids=["x", "y"], texts=["a", None]), TypeError, r"texts\[1\]"),
+    ]
+    for kwargs, exc, msg in bad:
+        with pytest.raises(exc, match=msg):
+            index.add(kwargs.pop("vectors"), **kwargs)
+        np.testing.assert_array_equal(index.vectors_, snapshot[0])
+        assert index.ids == snapshot[1] and index.texts == snapshot[2]
+        np.testing.assert_array_equal(index.reference_radii_, snapshot[3])
+    with pytest.raises(ValueError, match="built without ids"):
+        Index(C[:5]).add(C[5:6], ids=["a"])
+    with pytest.raises(ValueError, match="built without texts"):
+        Index(C[:5]).add(C[5:6], texts=["a"])
+    old = Index(C[:50], dtype=np.float64).set_reference(R, knn=5)
+    old.reference_ = None                  # as loaded from a file saved before add existed
+    with pytest.raises(ValueError, match="call set_reference again"):
+        old.add(C[50:51])
+
+
+def test_remove_equals_an_index_without_those_documents(data):
+    Q, C, R = data
+    ids = [f"d{j}" for j in range(len(C))]
+    gone = [5, 0, 1999, 700]
+    keep = [j for j in range(len(C)) if j not in gone]
+    index = Index(C, ids=ids, texts=ids, dtype=np.float64).set_reference(R, knn=5)
+    assert index.remove([ids[j] for j in gone]) is index
+    rebuilt = Index(C[keep], ids=[ids[j] for j in keep], texts=[ids[j] for j in keep],
+                    dtype=np.float64).set_reference(R, knn=5)
+    assert index.ids == rebuilt.ids and index.texts == rebuilt.texts
+    _same_search(index, rebuilt, Q)
+    index.add(C[gone[:1]], ids=["d5"], texts=["d5"])          # a removed label may come back
+    assert index.ids[-1] == "d5"
+    plain = Index(C[:10], dtype=np.float64).remove([0, 9])    # no ids: row numbers
+    np.testing.assert_array_equal(plain.vectors_, Index(C[1:9], dtype=np.float64).vectors_)
+
+
+def test_remove_refuses_unknown_repeated_or_all_and_changes_nothing(data):
+    _, C, _ = data
+    index = Index(C[:4], ids=[10, 11, 12, 13])
+    before = index.vectors_.copy()
+    for wanted, msg in [([11, 99], r"ids\[1\] = 99 is not in the index"), ([11, 11], r"ids\[1\] = 11 repeats"),
+                        ([10, 11, 12, 13], "leave the index empty")]:
+        with pytest.raises(ValueError, match=msg):
+            index.remove(wanted)
+        np.testing.assert_array_equal(index.vectors_, before)
+        assert index.ids == [10, 11, 12, 13]
+    with pytest.raises(TypeError, match="ids must be a sequence of labels"):
+        index.remove(11)
+    for bad in ([4], [-1], [True], ["0"]):
+        with pytest.raises(ValueError, match="not a row of the index"):
+            Index(C[:4]).remove(bad)
+
+
+def test_add_texts_embeds_with_the_model():
+    import linxling
+    X = ["the cat sat", "a dog ran", "the dog sat", "a cat ran"] * 5
+    Y = ["le chat", "un chien", "le chien", "un chat"] * 5
+    m = linxling.CLLSI(n_components=2, random_state=0).fit(X + Y, ["en"] * 20 + ["fr"] * 20, list(range(20)) * 2)
+    index = Index.from_texts(m, ["le chat", "un chien"], "fr", ids=["a", "b"])
+    index.add_texts(m, ["le chien"], ids=["c"])
+    whole = Index.from_texts(m, ["le chat", "un chien", "le chien"], "fr", ids=["a", "b", "c"])
+    np.testing.assert_array_equal(index.vectors_, whole.vectors_)
+    assert index.texts == whole.texts and index.ids == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="the index has no language"):
+        Index(index.vectors_).add_texts(m, ["le chat"])
