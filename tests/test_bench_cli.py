@@ -19,10 +19,16 @@ def no_work(monkeypatch):
     must return before the work."""
     import subprocess
 
-    def refuse(*a, **k):
-        raise AssertionError(f"started a process: {a[0] if a else k}")
+    def guard(original):
+        def refuse(*a, **k):
+            argv = a[0] if a else k.get("args", ())
+            argv = [argv] if isinstance(argv, str) else list(argv)
+            if any(sys.executable == str(x) or "benchmarks" in str(x) for x in argv):
+                raise AssertionError(f"started a benchmark process: {argv}")
+            return original(*a, **k)       # e.g. platform's `uname -p` at import
+        return refuse
     for name in ("call", "run", "Popen", "check_call", "check_output"):
-        monkeypatch.setattr(subprocess, name, refuse)
+        monkeypatch.setattr(subprocess, name, guard(getattr(subprocess, name)))
 
 
 def test_make_bench_driver_has_help_and_refuses_unknown_arguments(no_work, capsys):
@@ -39,3 +45,63 @@ def test_make_bench_driver_has_help_and_refuses_unknown_arguments(no_work, capsy
         run.main(["--quick"])
     assert exc.value.code == 2
     assert "unrecognized arguments: --quick" in capsys.readouterr().err
+
+
+def _readme_commands() -> list[str]:
+    """Every ``python -m benchmarks...`` / ``python benchmarks/....py`` command that
+    benchmarks/README.md shows, in inline code or in a code block, on one line."""
+    import re
+    text = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    start = r"(?:sudo )?(?:[A-Z_]+=\S+ )*(?:\.venv/bin/)?python3? (?:-m benchmarks[\w.]*|benchmarks/\w+\.py)"
+    cmds = [" ".join(m.group(1).split()) for m in re.finditer(rf"`({start}[^`]*)`", text)]
+    for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split("  #")[0]
+            if re.search(start, line):
+                cmds.append(" ".join(line.split()))
+    return sorted(set(cmds))
+
+
+#: the README's placeholders, replaced by a value of the option's type
+PLACEHOLDERS = {"S": "0", "K": "1000", "T": "1", "W": "1", "B": "100", "OUT": "out", "...": "x"}
+#: shown as a name, not as a command to run (a command group: `run` or `prepare` follows)
+MENTIONS = {"python -m benchmarks.gpu"}
+
+
+def test_every_command_in_the_benchmarks_readme_is_accepted_by_its_parser(no_work, monkeypatch, capsys):
+    """benchmarks/README.md showed ``bench_bildrl --bilbowa-components 100``, an option renamed
+    ``--space-components`` since: the command as written stopped with a usage error. Each command
+    is parsed by its module's own argument parser (and stops there: nothing is run)."""
+    import argparse
+    import importlib
+    import inspect
+    import shlex
+
+    class Parsed(Exception):
+        pass
+    parse = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        parse(self, args, namespace)
+        raise Parsed
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    cmds = _readme_commands()
+    assert len(cmds) > 40 and "python -m benchmarks --quick" in cmds
+    failed = []
+    for cmd in cmds:
+        if cmd in MENTIONS:
+            continue
+        toks = shlex.split(cmd.replace("[...]", "").replace("[", "").replace("]", ""))
+        toks = toks[next(i for i, t in enumerate(toks) if t.split("/")[-1].startswith("python")) + 1:]
+        module, args = (toks[1], toks[2:]) if toks[0] == "-m" else (toks[0][:-3].replace("/", "."), toks[1:])
+        args = [PLACEHOLDERS.get(a, a) for a in args]
+        main = importlib.import_module("benchmarks.suite" if module == "benchmarks" else module).main
+        monkeypatch.setattr(sys, "argv", [module, *args])
+        try:
+            main(args) if inspect.signature(main).parameters else main()
+            failed.append(f"{cmd}: ran without parsing its arguments")
+        except Parsed:
+            pass
+        except SystemExit as exc:
+            failed.append(f"{cmd}: exit {exc.code}: {capsys.readouterr().err.strip().splitlines()[-1:]}")
+    assert not failed, "\n".join(failed)
