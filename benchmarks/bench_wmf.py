@@ -329,7 +329,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", choices=["speed", "defaults", "quality", "all"], default="all")
     ap.add_argument("--quick", action="store_true", help="small sizes, for checking the script")
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     res = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     res["machine"] = machine()
     if args.part in ("speed", "all"):

@@ -105,3 +105,60 @@ def test_every_command_in_the_benchmarks_readme_is_accepted_by_its_parser(no_wor
         except SystemExit as exc:
             failed.append(f"{cmd}: exit {exc.code}: {capsys.readouterr().err.strip().splitlines()[-1:]}")
     assert not failed, "\n".join(failed)
+
+
+def _runnable_modules() -> list[str]:
+    """The benchmark modules that are commands (``if __name__ == "__main__"``), and the suite."""
+    return ["benchmarks.suite"] + sorted(
+        f"benchmarks.{f.stem}" for f in (ROOT / "benchmarks").glob("*.py")
+        if 'if __name__ == "__main__"' in f.read_text(encoding="utf-8"))
+
+
+def _parsers(monkeypatch, module: str):
+    """The argument parser that ``module``'s main builds, and its subcommands' parsers (caught
+    at ``parse_args``: nothing is run)."""
+    import argparse
+    import importlib
+    import inspect
+
+    class Built(Exception):
+        pass
+
+    def catch(self, args=None, namespace=None):
+        raise Built(self)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", catch)
+    main = importlib.import_module(module).main
+    monkeypatch.setattr(sys, "argv", [module])
+    try:
+        main([]) if inspect.signature(main).parameters else main()
+    except Built as exc:
+        parser = exc.args[0]
+    else:
+        raise AssertionError(f"{module}.main did not parse arguments")
+    parsers = [parser]
+    for p in parsers:
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                parsers += list(dict.fromkeys(a.choices.values()))
+    return parsers
+
+
+def test_every_option_with_a_default_shows_it_in_help(no_work, monkeypatch):
+    """Most modules' ``--help`` listed options such as ``--part {machine,wmf,cr5,all}`` or
+    ``--concepts CONCEPTS`` without their defaults, so a user could not tell what a plain run
+    does."""
+    import argparse
+    modules = _runnable_modules()
+    assert {"benchmarks.floor", "benchmarks.gpu", "benchmarks.run", "benchmarks.bench_cr5"} <= set(modules)
+    silent = []
+    for module in modules:
+        for parser in _parsers(monkeypatch, module):
+            text = parser.format_help()          # every help string formats
+            for a in parser._actions:
+                if (a.option_strings and a.default not in (None, False, argparse.SUPPRESS)
+                        and not isinstance(a, argparse._HelpAction)):
+                    if "default" not in (a.help or "").lower():
+                        silent.append(f"{parser.prog} {'/'.join(a.option_strings)} (default {a.default!r})")
+                    else:
+                        assert "default" in text.lower()
+    assert not silent, "options whose --help does not give their default:\n" + "\n".join(silent)

@@ -215,7 +215,8 @@ def main(argv=None, prog: str = "python -m benchmarks") -> int:
     p.add_argument("--resume", action="store_true",
                    help="keep the per-method results already in --out that were run with the same config")
     p.add_argument("--list", action="store_true", help="print the registered methods and the tasks, and exit")
-    a = p.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    a = show_defaults(p).parse_args(argv)
     from benchmarks.suite import methods as _registers  # noqa: F401  (fills METHODS)
     from benchmarks.suite.registry import METHODS
     from benchmarks.suite.tasks import TASKS
