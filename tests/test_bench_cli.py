@@ -162,3 +162,30 @@ def test_every_option_with_a_default_shows_it_in_help(no_work, monkeypatch):
                     else:
                         assert "default" in text.lower()
     assert not silent, "options whose --help does not give their default:\n" + "\n".join(silent)
+
+
+def test_bench_wmf_interrupted_while_writing_keeps_the_previous_results(monkeypatch, tmp_path):
+    """bench_wmf reads its results file back and adds the parts it ran: an interruption while
+    writing it left a truncated wmf.json, and every later run then failed on reading it."""
+    import json
+    import pathlib
+
+    from benchmarks import bench_wmf
+    results, section = tmp_path / "wmf.json", tmp_path / "wmf_section.md"
+    results.write_text('{"speed": {"old": 1}}', encoding="utf-8")
+    section.write_text("old section\n", encoding="utf-8")
+    monkeypatch.setattr(bench_wmf, "RESULTS", results)
+    monkeypatch.setattr(bench_wmf, "README", section)
+    monkeypatch.setattr(bench_wmf, "bench_defaults", lambda quick: {"new": 2})
+    write_text = pathlib.Path.write_text
+
+    def interrupted(self, data, *a, **k):        # half the text reaches the file, then Ctrl-C
+        write_text(self, data[:len(data) // 2], *a, **k)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(pathlib.Path, "write_text", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        bench_wmf.main(["--part", "defaults"])
+    monkeypatch.undo()
+    assert json.loads(results.read_text(encoding="utf-8")) == {"speed": {"old": 1}}
+    assert section.read_text(encoding="utf-8") == "old section\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wmf.json", "wmf_section.md"]
