@@ -189,7 +189,8 @@ def main(argv=None):
     ap.add_argument("--no-cpp", action="store_true", help="run ours only")
     ap.add_argument("--validation", action="store_true",
                     help="score on 1,000 pairs carved from the training pairs (tuning), not the test")
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from benchmarks._machine import machine
     params = {k: v for k, v in (("margin", args.margin), ("learning_rate", args.learning_rate),

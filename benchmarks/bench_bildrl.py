@@ -439,7 +439,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--lexicon", action="store_true",
                     help="bilbowa: also align the Wikt3l training translation pairs; mapped: add them to the seed")
     ap.add_argument("--fr-gloss-words", type=int, default=100_000)
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
 
     from linxling.models.bildrl import BilDRL
 

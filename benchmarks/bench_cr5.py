@@ -413,7 +413,8 @@ def main():
     c.add_argument("--chapters", type=int, default=150, help="validation chapters taken from the training split")
     c.add_argument("--settings", nargs="+", choices=sorted(CLASSIFY_SETTINGS), default=["default", "2026-11-25"])
     c.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    args = ap.parse_args()
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args()
     {"main": cmd_main, "classify": cmd_classify, "tolerance": cmd_tolerance, "scaling": cmd_scaling,
      "scale20": cmd_scale20, "solvers": cmd_solvers}[args.cmd](args)
 

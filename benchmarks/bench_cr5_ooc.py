@@ -198,7 +198,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--cr5", default="{}", help='more Cr5 arguments as JSON, e.g. '
                     '\'{"eig_space": "features", "eig_method": "lobpcg"}\'')
     ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     cr5 = json.loads(args.cr5)
     workdir = Path(args.workdir)
     from benchmarks.wiki_synth import PAPER_SIZES

@@ -75,7 +75,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--workdir", default="/tmp/linxling_dask_cr5", help="HDF5 corpus files (--source disk)")
     ap.add_argument("--chunk-rows", type=int, default=2048, help="rows per stored chunk (--source disk)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_cr5.json"))
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     # the in-memory corpus travels once inside the graph (da.from_array; docs/scale.md says why):
     # distributed's "Sending large graph" warning, twice per fit, is expected here
     warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)

@@ -110,7 +110,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--workdir", default="/tmp/linxling_dask_limits", help="HDF5 corpus files (--source disk)")
     ap.add_argument("--read-mib", type=float, default=16, help="MiB of stored chunks a task reads (--source disk)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dask_limits.json"))
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     import dask
     from distributed import Client, LocalCluster
 

@@ -173,7 +173,8 @@ def main(argv=None) -> dict:
     p.add_argument("--threads", type=int, default=1, help="threads per worker")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(p).parse_args(argv)
     from benchmarks._machine import machine
     X = sp.vstack([make_block(i, b, args.words, args.median_nnz, args.seed)
                    for i, b in enumerate(block_sizes(args.rows, args.block))], format="csr")

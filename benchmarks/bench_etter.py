@@ -402,7 +402,8 @@ def main(argv=None):
     ap.add_argument("--publish", action="store_true",
                     help="curves: also write benchmarks/etter_rank_curves.png (tracked)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="rank: CompressTree seeds")
-    a = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    a = show_defaults(ap).parse_args(argv)
     RESULTS.mkdir(exist_ok=True)
     if a.what == "curves":
         run_curves(a.n_train or 20000, a.n_test, a.epochs or 5, a.lr, a.base, RESULTS,

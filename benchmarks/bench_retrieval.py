@@ -49,7 +49,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--d", type=int, default=300)
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--repeats", type=int, default=2)
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     retrieval(*data(500, 8, args.dtype), similarity="csls")       # compile the kernels first
     out = {"machine": machine(), "d": args.d, "dtype": args.dtype, "runs": []}
     for n in args.n:

@@ -100,7 +100,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--budget", default="384M")
     ap.add_argument("--file", default="/tmp/linxling_ooc.h5")
     ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     if args.child:
         child(args.child[0], args.file, args.k, args.iterations, args.budget, args.child[1])
         return {}

@@ -39,6 +39,7 @@ from linxling.kernels import als  # noqa: E402
 from linxling.models.wmf import WMF, BilingualWMF  # noqa: E402
 from linxling.models.xwmf import CrossWMF  # noqa: E402
 from benchmarks._machine import machine  # noqa: E402
+from benchmarks.suite import write_atomic  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "wmf.json"
 README = ROOT / "benchmarks" / "results" / "wmf_section.md"
@@ -322,14 +323,15 @@ def write_readme(res: dict) -> None:
             lines.append(f"| {name} | {' | '.join(cells)} | {mres['fit_s']:.0f} s |")
         lines += ["", "In parentheses: with negative cosines set to 0, as the paper does. "
                   "Paper (STS 2016 es-en, Pearson): b-WMF 0.78, x-WMF 0.80.", ""]
-    README.write_text("\n".join(lines) + "\n")
+    write_atomic(README, "\n".join(lines) + "\n")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", choices=["speed", "defaults", "quality", "all"], default="all")
     ap.add_argument("--quick", action="store_true", help="small sizes, for checking the script")
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     res = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     res["machine"] = machine()
     if args.part in ("speed", "all"):
@@ -342,7 +344,8 @@ def main(argv=None):
         res["quality"] = bench_quality(args.quick)
         res["quality"]["quick"] = args.quick
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(res, indent=1, default=float))
+    # whole or not at all: the next run reads this file back and adds its parts to it
+    write_atomic(RESULTS, json.dumps(res, indent=1, default=float))
     write_readme(res)
     print(f"wrote {RESULTS} and {README}")
 

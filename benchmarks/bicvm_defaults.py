@@ -159,7 +159,8 @@ def main(argv=None):
     ap.add_argument("--disjoint", action="store_true",
                     help="--plus: each pair trains on its own part of the verses (the paper's setting)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "bicvm_defaults.jsonl"))
-    a = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    a = show_defaults(ap).parse_args(argv)
     from linxling import BiCVM
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     if a.plus:

@@ -80,7 +80,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--shuffle-documents", action="store_true",
                     help="list the second language's documents (with their concept ids) in a random "
                          "order, as real corpora do: the concept of a row is then not its row number")
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
 
     from benchmarks.wiki_synth import wiki_corpus
     from linxling import Cr5

@@ -608,7 +608,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--constants", default=None,
                     help="reuse the machine constants of an earlier output (its machine_constants) "
                          "instead of measuring them (e.g. while the machine is busy)")
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     runs = json.loads(Path(args.runs).read_text())
     per_file = file_bytes(runs, args.languages_in_runs)
     measured: dict = {}

@@ -122,7 +122,8 @@ def main(argv=None):
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "etter_defaults.jsonl"))
     ap.add_argument("--leaderboard", action="store_true",
                     help="the leaderboard's setting: six languages, validation verses of its split")
-    a = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    a = show_defaults(ap).parse_args(argv)
     if a.leaderboard:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         return leaderboard_check(a.dim, a.epochs, a.grid, a.out, a.seed)

@@ -983,7 +983,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="small sizes: exercise the code in seconds")
     ap.add_argument("--out", default=str(OUT), help="directory for floor.json and floor.md")
     ap.add_argument("--cache", default=None, help=".npz of the Cr5 corpus (read if present, else written)")
-    a = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    a = show_defaults(ap).parse_args(argv)
     out_dir = Path(a.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     from benchmarks._machine import machine

@@ -1005,7 +1005,8 @@ def main(argv=None) -> int:
     q = sub.add_parser("prepare", help="write the verse inputs and the 2-core CPU reference")
     q.add_argument("--inputs", default=str(INPUTS))
     q.add_argument("--no-cpu-fit", action="store_true", help="only the inputs, no CPU reference fit")
-    args = p.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(p).parse_args(argv)
     return cmd_run(args) if args.cmd == "run" else cmd_prepare(args)
 
 

@@ -246,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fused", action="store_true", help="count the CG as FUSED_CG runs it on CuPy")
     ap.add_argument("--inputs", default=str(ROOT / "benchmarks" / "results" / "gpu_inputs"))
     ap.add_argument("--out", default=str(OUT))
-    args = ap.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    args = show_defaults(ap).parse_args(argv)
     if args.toy:
         problem = _toy()
     else:

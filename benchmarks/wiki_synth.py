@@ -288,7 +288,8 @@ def main(argv=None):
     p.add_argument("--languages", type=int, default=2)
     p.add_argument("--vocab", type=int, default=200_000)
     p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args(argv)
+    from benchmarks._cli import show_defaults
+    a = show_defaults(p).parse_args(argv)
     t = time.perf_counter()
     blocks, _ = wiki_corpus(a.concepts, n_languages=a.languages, vocab_size=a.vocab, seed=a.seed)
     dt = time.perf_counter() - t

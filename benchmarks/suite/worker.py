@@ -1,6 +1,7 @@
 """Fit one method and run every task on it, in this (fresh) process; writes one JSON file.
 
-``python -m benchmarks.suite.worker METHOD CONFIG_JSON OUT_JSON`` (called by the runner).
+``python -m benchmarks.suite.worker METHOD CONFIG_JSON OUT_JSON [TASKS_JSON]`` (called by the
+runner; TASKS_JSON: the names of the tasks to run, default all).
 Fit time is wall-clock around ``Method.fit``; memory is the process's peak RSS
 (``getrusage``) at the end of the fit minus its RSS just before the fit (data already loaded),
 and the process's peak RSS itself.
@@ -39,7 +40,13 @@ def load_data(cfg):
                      "languages": list(cfg.languages)}}
 
 
-def run_method(name: str, cfg) -> dict:
+#: the cell of a task left out by ``--tasks``
+NOT_RUN = "not run: --tasks"
+
+
+def run_method(name: str, cfg, tasks=None) -> dict:
+    """Fit ``name`` and run ``tasks`` (default: every task) on it; the tasks left out are
+    recorded as not applicable with :data:`NOT_RUN`, and the ones run under ``tasks_run``."""
     import threadpoolctl
 
     from benchmarks.suite.registry import NotApplicable, get_method
@@ -48,7 +55,7 @@ def run_method(name: str, cfg) -> dict:
     data = load_data(cfg)
     out = {"method": name, "description": method.description, "data": data["info"], "tasks": {},
            "config": cfg.to_dict(), "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "load_before_fit": list(os.getloadavg())}
+           "load_before_fit": list(os.getloadavg()), "tasks_run": [t for t in TASKS if tasks is None or t in tasks]}
     with threadpoolctl.threadpool_limits(1, "blas"):
         rss0 = current_rss()
         t0 = time.perf_counter()
@@ -59,6 +66,9 @@ def run_method(name: str, cfg) -> dict:
         out["process_peak_bytes"] = _peak()
         for tname, task in TASKS.items():
             t1 = time.perf_counter()
+            if tname not in out["tasks_run"]:
+                out["tasks"][tname] = {"na": NOT_RUN}
+                continue
             if tname in method.not_applicable:
                 out["tasks"][tname] = {"na": method.not_applicable[tname]}
                 continue
@@ -79,12 +89,12 @@ def run_method(name: str, cfg) -> dict:
 def main(argv=None) -> int:
     from benchmarks.suite.config import Config
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 3:
-        print("usage: python -m benchmarks.suite.worker METHOD CONFIG_JSON OUT_JSON", file=sys.stderr)
+    if len(argv) not in (3, 4):
+        print("usage: python -m benchmarks.suite.worker METHOD CONFIG_JSON OUT_JSON [TASKS_JSON]", file=sys.stderr)
         return 2
-    name, cfg_json, out_path = argv
+    name, cfg_json, out_path = argv[:3]
     cfg = Config.from_dict(json.loads(cfg_json))
-    res = run_method(name, cfg)
+    res = run_method(name, cfg, **({"tasks": json.loads(argv[3])} if len(argv) == 4 else {}))
     from benchmarks.suite import write_atomic
     write_atomic(out_path, json.dumps(res, indent=1, default=float))
     return 0
