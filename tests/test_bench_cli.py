@@ -49,16 +49,24 @@ def test_make_bench_driver_has_help_and_refuses_unknown_arguments(no_work, capsy
 
 def _readme_commands() -> list[str]:
     """Every ``python -m benchmarks...`` / ``python benchmarks/....py`` command that
-    benchmarks/README.md shows, in inline code or in a code block, on one line."""
+    benchmarks/README.md, the README or docs/ show, in inline code or in a code block, on one
+    line."""
     import re
-    text = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    text = "\n".join(f.read_text(encoding="utf-8") for f in
+                     [ROOT / "benchmarks" / "README.md", ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
     start = r"(?:sudo )?(?:[A-Z_]+=\S+ )*(?:\.venv/bin/)?python3? (?:-m benchmarks[\w.]*|benchmarks/\w+\.py)"
     cmds = [" ".join(m.group(1).split()) for m in re.finditer(rf"`({start}[^`]*)`", text)]
-    for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", text, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            line = line.split("  #")[0]
-            if re.search(start, line):
-                cmds.append(" ".join(line.split()))
+    fence, shell = None, []                  # the open fence's language; the shell blocks' lines
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fence = None if fence is not None else line.strip()[3:].strip()
+            continue
+        if fence in ("", "bash", "sh"):
+            shell.append(line)
+    for line in "\n".join(shell).replace("\\\n", " ").splitlines():
+        line = line.split("  #")[0]
+        if re.search(start, line):
+            cmds.append(" ".join(line.split()))
     return sorted(set(cmds))
 
 
@@ -70,7 +78,8 @@ MENTIONS = {"python -m benchmarks.gpu"}
 
 def test_every_command_in_the_benchmarks_readme_is_accepted_by_its_parser(no_work, monkeypatch, capsys):
     """benchmarks/README.md showed ``bench_bildrl --bilbowa-components 100``, an option renamed
-    ``--space-components`` since: the command as written stopped with a usage error. Each command
+    ``--space-components`` since: the command as written stopped with a usage error (the README
+    and docs/ are read too). Each command
     is parsed by its module's own argument parser (and stops there: nothing is run)."""
     import argparse
     import importlib
