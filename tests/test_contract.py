@@ -205,6 +205,30 @@ def test_bad_texts_are_named_by_the_callers_argument(name, fitted):
             model.transform_matrix(None, lang)
 
 
+@pytest.mark.parametrize("name", ["Cr5", "WMF", "BilingualWMF", "CrossWMF"])
+def test_fit_info_is_the_record_of_the_fit(name, fitted, tmp_path):
+    """Cr5 and the WMF family record their fit in one dict, ``fit_info_`` (the WMF family had
+    ``memory_plan_`` / ``dask_info_`` beside nothing, and saved neither), with where the data
+    was (``sources``, the same words); save/load keeps it. The WMF family's old names read its
+    entries, and are absent, as before, after an in-memory fit."""
+    from linxling.models._estimator import jsonable
+    model, _ = fitted[name]
+    info = model.fit_info_
+    assert isinstance(info, dict)
+    record = info["pivot"] if name == "CrossWMF" else info
+    assert set(record["sources"].values()) == {"memory"} and record["sources"]
+    assert name == "Cr5" or record["time_als"] >= 0
+    model.save(tmp_path / "m.h5")
+    back = linxling.load(tmp_path / "m.h5")
+    assert back.fit_info_ == jsonable(info) and back.fit_info_
+    if name != "Cr5":
+        for m in (model, back):
+            for alias in ("memory_plan_", "dask_info_"):
+                assert not hasattr(m, alias)
+                with pytest.raises(AttributeError, match=f"no attribute '{alias}'"):
+                    getattr(m, alias)
+
+
 @pytest.mark.parametrize("name", IDS)
 def test_a_language_that_is_not_a_str_is_named_not_looked_up(name, fitted):
     """Texts and language swapped (or a list of languages) gave ``unhashable type: 'list'`` from

@@ -64,6 +64,7 @@ from linxling.models._estimator import (
     POSITIVE_REAL,
     RANDOM_STATE,
 )
+from linxling.models._estimator import jsonable as _jsonable
 from linxling.operators import (
     BlockDiagonal,
     CallableOperator,
@@ -298,7 +299,10 @@ class Cr5(ConceptEmbeddingMixin):
     convergence_ : dict
         Eigen-solver and block-solver convergence records (non-convergence also warns).
     fit_info_ : dict
-        Timings of the stages, block methods chosen, sizes.
+        The record of the fit (saved with the model; the WMF family keeps one too): sizes
+        (``n_documents``, ``n_concepts``, ``n_features``, ``nnz``), ``block_methods``, ``device``,
+        the stage timings (``time_*``), ``memory_plan``, ``sources`` (per language: ``"memory"``,
+        ``"hdf5"`` or ``"dask"``), ``n_dropped`` (``doc_filter``) and, after a Dask fit, ``dask``.
     """
 
     def __init__(self, n_components: int = 300, alpha: float = 1.0, *, cg_rtol: float = 1e-2,
@@ -1891,16 +1895,3 @@ def _timed(timings: dict, key: str):
         yield
     finally:
         timings[key] = time.perf_counter() - t0
-
-
-def _jsonable(obj):
-    """Recursively convert numpy scalars/arrays in a record to JSON-serialisable Python objects."""
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
