@@ -33,7 +33,7 @@ MEANING = {
     "show_progress": "progress bar (None follows `linxling.set_show_progress`)",
     "callback": "called as `callback(model, iteration, loss)` after each iteration or epoch (Cr5: "
                 "each eigen-solver iteration, loss = the largest relative Ritz residual)",
-    "dtype": "floating type of the fitted arrays (float32 or float64)",
+    "dtype": "floating type of the fitted arrays and of every output (float32 or float64)",
     "device": "\"cpu\", \"cuda\" or None (CuPy inputs imply \"cuda\")",
     "n_threads": "numba threads during fit (None: numba's setting)",
     "center": "subtract each language's mean training sentence vector in transform (sentence-pair SGD "

@@ -315,6 +315,10 @@ def test_procrustes_mapping_option(tmp_path):
     m2 = load(path)
     np.testing.assert_array_equal(m2.word_vectors("en")[1], m.word_vectors("en")[1])
     np.testing.assert_array_equal(m2.mapping_["en-fr"], m.mapping_["en-fr"])
+    m32 = BilBOWA(**{**kw, "dtype": "float32"}, mapping="procrustes").fit(mono, seed_lexicon={("en", "fr"): lex})
+    assert m32.mapping_["en-fr"].dtype == np.float32 and m32.word_vectors("en")[1].dtype == np.float32
+    R = m32.mapping_["en-fr"]                          # learnt in float64, kept in float32
+    np.testing.assert_allclose(R.T @ R, np.eye(8), atol=1e-6)
     with pytest.raises(ValueError, match="needs seed_lexicon"):
         BilBOWA(**kw, mapping="procrustes").fit(mono)
     with pytest.raises(ValueError, match="only by mapping"):

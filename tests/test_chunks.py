@@ -176,6 +176,23 @@ def test_a_refit_in_memory_drops_the_streamed_fits_memory_plan(tmp_path):
     assert not hasattr(m, "memory_plan_") and not hasattr(m, "dask_info_")
 
 
+def test_a_streamed_fit_records_its_plan_in_fit_info_and_saves_it(tmp_path):
+    """The plan of a streamed WMF fit is ``fit_info_["memory_plan"]`` (as Cr5's); the name
+    before it, ``memory_plan_``, is that same dict; both come back from a saved model (the
+    plan was not saved before)."""
+    from linxling import load
+    from linxling.models._estimator import jsonable
+    X = _corpus(n=90, m=40)
+    C = write_chunks(tmp_path / "c.h5", X, chunk_rows=13)
+    m = WMF(n_components=3, max_iter=1, random_state=0).fit(C, memory_budget="64M")
+    assert m.fit_info_["sources"] == {"X": "hdf5"} and m.fit_info_["n_sentences"] == 90
+    assert m.memory_plan_ is m.fit_info_["memory_plan"] and m.memory_plan_["reads_per_pass"][0] >= 1
+    m.save(tmp_path / "m.h5")
+    back = load(tmp_path / "m.h5")
+    assert back.fit_info_ == jsonable(m.fit_info_)
+    assert back.memory_plan_ == jsonable(m.memory_plan_)
+
+
 @pytest.mark.parametrize("solver", ["cg", "cholesky"])
 def test_bilingual_streaming_equals_in_memory(tmp_path, solver):
     from linxling.models.wmf import BilingualWMF

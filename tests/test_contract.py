@@ -138,6 +138,97 @@ def test_fitted_surface(name, fitted, tmp_path):
         np.testing.assert_allclose(loaded.transform(texts, language=lang), Z, rtol=1e-12, atol=0)
 
 
+#: float arrays a model keeps in float64 whatever its ``dtype`` (documented there; its outputs
+#: are cast): BilDRL's word space, kept as the embeddings gave it, which ``predict`` ranks in
+KEPT_FLOAT64 = {"BilDRL": {"word_vectors_"}}
+DTYPE_IDS = [n for (m, _, _), n in zip(CASES, IDS, strict=True) if "dtype" in m.get_params()]
+
+
+def _float_arrays(value, path):
+    """``(path, dtype)`` of every float ndarray in a fitted attribute (dicts and lists walked)."""
+    if isinstance(value, np.ndarray):
+        return [(path, value.dtype)] if value.dtype.kind == "f" else []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [a for k, v in items for a in _float_arrays(v, f"{path}[{k!r}]")]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", DTYPE_IDS)
+def test_every_output_is_in_the_dtype_parameter(name, dtype, tmp_path):
+    """Every model with a ``dtype`` parameter gives its outputs in it: ``transform`` (no dtype
+    asked), ``transform_matrix``, ``word_vectors``, ``candidate_space`` and every fitted float
+    array (components, maps, vectors, means), also after save/load. BilBOWA and BilDRL gave
+    float64 from ``transform`` and ``word_vectors`` with ``dtype="float32"``."""
+    model, fit, lang = CASES[IDS.index(name)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = fit(clone(model).set_params(dtype=dtype))
+    kept = KEPT_FLOAT64.get(name, set())
+    arrays = [a for attr, v in vars(m).items() if attr.endswith("_") and not attr.startswith("_") and attr not in kept
+              for a in _float_arrays(v, attr)]
+    assert arrays and all(dt == dtype for _, dt in arrays), [a for a in arrays if a[1] != dtype]
+    m.save(tmp_path / "m.h5")
+    for model_ in (m, linxling.load(tmp_path / "m.h5")):
+        assert model_.transform(_texts(lang), lang).dtype == dtype
+        assert model_.word_vectors(lang)[1].dtype == dtype
+        vec = getattr(model_, "vectorizers_", {}).get(lang, getattr(model_, "vectorizer_", None))
+        if vec is not None:                  # a feature matrix: transform_matrix, or transform (WMF family)
+            embed = getattr(model_, "transform_matrix", model_.transform)
+            X = vec.transform(_texts(lang)).astype(np.float64 if dtype == np.float32 else np.float32)
+            assert embed(X, lang).dtype == dtype
+        if hasattr(model_, "candidate_space"):
+            assert model_.candidate_space(lang)[1].dtype == dtype
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_bad_texts_are_named_by_the_callers_argument(name, fitted):
+    """A text that is not a str, a single str and a non-iterable are refused with a TypeError
+    naming the argument of the method called (``texts`` or ``X``, whatever the model hands its
+    texts to); Cr5, CL-LSI and GlossSpace named their vectoriser's ``docs[0]``."""
+    import inspect
+    model, lang = fitted[name]
+    arg = next(iter(inspect.signature(model.transform).parameters))
+    good = _texts(lang)[:2]
+    for bad, i, kind in (([None], 0, "NoneType"), ([*good, 3], 2, "int")):
+        with pytest.raises(TypeError, match=rf"^{arg}\[{i}\] (is a |is |must be a str, got ){kind}\b"):
+            model.transform(bad, lang)
+    with pytest.raises(TypeError, match=rf"^{arg} must be a (list|sequence) of .*single str"):
+        model.transform(good[0], lang)
+    with pytest.raises(TypeError, match=rf"^({arg} |{type(model).__name__}\.transform).*\bint\b"):
+        model.transform(3, lang)
+    if hasattr(model, "transform_matrix"):       # texts where a feature matrix goes: says so
+        for texts in (good, good[0]):
+            with pytest.raises(TypeError, match=r"transform_matrix takes a feature matrix X, got (texts|a single "
+                                                r"str): embed texts with transform"):
+                model.transform_matrix(texts, lang)
+        with pytest.raises(TypeError, match="X is None"):
+            model.transform_matrix(None, lang)
+
+
+@pytest.mark.parametrize("name", ["Cr5", "WMF", "BilingualWMF", "CrossWMF"])
+def test_fit_info_is_the_record_of_the_fit(name, fitted, tmp_path):
+    """Cr5 and the WMF family record their fit in one dict, ``fit_info_`` (the WMF family had
+    ``memory_plan_`` / ``dask_info_`` beside nothing, and saved neither), with where the data
+    was (``sources``, the same words); save/load keeps it. The WMF family's old names read its
+    entries, and are absent, as before, after an in-memory fit."""
+    from linxling.models._estimator import jsonable
+    model, _ = fitted[name]
+    info = model.fit_info_
+    assert isinstance(info, dict)
+    record = info["pivot"] if name == "CrossWMF" else info
+    assert set(record["sources"].values()) == {"memory"} and record["sources"]
+    assert name == "Cr5" or record["time_als"] >= 0
+    model.save(tmp_path / "m.h5")
+    back = linxling.load(tmp_path / "m.h5")
+    assert back.fit_info_ == jsonable(info) and back.fit_info_
+    if name != "Cr5":
+        for m in (model, back):
+            for alias in ("memory_plan_", "dask_info_"):
+                assert not hasattr(m, alias)
+                with pytest.raises(AttributeError, match=f"no attribute '{alias}'"):
+                    getattr(m, alias)
+
+
 @pytest.mark.parametrize("name", IDS)
 def test_a_language_that_is_not_a_str_is_named_not_looked_up(name, fitted):
     """Texts and language swapped (or a list of languages) gave ``unhashable type: 'list'`` from

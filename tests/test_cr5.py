@@ -514,6 +514,35 @@ def test_memory_budget_plans_stay_exact(monkeypatch):
     assert cr5_mod.parse_budget("12G", "m") == 12 * 2 ** 30 and cr5_mod.parse_budget("800MiB", "m") == 800 * 2 ** 20
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+def test_a_budget_below_the_leanest_plan_says_what_it_needs_and_what_to_do(dtype, monkeypatch):
+    """The MemoryError names the budget given and the leanest plan's need, and lists what the
+    user can change: the budget (the smallest that fits, which it does), float32 (only for a
+    float64 fit), fewer components, the blocks out of core (only for in-memory blocks)."""
+    import re
+
+    from linxling.models import cr5 as cr5_mod
+    monkeypatch.setattr(cr5_mod, "current_rss", lambda: 0)       # budgets below are exact byte counts
+    blocks, concepts = random_problem(np.random.default_rng(7), n_langs=2, n_concepts=60)
+    model = Cr5(n_components=6, alpha=0.5, memory_budget=1000, dtype=dtype, **TIGHT)
+    with pytest.raises(MemoryError) as info:
+        model.fit_matrices(blocks, concepts)
+    msg = str(info.value)
+    assert re.match(r"memory_budget=1,000 bytes is too small for this Cr5 fit: its leanest plan \(the eigen-solve "
+                    r"in (concepts|features) space\) needs about [\d.,]+ (MiB|bytes) on top of the 0 bytes this "
+                    r"process already holds, [\d.,]+ (MiB|bytes) in all \(n_concepts=60, .*n_components=6, dtype="
+                    + np.dtype(dtype).name + r"\)\. To fit: raise memory_budget to at least ", msg), msg
+    assert ("dtype=np.float32" in msg) == (dtype == np.float64)
+    assert "fewer n_components (now 6)" in msg and "ChunkedCSR" in msg and "Dask" in msg
+    assert not hasattr(model, "components_")
+    enough = info.value.min_budget
+    assert cr5_mod._gib(enough) in msg
+    plan = model.set_params(memory_budget=enough).plan_memory(blocks, concepts)   # the budget named fits
+    assert plan["estimate"] <= enough
+    with pytest.raises(MemoryError, match="is too small"):
+        model.set_params(memory_budget=enough - 64).plan_memory(blocks, concepts)
+
+
 def test_memory_budget_loose_tolerance_uses_float32_basis(monkeypatch):
     from linxling.models import cr5 as cr5_mod
     monkeypatch.setattr(cr5_mod, "current_rss", lambda: 0)

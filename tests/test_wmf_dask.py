@@ -63,7 +63,8 @@ def test_wmf_dask_equals_in_memory(client, solver, dtype):
     _same(got.components_, ref.components_, tol)
     np.testing.assert_allclose(got.loss_curve_, ref.loss_curve_, rtol=tol)
     assert got.n_iter_ == 4 and got.n_features_in_ == X.shape[1]
-    info = got.dask_info_
+    info = got.fit_info_["dask"]
+    assert got.dask_info_ is info and got.fit_info_["sources"] == {"X": "dask"}    # the old name: an alias
     assert info["n_workers"] == 2 and info["row_blocks"] == 7 and info["nnz"] == X.nnz
     np.testing.assert_allclose(got.transform(X[:6]), ref.transform(X[:6]), rtol=tol, atol=tol)
 

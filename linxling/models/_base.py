@@ -458,10 +458,8 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
         if not hasattr(self, "vectorizers_") or language not in self.vectorizers_:
             raise RuntimeError("this model was fitted with fit_matrices: use transform_matrix on "
                                "features, or fit from texts to get a vectoriser per language")
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of documents, not a single str")
-        refuse_non_texts(texts, "texts")
-        X = self.vectorizers_[language].transform(texts)
+        refuse_non_texts(texts, "texts")       # a single str, a mapping, a matrix: named as texts
+        X = self.vectorizers_[language]._transform(texts, "texts")
         warn_no_known_words(self, X.shape[0], X.nnz, language)
         return self.transform_matrix(X, language, dtype=dtype)
 
@@ -470,6 +468,14 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
         of the language's vocabulary): a C-contiguous (n, n_components) array, in ``dtype`` when
         given."""
         self._check_language(language)
+        if X is None:
+            raise TypeError(f"{type(self).__name__}.transform_matrix: X is None; give a feature matrix "
+                            "(sparse or dense, one column per word of the language's vocabulary)")
+        if (isinstance(X, (str, bytes)) or is_text_column(X)
+                or (isinstance(X, (list, tuple)) and X and isinstance(X[0], (str, bytes)))):
+            raise TypeError(f"{type(self).__name__}.transform_matrix takes a feature matrix X, got "
+                            f"{'a single str' if isinstance(X, (str, bytes)) else 'texts'}: embed texts with "
+                            "transform(texts, language)")
         Xl = check_sparse_matrix(X, "X", dtype=self.components_[language].dtype, allow_empty=True)
         p = self.components_[language].shape[1]
         if Xl.shape[1] != p:

@@ -41,7 +41,7 @@ from linxling._warnings import find_stack_level
 from linxling.xp import DEVICES, Device
 
 __all__ = ["DEPRECATED", "DEVICE", "FLOAT_DTYPE", "LinxlingEstimator", "NONNEG_INT", "NONNEG_REAL", "NotFittedError",
-           "POSITIVE_INT", "POSITIVE_REAL", "RANDOM_STATE", "as_output", "warn_few_examples"]
+           "POSITIVE_INT", "POSITIVE_REAL", "RANDOM_STATE", "as_output", "jsonable", "warn_few_examples"]
 
 
 def warn_few_examples(model: Any, n: int, what: str) -> None:
@@ -130,6 +130,20 @@ def as_output(Z: Any, dtype: Any = None) -> np.ndarray:
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"dtype must be float32 or float64 (or None for the model's dtype), got {dt}")
     return np.ascontiguousarray(Z, dtype=dt)
+
+
+def jsonable(obj: Any) -> Any:
+    """A record of a fit (``fit_info_``, ``convergence_``) as JSON keeps it in a model file:
+    NumPy scalars and arrays as Python numbers and lists, mapping keys as str (recursively)."""
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
 
 
 def _encode_param(value: Any) -> Any:

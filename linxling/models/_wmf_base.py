@@ -5,6 +5,7 @@ The models and their objective: :mod:`linxling.models.wmf`.
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
@@ -43,6 +44,7 @@ from linxling.models._estimator import (
     LinxlingEstimator,
     NotFittedError,
     as_output,
+    jsonable,
     warn_few_examples,
     warn_no_known_words,
 )
@@ -185,6 +187,25 @@ class _WMFParams(LinxlingEstimator):
         "device": DEVICE,
     }
 
+    # the record of a fit, as Cr5's: ``fit_info_`` (a dict); the names before it stay as aliases
+    @property
+    def memory_plan_(self) -> dict:
+        """``fit_info_["memory_plan"]``, under its name before ``fit_info_`` (a streamed fit only)."""
+        return self._fit_info_entry("memory_plan", "memory_plan_")
+
+    @property
+    def dask_info_(self) -> dict:
+        """``fit_info_["dask"]``, under its name before ``fit_info_`` (a Dask fit only)."""
+        return self._fit_info_entry("dask", "dask_info_")
+
+    def _fit_info_entry(self, key: str, alias: str) -> dict:
+        info = self.__dict__.get("fit_info_", {})
+        if key not in info:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {alias!r} (fit_info_ has no "
+                                 f"{key!r} entry: the model was not fitted "
+                                 f"{'streamed from disk' if key == 'memory_plan' else 'on a Dask cluster'})")
+        return info[key]
+
     def _effective_alpha(self, n_sentences: int) -> float:
         """λ for a fit on ``n_sentences``: ``alpha`` itself, or for ``alpha="auto"``
         ``min(20, n_sentences / 300)`` (see :data:`AUTO_ALPHA_RULE`)."""
@@ -302,7 +323,7 @@ class _WMFParams(LinxlingEstimator):
                           "default tokenizer unless you set it again", UserWarning, stacklevel=find_stack_level())
         params = self._params_state()
         params.update(alpha_=float(self.alpha_), loss_curve=[float(v) for v in self.loss_curve_],
-                      n_iter=int(self.n_iter_))
+                      n_iter=int(self.n_iter_), fit_info=jsonable(getattr(self, "fit_info_", {})))
         arrays: dict[str, Any] = {}
         if self._multilingual_fit:                 # b-WMF, x-WMF: a vectoriser per language
             params["vectorizers"], vec_arrays = vectorizers_state(self.vectorizers_)
@@ -321,6 +342,10 @@ class _WMFParams(LinxlingEstimator):
                 raise ValueError(f"the file's regularisation alpha_ is {model.alpha_!r}, not a finite number >= 0")
         model.loss_curve_ = list(params.get("loss_curve", []))
         model.n_iter_ = int(params.get("n_iter", len(model.loss_curve_)))
+        info = params.get("fit_info", {})           # files before fit_info_: none recorded
+        if not isinstance(info, dict):
+            raise ValueError(f"the file's fit_info is a {type(info).__name__}, not a dict")
+        model.fit_info_ = dict(info)
         if cls._multilingual_fit:
             model.vectorizers_ = vectorizers_from_state(params.get("vectorizers"), arrays.get("vectorizers"))
         return model
@@ -369,9 +394,12 @@ class _WMFParams(LinxlingEstimator):
         else:
             data = _als.executor(kind, X, names, dtype, k, memory_budget, client, self._check_k)
         warn_few_examples(self, int(data.shape[0]), "sentences")
-        # set below only by a streamed (memory_plan_) or Dask (dask_info_) fit: none from an earlier fit
-        self.__dict__.pop("memory_plan_", None)
-        self.__dict__.pop("dask_info_", None)
+        t0 = time.perf_counter()
+        # the record of this fit (nothing kept from an earlier one); a streamed fit adds its
+        # memory plan, a Dask fit its traffic (updated by each iteration)
+        source = {"chunked": "hdf5"}.get(kind, kind)          # Cr5's fit_info_["sources"] words
+        self.fit_info_ = {"n_sentences": int(data.shape[0]), "device": str(self.device_),
+                          "sources": {str(key): source for key in X}}
         rng = check_random_state(self.random_state)
         V, E = _als.init_factors(rng, data.widths, data.shape[0], k, dtype, init_components,
                                  init_embedding, init_names)
@@ -389,10 +417,11 @@ class _WMFParams(LinxlingEstimator):
             publish(V, data.offsets)
             host: Any = data                     # the chunked or Dask executor
             if kind == "chunked":
-                self.memory_plan_ = host.memory_plan
+                self.fit_info_["memory_plan"] = host.memory_plan
             if kind == "dask":
-                self.dask_info_ = host.info
+                self.fit_info_["dask"] = host.info
             _als.run_als(self, data, V, E, desc)
+        self.fit_info_["time_als"] = time.perf_counter() - t0
         if self.max_iter > 0:
             self._check_collapse(E, data.shape[0])
 

@@ -109,7 +109,8 @@ class BilBOWA(LinxlingEstimator):
         ``"procrustes"``: after training, unit-normalise the vectors and rotate each source
         language of ``fit(..., seed_lexicon=...)`` onto its target language (module docstring).
     dtype : {"float32", "float64"}, default "float32"
-        Floating type of the word vectors, during training and in ``vectors_``.
+        Floating type of the word vectors, during training and in ``vectors_``, and of every
+        output: ``transform`` (unless its own ``dtype`` is given), ``word_vectors``, ``mapping_``.
     random_state : int or None
         Seeds the initial vectors, the subsampling, the negative samples and the window sizes
         (a fit is bitwise reproducible for a given seed, whatever the number of threads).
@@ -131,7 +132,8 @@ class BilBOWA(LinxlingEstimator):
     loss_curve_ : list of dict, per epoch ``{"skipgram": {lang: mean loss}, "alignment": mean}``
         (``loss_history_``, its name before 0.2, still reads with a FutureWarning)
     mapping_ : dict "src-tgt" -> array (d, d)
-        ``mapping="procrustes"``: the rotations applied (``vectors_`` are already mapped).
+        ``mapping="procrustes"``: the rotations applied (``vectors_`` are already mapped), in
+        ``dtype``.
     n_seed_pairs_ : dict "src-tgt" -> int
         Seed-lexicon pairs with both words in vocabulary (the ones the rotation is learnt from).
     """
@@ -442,13 +444,15 @@ class BilBOWA(LinxlingEstimator):
             self.vectors_[src] = self.vectors_[src] @ R
             self.mapping_[f"{src}-{tgt}"] = R
             self.n_seed_pairs_[f"{src}-{tgt}"] = len(ok)
-        dt = np.dtype(self.dtype)
+        dt = np.dtype(self.dtype)                # the rotations are learnt and applied in float64
         self.vectors_ = {lang: np.ascontiguousarray(v, dtype=dt) for lang, v in self.vectors_.items()}
+        self.mapping_ = {key: np.ascontiguousarray(R, dtype=dt) for key, R in self.mapping_.items()}
 
     # ------------------------------------------------------------------ vectors out
     def transform(self, X: Sequence[str], language: str | None = None, dtype: Any = None) -> np.ndarray:
         """Sentence vectors: the mean of the known words' vectors (BilBOWA's sentence
-        representation), shape (n_texts, n_components), C-contiguous, in ``dtype`` when given.
+        representation), shape (n_texts, n_components), C-contiguous, in ``dtype`` when given,
+        else in the model's ``dtype`` (the means are taken in float64).
         A text with no known word gives the zero vector."""
         from linxling.text import tokenize
         self._check_fitted()
@@ -466,15 +470,15 @@ class BilBOWA(LinxlingEstimator):
                 out[i] = V[ids].mean(axis=0)
                 known += len(ids)
         warn_no_known_words(self, len(texts), known, language)
-        return as_output(out, dtype)
+        return as_output(out, np.dtype(self.dtype) if dtype is None else dtype)
 
     def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:
-        """``(words, vectors)`` of ``language`` (vectors a copy, float64)."""
+        """``(words, vectors)`` of ``language`` (vectors a copy, in the model's ``dtype``)."""
         self._check_fitted()
         check_language(language, known=self.vectors_)
         if language not in self.vectors_:
             raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
-        return list(self.words_[language]), np.asarray(self.vectors_[language], dtype=np.float64).copy()
+        return list(self.words_[language]), np.array(self.vectors_[language], dtype=np.dtype(self.dtype))
 
     # ------------------------------------------------------------------ store
     def _get_state(self):
@@ -509,7 +513,7 @@ class BilBOWA(LinxlingEstimator):
             R = stored_float(R, f"mapping/{key}", 2)
             if R.shape != (d, d):
                 raise ValueError(f"arrays/mapping/{key} has shape {R.shape}; a mapping is ({d}, {d})")
-            model.mapping_[key] = R
+            model.mapping_[key] = np.ascontiguousarray(R, dtype=np.dtype(model.dtype))   # files before 0.3: float64
         return model
 
 

@@ -191,7 +191,10 @@ class BilDRL(LinxlingEstimator):
     cg_rtol : float, default 1e-8
         Relative tolerance of the conjugate-gradient solves of the ridge encoder.
     dtype : {"float32", "float64"}, default "float32"
-        Training precision of the neural encoders.
+        Training precision of the neural encoders, and the floating type of every output:
+        ``transform`` (unless its own ``dtype`` is given), ``word_vectors`` and
+        ``candidate_space`` (the word space is kept in float64 inside the model, as given, and
+        ``predict`` ranks in float64).
     normalize : bool, default True
         Scale every word vector of the space to unit length (zero vectors stay zero) before
         training: with spaces whose norms vary by orders of magnitude (Cr5's word vectors), the
@@ -800,7 +803,7 @@ class BilDRL(LinxlingEstimator):
     def transform(self, X: Sequence[str], language: str | None = None, target_language: str | None = None,
                   dtype: Any = None) -> np.ndarray:
         """Definition vectors in the word space, shape (n_definitions, n_components), C-contiguous,
-        in ``dtype`` when given.
+        in ``dtype`` when given, else in the model's ``dtype``.
 
         ``language`` is the definitions' language. A definition with no known word maps to the
         zero vector; an empty definition raises ``ValueError``.
@@ -809,12 +812,13 @@ class BilDRL(LinxlingEstimator):
         if language is None:
             raise ValueError("language (the language of the definitions) is required")
         self._check_language(language)
-        if isinstance(X, str) or not hasattr(X, "__iter__"):
-            raise TypeError("X must be a list of definition strings")
-        refuse_non_texts(X, "X")
+        refuse_non_texts(X, "X")                    # a single str, a mapping, a matrix
+        if not hasattr(X, "__iter__"):
+            raise TypeError(f"X must be a list of definition strings, got {type(X).__name__}")
         texts = [_check_text(x, f"X[{i}]") for i, x in enumerate(X)]
         unit = self._unit_for(language, target_language)
         out = np.zeros((len(texts), self.n_components_))
+        dtype = np.dtype(self.dtype) if dtype is None else dtype
         if not texts:
             return as_output(out, dtype)
         if unit["kind"] == "ridge":
@@ -841,10 +845,11 @@ class BilDRL(LinxlingEstimator):
         return as_output(out * self.scale_, dtype)
 
     def word_vectors(self, language: str) -> tuple[list[str], np.ndarray]:
-        """The word space of ``language`` the encoder maps into: ``(words, vectors)``."""
+        """The word space of ``language`` the encoder maps into: ``(words, vectors)``, the vectors
+        a copy in the model's ``dtype``."""
         self._check_fitted()
         self._check_language(language)
-        return list(self.word_lists_[language]), self.word_vectors_[language].copy()
+        return list(self.word_lists_[language]), np.array(self.word_vectors_[language], dtype=np.dtype(self.dtype))
 
     def predict(self, definitions: Sequence[str], definition_language: str, target_language: str, k: int = 10,
                 candidates: Sequence[str] | None = None, metric: str = "cosine") -> list[list[str]]:
@@ -859,8 +864,9 @@ class BilDRL(LinxlingEstimator):
             raise ValueError(f"k must be a positive int, got {k!r}")
         if metric not in ("cosine", "euclidean"):
             raise ValueError(f"metric must be 'cosine' or 'euclidean', got {metric!r}")
-        words, C = self.candidate_space(target_language, candidates)
-        Q = self.transform(definitions, language=definition_language, target_language=target_language)
+        words, C = self._candidates(target_language, candidates)
+        Q = self.transform(definitions, language=definition_language, target_language=target_language,
+                           dtype=np.float64)
         if metric == "cosine":
             Qn = Q / np.maximum(np.linalg.norm(Q, axis=1, keepdims=True), 1e-300)
             Cn = C / np.maximum(np.linalg.norm(C, axis=1, keepdims=True), 1e-300)
@@ -872,7 +878,14 @@ class BilDRL(LinxlingEstimator):
         return [[words[j] for j in row] for row in top]
 
     def candidate_space(self, language: str, candidates: Sequence[str] | None = None):
-        """``(words, vectors)`` of ``language`` restricted to ``candidates`` (all if None)."""
+        """``(words, vectors)`` of ``language`` restricted to ``candidates`` (all if None), the
+        vectors a copy in the model's ``dtype`` (as ``transform``'s, to be searched with them)."""
+        self._check_fitted()
+        words, C = self._candidates(language, candidates)
+        return words, np.array(C, dtype=np.dtype(self.dtype))
+
+    def _candidates(self, language: str, candidates: Sequence[str] | None = None):
+        """:meth:`candidate_space` in the stored float64, not copied (``predict`` ranks in it)."""
         self._check_language(language)
         if candidates is None:
             return list(self.word_lists_[language]), self.word_vectors_[language]

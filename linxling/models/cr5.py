@@ -64,6 +64,7 @@ from linxling.models._estimator import (
     POSITIVE_REAL,
     RANDOM_STATE,
 )
+from linxling.models._estimator import jsonable as _jsonable
 from linxling.operators import (
     BlockDiagonal,
     CallableOperator,
@@ -298,7 +299,10 @@ class Cr5(ConceptEmbeddingMixin):
     convergence_ : dict
         Eigen-solver and block-solver convergence records (non-convergence also warns).
     fit_info_ : dict
-        Timings of the stages, block methods chosen, sizes.
+        The record of the fit (saved with the model; the WMF family keeps one too): sizes
+        (``n_documents``, ``n_concepts``, ``n_features``, ``nnz``), ``block_methods``, ``device``,
+        the stage timings (``time_*``), ``memory_plan``, ``sources`` (per language: ``"memory"``,
+        ``"hdf5"`` or ``"dask"``), ``n_dropped`` (``doc_filter``) and, after a Dask fit, ``dask``.
     """
 
     def __init__(self, n_components: int = 300, alpha: float = 1.0, *, cg_rtol: float = 1e-2,
@@ -648,7 +652,9 @@ class Cr5(ConceptEmbeddingMixin):
         ------
         MemoryError
             When even the leanest plan needs more than ``memory_budget``; the message says how
-            much it needs (as the fit would, before any work).
+            much it needs, the smallest budget that fits (also the error's ``min_budget``, in
+            bytes) and the other ways out (float32, fewer components, out-of-core or Dask
+            blocks), as the fit would, before any work.
         """
         self._validate_declared_params()
         blocks, concepts = _on_host(blocks, concepts)
@@ -764,12 +770,14 @@ class Cr5(ConceptEmbeddingMixin):
                 candidates = [first, "subspace" if first == "lobpcg" else "lobpcg"]
             else:
                 candidates = [solver]
+            errors = [exc]
             for candidate in candidates:
                 try:
                     return _MemoryPlan.choose(problem, eig_space="features", eig_solver=candidate, **kw)
-                except MemoryError:
-                    continue
-            raise exc from None
+                except MemoryError as other:
+                    errors.append(other)
+            # the error of the leanest plan tried (its budget the smallest that would do)
+            raise min(errors, key=lambda e: getattr(e, "min_budget", np.inf)) from None
 
     # ---- stage 2: (X̂ᵀX̂ + λI)⁻¹ = B⁻¹ + c g gᵀ (Sec. 5, Woodbury), one factor or CG per language
     def _factor_gram(self, problem: "_Problem", plan: "_MemoryPlan") -> WoodburyInverse:
@@ -1843,16 +1851,34 @@ class _MemoryPlan:
         fewer_columns(8)
         estimate = cls.sizes(problem, plan)
         if estimate > avail:
-            raise MemoryError(
-                f"memory_budget={_gib(budget)} is too small for this problem: with "
-                f"{_gib(in_use)} already in use, the leanest plan needs about "
-                f"{_gib(in_use + estimate)} (n_concepts={len(problem.classes)}, "
-                f"n_features={problem.p}, nnz={problem.nnz}, n_components={problem.r})")
+            raise _budget_error(problem, budget, in_use, estimate, eig_space)
         # half of what is left keeps more recorded solves, in whole blocks of b columns
         if block:
             record_blocks(plan.record_bytes // block + (avail - estimate) // 2 // block)
         plan.estimate = cls.sizes(problem, plan)
         return plan
+
+
+def _budget_error(problem: "_Problem", budget: int, in_use: int, estimate: int, eig_space: str) -> MemoryError:
+    """The MemoryError of a ``memory_budget`` below the leanest plan: the budget given, what the
+    leanest plan needs, and what the user can change. ``min_budget`` (an attribute of the error)
+    is the smallest budget that plan fits (the planner keeps 10% of headroom), by which
+    :meth:`Cr5._plan_memory` reports the leanest of the plans it tried."""
+    need = in_use + int(np.ceil(estimate / 0.9)) + 1
+    remedies = [f"raise memory_budget to at least {_gib(need)}"]
+    if problem.dtype == np.float64:
+        remedies.append("fit with dtype=np.float32 (4-byte blocks and solves)")
+    remedies.append(f"fewer n_components (now {problem.r})")
+    if any(_source_kind(X) == "memory" for X in problem.blocks.values()):
+        remedies.append("give the blocks out of core: a ChunkedCSR (linxling.io.write_chunks; two chunks "
+                        "resident) or dask arrays with a Dask client (docs/scale.md)")
+    exc = MemoryError(
+        f"memory_budget={_gib(budget)} is too small for this Cr5 fit: its leanest plan (the eigen-solve in "
+        f"{eig_space} space) needs about {_gib(estimate)} on top of the {_gib(in_use)} this process already "
+        f"holds, {_gib(in_use + estimate)} in all (n_concepts={len(problem.classes)}, n_features={problem.p}, nnz={problem.nnz}, "
+        f"n_components={problem.r}, dtype={problem.dtype.name}). To fit: " + "; or ".join(remedies) + ".")
+    exc.min_budget = need      # type: ignore[attr-defined]
+    return exc
 
 
 def _gib(nbytes: float) -> str:
@@ -1869,16 +1895,3 @@ def _timed(timings: dict, key: str):
         yield
     finally:
         timings[key] = time.perf_counter() - t0
-
-
-def _jsonable(obj):
-    """Recursively convert numpy scalars/arrays in a record to JSON-serialisable Python objects."""
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj

@@ -147,13 +147,22 @@ class WMF(_WMFParams):
     n_iter_ : int
     vectorizer_ : TfidfVectorizer or None
         Set when ``fit`` was given texts; ``transform`` then accepts texts too.
-    dask_info_ : dict
-        Only after a fit on a Dask cluster: ``n_workers``, ``row_blocks`` and ``col_blocks``
-        (blocks of X and Xᵀ on the workers), ``nnz``, and ``payload_bytes_per_iteration``: the
-        bytes that moved in each iteration: the arrays the client scattered (times the workers
-        receiving each), the solved blocks each worker fetched from the others to assemble a
-        fixed factor, and the solved blocks gathered (the first iteration also sends the
-        initial factors from the client).
+    fit_info_ : dict
+        The record of the fit, as Cr5's (saved with the model): ``n_sentences``, ``device``,
+        ``sources`` (``{"X": "memory" | "hdf5" | "dask"}``, Cr5's words), ``time_als`` (seconds
+        of the ALS: initialisation and iterations), and
+
+        - ``"memory_plan"``, only after a fit streamed from a ChunkedCSR: ``budget``,
+          ``factor_bytes`` (the fixed factor) and ``reads_per_pass`` (docs/scale.md);
+        - ``"dask"``, only after a fit on a Dask cluster: ``n_workers``, ``row_blocks`` and
+          ``col_blocks`` (blocks of X and Xᵀ on the workers), ``nnz``, and
+          ``payload_bytes_per_iteration``: the bytes that moved in each iteration: the arrays
+          the client scattered (times the workers receiving each), the solved blocks each
+          worker fetched from the others to assemble a fixed factor, and the solved blocks
+          gathered (the first iteration also sends the initial factors from the client).
+    memory_plan_, dask_info_ : dict
+        ``fit_info_["memory_plan"]`` and ``fit_info_["dask"]`` under their names before
+        ``fit_info_`` (aliases, kept; an AttributeError when the entry is absent).
 
     Examples
     --------
@@ -424,8 +433,12 @@ class BilingualWMF(_WMFParams):
         Eq. (4) after each iteration.
     vectorizers_ : dict language -> TfidfVectorizer
         For the languages given as texts.
-    dask_info_ : dict
-        Only after a fit on a Dask cluster: as in :class:`WMF`.
+    n_iter_ : int
+    fit_info_ : dict
+        The record of the fit, as :class:`WMF`'s (``sources`` per language; ``"memory_plan"``
+        after a fit streamed from ChunkedCSR corpora, ``"dask"`` after a fit on a Dask cluster).
+    memory_plan_, dask_info_ : dict
+        Aliases of ``fit_info_["memory_plan"]`` and ``fit_info_["dask"]``, as in :class:`WMF`.
     """
 
     def __init__(self, n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.01,

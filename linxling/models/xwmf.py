@@ -83,6 +83,10 @@ class CrossWMF(_WMFParams):
         The pivot WMF's eq. (1) per iteration (empty when ``pivot_model`` was given).
     vectorizers_ : dict language -> TfidfVectorizer
         For languages given as texts (the pivot's is ``pivot_model_.vectorizer_``).
+    fit_info_ : dict
+        The record of the fit (as every ALS and Cr5 model's): ``pivot_fitted`` (False when
+        ``pivot_model`` was given) and ``pivot``, the pivot WMF's ``fit_info_``. Saved with the
+        model.
     """
 
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
@@ -171,6 +175,8 @@ class CrossWMF(_WMFParams):
             self.loss_curve_ = list(pivot.loss_curve_)
             self.n_iter_ = pivot.n_iter_
         self.pivot_model_ = pivot
+        # the record of the fit: the pivot WMF's (its ALS, when this fit ran it)
+        self.fit_info_ = {"pivot_fitted": self.pivot_model is None, "pivot": dict(getattr(pivot, "fit_info_", {}))}
         # the λ of the A-steps and of transform: the pivot's (its "auto" value, or a given
         # pivot_model's), so that every language's sentences are solved as the pivot's are
         self.alpha_ = float(pivot.alpha_)

@@ -621,8 +621,13 @@ class TfidfVectorizer:
         -------
         X : scipy.sparse.csr_matrix, shape (n_docs, n_features), dtype ``self.dtype``
         """
+        return self._transform(docs, "docs")
+
+    def _transform(self, docs: Iterable[str], name: str) -> sp.csr_matrix:
+        """:meth:`transform`, its errors naming the input ``name`` (a model passes the name of
+        its own argument, e.g. ``texts``, not the vectoriser's ``docs``)."""
         self._check_fitted()
-        checked = _check_docs(docs)
+        checked = _check_docs(docs, name)
         get = self._index.get
         tok = self.tokenizer
         indptr = array("q", [0])
@@ -632,7 +637,7 @@ class TfidfVectorizer:
         n = 0
         for i, doc in enumerate(_doc_iter(checked, self.show_progress, "TF-IDF transform")):
             if not isinstance(doc, str):
-                raise _not_str(i, doc)
+                raise _not_str(i, doc, name)
             counts = Counter(tok(doc))
             indices.extend([get(t, -1) for t in counts])  # -1: out of vocabulary, removed below
             data.extend(counts.values())
