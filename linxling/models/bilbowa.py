@@ -513,7 +513,7 @@ class BilBOWA(LinxlingEstimator):
             R = stored_float(R, f"mapping/{key}", 2)
             if R.shape != (d, d):
                 raise ValueError(f"arrays/mapping/{key} has shape {R.shape}; a mapping is ({d}, {d})")
-            model.mapping_[key] = np.ascontiguousarray(R, dtype=np.dtype(model.dtype))   # files before 0.3: float64
+            model.mapping_[key] = np.ascontiguousarray(R, dtype=np.dtype(model.dtype))   # older files: float64
         return model
 
 
