@@ -14,6 +14,9 @@ from linxling._version import __version__
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from linxling.demo import run_demo
+    if len(set(args.languages)) < 2:   # said before the corpus is loaded, not after
+        raise ValueError(f"--languages: the demo retrieves across languages and needs at least two, got "
+                         f"{' '.join(args.languages)}")
     run_demo(languages=args.languages, n_components=args.n_components, alpha=args.alpha,
              test_chapters=args.test_chapters, n_queries=args.queries, n_candidates=args.candidates,
              similarity=args.similarity, out_dir=args.out, random_state=args.seed,
@@ -234,6 +237,18 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    """argparse type of demo's --alpha: a finite number > 0, checked before the corpus is loaded."""
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
 
 
@@ -732,11 +747,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     d = add("demo", "train Cr5 and CL-LSI on Bible verses, print held-out P@k")
     d.add_argument("--languages", nargs="+", default=["en", "es", "ru", "ar", "zh"])
-    d.add_argument("--n-components", type=int, default=300, help="embedding dimension r (paper: 300)")
-    d.add_argument("--alpha", type=float, default=1.0)
-    d.add_argument("--test-chapters", type=int, default=150)
-    d.add_argument("--queries", type=int, default=1000)
-    d.add_argument("--candidates", type=int, default=5000)
+    # checked here: a 0 or a negative count or alpha failed only after the corpus was loaded (--queries 0
+    # after the whole Cr5 fit)
+    d.add_argument("--n-components", type=_positive_int, default=300, help="embedding dimension r (paper: 300)")
+    d.add_argument("--alpha", type=_positive_float, default=1.0)
+    d.add_argument("--test-chapters", type=_positive_int, default=150)
+    d.add_argument("--queries", type=_positive_int, default=1000)
+    d.add_argument("--candidates", type=_positive_int, default=5000)
     d.add_argument("--similarity", choices=["csls", "cosine"], default="csls")
     d.add_argument("--out", default="demo_out")
     d.add_argument("--seed", type=int, default=0)

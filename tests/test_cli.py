@@ -849,3 +849,29 @@ def test_missing_model_and_empty_collection_are_said_plainly(corpus, capsys):
         assert _run(line) == 2, line
         assert capsys.readouterr().err == says, line
     assert not (corpus / "i.h5").exists()
+
+
+def test_demo_checks_its_options_before_loading_the_corpus(capsys, monkeypatch):
+    """`demo --queries 0` loaded the Bible corpus and fitted Cr5 before failing on an empty query
+    set, and `--test-chapters 0`, `--n-components -1` or `--alpha -1` after loading the corpus;
+    `--languages en` asked for a crosslingual table of one language. Each is said first."""
+    import linxling.demo
+
+    def no_demo(*_a, **_k):
+        raise AssertionError("the demo started before its options were checked")
+    monkeypatch.setattr(linxling.demo, "run_demo", no_demo)
+    for option, value, says in (("--queries", "0", "expected a positive integer, got '0'"),
+                                ("--candidates", "-5", "expected a positive integer"),
+                                ("--test-chapters", "0", "expected a positive integer"),
+                                ("--n-components", "-1", "expected a positive integer"),
+                                ("--alpha", "-1", "expected a positive number, got '-1'"),
+                                ("--alpha", "nan", "expected a positive number")):
+        with pytest.raises(SystemExit) as exc:
+            main(["demo", option, value])
+        out, err = capsys.readouterr()
+        assert exc.value.code == 2 and out == "", option
+        assert f"argument {option}: {says}" in err.splitlines()[-1], err
+    assert main(["demo", "--languages", "en"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == ("linxling: error: --languages: the demo retrieves across languages and needs at "
+                                 "least two, got en\n")
