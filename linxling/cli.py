@@ -14,6 +14,9 @@ from linxling._version import __version__
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from linxling.demo import run_demo
+    if len(set(args.languages)) < 2:   # said before the corpus is loaded, not after
+        raise ValueError(f"--languages: the demo retrieves across languages and needs at least two, got "
+                         f"{' '.join(args.languages)}")
     run_demo(languages=args.languages, n_components=args.n_components, alpha=args.alpha,
              test_chapters=args.test_chapters, n_queries=args.queries, n_candidates=args.candidates,
              similarity=args.similarity, out_dir=args.out, random_state=args.seed,
@@ -25,47 +28,98 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 # Which models exist and how their input is read: linxling/_registry.py (entry.input).
 
 
+#: The name of standard input where a text file is read (as cat, sort and grep take it); a file
+#: named "-" is given as ./-
+STDIN = "-"
+
+
+def _shown(path: str | None) -> str:
+    """``path`` as messages name it: standard input is ``<stdin>``."""
+    return "<stdin>" if path == STDIN else str(path)
+
+
+def _stdin_once(**inputs: str | None) -> None:
+    """Refuse standard input given for two inputs of one command (it can be read once):
+    ``_stdin_once(QUERIES=args.queries, CANDIDATES=args.candidates)``."""
+    given = [name for name, path in inputs.items() if path == STDIN]
+    if len(given) > 1:
+        raise ValueError(f"standard input ('-') given for {' and '.join(given)}: it can be read once; "
+                         "give a file for all but one")
+
+
+def _not_stdin(path: str | None, what: str) -> None:
+    """Refuse ``-`` where a model or index file is read: they are HDF5 files, opened by name."""
+    if path == STDIN:
+        raise ValueError(f"{what} '-': a model or index is read from its file, not from standard input; "
+                         "give its path (./- for a file named '-')")
+
+
+def _not_stdout(path: str, what: str) -> None:
+    """Refuse ``-`` as an output: outputs are written beside their destination and renamed over it."""
+    if path == STDIN:
+        raise ValueError(f"{what} '-': writing to standard output is not supported (the file is written "
+                         "whole, then renamed into place); give a file name (./- for a file named '-')")
+
+
 def _read_lines(path: str) -> tuple[list[str], list[int]]:
-    """Lines of a UTF-8 file (newline and a leading byte-order mark stripped) and the 1-based
-    numbers of its empty lines."""
+    """Lines of a UTF-8 file, or of standard input for ``-`` (newline and a leading byte-order
+    mark stripped) and the 1-based numbers of its empty lines."""
+    if path == STDIN:
+        stream = getattr(sys.stdin, "buffer", None)      # None: closed (`<&-`) or not a byte stream
+        if stream is None:
+            raise ValueError("standard input ('-') is closed: give a file, or pipe the text in")
+        return _read_stream(stream, _shown(path))
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, expected a UTF-8 text file")
+    with open(path, "rb") as fh:
+        return _read_stream(fh, path)
+
+
+def _read_stream(fh: Any, path: str) -> tuple[list[str], list[int]]:
     from linxling._progress import progress
     lines: list[str] = []
     empty: list[int] = []
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(progress(fh, desc=f"reading {os.path.basename(path)}", unit=" lines"), 1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]         # a UTF-8 byte-order mark (Notepad, Excel): not part of the text
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid UTF-8 ({exc.reason} at byte {exc.start}); "
-                                 "convert the file to UTF-8") from None
-            if not line.strip():
-                empty.append(lineno)
-            lines.append(line)
+    for lineno, raw in enumerate(progress(fh, desc=f"reading {os.path.basename(path)}", unit=" lines"), 1):
+        if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]         # a UTF-8 byte-order mark (Notepad, Excel): not part of the text
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}: not valid UTF-8 ({exc.reason} at byte {exc.start}); "
+                             "convert the file to UTF-8") from None
+        if not line.strip():
+            empty.append(lineno)
+        lines.append(line)
     return lines, empty
 
 
 def _report_empty(path: str, empty: list[int]) -> None:
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (", ..." if len(empty) > 10 else "")
-        print(f"linxling: {path}: skipped {len(empty)} empty line(s) (line {shown})", file=sys.stderr)
+        print(f"linxling: {_shown(path)}: skipped {len(empty)} empty line(s) (line {shown})", file=sys.stderr)
 
 
-def _language_files(inputs: Sequence[str]) -> dict[str, str]:
+def _language_files(inputs: Sequence[str], bare_stdin_ok: bool = False) -> dict[str, str]:
     """``LANG=PATH`` or ``PATH`` -> {language: path}; without ``LANG=`` the language is the last
-    dotted part of the file name without its extension (``en.txt``, ``train.en.txt`` -> ``en``)."""
+    dotted part of the file name without its extension (``en.txt``, ``train.en.txt`` -> ``en``).
+    ``-`` is standard input, given once; without ``LANG=`` only where the language is not read
+    from the name (``bare_stdin_ok``: a monolingual model)."""
     out: dict[str, str] = {}
+    stdin = [item for item in inputs if item.split("=", 1)[-1] == STDIN]
+    if len(stdin) > 1:
+        raise ValueError(f"--input: standard input ('-') given {len(stdin)} times ({' '.join(stdin)}): "
+                         "it can be read once; give a file for all but one language")
     for item in inputs:
         lang, sep, path = item.partition("=")
+        if item == STDIN and not bare_stdin_ok:
+            raise ValueError("--input -: standard input has no file name to take the language from; "
+                             "give it as LANG=- (e.g. en=-)")
         if not sep:   # the last dotted part of the file name: en.txt, train.en.txt, corpus.en -> en
             path, lang = item, os.path.splitext(os.path.basename(item))[0].rsplit(".", 1)[-1]
         if not lang or not path:
             raise ValueError(f"--input {item!r}: expected LANG=PATH or PATH")
         if lang in out:
-            raise ValueError(f"--input: language {lang!r} given twice ({out[lang]} and {path})")
+            raise ValueError(f"--input: language {lang!r} given twice ({_shown(out[lang])} and {_shown(path)})")
         out[lang] = path
     return out
 
@@ -73,6 +127,7 @@ def _language_files(inputs: Sequence[str]) -> dict[str, str]:
 def read_tsv(path: str) -> tuple[list[str], list[str], list[str]]:
     """``language<TAB>concept<TAB>text`` lines -> (texts, languages, concepts); empty lines skipped."""
     lines, empty = _read_lines(path)
+    name = _shown(path)
     texts, langs, concepts = [], [], []
     skip = set(empty)
     for lineno, line in enumerate(lines, 1):
@@ -80,17 +135,17 @@ def read_tsv(path: str) -> tuple[list[str], list[str], list[str]]:
             continue
         fields = line.split("\t", 2)
         if len(fields) != 3:
-            raise ValueError(f"{path}:{lineno}: expected 3 tab-separated fields language<TAB>concept<TAB>text, "
+            raise ValueError(f"{name}:{lineno}: expected 3 tab-separated fields language<TAB>concept<TAB>text, "
                              f"got {len(fields)}")
         lang, concept, text = fields
         if not lang or not concept or not text.strip():
-            raise ValueError(f"{path}:{lineno}: empty language, concept or text field")
+            raise ValueError(f"{name}:{lineno}: empty language, concept or text field")
         langs.append(lang)
         concepts.append(concept)
         texts.append(text)
     _report_empty(path, empty)
     if not texts:
-        raise ValueError(f"{path}: no documents")
+        raise ValueError(f"{name}: no documents")
     return texts, langs, concepts
 
 
@@ -103,11 +158,11 @@ def read_dictionary(path: str) -> list[tuple[str, str, str, str]]:
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        parts = tsv_fields(line, 4, f"{path}, line {lineno}",
+        parts = tsv_fields(line, 4, f"{_shown(path)}, line {lineno}",
                            "target_word, target_language, definition, definition_language")
         rows.append((parts[0], parts[1], parts[2], parts[3]))
     if not rows:
-        raise ValueError(f"{path}: no dictionary rows")
+        raise ValueError(f"{_shown(path)}: no dictionary rows")
     return rows
 
 
@@ -117,7 +172,7 @@ def read_aligned(files: dict[str, str]) -> tuple[dict[str, list[str]], list[int]
     empties: dict[str, list[int]] = {}
     for lang, path in files.items():
         data[lang], empties[lang] = _read_lines(path)
-    counts = {files[lang]: len(v) for lang, v in data.items()}
+    counts = {_shown(files[lang]): len(v) for lang, v in data.items()}
     if len(set(counts.values())) > 1:
         raise ValueError("aligned files must have the same number of lines: "
                          + ", ".join(f"{p}: {n}" for p, n in counts.items()))
@@ -127,7 +182,7 @@ def read_aligned(files: dict[str, str]) -> tuple[dict[str, list[str]], list[int]
     n = next(iter(counts.values()))
     kept = [i for i in range(1, n + 1) if i not in drop]
     if not kept:
-        raise ValueError(f"no line is non-empty in every file of {', '.join(files.values())}")
+        raise ValueError(f"no line is non-empty in every file of {', '.join(map(_shown, files.values()))}")
     return {lang: [lines[i - 1] for i in kept] for lang, lines in data.items()}, kept
 
 
@@ -170,6 +225,10 @@ def model_options(cls: type) -> dict[str, Any]:
     return out
 
 
+#: CSLS's neighbourhood size where --knn is not given (evaluate, index --reference, search)
+_DEFAULT_KNN = 10
+
+
 def _positive_int(text: str) -> int:
     """argparse type of counts (--k, --knn, --batch-size): an int >= 1, checked before any work."""
     try:
@@ -178,6 +237,18 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    """argparse type of demo's --alpha: a finite number > 0, checked before the corpus is loaded."""
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
 
 
@@ -273,17 +344,23 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
     cls = _model_class(entry.name)
     params = _fit_params(cls, extra)
     model = cls(**params)
+    if args.embeddings is not None and entry.input != "dictionary":     # was ignored in silence
+        raise ValueError(f"--embeddings applies to BilDRL only (the word space of its dictionary); "
+                         f"{entry.name} does not take it")
+    _not_stdin(args.embeddings, "--embeddings")
+    _not_stdout(args.output, "--output")
     _check_target(args.output)            # before the fit, not after it
     _check_not_an_input(args.output, [*args.input, *(i.partition("=")[2] for i in args.input), args.embeddings])
     if entry.input == "concepts":
-        if len(args.input) == 1 and "=" not in args.input[0] and args.input[0].endswith((".tsv", ".tab")):
+        # a TSV file by its name; standard input alone too (one aligned file is never valid)
+        if len(args.input) == 1 and (args.input[0] == STDIN or args.input[0].endswith((".tsv", ".tab"))):
             texts, langs, concepts = read_tsv(args.input[0])
         else:
             files = _language_files(args.input)
             if len(files) == 1:   # one language, every concept alone: nothing crosslingual to fit
                 (lang, path), = files.items()
                 raise ValueError(f"{entry.name} from aligned files needs one file per language, at least two; "
-                                 f"got one, {path} (read as language {lang!r}); a TSV file "
+                                 f"got one, {_shown(path)} (read as language {lang!r}); a TSV file "
                                  "language<TAB>concept<TAB>text is read as such when its name ends in .tsv or .tab")
             data, kept = read_aligned(files)
             texts, langs, concepts = [], [], []
@@ -298,9 +375,9 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
         if not args.embeddings:
             raise ValueError(f"{entry.name} needs --embeddings MODEL.h5: a fitted model whose word vectors "
                              "are the target space (e.g. a Cr5 or BiCVM model saved by linxling fit)")
-        model.fit(read_dictionary(args.input[0]), _load(args.embeddings))
+        model.fit(read_dictionary(args.input[0]), _load(args.embeddings, what="--embeddings"))
     else:
-        data, _ = read_aligned(_language_files(args.input))
+        data, _ = read_aligned(_language_files(args.input, bare_stdin_ok=entry.input == "monolingual"))
         if entry.input == "monolingual":
             if len(data) != 1:
                 raise ValueError(f"{entry.name} is monolingual: give one --input file, got {len(data)}")
@@ -318,20 +395,25 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
         else:  # pragma: no cover - a registry entry with an input kind the CLI does not read
             raise ValueError(f"linxling fit does not know how to read input of kind {entry.input!r}")
     model.save(args.output)
-    print(f"fitted {type(model).__name__} on {', '.join(args.input)}; saved to {args.output}")
+    print(f"linxling: fitted {type(model).__name__} on {', '.join(args.input)}; saved to {args.output}",
+          file=sys.stderr)
     return 0
 
 
-def _load(path: str, *, index_ok: bool = False):
-    """The model saved at ``path``; a search index (``linxling index``) only with ``index_ok``."""
+def _load(path: str, *, index_ok: bool = False, what: str = "MODEL"):
+    """The model saved at ``path`` (the argument ``what``); a search index (``linxling index``)
+    only with ``index_ok``."""
     import linxling
     from linxling.io import ModelFormatError
+    _not_stdin(path, what)
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, not a model file")
     try:
         obj = linxling.load(path)
     except ModelFormatError as exc:
         raise ValueError(str(exc)) from None
+    except FileNotFoundError:       # was "not a linxling model file ([Errno 2] No such model file ...)"
+        raise ValueError(f"{path}: no such file") from None
     except OSError as exc:
         raise ValueError(f"{path}: not a linxling model file ({exc})") from None
     from linxling.search import Index
@@ -342,7 +424,7 @@ def _load(path: str, *, index_ok: bool = False):
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    m = _load(args.model, index_ok=True)
+    m = _load(args.model, index_ok=True, what="MODEL")
     from linxling.search import Index
     if isinstance(m, Index):
         print(f"search index of {len(m)} " + (f"{m.language} " if m.language else "") + f"documents, d = {m.dim}; "
@@ -362,18 +444,19 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     import numpy as np
 
     from linxling.io._store import _check_target
+    _not_stdout(args.output, "OUTPUT")               # numpy.save's rule made it a file named "-.npy"
     _check_target(_npy_path(args.output))
     _check_not_an_input(_npy_path(args.output), [args.model, args.input])
     m = _load(args.model)
     lines, empty = _read_lines(args.input)
     if empty:  # an empty line is still a document: keep rows aligned with the input, but say so
-        print(f"linxling: {args.input}: {len(empty)} empty line(s) embedded as empty documents "
+        print(f"linxling: {_shown(args.input)}: {len(empty)} empty line(s) embedded as empty documents "
               f"(line {', '.join(map(str, empty[:10]))}{', ...' if len(empty) > 10 else ''})", file=sys.stderr)
     E = embed_texts(m, lines, args.language)
     if args.dtype:
         E = np.ascontiguousarray(E, dtype=args.dtype)
     path = _save_npy(args.output, E)
-    print(f"wrote {E.shape[0]} x {E.shape[1]} embeddings to {path}")
+    print(f"linxling: wrote {E.shape[0]} x {E.shape[1]} embeddings to {path}", file=sys.stderr)
     return 0
 
 
@@ -388,8 +471,9 @@ def _npy_path(output: str) -> str:
 def _check_not_an_input(output: str, inputs: Sequence[str | None]) -> None:
     """Refuse an output that is one of the command's inputs, before any work: it would be
     replaced (`linxling index model.h5 es es.txt model.h5` overwrote the model with the index,
-    `fit --input en.txt es.txt --output en.txt` the corpus with the model). A symbolic link at
-    the output is replaced, not written through, so it is no input's file."""
+    `fit --input en.txt es.txt --output en.txt` the corpus with the model); ``-`` is standard
+    input, whose file is checked too (`index model.h5 es - es.txt < es.txt`). A symbolic link
+    at the output is replaced, not written through, so it is no input's file."""
     try:
         out = os.lstat(output)
     except (OSError, ValueError):
@@ -399,11 +483,11 @@ def _check_not_an_input(output: str, inputs: Sequence[str | None]) -> None:
         return
     for path in inputs:
         try:
-            st = os.stat(path) if path else None
-        except (OSError, ValueError):
+            st = os.fstat(sys.stdin.fileno()) if path == STDIN else os.stat(path) if path else None
+        except (OSError, ValueError, AttributeError):   # no such file; no stdin, or one without a file
             continue
         if st is not None and (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
-            raise ValueError(f"{output}: is also an input of this command ({path}); writing it would "
+            raise ValueError(f"{output}: is also an input of this command ({_shown(path)}); writing it would "
                              "replace that input: give another output file")
 
 
@@ -425,25 +509,31 @@ def _save_npy(output: str, array: Any) -> str:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from linxling.evaluate import retrieval
+    if args.knn is not None and "csls" not in args.similarity:     # was ignored in silence
+        raise ValueError(f"--knn applies to CSLS only (the size of its neighbourhoods); --similarity "
+                         f"{' '.join(args.similarity)} does not use it: drop --knn or add csls")
+    _stdin_once(QUERIES=args.queries, CANDIDATES=args.candidates)
     m = _load(args.model)
     q_lines, q_empty = _read_lines(args.queries)
     c_lines, c_empty = _read_lines(args.candidates)
+    queries, candidates = _shown(args.queries), _shown(args.candidates)
     if len(q_lines) != len(c_lines):
-        raise ValueError(f"aligned files must have the same number of lines: {args.queries}: {len(q_lines)}, "
-                         f"{args.candidates}: {len(c_lines)}")
+        raise ValueError(f"aligned files must have the same number of lines: {queries}: {len(q_lines)}, "
+                         f"{candidates}: {len(c_lines)}")
     if not q_lines:     # was: the table's header, then "queries is empty: shape (0, d)"
-        raise ValueError(f"{args.queries} and {args.candidates} have no lines: nothing to evaluate")
-    for path, empty in ((args.queries, q_empty), (args.candidates, c_empty)):
+        raise ValueError(f"{queries} and {candidates} have no lines: nothing to evaluate")
+    for path, empty in ((queries, q_empty), (candidates, c_empty)):
         if empty:        # kept (the files are aligned by line), but said: they can only miss
             print(f"linxling: {path}: {len(empty)} empty line(s) scored as empty documents (line "
                   f"{', '.join(map(str, empty[:10]))}{', ...' if len(empty) > 10 else ''})", file=sys.stderr)
     Q = embed_texts(m, q_lines, args.query_language)
     C = embed_texts(m, c_lines, args.candidate_language)
     ks = tuple(args.k)
-    knn = min(args.knn, len(q_lines))
-    if knn < args.knn and "csls" in args.similarity:
-        print(f"linxling: CSLS with knn={knn}: the files have {len(q_lines)} lines, fewer than --knn "
-              f"{args.knn}", file=sys.stderr)
+    wanted = _DEFAULT_KNN if args.knn is None else args.knn
+    knn = min(wanted, len(q_lines))
+    if knn < wanted and "csls" in args.similarity:
+        print(f"linxling: CSLS with knn={knn}: the files have {len(q_lines)} lines, fewer than "
+              f"{'the default ' if args.knn is None else ''}--knn {wanted}", file=sys.stderr)
     print(f"retrieval {args.query_language}->{args.candidate_language}: {len(q_lines)} queries, "
           f"{len(c_lines)} candidates")
     print("similarity | " + " ".join(f"{'P@' + str(k):>7}" for k in ks) + f" {'MRR':>7}")
@@ -452,8 +542,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"{sim:<10} | " + " ".join(f"{r[f'P@{k}']:7.3f}" for k in ks) + f" {r['MRR']:7.3f}")
     # a line without a word of the model's vocabulary embeds as zeros and is a miss at every k:
     # said, so that a low score is not read as the model's (e.g. a file of the wrong language)
-    for n_zero, path, what in ((r["n_zero_queries"], args.queries, "queries"),
-                               (r["n_zero_candidates"], args.candidates, "candidates")):
+    for n_zero, path, what in ((r["n_zero_queries"], queries, "queries"),
+                               (r["n_zero_candidates"], candidates, "candidates")):
         if n_zero:
             print(f"linxling: {path}: {n_zero} of {len(q_lines)} {what} have no word of the model's "
                   f"vocabulary (zero vectors, empty lines included): each is a miss", file=sys.stderr)
@@ -463,6 +553,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from linxling.io import export_vectors
     from linxling.io._store import _check_target
+    _not_stdout(args.output, "OUTPUT")
     _check_target(args.output)            # before the model is read, as fit, embed and index do
     _check_not_an_input(args.output, [args.model])
     m = _load(args.model)
@@ -470,39 +561,53 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise ValueError(f"{type(m).__name__} has no word vectors to export")
     words, vectors = m.word_vectors(args.language)
     written = export_vectors(args.output, vectors, words, format=args.format)
-    print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors ({args.format}) to {', '.join(written)}")
+    print(f"linxling: wrote {vectors.shape[0]} x {vectors.shape[1]} vectors ({args.format}) to "
+          f"{', '.join(written)}", file=sys.stderr)
     return 0
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
     from linxling.io._store import _check_target
     from linxling.search import Index
+    if args.knn is not None and not args.reference:                # was ignored in silence
+        raise ValueError("--knn applies with --reference only (the CSLS neighbourhood of its radii); without "
+                         "a reference, give it at search time: linxling search ... --similarity csls --knn N")
+    knn = _DEFAULT_KNN if args.knn is None else args.knn
+    _stdin_once(COLLECTION=args.collection, **{"--reference FILE": args.reference and args.reference[1]})
+    _not_stdout(args.output, "OUTPUT")
     _check_target(args.output)
     _check_not_an_input(args.output, [args.model, args.collection, args.reference and args.reference[1]])
     m = _load(args.model)
     lines, empty = _read_lines(args.collection)
+    collection = _shown(args.collection)
+    if not lines:        # was: "texts is empty: there is nothing to index" (no file named)
+        raise ValueError(f"{collection} has no lines: nothing to index")
     if empty:
-        print(f"linxling: {args.collection}: {len(empty)} empty line(s) indexed as empty documents "
+        print(f"linxling: {collection}: {len(empty)} empty line(s) indexed as empty documents "
               "(they score 0)", file=sys.stderr)
     if args.reference:   # read and embedded before the collection, not after it (a missing file,
         ref_lang, ref_path = args.reference          # an unknown language were said after all the work)
         ref_lines, _ = _read_lines(ref_path)
-        if args.knn > min(len(ref_lines), len(lines)):
-            raise ValueError(f"--knn {args.knn} exceeds the number of lines of --reference {ref_path} "
-                             f"({len(ref_lines)}) or of {args.collection} ({len(lines)}): give a smaller --knn")
+        if knn > min(len(ref_lines), len(lines)):
+            raise ValueError(f"--knn {knn} exceeds the number of lines of --reference {_shown(ref_path)} "
+                             f"({len(ref_lines)}) or of {collection} ({len(lines)}): give a smaller --knn")
         reference = embed_texts(m, ref_lines, ref_lang)
     index = Index.from_texts(m, lines, args.language, ids=list(range(1, len(lines) + 1)),
                              batch_size=args.batch_size)
     index.model_path = os.path.abspath(args.model)
     if args.reference:
-        index.set_reference(reference, knn=args.knn)
+        index.set_reference(reference, knn=knn)
     index.save(args.output)
-    print(f"indexed {len(index)} documents ({args.language}, d = {index.dim}) in {args.output}"
-          + (f"; CSLS reference: {len(ref_lines)} {ref_lang} texts" if args.reference else ""))
+    print(f"linxling: indexed {len(index)} documents ({args.language}, d = {index.dim}) in {args.output}"
+          + (f"; CSLS reference: {len(ref_lines)} {ref_lang} texts" if args.reference else ""), file=sys.stderr)
     return 0
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
+    if args.knn is not None and args.similarity != "csls":         # was ignored in silence
+        raise ValueError(f"--knn applies to CSLS only (the size of its neighbourhoods); --similarity "
+                         f"{args.similarity} does not use it: drop --knn or give --similarity csls")
+    _not_stdin(args.model, "--model")
     index = _load_index(args.index)
     model_path = args.model or index.model_path
     if not model_path:
@@ -512,11 +617,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
                          "deleted?): give --model MODEL.h5")
     queries, empty = _read_lines(args.queries)
     if not queries:      # was: "queries must be a non-empty 2-D array (n, d), got shape (0, d)"
-        raise ValueError(f"{args.queries} has no lines: nothing to search")
+        raise ValueError(f"{_shown(args.queries)} has no lines: nothing to search")
     if empty:            # kept (results are numbered by query line), but said: they score 0
-        print(f"linxling: {args.queries}: {len(empty)} empty line(s) searched as empty queries (they score 0; "
+        print(f"linxling: {_shown(args.queries)}: {len(empty)} empty line(s) searched as empty queries (they score 0; "
               f"line {', '.join(map(str, empty[:10]))}{', ...' if len(empty) > 10 else ''})", file=sys.stderr)
-    m = _load(model_path)
+    m = _load(model_path, what="--model")
     k = min(args.k, len(index))
     scores, idx = index.search(embed_texts(m, queries, args.language), k, similarity=args.similarity,
                                knn=args.knn)
@@ -533,7 +638,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _load_index(path: str):
     from linxling.search import Index
-    obj = _load(path, index_ok=True)
+    obj = _load(path, index_ok=True, what="INDEX")
     if not isinstance(obj, Index):
         raise ValueError(f"{path} is a {type(obj).__name__} model, not a search index (linxling index)")
     return obj
@@ -576,9 +681,10 @@ def _cmd_warmup(args: argparse.Namespace) -> int:
     set_show_progress(False)
     names = [_registry.entry(m).name for m in args.models]    # an unknown name: said before the heading
     t = time.perf_counter()
-    print(f"compiling and caching the numba kernels of {', '.join(names) or 'every model'} (once per machine):")
-    warmup(args.models)
-    print(f"done in {time.perf_counter() - t:.0f} s; later fits start without compiling")
+    print(f"linxling: compiling and caching the numba kernels of {', '.join(names) or 'every model'} "
+          "(once per machine):", file=sys.stderr)
+    warmup(args.models, print_fn=lambda line: print(line, file=sys.stderr))
+    print(f"linxling: done in {time.perf_counter() - t:.0f} s; later fits start without compiling", file=sys.stderr)
     return 0
 
 
@@ -641,11 +747,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     d = add("demo", "train Cr5 and CL-LSI on Bible verses, print held-out P@k")
     d.add_argument("--languages", nargs="+", default=["en", "es", "ru", "ar", "zh"])
-    d.add_argument("--n-components", type=int, default=300, help="embedding dimension r (paper: 300)")
-    d.add_argument("--alpha", type=float, default=1.0)
-    d.add_argument("--test-chapters", type=int, default=150)
-    d.add_argument("--queries", type=int, default=1000)
-    d.add_argument("--candidates", type=int, default=5000)
+    # checked here: a 0 or a negative count or alpha failed only after the corpus was loaded (--queries 0
+    # after the whole Cr5 fit)
+    d.add_argument("--n-components", type=_positive_int, default=300, help="embedding dimension r (paper: 300)")
+    d.add_argument("--alpha", type=_positive_float, default=1.0)
+    d.add_argument("--test-chapters", type=_positive_int, default=150)
+    d.add_argument("--queries", type=_positive_int, default=1000)
+    d.add_argument("--candidates", type=_positive_int, default=5000)
     d.add_argument("--similarity", choices=["csls", "cosine"], default="csls")
     d.add_argument("--out", default="demo_out")
     d.add_argument("--seed", type=int, default=0)
@@ -661,8 +769,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "aligned lines (concept = line number); b-WMF, x-WMF, BiCVM, RankingEmbedding, BilBOWA: "
                         "one file per language of aligned lines (WMF, CompressTree: one file); BilDRL: one TSV "
                         "target_word<TAB>target_language<TAB>definition<TAB>definition_language. LANG defaults "
-                        "to the last dotted part of the file name without its extension (en.txt, train.en.txt: en)")
-    f.add_argument("--embeddings", metavar="MODEL", help="BilDRL: a saved model giving the word space")
+                        "to the last dotted part of the file name without its extension (en.txt, train.en.txt: en). "
+                        "- is standard input, once: LANG=- (a lone - for WMF, CompressTree, a TSV file, BilDRL)")
+    f.add_argument("--embeddings", metavar="MODEL", help="BilDRL only: a saved model giving the word space")
     f.add_argument("--output", required=True, help="model file to write (.h5)")
     f.set_defaults(func=_cmd_fit, takes_extra=True)
 
@@ -673,7 +782,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     e = add("embed", "embed one document per line with a saved model")
     e.add_argument("model")
     e.add_argument("language", help="language of the documents (ignored by the monolingual WMF)")
-    e.add_argument("input", help="UTF-8 text file, one document per line")
+    e.add_argument("input", help="UTF-8 text file, one document per line (- for standard input)")
     e.add_argument("output", help=".npy file to write")
     e.add_argument("--dtype", choices=["float32", "float64"],
                    help="of the written array (default: the model's; float32 for vector indexes)")
@@ -682,12 +791,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     v = add("evaluate", "score retrieval between two aligned files (line i of one translates line i of the other)")
     v.add_argument("model")
     v.add_argument("query_language")
-    v.add_argument("queries", help="UTF-8 file, one query per line")
+    v.add_argument("queries", help="UTF-8 file, one query per line (- for standard input)")
     v.add_argument("candidate_language")
-    v.add_argument("candidates", help="UTF-8 file aligned with queries")
+    v.add_argument("candidates", help="UTF-8 file aligned with queries (- for standard input, if queries is not)")
     v.add_argument("--k", type=_positive_int, nargs="+", default=[1, 5, 10], help="cut-offs of P@k")
     v.add_argument("--similarity", nargs="+", choices=["cosine", "csls"], default=["cosine", "csls"])
-    v.add_argument("--knn", type=_positive_int, default=10, help="CSLS neighbourhood size")
+    v.add_argument("--knn", type=_positive_int, default=None,       # None: not given, an error without csls
+                   help=f"CSLS only: neighbourhood size (default: {_DEFAULT_KNN})")
     v.set_defaults(func=_cmd_evaluate)
 
     x = add("export", "write a language's word vectors for gensim, NumPy or FAISS")
@@ -703,23 +813,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = add("index", "embed a text collection (one document per line) into a search index file")
     n.add_argument("model", help="a saved model (linxling fit)")
     n.add_argument("language", help="language of the collection")
-    n.add_argument("collection", help="UTF-8 text file, one document per line (results name them by line number)")
+    n.add_argument("collection", help="UTF-8 text file, one document per line (results name them by line "
+                                      "number; - for standard input)")
     n.add_argument("output", help="index file to write (.h5)")
     n.add_argument("--reference", nargs=2, metavar=("LANG", "FILE"),
                    help="CSLS: texts of the query language whose vectors give each document's hubness "
-                        "radius once (default at search time: the queries themselves)")
-    n.add_argument("--knn", type=_positive_int, default=10, help="CSLS neighbourhood size")
+                        "radius once (default at search time: the queries themselves; FILE - for standard input)")
+    n.add_argument("--knn", type=_positive_int, default=None,       # None: not given, an error without --reference
+                   help=f"with --reference only: its CSLS neighbourhood size (default: {_DEFAULT_KNN})")
     n.add_argument("--batch-size", type=_positive_int, default=10_000, help="documents embedded at a time")
     n.set_defaults(func=_cmd_index)
 
     q = add("search", "the top-k documents of an index for each query (TSV on stdout)")
     q.add_argument("index", help="an index file (linxling index)")
     q.add_argument("language", help="language of the queries")
-    q.add_argument("queries", help="UTF-8 text file, one query per line")
+    q.add_argument("queries", help="UTF-8 text file, one query per line (- for standard input)")
     q.add_argument("--k", type=_positive_int, default=10, help="documents per query")
     q.add_argument("--similarity", choices=["cosine", "csls"], default="cosine")
     q.add_argument("--knn", type=_positive_int, default=None,
-                   help="CSLS neighbourhood size (default: the index's reference's, else 10)")
+                   help=f"CSLS only: neighbourhood size (default: the index's reference's, else {_DEFAULT_KNN})")
     q.add_argument("--model", help="the model that embeds the queries (default: the one the index was built with)")
     q.set_defaults(func=_cmd_search)
 

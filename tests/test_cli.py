@@ -322,7 +322,7 @@ def test_cli_api_parity(corpus, capsys):
     m = linxling.load(corpus / "m.h5")
     assert np.dtype(m.dtype) == np.float32 and m.components_["en"].dtype == np.float32
     assert _run("linxling embed m.h5 en en.txt out --dtype float32") == 0
-    assert "to out.npy" in capsys.readouterr().out
+    assert "to out.npy" in capsys.readouterr().err
     assert np.load(corpus / "out.npy").dtype == np.float32
     (corpus / "target.npy").write_bytes(b"precious")
     os.symlink(corpus / "target.npy", corpus / "link.npy")
@@ -491,8 +491,10 @@ def test_evaluate_says_what_it_changes_or_keeps(corpus, capsys):
     err = capsys.readouterr().err
     assert f"CSLS with knn={len(EN)}: the files have {len(EN)} lines, fewer than --knn 50" in err
     assert "q.txt: 1 empty line(s) scored as empty documents (line 2)" in err
-    assert _run("linxling evaluate m.h5 en en.txt es es.txt --similarity cosine --knn 50") == 0
+    assert _run("linxling evaluate m.h5 en en.txt es es.txt --similarity cosine") == 0
     assert capsys.readouterr().err == ""
+    assert _run("linxling evaluate m.h5 en en.txt es es.txt") == 0     # the default --knn, lowered too
+    assert "fewer than the default --knn 10" in capsys.readouterr().err
 
 
 
@@ -664,3 +666,212 @@ def test_warmup_refuses_an_unknown_model_before_its_heading(capsys):
     assert main(["warmup", "wmf", "nope"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "unknown model 'nope'" in err
+
+
+def test_options_a_mode_does_not_use_are_refused(corpus, capsys, monkeypatch):
+    """`search --knn 3` with cosine, `evaluate --similarity cosine --knn 3`, `index --knn 3`
+    without --reference and `fit Cr5 --embeddings m.h5` ran and ignored the option in silence; an
+    option given where it does nothing is an error naming it, before any file is read. Given
+    where it applies, or left out, each works as before (the documented defaults kept)."""
+    import linxling.cli as cli
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    assert _run("linxling index m.h5 es es.txt i.h5") == 0
+    capsys.readouterr()
+
+    def no_work(*_a, **_k):
+        raise AssertionError("a file was read before the option was checked")
+    with monkeypatch.context() as mp:
+        mp.setattr(cli, "_read_lines", no_work)
+        mp.setattr(cli, "_load", no_work)
+        for line, says in (("linxling search i.h5 en en.txt --knn 3",
+                            "--knn applies to CSLS only (the size of its neighbourhoods); --similarity cosine "
+                            "does not use it"),
+                           ("linxling search i.h5 en en.txt --similarity cosine --knn 3", "--knn applies to CSLS only"),
+                           ("linxling evaluate m.h5 en en.txt es es.txt --similarity cosine --knn 3",
+                            "--knn applies to CSLS only (the size of its neighbourhoods); --similarity cosine "
+                            "does not use it: drop --knn or add csls"),
+                           ("linxling index m.h5 es es.txt i2.h5 --knn 3", "--knn applies with --reference only"),
+                           ("linxling fit Cr5 --input en.txt es.txt --output m2.h5 --embeddings m.h5",
+                            "--embeddings applies to BilDRL only (the word space of its dictionary); Cr5 does "
+                            "not take it")):
+            assert _run(line) == 2, line
+            out, err = capsys.readouterr()
+            assert out == "" and err.startswith("linxling: error: ") and says in err, (line, err)
+            assert len(err.splitlines()) == 1, err
+    assert not (corpus / "i2.h5").exists() and not (corpus / "m2.h5").exists()
+    # where the option applies it is taken; left out, the documented default is used
+    assert _run("linxling search i.h5 en en.txt --k 1 --similarity csls --knn 3") == 0
+    assert _run("linxling evaluate m.h5 en en.txt es es.txt --similarity cosine csls --knn 3") == 0
+    assert _run("linxling index m.h5 es es.txt i3.h5 --reference en en.txt --knn 3") == 0
+    assert linxling.load(corpus / "i3.h5").reference_knn_ == 3
+    assert _run("linxling index m.h5 es es.txt i4.h5 --reference en en.txt --knn 6") == 0
+    assert linxling.load(corpus / "i4.h5").reference_knn_ == 6
+    (corpus / "ref.txt").write_text("\n".join(EN * 2) + "\n", encoding="utf-8")
+    (corpus / "coll.txt").write_text("\n".join(ES * 2) + "\n", encoding="utf-8")
+    assert _run("linxling index m.h5 es coll.txt i5.h5 --reference en ref.txt") == 0
+    assert linxling.load(corpus / "i5.h5").reference_knn_ == 10          # the documented default
+
+
+def _stdin(monkeypatch, data: bytes) -> None:
+    """Standard input holding ``data``, as a pipe gives it."""
+    import io
+    import sys
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+
+def test_dash_reads_text_from_standard_input(corpus, capsys, monkeypatch):
+    """`linxling embed model.h5 en - out.npy < en.txt` (and every other text input given as -)
+    said "No such file or directory: '-'"; - is standard input wherever a text file is read, and
+    gives what the file gives. A file named '-' is still reached as ./-."""
+    import shutil
+    en, es = (corpus / "en.txt").read_bytes(), (corpus / "es.txt").read_bytes()
+    opts = "--n-components 2 --min-df 1 --random-state 0"
+    assert _run(f"linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 {opts}") == 0
+    assert _run("linxling index m.h5 es es.txt i.h5") == 0
+    model = linxling.load(corpus / "m.h5")
+    capsys.readouterr()
+
+    _stdin(monkeypatch, en)
+    assert _run("linxling embed m.h5 en - e.npy") == 0
+    np.testing.assert_array_equal(np.load(corpus / "e.npy"), model.transform(EN, "en"))
+    for line in ("linxling search i.h5 en {} --k 2", "linxling evaluate m.h5 en {} es es.txt --k 1 3"):
+        assert _run(line.format("en.txt")) == 0
+        from_file = capsys.readouterr().out
+        _stdin(monkeypatch, en)
+        assert _run(line.format("-")) == 0
+        assert capsys.readouterr().out == from_file, line
+    _stdin(monkeypatch, es)
+    assert _run("linxling evaluate m.h5 en en.txt es - --k 1") == 0      # the candidates from stdin
+    assert "csls" in capsys.readouterr().out
+    _stdin(monkeypatch, es)
+    assert _run("linxling index m.h5 es - i2.h5") == 0
+    assert linxling.load(corpus / "i2.h5").texts == ES
+    _stdin(monkeypatch, en)
+    assert _run("linxling index m.h5 es es.txt i3.h5 --reference en - --knn 3") == 0
+    assert linxling.load(corpus / "i3.h5").reference_knn_ == 3
+    # fit: one language's aligned lines, a lone - as a concept model's TSV, a monolingual model's file
+    _stdin(monkeypatch, en)
+    assert _run(f"linxling fit Cr5 --input en=- es=es.txt --output s.h5 {opts}") == 0
+    np.testing.assert_array_equal(linxling.load(corpus / "s.h5").transform(ES, "es"), model.transform(ES, "es"))
+    rows = [f"{lang}\t{i}\t{t}" for lang, texts in (("en", EN), ("es", ES)) for i, t in enumerate(texts, 1)]
+    _stdin(monkeypatch, ("\n".join(rows) + "\n").encode())
+    assert _run(f"linxling fit Cr5 --input - --output t.h5 {opts}") == 0
+    assert linxling.load(corpus / "t.h5").languages_ == ["en", "es"]
+    _stdin(monkeypatch, en)
+    assert _run("linxling fit WMF --input - --output w.h5 --n-components 2 --min-df 1 --max-iter 1") == 0
+    assert linxling.load(corpus / "w.h5").transform(EN).shape == (6, 2)
+    # a file named '-' is a file, given as ./-
+    shutil.copy(corpus / "en.txt", corpus / "-")
+    assert _run("linxling embed m.h5 en ./- e2.npy") == 0
+    np.testing.assert_array_equal(np.load(corpus / "e2.npy"), np.load(corpus / "e.npy"))
+
+
+def test_dash_where_it_cannot_be_standard_input_or_output_is_refused(corpus, capsys, monkeypatch):
+    """Models and indexes are HDF5 files and outputs are written beside their destination and
+    renamed into place: - there was read or written as a file named '-' (`embed ... -` wrote
+    '-.npy'); standard input given twice was read empty the second time. Each is a one-line
+    error naming the argument; stdin that is closed or not UTF-8 is said as such."""
+    import sys
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    assert _run("linxling index m.h5 es es.txt i.h5") == 0
+    capsys.readouterr()
+    _stdin(monkeypatch, b"")
+    for line, says in (("linxling info -", "MODEL '-': a model or index is read from its file, not from standard "
+                                           "input"),
+                       ("linxling embed - en en.txt e.npy", "MODEL '-': a model or index is read from its file"),
+                       ("linxling search - en en.txt", "INDEX '-': a model or index is read from its file"),
+                       ("linxling search i.h5 en en.txt --model -", "--model '-': a model or index is read"),
+                       ("linxling fit BilDRL --input d.tsv --embeddings - --output d.h5", "--embeddings '-'"),
+                       ("linxling embed m.h5 en en.txt -", "OUTPUT '-': writing to standard output is not supported"),
+                       ("linxling export m.h5 es -", "OUTPUT '-': writing to standard output is not supported"),
+                       ("linxling index m.h5 es es.txt -", "OUTPUT '-': writing to standard output is not supported"),
+                       ("linxling fit WMF --input en.txt --output -", "--output '-': writing to standard output"),
+                       ("linxling evaluate m.h5 en - es -",
+                        "standard input ('-') given for QUERIES and CANDIDATES: it can be read once"),
+                       ("linxling index m.h5 es - i2.h5 --reference en -",
+                        "standard input ('-') given for COLLECTION and --reference FILE: it can be read once"),
+                       ("linxling fit Cr5 --input en=- es=- --output m2.h5",
+                        "--input: standard input ('-') given 2 times (en=- es=-): it can be read once"),
+                       ("linxling fit BiCVM --input - es.txt --output m2.h5",
+                        "--input -: standard input has no file name to take the language from; give it as LANG=-")):
+        assert _run(line) == 2, line
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith("linxling: error: ") and says in err, (line, err)
+        assert len(err.splitlines()) == 1, err
+    assert not (corpus / "-").exists() and not (corpus / "-.npy").exists() and not (corpus / "m2.h5").exists()
+    _stdin(monkeypatch, b"fine\nbad \xff\n")
+    assert _run("linxling embed m.h5 en - e.npy") == 2
+    assert "linxling: error: <stdin>:2: not valid UTF-8" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdin", None)            # `linxling ... <&-`
+    assert _run("linxling search i.h5 en -") == 2
+    assert "standard input ('-') is closed" in capsys.readouterr().err
+
+
+def test_stdout_is_the_data_and_diagnostics_go_to_stderr(corpus, capsys, monkeypatch):
+    """fit, embed, export, index and warmup printed their confirmation and progress lines on
+    stdout, mixed with what a script reads there. stdout now holds only a command's data (info's
+    description, evaluate's table, search's TSV); every other line is on stderr, as 'linxling: ...'."""
+    import linxling._warmup
+    for line, said in (("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1",
+                        "linxling: fitted Cr5 on en=en.txt, es=es.txt; saved to m.h5\n"),
+                       ("linxling embed m.h5 en en.txt e.npy", "linxling: wrote 6 x 2 embeddings to e.npy\n"),
+                       ("linxling export m.h5 es v.txt", "linxling: wrote "),
+                       ("linxling index m.h5 es es.txt i.h5", "linxling: indexed 6 documents (es, d = 2) in i.h5\n")):
+        assert _run(line) == 0, line
+        out, err = capsys.readouterr()
+        assert out == "" and said in err, (line, out, err)
+    monkeypatch.setattr(linxling._warmup, "warmup", lambda models, print_fn: print_fn("  WMF: 0.1 s"))
+    assert _run("linxling warmup wmf") == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "compiling and caching the numba kernels of WMF" in err and "  WMF: 0.1 s\n" in err
+    # the data commands: stdout is their data alone
+    assert _run("linxling info m.h5") == 0
+    assert capsys.readouterr().out.startswith("Cr5 saved by linxling; languages: en, es\n")
+    assert _run("linxling search i.h5 en en.txt --k 2") == 0
+    out, err = capsys.readouterr()
+    assert err == "" and [len(r.split("\t")) for r in out.splitlines()] == [5] * (1 + 2 * len(EN))
+    assert _run("linxling evaluate m.h5 en en.txt es es.txt --k 1") == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == "retrieval en->es: 6 queries, 6 candidates" and len(out.splitlines()) == 4
+    assert "fewer than the default --knn 10" in err
+
+
+def test_missing_model_and_empty_collection_are_said_plainly(corpus, capsys):
+    """A model file that is not there was 'not a linxling model file ([Errno 2] No such model
+    file ...)'; an empty collection given to index said 'texts is empty', naming no file."""
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    (corpus / "none.txt").write_text("", encoding="utf-8")
+    capsys.readouterr()
+    for line, says in (("linxling info missing.h5", "linxling: error: missing.h5: no such file\n"),
+                       ("linxling embed missing.h5 en en.txt e.npy", "linxling: error: missing.h5: no such file\n"),
+                       ("linxling index m.h5 es none.txt i.h5",
+                        "linxling: error: none.txt has no lines: nothing to index\n")):
+        assert _run(line) == 2, line
+        assert capsys.readouterr().err == says, line
+    assert not (corpus / "i.h5").exists()
+
+
+def test_demo_checks_its_options_before_loading_the_corpus(capsys, monkeypatch):
+    """`demo --queries 0` loaded the Bible corpus and fitted Cr5 before failing on an empty query
+    set, and `--test-chapters 0`, `--n-components -1` or `--alpha -1` after loading the corpus;
+    `--languages en` asked for a crosslingual table of one language. Each is said first."""
+    import linxling.demo
+
+    def no_demo(*_a, **_k):
+        raise AssertionError("the demo started before its options were checked")
+    monkeypatch.setattr(linxling.demo, "run_demo", no_demo)
+    for option, value, says in (("--queries", "0", "expected a positive integer, got '0'"),
+                                ("--candidates", "-5", "expected a positive integer"),
+                                ("--test-chapters", "0", "expected a positive integer"),
+                                ("--n-components", "-1", "expected a positive integer"),
+                                ("--alpha", "-1", "expected a positive number, got '-1'"),
+                                ("--alpha", "nan", "expected a positive number")):
+        with pytest.raises(SystemExit) as exc:
+            main(["demo", option, value])
+        out, err = capsys.readouterr()
+        assert exc.value.code == 2 and out == "", option
+        assert f"argument {option}: {says}" in err.splitlines()[-1], err
+    assert main(["demo", "--languages", "en"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == ("linxling: error: --languages: the demo retrieves across languages and needs at "
+                                 "least two, got en\n")

@@ -242,6 +242,7 @@ def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
     (tmp_path / "en.txt").write_text("a b c\nb c d\nc d e\n", encoding="utf-8")
     assert main(["--no-progress", "fit", "wmf", "--input", "en.txt", "--output", "m.h5", "--n-components", "2",
                  "--min-df", "1", "--max-iter", "1"]) == 0
+    capsys.readouterr()                        # the fit's confirmation line, on stderr
     os.chmod(tmp_path / "m.h5", 0o444)
     assert main(["--no-progress", "fit", "wmf", "--input", "en.txt", "--output", "m.h5", "--n-components", "2",
                  "--min-df", "1", "--max-iter", "1"]) == 2
