@@ -575,6 +575,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
     knn = _DEFAULT_KNN if args.knn is None else args.knn
     _stdin_once(COLLECTION=args.collection, **{"--reference FILE": args.reference and args.reference[1]})
     _not_stdout(args.output, "OUTPUT")
+    if args.append:
+        return _index_append(args)
     _check_target(args.output)
     _check_not_an_input(args.output, [args.model, args.collection, args.reference and args.reference[1]])
     m = _load(args.model)
@@ -600,6 +602,54 @@ def _cmd_index(args: argparse.Namespace) -> int:
     index.save(args.output)
     print(f"linxling: indexed {len(index)} documents ({args.language}, d = {index.dim}) in {args.output}"
           + (f"; CSLS reference: {len(ref_lines)} {ref_lang} texts" if args.reference else ""), file=sys.stderr)
+    return 0
+
+
+def _index_append(args: argparse.Namespace) -> int:
+    """``linxling index --append``: the collection's lines added to the index file OUTPUT
+    (:meth:`linxling.search.Index.add_texts`), numbered after its documents, with the model it
+    was built with; the file is replaced whole (atomically) once they are embedded."""
+    if args.reference or args.knn is not None:
+        raise ValueError("--append keeps the index's CSLS reference (the new documents' radii are taken "
+                         "against it): --reference and --knn apply when an index is built")
+    if not os.path.exists(args.output):
+        raise ValueError(f"{args.output}: no such index file to append to (--append adds documents to an index "
+                         "that linxling index wrote; leave it out to build one)")
+    _check_not_an_input(args.output, [args.model, args.collection])
+    index = _load_index(args.output)
+    if index.language is not None and index.language != args.language:
+        raise ValueError(f"{args.output} indexes {index.language} documents, not {args.language}: an index "
+                         "holds one language")
+    built_with = index.model_path
+    if built_with and os.path.exists(built_with) and not os.path.samefile(built_with, args.model):
+        raise ValueError(f"{args.output} was built with the model {built_with}, not {args.model}: documents "
+                         "embedded by another model are not comparable; append with that model")
+    m = _load(args.model)
+    lines, empty = _read_lines(args.collection)
+    collection = _shown(args.collection)
+    if not lines:
+        raise ValueError(f"{collection} has no lines: nothing to append")
+    if empty:
+        print(f"linxling: {collection}: {len(empty)} empty line(s) indexed as empty documents "
+              "(they score 0)", file=sys.stderr)
+    ids = None
+    if index.ids is not None:        # the CLI names documents by number: the lines continue them
+        if not all(isinstance(i, int) for i in index.ids):
+            raise ValueError(f"{args.output} names its documents by labels, not line numbers (an index built "
+                             "with ids from Python): add to it with linxling.search.Index.add_texts")
+        first = max(index.ids) + 1
+        ids = list(range(first, first + len(lines)))
+    n_before = len(index)
+    index.add_texts(m, lines, ids=ids, batch_size=args.batch_size)
+    if built_with and not os.path.exists(built_with):
+        print(f"linxling: {args.output}: its model {built_with} is gone; the index now names "
+              f"{os.path.abspath(args.model)}", file=sys.stderr)
+    index.model_path = os.path.abspath(args.model)
+    index.save(args.output)
+    print(f"linxling: appended {len(lines)} documents to {args.output} as rows {n_before}-{len(index) - 1} "
+          f"({len(index)} in all)" if ids is None else
+          f"linxling: appended {len(lines)} documents to {args.output} as documents {ids[0]}-{ids[-1]} "
+          f"({len(index)} in all)", file=sys.stderr)
     return 0
 
 
@@ -822,6 +872,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     n.add_argument("--knn", type=_positive_int, default=None,       # None: not given, an error without --reference
                    help=f"with --reference only: its CSLS neighbourhood size (default: {_DEFAULT_KNN})")
     n.add_argument("--batch-size", type=_positive_int, default=10_000, help="documents embedded at a time")
+    n.add_argument("--append", action="store_true",
+                   help="add the collection to the existing index OUTPUT (built with MODEL), its lines numbered "
+                        "after the index's documents; the CSLS reference is kept")
     n.set_defaults(func=_cmd_index)
 
     q = add("search", "the top-k documents of an index for each query (TSV on stdout)")

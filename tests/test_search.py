@@ -563,3 +563,46 @@ def test_add_texts_embeds_with_the_model():
     assert index.texts == whole.texts and index.ids == ["a", "b", "c"]
     with pytest.raises(ValueError, match="the index has no language"):
         Index(index.vectors_).add_texts(m, ["le chat"])
+
+
+def test_cli_index_append_equals_an_index_of_both_files(tmp_path, monkeypatch, capsys):
+    """``linxling index --append`` adds a second file's lines, numbered after the first's, to an
+    index with a CSLS reference: the same results as the index of both files at once; what
+    cannot be appended is refused before the file changes."""
+    from linxling.cli import main
+    rng = np.random.default_rng(2)
+    en, es = [], []
+    for _ in range(120):
+        ids = rng.integers(0, 50, size=6)
+        en.append(" ".join(f"w{i}" for i in ids))
+        es.append(" ".join(f"p{i}" for i in ids))
+    for name, lines in [("en.txt", en), ("es.txt", es), ("es1.txt", es[:70]), ("es2.txt", es[70:])]:
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    run = ["--no-progress"]
+    assert main(run + ["fit", "cr5", "--input", "en.txt", "es.txt", "--output", "m.h5", "--n-components", "16",
+                       "--min-df", "1", "--doc-filter", "none", "--random-state", "0"]) == 0
+    assert main(run + ["index", "m.h5", "es", "es.txt", "all.h5", "--reference", "en", "en.txt", "--knn", "5"]) == 0
+    assert main(run + ["index", "m.h5", "es", "es1.txt", "grown.h5", "--reference", "en", "en.txt", "--knn", "5"]) == 0
+    capsys.readouterr()
+    assert main(run + ["index", "m.h5", "es", "es2.txt", "grown.h5", "--append"]) == 0
+    assert "appended 50 documents to grown.h5 as documents 71-120 (120 in all)" in capsys.readouterr().err
+    outs = []
+    for index in ("all.h5", "grown.h5"):
+        assert main(run + ["search", index, "en", "en.txt", "--k", "3", "--similarity", "csls"]) == 0
+        outs.append([line.split("\t") for line in capsys.readouterr().out.splitlines()])
+    assert [r[:2] + r[3:] for r in outs[0]] == [r[:2] + r[3:] for r in outs[1]]
+    np.testing.assert_allclose([float(r[2]) for r in outs[0][1:]], [float(r[2]) for r in outs[1][1:]], atol=2e-6)
+    before = (tmp_path / "grown.h5").read_bytes()
+    for extra, msg in [(["--reference", "en", "en.txt"], "--append keeps the index's CSLS reference"),
+                       (["--knn", "3"], "--knn applies with --reference only")]:
+        assert main(run + ["index", "m.h5", "es", "es2.txt", "grown.h5", "--append"] + extra) == 2
+        assert msg in capsys.readouterr().err
+    assert main(run + ["index", "m.h5", "en", "en.txt", "grown.h5", "--append"]) == 2
+    assert "indexes es documents, not en" in capsys.readouterr().err
+    assert main(run + ["index", "m.h5", "es", "es2.txt", "none.h5", "--append"]) == 2
+    assert "no such index file to append to" in capsys.readouterr().err
+    (tmp_path / "m2.h5").write_bytes((tmp_path / "m.h5").read_bytes())
+    assert main(run + ["index", "m2.h5", "es", "es2.txt", "grown.h5", "--append"]) == 2
+    assert "was built with the model" in capsys.readouterr().err
+    assert (tmp_path / "grown.h5").read_bytes() == before
