@@ -245,17 +245,19 @@ def test_a_trailing_nul_is_refused_on_save_not_dropped(tmp_path, field):
     assert not (tmp_path / "i.h5").exists()
 
 
+def _parallel_lines(n: int, words: int, seed: int) -> tuple[list[str], list[str]]:
+    """``n`` English-like lines of six words ``w<i>`` and their "Spanish" translations ``p<i>``."""
+    rng = np.random.default_rng(seed)
+    ids = [rng.integers(0, words, size=6) for _ in range(n)]
+    return [" ".join(f"w{i}" for i in row) for row in ids], [" ".join(f"p{i}" for i in row) for row in ids]
+
+
 def test_cli_index_and_search_find_translations(tmp_path, monkeypatch, capsys):
     """linxling index / search on a small parallel corpus: each English query's Spanish
     translation is its top document (the same ranking as Index.search on the model's vectors)."""
     import linxling
     from linxling.cli import main
-    rng = np.random.default_rng(1)
-    en, es = [], []
-    for _ in range(150):
-        ids = rng.integers(0, 60, size=6)
-        en.append(" ".join(f"w{i}" for i in ids))
-        es.append(" ".join(f"p{i}" for i in ids))
+    en, es = _parallel_lines(150, 60, seed=1)
     (tmp_path / "en.txt").write_text("\n".join(en) + "\n", encoding="utf-8")
     (tmp_path / "es.txt").write_text("\n".join(es) + "\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -570,12 +572,7 @@ def test_cli_index_append_equals_an_index_of_both_files(tmp_path, monkeypatch, c
     index with a CSLS reference: the same results as the index of both files at once; what
     cannot be appended is refused before the file changes."""
     from linxling.cli import main
-    rng = np.random.default_rng(2)
-    en, es = [], []
-    for _ in range(120):
-        ids = rng.integers(0, 50, size=6)
-        en.append(" ".join(f"w{i}" for i in ids))
-        es.append(" ".join(f"p{i}" for i in ids))
+    en, es = _parallel_lines(120, 50, seed=2)
     for name, lines in [("en.txt", en), ("es.txt", es), ("es1.txt", es[:70]), ("es2.txt", es[70:])]:
         (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
