@@ -1,6 +1,7 @@
 """The estimators' docstrings document their parameters (numpydoc), as ``help()`` shows them."""
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 
@@ -80,3 +81,72 @@ def test_every_parameter_has_a_description(name):
     assert [p for p in params if p not in doc] == [], f"{name}: undocumented parameters"
     assert [p for p in params if not doc[p]] == [], f"{name}: parameters without a description"
     assert not re.search(r"Same as :class:`WMF`\.\s*$", cls.__doc__ or "", re.M)
+
+
+def _stated_value(text: str):
+    """The Python value a docstring header states as a default: ``300``, ``1e-2``, ``"auto"``,
+    ``None``, ``200,000`` / ``200_000``, ``2 GiB``, ``float64``."""
+    text = text.strip().rstrip(".")
+    if re.fullmatch(r"float(32|64)", text):
+        return text
+    m = re.fullmatch(r"(\d+) GiB", text)
+    if m:
+        return int(m.group(1)) * 2 ** 30
+    return ast.literal_eval(text.replace(",", ""))
+
+
+def stated_defaults(cls: type) -> dict[str, str]:
+    """Name -> the default a ``Parameters`` header states (``name : type, default V``, or
+    ``a, b : ...; default Va, Vb``, or one value for every name)."""
+    out: dict[str, str] = {}
+    lines = inspect.cleandoc(cls.__doc__ or "").splitlines()
+    documented = documented_parameters(cls)
+    for line in lines:
+        if not line or line[0].isspace() or ":" not in line:
+            continue
+        names = [n.strip() for n in line.split(":", 1)[0].split(",")]
+        if not names or any(n not in documented for n in names):
+            continue
+        m = re.search(r"\bdefault (.+)$", line.split(":", 1)[1])
+        if not m:
+            continue
+        # values: quoted strings, numbers with thousands separators, or anything up to a comma
+        values = re.findall(r'"[^"]*"|\d{1,3}(?:,\d{3})+(?!\d)|[^,\s][^,]*', m.group(1))
+        if len(values) == 1:
+            values *= len(names)
+        assert len(values) == len(names), f"{cls.__name__}: {line!r}"
+        out.update(zip(names, values, strict=True))
+    return out
+
+
+def test_the_default_parser_reads_lists_and_units():
+    class Doc:
+        """Summary.
+
+        Parameters
+        ----------
+        a : int, default 300
+        b, c, d : default 3, 200,000, "l2"
+        e : float32 or float64, default float64
+        f : int, default 2 GiB
+        g, h : int, default 2
+        """
+    stated = {k: _stated_value(v) for k, v in stated_defaults(Doc).items()}
+    assert stated == {"a": 300, "b": 3, "c": 200_000, "d": "l2", "e": "float64", "f": 2 * 2 ** 30,
+                      "g": 2, "h": 2}
+
+
+@pytest.mark.parametrize("name", ["Cr5", "CLLSI", "WMF", "BilingualWMF", "CrossWMF", "BiCVM",
+                                  "RankingEmbedding", "CompressTree", "BilBOWA", "BilDRL", "GlossSpace"])
+def test_stated_defaults_are_the_signatures(name):
+    """The audit of the defaults (every header's ``default V`` against ``__init__``): a docstring
+    that states a default states the one the code has (help() is where most users read it)."""
+    cls = getattr(linxling, name)
+    sig = inspect.signature(cls.__init__).parameters
+    stated = stated_defaults(cls)
+    assert stated or name == "CrossWMF", f"{name}: no stated default found"
+    for p, text in stated.items():
+        code = sig[p].default
+        if isinstance(code, type):                       # dtype=np.float64
+            code = code.__name__
+        assert _stated_value(text) == code, f"{name}({p}=...): the docstring says {text}, the code has {code!r}"

@@ -85,6 +85,8 @@ class BilBOWA(LinxlingEstimator):
         :meth:`from_paper`.
     window : int, default 5
         Maximum context distance (the effective window is drawn in ``1..window`` per word).
+        ``window``, ``negative``, ``sample`` and ``learning_rate`` are word2vec's usual values
+        (:meth:`from_paper`'s too); none of them was compared with other values here.
     negative : int, default 5
         Negative samples per (word, context) pair.
     sample : float, default 1e-4
@@ -94,17 +96,18 @@ class BilBOWA(LinxlingEstimator):
     min_count : int, default 3
         Words seen fewer times in a language's monolingual text are dropped (a token count, as
         word2vec's ``min_count``, not the number of documents that the other models' ``min_df``
-        counts).
+        counts). Not compared with other values (the BilBOWA spaces in benchmarks/README.md used 2).
     max_vocab : int or None, default 200_000
         Keep the most frequent words per language.
     n_epochs : int, default 5
         Passes over the monolingual and parallel text (each pass in ``n_blocks`` interleaved blocks).
+        Not compared with other values.
     learning_rate : float, default 0.025
         Initial SGD step, decayed linearly to ``learning_rate * 1e-4``.
-    alignment_learning_rate : float or None
-        Step of the alignment loss (default ``learning_rate``), decayed alike.
+    alignment_learning_rate : float or None, default None
+        Step of the alignment loss (None: ``learning_rate``), decayed alike.
     n_blocks : int, default 20
-        Blocks per epoch of the interleaved schedule.
+        Blocks per epoch of the interleaved schedule (not compared with other values).
     mapping : {None, "procrustes"}, default None
         ``"procrustes"``: after training, unit-normalise the vectors and rotate each source
         language of ``fit(..., seed_lexicon=...)`` onto its target language (module docstring).

@@ -112,7 +112,8 @@ class CLLSI(ConceptEmbeddingMixin):
     Parameters
     ----------
     n_components : int, default 300
-        Rank ``r`` of the SVD (embedding dimension). Must be < min(K, sum_l p_l).
+        Rank ``r`` of the SVD (embedding dimension). Must be < min(K, sum_l p_l). Cr5's default
+        rank, so that the two compare at one r as in the Cr5 paper; not measured for CL-LSI.
     random_state : None, int or numpy Generator
         Seeds the PROPACK or ARPACK start vector, or the randomized range finder.
     scale : {"none", "fold_in"}, default "none"
@@ -141,7 +142,8 @@ class CLLSI(ConceptEmbeddingMixin):
         Power iterations of the randomized solver.
     min_df, max_features, norm : default 3, 200,000, "l2"
         Settings of each language's :class:`linxling.text.TfidfVectorizer` made by :meth:`fit`
-        (the vectoriser's defaults, as Cr5's): a word is kept if it occurs in at least
+        (the vectoriser's defaults, as Cr5's, which are the Cr5 paper's; not measured for
+        CL-LSI): a word is kept if it occurs in at least
         ``min_df`` documents, at most ``max_features`` words per language (most frequent
         first), rows L2-normalised (None: raw tf-idf). Other vectoriser options go to
         ``fit(..., vectorizer_params=)``.

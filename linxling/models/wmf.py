@@ -86,7 +86,8 @@ class WMF(_WMFParams):
     Parameters
     ----------
     n_components : int, default 100
-        k, the dimension of word and sentence vectors.
+        k, the dimension of word and sentence vectors (the paper's k = 100, Aldarmaki & Diab
+        2016, Sec. 4; not compared with other values here).
     alpha : float or "auto", default "auto"
         λ, the L2 regularisation of both factors (eq. 1). "auto" is ``min(20, n_sentences / 300)``:
         the paper's 20 from 6,000 training sentences on, less on smaller corpora, where 20
@@ -95,9 +96,11 @@ class WMF(_WMFParams):
         the value used is ``alpha_``). A fit whose sentence vectors collapse toward one
         direction warns, naming alpha.
     missing_weight : float in (0, 1], default 0.01
-        w_m, the weight of zero entries (nonzeros have weight 1).
+        w_m, the weight of zero entries (nonzeros have weight 1). The paper's w_m; not compared
+        with other values here.
     max_iter : int, default 20
-        ALS iterations (the paper uses 20). No early stopping: ``loss_curve_`` shows progress.
+        ALS iterations (the paper uses 20; not compared with other counts here). No early
+        stopping: ``loss_curve_`` shows progress.
     solver : {"cg", "cholesky", "auto"}, default "cg"
         Per-row solver of the training half-steps. "cholesky" solves each row exactly (the
         loss never increases). "cg" runs ``cg_steps`` conjugate-gradient steps warm-started
@@ -106,16 +109,19 @@ class WMF(_WMFParams):
         fraction of the cost. "auto" is "cg" unless ``cg_steps >= n_components``.
         ``transform`` always solves exactly.
     cg_steps : int, default 3
-        Conjugate-gradient steps per row solve (``solver="cg"``).
+        Conjugate-gradient steps per row solve (``solver="cg"``): implicit's default. The speed
+        benchmark reaches implicit's loss with it (benchmarks/README.md, "WMF"); its held-out
+        quality against the exact solver or other step counts has not been measured.
     dtype : None, float32 or float64, default None
         Dtype of the factors and of the kernel arithmetic (the loss is accumulated in float64).
         None follows the data: a float32 matrix gives float32 factors, float64 (and integer
         or boolean input, and texts) float64.
     random_state : None, int or numpy Generator
         Seeds the N(0, 1/k) initial factors.
-    tokenizer, min_df, max_features :
+    tokenizer, min_df, max_features : default None, 3, 200,000
         Options of the :class:`linxling.text.TfidfVectorizer` used when ``fit`` receives texts
-        (raw tf-idf, ``norm=None``, as in the paper).
+        (raw tf-idf, ``norm=None``, as in the paper; ``min_df`` and ``max_features`` are Cr5's
+        vectoriser settings, not measured for WMF).
     show_progress : bool or None
         tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
@@ -387,30 +393,36 @@ class BilingualWMF(_WMFParams):
     Parameters
     ----------
     n_components : int, default 100
-        k, the dimension of the shared sentence vectors and of every language's word vectors.
+        k, the dimension of the shared sentence vectors and of every language's word vectors
+        (the paper's k = 100; not compared with other values here).
     alpha : float or "auto", default "auto"
         λ, the L2 regularisation of all factors (eq. 4). "auto" is ``min(20, n_sentences / 300)``
-        (n_sentences: the aligned sentences), as in :class:`WMF`; the value used is ``alpha_``.
+        (n_sentences: the aligned sentences), as in :class:`WMF` (chosen on b-WMF itself:
+        benchmarks/README.md, "alpha and the corpus size"); the value used is ``alpha_``.
         A fit whose sentence vectors collapse toward one direction warns, naming alpha.
     missing_weight : float in (0, 1], default 0.01
-        w_m, the weight of zero entries in every language (nonzeros have weight 1).
+        w_m, the weight of zero entries in every language (nonzeros have weight 1). The paper's
+        w_m; not compared with other values here.
     max_iter : int, default 20
-        ALS iterations (the paper uses 20). No early stopping: ``loss_curve_`` shows progress.
+        ALS iterations (the paper uses 20; not compared with other counts here). No early
+        stopping: ``loss_curve_`` shows progress.
     solver : {"cg", "cholesky", "auto"}, default "cg"
         Per-row solver of the training half-steps, as in :class:`WMF` ("cholesky": exact; "cg":
         ``cg_steps`` warm-started conjugate-gradient steps; "auto": "cg" unless
         ``cg_steps >= n_components``). ``transform`` always solves exactly.
     cg_steps : int, default 3
-        Conjugate-gradient steps per row solve (``solver="cg"``).
+        Conjugate-gradient steps per row solve (``solver="cg"``), as in :class:`WMF` (implicit's
+        default; held-out quality against other counts not measured).
     dtype : None, float32 or float64, default None
         Dtype of the factors and of the kernel arithmetic (the loss is accumulated in float64).
         None follows the data: float32 matrices give float32 factors, float64 (and integer or
         boolean input, and texts) float64.
     random_state : None, int or numpy Generator
         Seeds the N(0, 1/k) initial factors.
-    tokenizer, min_df, max_features :
+    tokenizer, min_df, max_features : default None, 3, 200,000
         Options of the :class:`linxling.text.TfidfVectorizer` made for each language that
-        ``fit`` receives as texts (raw tf-idf, ``norm=None``, as in the paper).
+        ``fit`` receives as texts (raw tf-idf, ``norm=None``, as in the paper; ``min_df`` and
+        ``max_features`` as in :class:`WMF`, not measured).
     show_progress : bool or None
         tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
