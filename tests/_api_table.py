@@ -29,7 +29,8 @@ MEANING = {
     "batch_size": "training pairs (rows) per minibatch",
     "init_scale": "standard deviation of the random initialisation",
     "margin": "hinge-loss margin (None: the model's rule, e.g. d/2 for BiCVM, d/32 for RankingEmbedding)",
-    "random_state": "seed (int), None, or a NumPy Generator: initialisation, sampling, order",
+    "random_state": "seed (int, 0 or more), None, or a NumPy Generator (not a legacy RandomState): initialisation, "
+                    "sampling, order; what a seed guarantees: reliability.md, section Reproducibility",
     "show_progress": "progress bar (None follows `linxling.set_show_progress`)",
     "callback": "called as `callback(model, iteration, loss)` after each iteration or epoch (Cr5: "
                 "each eigen-solver iteration, loss = the largest relative Ritz residual)",

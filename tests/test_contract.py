@@ -536,7 +536,7 @@ def test_random_state_none_leaves_numpys_global_generator_alone(case):
     after = np.random.get_state()
     assert before[0] == after[0] and np.array_equal(before[1], after[1]) and before[2:] == after[2:]
     with pytest.raises(InvalidParameterError, match=f"'random_state' parameter of {type(model).__name__} must be "
-                                                    "an instance of 'int', an instance of 'numpy.random"):
+                                                    r"an int in the range \[0, inf\), an instance of 'numpy.random"):
         fit(clone(model).set_params(random_state=np.random.RandomState(0)))
 
 

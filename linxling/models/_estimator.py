@@ -111,8 +111,9 @@ class _FloatDtype(Options):
 
 #: a float dtype parameter: float32 or float64, as a str, NumPy type or dtype
 FLOAT_DTYPE = _FloatDtype()
-#: ``random_state``: an int seed, a NumPy Generator or None (fresh entropy)
-RANDOM_STATE: list[Any] = [Integral, np.random.Generator, None]
+#: ``random_state``: an int seed (0 or more: NumPy's ``default_rng`` takes no negative one), a
+#: NumPy Generator or None (fresh entropy); a legacy ``RandomState`` is refused
+RANDOM_STATE: list[Any] = [Interval(Integral, 0, None, closed="left"), np.random.Generator, None]
 #: ``device``: None (follow the data), "cpu", "cuda" or a :class:`linxling.xp.Device`
 DEVICE: list[Any] = [StrOptions(set(DEVICES)), Device, None]
 
