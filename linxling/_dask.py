@@ -33,7 +33,8 @@ import scipy.sparse as sp
 
 from linxling._warnings import find_stack_level
 
-__all__ = ["get_client", "is_dask_array", "sparse_row_blocks", "persist", "worker_list", "worker_memory_limits",
+__all__ = ["get_client", "is_dask_array", "check_not_other_dask", "sparse_row_blocks", "persist", "worker_list",
+           "worker_memory_limits",
            "on_worker",
            "holders", "retry_lost",
            "gather_watching", "WorkerLost",
@@ -126,10 +127,27 @@ def is_dask_array(X: Any) -> bool:
     return type(X).__module__.startswith("dask.array") and hasattr(X, "to_delayed")
 
 
+def check_not_other_dask(X: Any, name: str) -> None:
+    """Refuse a dask collection that is not a dask array (a ``Bag``, a ``DataFrame``, a
+    ``Delayed``...), checked without importing dask. Before, such an input went down the
+    in-memory paths: with ``client=`` the error said it was in memory, a ``Delayed`` failed with
+    "Truth of Delayed objects is not supported" or "Cannot interpret 'Delayed(...)' as a data
+    type", and a ``Bag`` of texts was computed on this machine behind the user's back."""
+    t = type(X)
+    module = t.__module__ or ""
+    if not (module == "dask" or module.startswith(("dask.", "dask_expr"))) or is_dask_array(X):
+        return
+    raise TypeError(f"{name} is a {module}.{t.__qualname__}, not a dask array: the fits on a Dask "
+                    "cluster take a dask array whose chunks are scipy.sparse matrices, chunked along "
+                    "rows (e.g. dask.array.from_array(csr, chunks=(10_000, -1), asarray=False), or "
+                    "dask.array.from_delayed blocks of CSR), or a ChunkedCSR; to fit it in memory, "
+                    f"pass {name}.compute() (docs/scale.md)")
+
+
 def sparse_row_blocks(X: Any, name: str = "X") -> tuple[list, list[tuple[int, int]]]:
     """The row chunks of a dask array with scipy.sparse chunks: ``(delayed_chunks, row_ranges)``.
 
-    The array must be 2-D, have known chunk sizes, one chunk along the columns, and a
+    The array must be 2-D, of a real dtype, have known chunk sizes, one chunk along the columns, and a
     scipy.sparse ``_meta`` (e.g. ``da.from_array(csr, chunks=(10_000, -1), asarray=False)`` or
     ``X.map_blocks(scipy.sparse.csr_matrix)``). Each chunk is checked again when it is computed.
     """
@@ -146,6 +164,11 @@ def sparse_row_blocks(X: Any, name: str = "X") -> tuple[list, list[tuple[int, in
                         "chunks; give scipy.sparse chunks, e.g. "
                         f"{name}.map_blocks(scipy.sparse.csr_matrix) or da.from_array(csr, "
                         "chunks=(rows, -1), asarray=False)")
+    kind = np.dtype(X.dtype).kind
+    if kind == "c":      # said once here, not by every chunk's task on the workers
+        raise ValueError(f"Complex data not supported: {name} has dtype {X.dtype}")
+    if kind not in "fiub":
+        raise TypeError(f"{name} must hold real numbers, got a dask array of dtype {X.dtype}")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} has shape {X.shape}: it needs at least one row and one column")
     bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
@@ -177,7 +200,12 @@ def persist(client, delayeds: Sequence) -> list:
     """Compute ``delayeds`` on the cluster in one call and keep the results there; return
     their futures. Raises the first task's error (e.g. a bad chunk) after waiting for all."""
     futures = client.compute(list(delayeds))
-    errors = [f.exception() for f in futures]   # waits for each; the data stays on the workers
+    try:
+        errors = [f.exception() for f in futures]   # waits for each; the data stays on the workers
+    except BaseException:          # Ctrl-C while waiting: the tasks are not left running (a key
+        for f in futures:          # no future holds is forgotten, its task not run)
+            f.release()
+        raise
     for f, e in zip(futures, errors, strict=True):
         if e is not None:
             f.result()                     # re-raises the task's exception with its traceback

@@ -136,6 +136,35 @@ def test_dask_fit_survives_a_killed_worker(client):
         np.testing.assert_allclose(got.components_[lang], ref.components_[lang], rtol=1e-10, atol=1e-12)
 
 
+def _n_worker_copies():
+    from linxling.operators._dask import _WORKER_COPIES
+    return len(_WORKER_COPIES)
+
+
+@pytest.mark.parametrize("placement, block_method, stop", [("auto", "cg", KeyboardInterrupt),
+                                                           ("spread", "dense", RuntimeError)])
+def test_an_interrupted_fit_leaves_nothing_on_the_workers(client, placement, block_method, stop):
+    """A fit stopped during the eigen-solve (Ctrl-C, or any error) closed nothing: each worker
+    kept its copies of the chunks (and their transposes) in its process until it restarted,
+    as many more per interrupted fit. The client stays usable and the next fit is the same."""
+    rng = np.random.default_rng(15)
+    blocks, concepts = random_problem(rng, n_langs=2, n_concepts=40)
+    kw = dict(n_components=4, block_method=block_method, eig_method="subspace", random_state=0, **TIGHT)
+
+    def interrupt(model, iteration, loss):
+        raise stop("stopped by the user")
+
+    assert set(client.run(_n_worker_copies).values()) == {0}
+    with pytest.raises(stop, match="stopped by the user"):
+        Cr5(callback=interrupt, **kw).fit_matrices(_dask_blocks(blocks), concepts, client=client,
+                                                   placement=placement)
+    assert set(client.run(_n_worker_copies).values()) == {0}
+    got = Cr5(**kw).fit_matrices(_dask_blocks(blocks), concepts, client=client, placement=placement)
+    np.testing.assert_allclose(got.eigenvalues_, Cr5(**kw).fit_matrices(blocks, concepts).eigenvalues_,
+                               rtol=1e-6)
+    assert set(client.run(_n_worker_copies).values()) == {0}
+
+
 def test_dask_bad_input_errors(client, monkeypatch):
     rng = np.random.default_rng(14)
     blocks, concepts = random_problem(rng, n_langs=2, n_concepts=30)

@@ -281,6 +281,78 @@ def test_unknown_chunk_sizes_are_named(client):
         BilingualWMF(**KW).fit({"a": _dask(X), "b": masked}, client=client)
 
 
+def test_other_dask_collections_are_named_not_taken_for_in_memory_data(client):
+    """A dask Bag or Delayed (a DataFrame alike) is not a dask array: with client= the error said
+    "X is in memory", a Delayed failed with "Truth of Delayed objects is not supported", and a
+    Bag of texts without a client was computed on this machine unasked."""
+    import dask
+    import dask.bag as db
+    X = _corpus()
+    bag = db.from_sequence(["the cat sat", "a dog ran", "the dog sat"] * 40, npartitions=4)
+    lazy = dask.delayed(sp.csr_matrix)(X)
+    for given, what in ((bag, r"dask\.bag\.core\.Bag"), (lazy, r"dask\.delayed\.Delayed")):
+        for kw in ({}, {"client": client}):
+            with pytest.raises(TypeError, match=rf"^X is a {what}, not a dask array: .*X\.compute\(\)"):
+                WMF(**KW).fit(given, **kw)
+        with pytest.raises(TypeError, match=rf"^X\['b'\] is a {what}, not a dask array"):
+            BilingualWMF(**KW).fit({"a": _dask(X), "b": given}, client=client)
+    # Cr5 alike ("Cannot interpret 'Delayed(...)' as a data type" before)
+    from linxling import Cr5
+    concepts = {"a": np.arange(X.shape[0]), "b": np.arange(X.shape[0])}
+    with pytest.raises(TypeError, match=r"^blocks\['b'\] is a dask\.delayed\.Delayed, not a dask array"):
+        Cr5(n_components=3).fit_matrices({"a": X, "b": lazy}, concepts)
+
+
+def test_a_complex_dask_array_is_refused_before_any_task():
+    """Complex values were refused by each chunk's task on the workers (each logging its
+    traceback); the array's dtype says it at once, before a client is looked for."""
+    X = _dask(_corpus().astype(np.complex128))
+    with pytest.raises(ValueError, match=r"^Complex data not supported: X has dtype complex128"):
+        WMF(**KW).fit(X)
+    with pytest.raises(ValueError, match=r"^Complex data not supported: X\['b'\] has dtype complex128"):
+        BilingualWMF(**KW).fit({"a": _dask(_corpus()), "b": X})
+
+
+def _keys_on_workers(client):
+    return {k for keys in client.has_what().values() for k in keys}
+
+
+def test_an_interrupted_fit_lets_go_of_its_blocks(client, monkeypatch):
+    """Ctrl-C during a half-step: the blocks of X and Xᵀ (and the solved blocks) stayed on the
+    workers for as long as the traceback lived (an interactive session keeps the last one in
+    sys.last_traceback), since the interrupted frames still referred to them. What the frames
+    may still hold is the interrupted half-step's dense inputs (its fixed factor and Gram)."""
+    import time
+
+    import linxling._dask as ldask
+    X = _corpus()
+    before = _keys_on_workers(client)
+    original, calls = ldask.gather_watching, [0]
+
+    def interrupted(c, futures, watch, **kw):      # the third gather is interrupted, as Ctrl-C would
+        calls[0] += 1
+        if calls[0] == 3:
+            c.cancel(list(futures))                # what gather_watching does on its way out
+            raise KeyboardInterrupt
+        return original(c, futures, watch, **kw)
+
+    monkeypatch.setattr(ldask, "gather_watching", interrupted)
+    with pytest.raises(KeyboardInterrupt) as kept:     # the traceback kept, as a session would
+        WMF(**KW).fit(_dask(X), client=client)
+    assert kept.tb is not None and calls[0] == 3
+    blocks = ("_dask_row_block", "_dask_assemble", "_dask_solve", "_dask_hot_plan")
+
+    def left():
+        return [k for k in _keys_on_workers(client) - before if str(k).startswith(blocks)]
+
+    deadline = time.monotonic() + 10
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left()
+    monkeypatch.setattr(ldask, "gather_watching", original)
+    _same(WMF(**KW).fit(_dask(X), client=client).embedding_, WMF(**KW).fit(X).embedding_, 1e-6)
+
+
 def test_balanced_ranges():
     counts = np.array([5, 0, 0, 9, 1, 1, 1, 30, 2, 0])
     for nb in (1, 2, 3, 4, 10, 20):

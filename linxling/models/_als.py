@@ -302,8 +302,10 @@ class ChunkedALS:
 def data_kind(X: Mapping, names: Mapping, client, memory_budget) -> str:
     """"dask", "chunked" or "memory" for the languages' inputs, with the errors for the
     combinations that do not go together (client, memory_budget)."""
-    from linxling._dask import is_dask_array
+    from linxling._dask import check_not_other_dask, is_dask_array
     from linxling.io._chunks import ChunkedCSR
+    for key, v in X.items():
+        check_not_other_dask(v, names[key])
     chunked = [isinstance(v, ChunkedCSR) for v in X.values()]
     several = len(X) > 1
     if any(is_dask_array(v) for v in X.values()) or (client is not None and chunked and all(chunked)):
@@ -339,10 +341,10 @@ def executor(kind: str, X: Mapping, names: Mapping, dtype, k: int, memory_budget
     if kind == "dask":
         from linxling._dask import get_client
         from linxling.models._als_dask import DaskALS, dask_sources
-        client = get_client(client)
-        sources = dask_sources(X, langs, names)
+        sources = dask_sources(X, langs, names)      # the data's own errors first, then the cluster's
         for lang, m in zip(langs, sources[3], strict=True):
             check_k(m, names[lang])
+        client = get_client(client)
         return DaskALS(client, X, langs, names, dtype, sources)
     if kind == "chunked":
         from linxling._memory import parse_budget

@@ -168,11 +168,23 @@ class DaskALS:
     """Data persisted on the cluster and the per-iteration ALS half-steps (client-driven)."""
 
     def __init__(self, client, X: Mapping, langs: list, names: Mapping, dtype, sources):
+        self.client = client
+        self.rows: list = []
+        self.cols: list = []
+        self.prev: dict = {}
+        self.hot: tuple[int, list] | None = None   # (k, a _dask_hot_plan future per column block)
+        try:
+            self._set_up(X, langs, names, dtype, sources)
+        except BaseException:          # e.g. "X is all zero", or Ctrl-C while the blocks are made
+            self.release()
+            raise
+
+    def _set_up(self, X: Mapping, langs: list, names: Mapping, dtype, sources) -> None:
         import dask
 
         from linxling._dask import direct, n_workers, on_worker, persist, worker_list
         from linxling.operators._dask import _tree_sum
-        self.client = client
+        client = self.client
         self.dtype = dtype
         # factors go straight between the client and the workers (not through the scheduler),
         # unless the client was made with direct_to_workers=False
@@ -236,8 +248,6 @@ class DaskALS:
         self.n_workers = n_workers(client)
         self.nnz = int(counts.sum())
         self.bytes_sent = {"scattered": 0, "gathered": 0}
-        self.prev: dict = {}
-        self.hot: tuple[int, list] | None = None   # (k, a _dask_hot_plan future per column block)
         per_iter: list[int] = []
         #: what the estimator publishes as ``dask_info_`` (the list grows with each iteration)
         self.info: dict[str, Any] = {"n_workers": self.n_workers, "row_blocks": len(self.rows),
@@ -349,8 +359,19 @@ class DaskALS:
         return obj
 
     def release(self) -> None:
-        self.rows = self.cols = []
+        """Let go of every block and solved block on the cluster (after the fit, or when it
+        stopped: an error, Ctrl-C). Each future is released, not only forgotten: an interrupted
+        half-step's frames, which an interactive session keeps with its last traceback
+        (``sys.last_traceback``), still refer to them, and held the blocks of X and Xᵀ on the
+        workers until then. Released rather than ``client.cancel``-ed: cancelling these keys,
+        whose dependents are gone, failed the scheduler's ``assert ts.who_wants`` (distributed
+        2026.8), which then dropped the client's connection."""
+        futures = [*self.rows, *self.cols, *(f for fs in self.prev.values() for f in fs),
+                   *(self.hot[1] if self.hot is not None else ())]
+        self.rows, self.cols = [], []
         self.prev = {}
         self.hot = None
+        for f in futures:
+            f.release()            # idempotent; the scheduler forgets a key no future holds
 
 

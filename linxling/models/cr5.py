@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from linxling._dask import check_not_other_dask
 from linxling._memory import current_rss, parse_budget
 from linxling._progress import progress
 from linxling._threads import blas_single_thread
@@ -479,8 +480,17 @@ class Cr5(ConceptEmbeddingMixin):
             raise ValueError(f"blocks and concepts must have the same languages; only in blocks: {missing}, "
                              f"only in concepts: {extra}")
         dtype = check_float_dtype(self.dtype, "dtype")
-        out = {}
+        out: dict[str, Any] = {}
+        try:
+            return self._validated_blocks(blocks, concepts, client, dtype, out)
+        except BaseException:
+            _close_dask_sources(out.values())     # those made before the language that failed
+            raise
+
+    def _validated_blocks(self, blocks, concepts, client, dtype, out: dict) -> dict:
+        """The loop of :meth:`_validate_blocks`, filling ``out`` language by language."""
         for lang, X in blocks.items():
+            check_not_other_dask(X, f"blocks[{lang!r}]")
             if isinstance(X, (str, bytes, os.PathLike)):
                 # np.asarray made a 0-D array of it: "must be 2-D ... got 0-D ... X[None, :]"
                 raise TypeError(f"blocks[{lang!r}] is a {type(X).__name__} ({X!r}), not a matrix: give a "
@@ -578,6 +588,15 @@ class Cr5(ConceptEmbeddingMixin):
         t_start = time.perf_counter()
         timings: dict[str, Any] = {}
         problem = self._set_up_problem(blocks, concepts, client)
+        try:
+            return self._fit_problem(problem, t_start, timings, placement)
+        finally:
+            # also after an error or a KeyboardInterrupt: the persisted chunks and the workers'
+            # copies of them (module state of the worker processes, kept until closed) go
+            _close_dask_sources(problem.blocks.values())
+
+    def _fit_problem(self, problem: "_Problem", t_start: float, timings: dict, placement: str) -> "Cr5":
+        """The fit of :meth:`_fit_matrices` on the set-up problem."""
         if self.device_ != "cpu":
             if self.eig_space == "features":
                 raise ValueError(f"eig_space='features' runs on the CPU only; got device={self.device_!r} "
@@ -630,8 +649,6 @@ class Cr5(ConceptEmbeddingMixin):
             record = _dask_record(dask_sources, timings.pop("_dask_eig", None), self.convergence_["eig"]["n_iter"])
             record["placed_on"] = {lang: getattr(X, "home", None) for lang, X in problem.blocks.items()}
             self.fit_info_["dask"] = record
-            for X in dask_sources:
-                X.close()
         return self
 
     def plan_memory(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any], *,
@@ -669,9 +686,7 @@ class Cr5(ConceptEmbeddingMixin):
         try:
             plan = self._plan_memory(problem)
         finally:
-            for X in problem.blocks.values():
-                if _source_kind(X) == "dask":
-                    X.close()
+            _close_dask_sources(problem.blocks.values())
         return {**plan.as_dict(), "n_documents": int(problem.n), "n_concepts": len(problem.classes),
                 "n_features": int(problem.p), "nnz": int(problem.nnz)}
 
@@ -681,6 +696,14 @@ class Cr5(ConceptEmbeddingMixin):
         """Validate the blocks X_1..X_L, encode the concepts, and the column means μ of
         X = diag(X_1, ..., X_L) (X itself is never stacked: every operator works per block)."""
         blocks = self._validate_blocks(blocks, concepts, client)
+        try:
+            return self._problem_of(blocks, concepts)
+        except BaseException:
+            _close_dask_sources(blocks.values())
+            raise
+
+    def _problem_of(self, blocks: Mapping[str, Any], concepts: Mapping[str, Any]) -> "_Problem":
+        """The rest of :meth:`_set_up_problem` on the validated blocks."""
         languages = list(blocks)
         labels, classes = encode_concepts(concepts, languages)
         r = int(self.n_components)
@@ -1523,6 +1546,14 @@ def _on_host(blocks: Any, concepts: Any) -> tuple[Any, Any]:
 
 def _source_kind(X) -> str:
     return X.kind if isinstance(X, RowSource) else "memory"
+
+
+def _close_dask_sources(blocks) -> None:
+    """Close the Dask sources among ``blocks`` (:meth:`DaskSource.close`: their persisted
+    chunks and each worker's copies of them; nothing for a corpus read by the workers)."""
+    for X in blocks:
+        if _source_kind(X) == "dask":
+            X.close()
 
 
 def _dask_counters(problem: "_Problem") -> dict | None:
