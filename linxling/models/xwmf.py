@@ -94,7 +94,7 @@ class CrossWMF(_WMFParams):
                                                      "pivot_language": [str], "pivot_model": [WMF, None]}
 
     def __init__(self, pivot_language: str = "en", pivot_model: WMF | None = None,
-                 n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.01,
+                 n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.1,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
