@@ -79,8 +79,8 @@ MENTIONS = {"python -m benchmarks.gpu"}
 def test_every_command_in_the_benchmarks_readme_is_accepted_by_its_parser(no_work, monkeypatch, capsys):
     """benchmarks/README.md showed ``bench_bildrl --bilbowa-components 100``, an option renamed
     ``--space-components`` since: the command as written stopped with a usage error (the README
-    and docs/ are read too). Each command
-    is parsed by its module's own argument parser (and stops there: nothing is run)."""
+    and docs/ are read too). Each command is parsed by its module's own argument parser (and
+    stops there: nothing is run)."""
     import argparse
     import importlib
     import inspect
