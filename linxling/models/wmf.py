@@ -89,8 +89,9 @@ class WMF(_WMFParams):
         k, the dimension of word and sentence vectors (the paper's k = 100, Aldarmaki & Diab
         2016, Sec. 4). On validation verses a larger k retrieved better (x-WMF, k = 100 / 200 / 300:
         0.875 / 0.907 / 0.917; benchmarks/README.md "The linear models' defaults on validation
-        verses") at twice the time for 300; the paper's 100 stays the default until that
-        trade-off and its kernels are measured: raise k when quality matters more than time.
+        verses), at 2x the fit's time there and 4.8x per iteration on the 200,000 x 50,000
+        benchmark for 300: the paper's 100 stays the default; raise k when quality matters more
+        than time.
     alpha : float or "auto", default "auto"
         λ, the L2 regularisation of both factors (eq. 1). "auto" is ``min(20, n_sentences / 300)``:
         the paper's 20 from 6,000 training sentences on, less on smaller corpora, where 20
@@ -411,8 +412,9 @@ class BilingualWMF(_WMFParams):
         k, the dimension of the shared sentence vectors and of every language's word vectors
         (the paper's k = 100). On validation verses a larger k retrieved better (x-WMF, k = 100 / 200 / 300:
         0.875 / 0.907 / 0.917; benchmarks/README.md "The linear models' defaults on validation
-        verses") at twice the time for 300; the paper's 100 stays the default until that
-        trade-off and its kernels are measured: raise k when quality matters more than time.
+        verses), at 2x the fit's time there and 4.8x per iteration on the 200,000 x 50,000
+        benchmark for 300: the paper's 100 stays the default; raise k when quality matters more
+        than time.
     alpha : float or "auto", default "auto"
         λ, the L2 regularisation of all factors (eq. 4). "auto" is ``min(20, n_sentences / 300)``
         (n_sentences: the aligned sentences), as in :class:`WMF` (chosen on b-WMF itself:
