@@ -110,7 +110,9 @@ def fit_model(name: str, params: dict, fit, seed: int):
     one model per pair en-X, as the leaderboard's), and its ``embed(texts, language, other)``."""
     import linxling
     cls = getattr(linxling, name)
-    kw = dict(random_state=seed, show_progress=False, **params)
+    kw = dict(random_state=seed, **params)
+    if "show_progress" in cls().get_params():      # CL-LSI has no progress bar
+        kw["show_progress"] = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         if name in ("Cr5", "CLLSI"):
