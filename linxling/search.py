@@ -155,6 +155,7 @@ class Index:
         self.reference_: np.ndarray | None = None
         self.model_path: str | None = None
         self._spare: np.ndarray | None = None      # see add: vectors_ is its first rows
+        self._spare_radii: np.ndarray | None = None   # and reference_radii_ this one's
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -198,13 +199,14 @@ class Index:
         all the documents at once gives. Every check runs before anything changes: a refused
         call leaves the index as it was.
 
-        The rows are kept with spare room (half the index again), so that adding documents a
-        few at a time costs amortised O(rows added), not a copy of the whole index per call.
-        Not safe while another thread searches the same index.
+        The rows (and the CSLS radii) are kept with spare room (half the index again), so that
+        adding documents a few at a time does not copy the whole index per call; the new labels
+        are checked against the index's in one pass over its ids. Not safe while another thread
+        searches the same index.
         """
         V = _unit_rows(vectors, "vectors", self.vectors_.dtype)
         self._check_dim(V, "vectors")
-        m, n = V.shape[0], len(self)
+        m = V.shape[0]
         if (ids is None) != (self.ids is None):
             raise ValueError("ids: the index has ids, so the new documents need theirs (one label each)"
                              if ids is None else
@@ -231,21 +233,15 @@ class Index:
             from linxling.evaluate._retrieval import _csls_radii_numpy
             radii = _csls_radii_numpy(V, self.reference_, int(self.reference_knn_ or 10),
                                       min(m, self._radii_block(self.reference_.shape[0])))[0]
-        # every check passed: now change the index
-        spare = self._spare
-        if spare is None or spare.shape[0] < n + m or not np.shares_memory(spare, self.vectors_):
-            spare = np.empty((n + m + (n + m) // 2, self.dim), dtype=self.vectors_.dtype)
-            spare[:n] = self.vectors_
-        spare[n:n + m] = V
-        self._spare = spare
-        self.vectors_ = spare[:n + m]
+        # every check passed: now change the index (the lists are the index's own copies)
+        self._spare, self.vectors_ = _appended(self._spare, self.vectors_, V)
         if radii is not None and self.reference_radii_ is not None:
-            self.reference_radii_ = np.concatenate([self.reference_radii_,
-                                                    np.asarray(radii, dtype=self.vectors_.dtype)])
+            self._spare_radii, self.reference_radii_ = _appended(
+                self._spare_radii, self.reference_radii_, np.asarray(radii, dtype=self.vectors_.dtype))
         if ids is not None and self.ids is not None:
-            self.ids = list(self.ids) + ids
+            self.ids.extend(ids)
         if texts is not None and self.texts is not None:
-            self.texts = list(self.texts) + texts
+            self.texts.extend(texts)
         return self
 
     def add_texts(self, model: Any, texts: Sequence[str], *, ids: Sequence | None = None,
@@ -296,7 +292,7 @@ class Index:
         keep = np.ones(n, dtype=bool)
         keep[rows] = False
         self.vectors_ = np.ascontiguousarray(self.vectors_[keep])
-        self._spare = None
+        self._spare = self._spare_radii = None
         if self.reference_radii_ is not None:
             self.reference_radii_ = self.reference_radii_[keep]
         if self.ids is not None:
@@ -527,7 +523,7 @@ class Index:
         obj.reference_knn_ = params.get("reference_knn")
         obj.reference_radii_ = None
         obj.reference_ = None
-        obj._spare = None
+        obj._spare = obj._spare_radii = None
         if "reference_radii" in arrays:
             r = np.asarray(arrays["reference_radii"])
             if r.shape != (n,) or r.dtype.kind != "f" or not np.all(np.isfinite(r)):
@@ -546,6 +542,18 @@ class Index:
                                      f"{V.shape[1]}")
                 obj.reference_ = np.ascontiguousarray(R, dtype=obj.vectors_.dtype)
         return obj
+
+
+def _appended(spare: np.ndarray | None, current: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(spare, view)``: ``current`` with the rows of ``new`` after it, as the first rows of
+    ``spare`` (a block with room for more, reused while ``current`` is its own first rows, else
+    made half as large again as the result)."""
+    n, m = current.shape[0], new.shape[0]
+    if spare is None or spare.shape[0] < n + m or not np.shares_memory(spare, current):
+        spare = np.empty((n + m + (n + m) // 2, *current.shape[1:]), dtype=current.dtype)
+        spare[:n] = current
+    spare[n:n + m] = new
+    return spare, spare[:n + m]
 
 
 def _check_ids(ids: Any, existing: Sequence | None = None) -> list:
