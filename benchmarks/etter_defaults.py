@@ -52,6 +52,11 @@ GRIDS = {
     "lr03": [dict(learning_rate=1.0), dict(learning_rate=0.3)],
     # sentence vectors centred per language (the default since 2026-11-28) or the thesis' raw means
     "center": [dict(center=False), dict(center=True)],
+    # the thesis' word-pair rows (Sec. 4.3), the L2 weight and the width, at the defaults
+    "pairs": [dict(word_pairs=False), dict(word_pairs=True)],
+    "alpha": [dict(alpha=a) for a in (0.0, 1e-5, 1e-4, 1e-3)],
+    "alpha_fine": [dict(alpha=a) for a in (0.0, 3e-5, 1e-4, 3e-4)],
+    "width": [dict(n_components=d) for d in (50, 100, 200)],
 }
 
 
@@ -60,6 +65,7 @@ def make_model(params, **kw):
     "sqrt" is sqrt(d) (the default before issue #25)."""
     from linxling import RankingEmbedding
     params = dict(params)
+    kw = {**kw, "n_components": params.pop("n_components", kw.get("n_components"))}
     if params.pop("from_paper", False):
         return RankingEmbedding.from_paper(kw.pop("n_components"), **kw, **params)
     if params.get("margin") == "sqrt":
