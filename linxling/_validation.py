@@ -56,6 +56,7 @@ def check_sparse_matrix_max(X: Any, name: str = "X", *, dtype: Any = None, nonne
     if ns.name == "cupy":  # pragma: no cover - GPU only
         X = ns.sparse.csr_matrix(X)
     elif sp.issparse(X):
+        check_sparse_structure(X, name)     # before SciPy or a kernel follows its indices
         X = sp.csr_matrix(X)
     else:
         arr = np.asarray(X)
@@ -65,6 +66,9 @@ def check_sparse_matrix_max(X: Any, name: str = "X", *, dtype: Any = None, nonne
             except (TypeError, ValueError) as exc:
                 raise TypeError(f"{name} must be a numeric sparse or dense 2-D matrix, got an object "
                                 f"array that does not convert to numbers ({exc})") from None
+        if arr.dtype.kind not in "fiubc":  # str, bytes, dates: SciPy's error named no argument
+            what = " (texts? a matrix is expected here)" if arr.dtype.kind in "USOT" else ""
+            raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}{what}")
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (n_rows, n_cols), got {arr.ndim}-D with shape {arr.shape}: "
                              "Reshape your data, e.g. X[None, :] for one row")
@@ -124,6 +128,49 @@ def check_sparse_matrix_max(X: Any, name: str = "X", *, dtype: Any = None, nonne
             raise ValueError(f"Negative values in data passed to {name}: {n_neg} negative "
                              "value(s); it must be non-negative")
     return X, big
+
+
+def check_sparse_structure(X: Any, name: str = "X") -> None:
+    """Refuse a SciPy sparse matrix whose index arrays do not describe its shape: a row pointer
+    that is not ``n_rows + 1`` long, does not start at 0 or decreases, or a row or column index
+    outside the shape. SciPy checks them when a matrix is built from arrays, not when they are
+    edited afterwards (``X.indices[0] = 100``) or the arrays are shared; such a matrix made
+    SciPy's conversions and linxling's kernels read and write out of bounds (a segfault, or
+    glibc's "corrupted size vs. prev_size"). O(nnz), no temporary of that size."""
+    def bad(problem: str) -> ValueError:
+        return ValueError(f"{name} is not a valid {X.format.upper()} matrix of shape {X.shape}: {problem} "
+                          "(were its index arrays edited after it was built?)")
+
+    def in_range(idx: np.ndarray, n: int, what: str) -> None:
+        if idx.size:
+            lo, hi = int(idx.min()), int(idx.max())
+            if lo < 0 or hi >= n:
+                raise bad(f"{what} index {lo if lo < 0 else hi} outside [0, {n})")
+
+    fmt = getattr(X, "format", None)
+    if fmt in ("csr", "csc", "bsr"):
+        major, minor = X.shape if fmt != "csc" else X.shape[::-1]
+        if fmt == "bsr":
+            r, c = X.blocksize
+            major, minor = major // r, minor // c
+        indptr, indices = np.asarray(X.indptr), np.asarray(X.indices)
+        if indptr.ndim != 1 or indptr.size != major + 1:
+            raise bad(f"indptr has {indptr.size} entries, expected {major + 1}")
+        if indptr[0] != 0:
+            raise bad(f"indptr starts at {int(indptr[0])}, not 0")
+        if indices.ndim != 1 or indices.size != X.data.shape[0]:
+            raise bad(f"indices has {indices.size} entries but data {X.data.shape[0]}")
+        if int(indptr[-1]) > indices.size:
+            raise bad(f"indptr ends at {int(indptr[-1])}, beyond the {indices.size} stored entries")
+        if major and np.any(indptr[1:] < indptr[:-1]):
+            raise bad("indptr decreases")
+        in_range(indices[:int(indptr[-1])], minor, "row" if fmt == "csc" else "column")
+    elif fmt == "coo":
+        row, col = np.asarray(X.coords[0]), np.asarray(X.coords[1])
+        if row.size != X.data.size or col.size != X.data.size:
+            raise bad(f"row, col and data have {row.size}, {col.size} and {X.data.size} entries")
+        in_range(row, X.shape[0], "row")
+        in_range(col, X.shape[1], "column")
 
 
 def check_value_range(X: Any, name: str, what: str, *, allow_zero: bool = False,

@@ -134,7 +134,10 @@ class Index:
 
     def __init__(self, vectors: Any, ids: Sequence | None = None, *, texts: Sequence[str] | None = None,
                  language: str | None = None, dtype: Any = np.float32) -> None:
-        dtype = np.dtype(dtype)
+        try:
+            dtype = np.dtype(dtype)
+        except (TypeError, ValueError):             # NumPy's "data type 'x' not understood" named nothing
+            raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
         if dtype not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")
         self.vectors_ = _unit_rows(vectors, "vectors", dtype)

@@ -371,3 +371,18 @@ def test_ridge_vocabulary_errors_name_the_definition_language():
             return (["zzz"], np.ones((1, 8))) if language == "de" else super().word_vectors(language)
     with pytest.raises(ValueError, match=r"tf-idf vocabulary of the 2 'de' definitions: .*min_df=2"):
         BilDRL(encoder="ridge", multitask=False, min_df=2).fit(rows, WithGerman())
+
+
+def test_a_dictionary_as_a_dataframe_or_2d_array_is_its_rows():
+    """A DataFrame (pandas.read_csv of the TSV) iterates over its column names: BilDRL said
+    "dictionary[0] must be a 4-tuple ..., got 0"; a 2-D str array gave its rows as arrays. Both
+    are now read as their rows (the same model as the list of tuples); a DataFrame of other than
+    four columns is refused naming its columns."""
+    pd = pytest.importorskip("pandas")
+    rows, space = _dictionary(n=40), FakeSpace()
+    kw = dict(encoder="ridge", random_state=0, show_progress=False)
+    ref = BilDRL(**kw).fit(rows, space).transform(["f1 f2"], language="fr")
+    for given in (pd.DataFrame(rows, columns=["target", "tl", "definition", "dl"]), np.array(rows)):
+        np.testing.assert_array_equal(BilDRL(**kw).fit(given, space).transform(["f1 f2"], language="fr"), ref)
+    with pytest.raises(ValueError, match=r"dictionary is a DataFrame of 3 columns \['a', 'b', 'c'\]; it needs 4"):
+        BilDRL(**kw).fit(pd.DataFrame([r[:3] for r in rows], columns=list("abc")), space)

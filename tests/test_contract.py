@@ -244,6 +244,48 @@ def test_a_language_that_is_not_a_str_is_named_not_looked_up(name, fitted):
         model.transform(texts, lang.encode())
 
 
+@pytest.mark.parametrize("name", IDS)
+def test_a_dtype_that_is_no_dtype_is_named(name, fitted):
+    """``transform(..., dtype="flaot32")`` gave NumPy's "data type 'flaot32' not understood",
+    naming no argument; now the ValueError of any other dtype than float32 or float64."""
+    model, lang = fitted[name]
+    with pytest.raises(ValueError, match=r"dtype must be float32 or float64 .*got 'flaot32'"):
+        model.transform(_texts(lang), lang, dtype="flaot32")
+
+
+def _wordless_fits():
+    """A fit in which one side has no word (empty texts), and what the error names."""
+    empty = [""] * 6
+    sgd = dict(n_components=2, n_epochs=1, show_progress=False)
+    wmf = dict(n_components=2, max_iter=1, min_df=1, show_progress=False)
+    return {
+        "BiCVM": (lambda: BiCVM(**sgd).fit({"en": EN[:6], "de": empty}), r"X\['de'\] \(6 texts\): empty vocabulary"),
+        "RankingEmbedding": (lambda: RankingEmbedding(**sgd).fit({"en": EN[:6], "de": empty}),
+                             r"X\['de'\] \(6 texts\): empty vocabulary"),
+        "BilingualWMF": (lambda: BilingualWMF(**wmf).fit({"en": EN[:6], "de": empty}),
+                         r"X\['de'\] \(6 texts\): empty vocabulary"),
+        "CrossWMF, pivot side": (lambda: CrossWMF(pivot_language="en", **wmf).fit({"de": (empty, DE[:6])}),
+                                 r"parallel\['de'\]\[0\] \(the pivot language 'en'\): empty vocabulary"),
+        "CrossWMF, X_pivot": (lambda: CrossWMF(pivot_language="en", **wmf).fit({"de": (EN[:6], DE[:6])}, empty),
+                              r"X_pivot: empty vocabulary"),
+        "CrossWMF, other side": (lambda: CrossWMF(pivot_language="en", **wmf).fit({"de": (EN[:6], empty)}),
+                                 r"parallel\['de'\]\[1\] \(6 texts\): empty vocabulary"),
+        "CLLSI": (lambda: CLLSI(n_components=2, min_df=1).fit(EN[:6] + empty, ["en"] * 6 + ["de"] * 6,
+                                                               list(range(6)) * 2),
+                  r"language 'de' \(6 documents\): empty vocabulary"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_wordless_fits()))
+def test_a_language_without_a_word_is_named(case):
+    """A language whose texts have no word (empty, or none reaching min_df): the multilingual
+    fits said "empty vocabulary: ... (6 documents, 0 distinct terms)" without saying which
+    language; now they name it as Cr5 did (the argument, or the language for CL-LSI)."""
+    fit, match = _wordless_fits()[case]
+    with pytest.raises(ValueError, match=match):
+        fit()
+
+
 def _key_fits():
     import scipy.sparse as sp
     X = sp.random(40, 12, density=0.3, format="csr", random_state=0)

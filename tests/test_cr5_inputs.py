@@ -198,3 +198,71 @@ def test_blocks_with_duplicate_or_unsorted_entries_are_summed_and_the_input_kept
     for a, b in zip(before, (fr.data, fr.indices, fr.indptr), strict=True):
         np.testing.assert_array_equal(a, b)
     assert fr.dtype == np.float64
+
+
+def _corrupt(kind):
+    import scipy.sparse as sp
+    X = sp.random(20, 10, density=0.4, random_state=0, format="csc" if kind == "csc" else "coo"
+                  if kind == "coo" else "csr")
+    if kind == "column":
+        X.indices[0] = 100
+    elif kind == "negative":
+        X.indices[0] = -3
+    elif kind == "indptr":
+        X.indptr[5] = 1000
+    elif kind == "short indptr":
+        X.indptr = X.indptr[:-3]
+    elif kind == "csc":
+        X.indices[0] = 50
+    elif kind == "coo":
+        X.coords[1][0] = 50
+    return X
+
+
+CORRUPT = {"column": r"column index 100 outside \[0, 10\)", "negative": r"column index -3 outside \[0, 10\)",
+           "indptr": "indptr decreases", "short indptr": "indptr has 18 entries, expected 21",
+           "csc": r"CSC matrix .*row index 50 outside \[0, 20\)", "coo": r"column index 50 outside \[0, 10\)"}
+
+
+def _matrix_entry_points():
+    import scipy.sparse as sp
+
+    from linxling.models import CLLSI, WMF, BilingualWMF
+    Y = sp.random(20, 10, density=0.4, random_state=1, format="csr")
+    ids = {"en": np.arange(20), "de": np.arange(20)}
+    return {
+        "WMF.fit": lambda X: WMF(n_components=2, max_iter=1, show_progress=False).fit(X),
+        "BilingualWMF.fit": lambda X: BilingualWMF(n_components=2, max_iter=1, show_progress=False).fit(
+            {"en": X, "de": Y}),
+        "Cr5.fit_matrices": lambda X: Cr5(n_components=2).fit_matrices({"en": X, "de": Y}, ids),
+        "CLLSI.fit_matrices": lambda X: CLLSI(n_components=2).fit_matrices({"en": X, "de": Y}, ids),
+        "Cr5.transform_matrix": lambda X: Cr5(n_components=2).fit_matrices(
+            {"en": Y, "de": Y.copy()}, ids).transform_matrix(X, "en"),
+    }
+
+
+@pytest.mark.parametrize("kind", list(CORRUPT))
+@pytest.mark.parametrize("entry", list(_matrix_entry_points()))
+def test_a_sparse_matrix_whose_index_arrays_were_edited_is_refused_not_followed(entry, kind):
+    """SciPy checks a sparse matrix's index arrays when it is built from them, not when they are
+    edited afterwards: a column index of 100 in a 10-column CSR made WMF's fit segfault (in
+    SciPy's CSR -> CSC conversion), a negative one or a decreasing row pointer corrupted the heap
+    ("corrupted size vs. prev_size") in Cr5's and the WMF kernels. Every matrix input is now
+    checked first (linxling._validation.check_sparse_structure), naming the argument."""
+    X = _corrupt(kind)
+    with pytest.raises(ValueError, match=r"(X|blocks\['en'\]|X\['en'\]) is not a valid .*" + CORRUPT[kind]):
+        _matrix_entry_points()[entry](X)
+
+
+@pytest.mark.parametrize("entry, X, match", [
+    (entry, np.array([["a", "b"], ["c", "d"]]), r"must hold real numbers, got dtype <U1 \(texts\?")
+    for entry in ("WMF.fit", "Cr5.fit_matrices", "Cr5.transform_matrix")] + [
+    ("Cr5.fit_matrices", np.array(["w1 w2", "w3"]), r"must hold real numbers, got dtype <U5 \(texts\?"),
+    ("WMF.fit", np.zeros((2, 2), "datetime64[s]"), r"must hold real numbers, got dtype datetime64\[s\]"),
+], ids=["2-D str, WMF.fit", "2-D str, Cr5.fit_matrices", "2-D str, Cr5.transform_matrix", "1-D str, Cr5.fit_matrices",
+        "datetime, WMF.fit"])
+def test_a_dense_matrix_of_non_numbers_is_named(entry, X, match):
+    """A dense array of str (or dates) where a matrix goes: SciPy's "scipy.sparse does not support
+    dtype <U1" named no argument; now a TypeError naming it (and a hint for texts)."""
+    with pytest.raises(TypeError, match=r"(X|blocks\['en'\]) " + match):
+        _matrix_entry_points()[entry](X)

@@ -187,6 +187,11 @@ def test_zero_rows_and_errors(data):
         Index(np.full((3, 2), np.nan))
     with pytest.raises(ValueError, match="ids has 2 items"):
         Index(C, ids=["a", "b"])
+    # NumPy's "data type 'flaot32' not understood" named no argument
+    with pytest.raises(ValueError, match="dtype must be float32 or float64, got 'flaot32'"):
+        Index(C, dtype="flaot32")
+    with pytest.raises(ValueError, match="dtype must be float32 or float64, got 'flaot32'"):
+        search(Q, C, dtype="flaot32")
 
 
 def test_vectors_that_are_not_real_numbers_are_named(data):

@@ -127,7 +127,11 @@ def as_output(Z: Any, dtype: Any = None) -> np.ndarray:
     Z = np.asarray(Z)
     if dtype is None:
         return np.ascontiguousarray(Z)
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):                 # NumPy's "data type 'x' not understood" named nothing
+        raise ValueError(f"dtype must be float32 or float64 (or None for the model's dtype), got "
+                         f"{dtype!r}") from None
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"dtype must be float32 or float64 (or None for the model's dtype), got {dt}")
     return np.ascontiguousarray(Z, dtype=dt)

@@ -361,7 +361,10 @@ class _WMFParams(LinxlingEstimator):
         if texts is not None:
             if fit:
                 vec = _make_vectorizer(self)
-                X = vec.fit_transform(texts)
+                try:
+                    X = vec.fit_transform(texts)
+                except ValueError as exc:      # "empty vocabulary" / min_df: say which language
+                    raise ValueError(f"{name} ({len(texts)} texts): {exc}") from None
                 self.vectorizers_[language] = vec
             else:
                 if language not in self.vectorizers_:

@@ -202,9 +202,12 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         for lang in languages:
             texts = [t for p in pairs if lang in p for t in p[lang]]
             # each sentence tokenized once: its word ids come with the vocabulary
-            vocab, ids, ptr = vocabulary_and_sequences(texts, tokenizer=self._tokens,
-                                                       min_df=self._param("min_df"),
-                                                       max_features=None, show_progress=False)
+            try:
+                vocab, ids, ptr = vocabulary_and_sequences(texts, tokenizer=self._tokens,
+                                                           min_df=self._param("min_df"),
+                                                           max_features=None, show_progress=False)
+            except ValueError as exc:          # "empty vocabulary" / min_df: say which language
+                raise ValueError(f"X[{lang!r}] ({len(texts)} texts): {exc}") from None
             words[lang] = list(vocab.words)
             self.vocabulary_[lang] = {w: i for i, w in enumerate(words[lang])}
             seqs[lang] = (ids, ptr, 0)

@@ -346,6 +346,15 @@ class BilDRL(LinxlingEstimator):
         if isinstance(dictionary, (str, bytes)) or not hasattr(dictionary, "__iter__"):
             raise TypeError("dictionary must be an iterable of (target_word, target_language, "
                             "definition, definition_language) rows")
+        if hasattr(dictionary, "itertuples") and hasattr(dictionary, "columns"):
+            # a pandas DataFrame (e.g. read_csv of the TSV) iterates over its column names: its rows
+            if len(dictionary.columns) != 4:
+                raise ValueError(f"dictionary is a DataFrame of {len(dictionary.columns)} columns "
+                                 f"{list(dictionary.columns)!r}; it needs 4: target_word, target_language, "
+                                 "definition, definition_language (in that order)")
+            dictionary = dictionary.itertuples(index=False, name=None)
+        elif isinstance(dictionary, np.ndarray) and dictionary.ndim == 2:
+            dictionary = [tuple(row) for row in dictionary.tolist()]    # a 2-D array of str: its rows
         rows = []
         for i, row in enumerate(dictionary):
             if not isinstance(row, (tuple, list)) or len(row) != 4:

@@ -287,7 +287,10 @@ class CLLSI(ConceptEmbeddingMixin):
         vectorizers, blocks, ids = {}, {}, {}
         for lang, idx in by_lang.items():
             vec = TfidfVectorizer(**params)
-            blocks[lang] = vec.fit_transform([texts[i] for i in idx])
+            try:
+                blocks[lang] = vec.fit_transform([texts[i] for i in idx])
+            except ValueError as exc:          # as Cr5: say which language
+                raise ValueError(f"language {lang!r} ({len(idx)} documents): {exc}") from None
             ids[lang] = [concepts[i] for i in idx]
             vectorizers[lang] = vec
         self.fit_matrices(blocks, ids)

@@ -163,6 +163,7 @@ class CrossWMF(_WMFParams):
             pivot = WMF(**{**WMF._init_kwargs(self.get_params(deep=False)), "device": self.device_,
                            "callback": (None if self.callback is None else
                                         lambda _m, it, loss: self.callback(self, it, loss))})
+            given_pivot = X_pivot is not None
             if X_pivot is None:
                 sides = [parallel[lang][0] for lang in langs]
                 side_texts = [_texts_or_none(s, f"parallel[{lang!r}][0]") for s, lang in zip(sides, langs, strict=True)]
@@ -171,7 +172,14 @@ class CrossWMF(_WMFParams):
                 else:
                     X_pivot = sp.vstack([check_sparse_matrix(s, f"parallel[{lang!r}][0]")
                                          for s, lang in zip(sides, langs, strict=True)], format="csr")
-            pivot.fit(X_pivot)
+            try:
+                pivot.fit(X_pivot)
+            except ValueError as exc:
+                if not str(exc).startswith(("empty vocabulary", "min_df=")):
+                    raise
+                where = ("X_pivot" if given_pivot else " and ".join(f"parallel[{lang!r}][0]" for lang in langs)
+                         + f" (the pivot language {self.pivot_language!r})")
+                raise ValueError(f"{where}: {exc}") from None
             self.loss_curve_ = list(pivot.loss_curve_)
             self.n_iter_ = pivot.n_iter_
         self.pivot_model_ = pivot
