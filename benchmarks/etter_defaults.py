@@ -56,6 +56,7 @@ GRIDS = {
     "pairs": [dict(word_pairs=False), dict(word_pairs=True)],
     "alpha": [dict(alpha=a) for a in (0.0, 1e-5, 1e-4, 1e-3)],
     "alpha_fine": [dict(alpha=a) for a in (0.0, 3e-5, 1e-4, 3e-4)],
+    "alpha_default": [dict(alpha=0.0), dict(alpha=1e-4)],     # the default before 2026-12-01 and now
     "width": [dict(n_components=d) for d in (50, 100, 200)],
 }
 

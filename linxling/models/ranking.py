@@ -33,20 +33,20 @@ class RankingEmbedding(_SentencePairSGD):
     were chosen on validation verses carved from the Bible en-fr training pairs (never the test
     verses; benchmarks/README.md "Etter's ranking network: how the defaults were chosen",
     ``python -m benchmarks.etter_defaults``). At d = 50 and 3 epochs the defaults reach validation
-    P@1 0.600 (seed 0); in the grid at the thesis' margin sqrt(d) and 3 epochs the dot score
+    P@1 0.643 (seed 0); in the grid at the thesis' margin sqrt(d) and 3 epochs the dot score
     reached 0.071 (P(w) 0.866) one pair per step at learning rate 0.05 and at most 0.434 at any
-    rate and batch. On the held-out test verses after 10 epochs the defaults reach P@1 0.715 and
-    Etter's performance P(w) (M = 1) 0.993, against 0.318 / 0.973 for :meth:`from_paper` (the
+    rate and batch. On the held-out test verses after 10 epochs the defaults reach P@1 0.769 and
+    Etter's performance P(w) (M = 1) 0.996 (0.715 / 0.993 without the L2 term, the default
+    before 2026-12-01), against 0.318 / 0.973 for :meth:`from_paper` (the
     thesis' settings) and 0.055 / 0.818 for the defaults before (dot, margin sqrt(d), learning
     rate 0.01, batch 1).
 
     Parameters
     ----------
     n_components : int, default 50
-        Dimension d of the word and sentence vectors (the thesis' 50). Not chosen on validation
-        data: the learning curves on held-out verses (benchmarks/README.md, "Etter's ranking
-        network on Bible en-fr") had d = 150 a little ahead of 50 (estimated mean rank 5.1
-        against 6.3 after 5 epochs).
+        Dimension d of the word and sentence vectors (the thesis' 50). On the validation verses
+        (en-fr, 10 epochs, without the L2 term, seeds 0 and 1) d = 100 and 200 were no better:
+        P@1 0.712 / 0.702 and 0.692 / 0.712 against 0.711 / 0.718 at 50 (``--grid width``).
     score : {"dot", "l1"}, default "l1"
         s(a, b) = a.b, or -||a - b||_1. L1 is the thesis' final choice (Sec. 4.2.5: error 0.03 %
         against 5.5 % with the dot product); on validation it learned 1.3-20x faster than dot at
@@ -58,19 +58,27 @@ class RankingEmbedding(_SentencePairSGD):
         worse at d = 50 (0.345 against 0.596 for margin 1, learning rate 0.5, batch 10, 3 epochs).
     word_pairs : bool, default False
         Also average the vectors of consecutive word pairs (own lookup-table rows, Sec. 4.3).
-        Not compared on validation data (on the held-out learning curves word pairs were behind
-        until epoch 3 and a little ahead at epoch 5: estimated mean rank 5.5 against 6.3).
+        Off by default: on the validation verses (en-fr, d = 50, 10 epochs, 3 seeds) word pairs
+        reached P@1 0.681-0.700 against 0.697-0.718 without, at 2.6x the fit time (``--grid
+        pairs``).
     learning_rate : float, default 1.0
         SGD step size; the gradient is averaged over the minibatch, so the step of one sample is
         ``learning_rate / batch_size`` (0.1 here). The best of 0.05, 0.2, 0.5 and 1.0 with batch 10
         (validation, 3 epochs, margin sqrt(d): 0.455), and about as good as batch 1 at its best
         rate, 0.05 (5 epochs, margin 1: 0.640 against 0.656), on the kernel's faster batched path.
-    alpha : float, default 0.0
-        L2 weight on the updated rows (no regularisation; not compared with other values).
+    alpha : float, default 1e-4
+        L2 weight on the updated rows, added as ``alpha * W[row]`` to the minibatch-mean gradient
+        (as :class:`linxling.BiCVM`'s). Chosen on the validation verses (10 epochs, d = 50,
+        ``python -m benchmarks.etter_defaults --grid alpha_fine``; benchmarks/README.md "Etter's
+        ranking network: an L2 weight"): P@1 en-fr 0.746-0.755 over three seeds against
+        0.697-0.718 with none (the default before 2026-12-01; 3e-5 0.729-0.742, 3e-4
+        0.741-0.745, 1e-3 0.634), en-ru 0.725 against 0.674, en-zh 0.644 against 0.549; in the
+        leaderboard's setting (six languages, d = 128, 3 epochs) 0.788 against 0.742. The thesis
+        used none (:meth:`from_paper` gives 0).
     n_epochs, batch_size : int, default 10, 10
-        Validation P@1 at d = 50 (seed 0): 0.600 after three epochs, 0.705 after ten (float32;
-        0.718 in float64); held-out test P@1 at the defaults by epoch 1 / 3 / 5 / 10: 0.509 /
-        0.639 / 0.676 / 0.715 (P(w) 0.984-0.993); each epoch costs about as much as the first.
+        Validation P@1 at d = 50 (seed 0): 0.643 after three epochs, 0.755 after ten; held-out
+        test P@1 at the defaults by epoch 1 / 3 / 5 / 10: 0.504 / 0.655 / 0.717 / 0.769 (P(w)
+        0.981-0.996); each epoch costs about as much as the first.
         Batch 10 against 1 and 100: see ``learning_rate``.
     dtype : {"float32", "float64"}, default "float32"
         Precision of the word tables during training. float32 halves the kernels' memory
@@ -109,7 +117,7 @@ class RankingEmbedding(_SentencePairSGD):
     _optimizer = "sgd"
 
     def __init__(self, n_components: int = 50, score: str = "l1", margin: float | None = None,
-                 word_pairs: bool = False, learning_rate: float = 1.0, alpha: float = 0.0,
+                 word_pairs: bool = False, learning_rate: float = 1.0, alpha: float = 1e-4,
                  n_epochs: int = 10, batch_size: int = 10, min_df: int = 1, init_scale: float = 0.1,
                  dtype: str = "float32", center: bool = True, random_state: Any = None,
                  n_threads: int | None = None, callback: Any = None, show_progress: bool | None = None,
@@ -135,9 +143,10 @@ class RankingEmbedding(_SentencePairSGD):
     @classmethod
     def from_paper(cls, n_components: int = 50, **overrides: Any) -> RankingEmbedding:
         """Etter (2009), Sec. 4.2: d = 50, the L1 score, margin sqrt(d), plain SGD one pair at a
-        time; the learning rate is not given there (0.01 here). Keyword arguments override."""
+        time, no regularisation; the learning rate is not given there (0.01 here). Keyword
+        arguments override."""
         params: dict[str, Any] = dict(n_components=n_components, score="l1", margin=math.sqrt(n_components),
-                      learning_rate=0.01, batch_size=1, n_epochs=10, center=False)
+                      learning_rate=0.01, batch_size=1, n_epochs=10, center=False, alpha=0.0)
         params.update(overrides)
         return cls(**params)
 
