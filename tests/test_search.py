@@ -372,7 +372,9 @@ def test_int_ids_come_back_as_ints_from_a_saved_index(tmp_path):
 
 def test_index_load_refuses_a_model_file_from_its_header(tmp_path):
     """Index.load of a model file loaded the whole model, then raised TypeError; it is a
-    ModelFormatError (as Cr5.load of an index file) and reads the header only."""
+    ModelFormatError (as Cr5.load of an index file) and reads the header only. The other way
+    round, CLLSI.load of an index file advised "SearchIndex.load(path)", a class that does not
+    exist: it names linxling.search.Index."""
     import linxling
     from linxling.io import ModelFormatError
     X = ["the cat sat", "a dog ran", "the dog sat", "a cat ran"] * 5
@@ -381,6 +383,12 @@ def test_index_load_refuses_a_model_file_from_its_header(tmp_path):
     m.save(tmp_path / "m.h5")
     with pytest.raises(ModelFormatError, match=r"m\.h5 holds a CLLSI model, not a search index"):
         Index.load(tmp_path / "m.h5")
+    index = Index(np.eye(3))
+    index.save(tmp_path / "i.h5")
+    # the advice names a class that exists, not the store's tag "SearchIndex"
+    with pytest.raises(ModelFormatError, match=r"i\.h5 holds a linxling\.search\.Index, not a CLLSI model: load it "
+                                               r"with linxling\.load\(path\) or linxling\.search\.Index\.load\(path\)"):
+        linxling.CLLSI.load(tmp_path / "i.h5")
 
 
 def _crafted_index(tmp_path, params, arrays):
