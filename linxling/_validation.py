@@ -282,6 +282,17 @@ def refuse_sparse(X: Any, name: str) -> None:
                         "convert it with .toarray()")
 
 
+def refuse_texts_as_vectors(X: Any, name: str, hint: str = "") -> None:
+    """Refuse texts where embedding vectors go (a str, a list of str, an array of str), saying to
+    embed them first; before, NumPy read them as an array of dtype ``<U233`` and the message was
+    about that dtype."""
+    first = X[0] if isinstance(X, (list, tuple)) and len(X) else None
+    kind = getattr(getattr(X, "dtype", None), "kind", None)
+    if isinstance(X, str) or isinstance(first, str) or kind in ("U", "S", "T"):
+        raise TypeError(f"{name} holds texts, but embedding vectors (n, d) go here: embed them first, "
+                        f"e.g. model.transform(texts, language){hint}")
+
+
 def check_same_length(a: Any, b: Any, name_a: str, name_b: str) -> None:
     if len(a) != len(b):
         raise ValueError(f"{name_a} has {len(a)} entries but {name_b} has {len(b)}")

@@ -206,6 +206,20 @@ def test_vectors_that_are_not_real_numbers_are_named(data):
 
 
 
+
+def test_texts_given_for_vectors_say_to_embed_them(data):
+    """A newcomer's index.search(["a query"]) said "queries must hold real numbers, got dtype
+    <U9": texts where vectors go are named as texts, with the way to embed them."""
+    _, C, _ = data
+    with pytest.raises(TypeError, match=r"queries holds texts, but embedding vectors \(n, d\) go here: "
+                                        r"embed them first, e\.g\. model\.transform\(texts, language\) "
+                                        r"\(Index\.from_texts and add_texts take texts"):
+        Index(C).search(["a query", "another"])
+    for texts in (["doc one", "doc two"], np.array(["doc one", "doc two"]), "doc one"):
+        with pytest.raises(TypeError, match="vectors holds texts"):
+            Index(texts)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_rows_of_any_finite_size_are_normalised(dtype):
     """The sum of squares overflowed (rows of 1e20 in float32, 1e200 in float64 became zero rows,
