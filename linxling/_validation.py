@@ -274,6 +274,15 @@ def check_language(language: Any, name: str = "language", *, known: Any = ()) ->
     raise TypeError(f"{name} must be a str (a language code), got {type(language).__name__}{hint}")
 
 
+def unknown_language(language: Any, known: Any, name: str = "language") -> ValueError:
+    """The one error every model raises for a language it was not fitted on, or for none where a
+    multilingual model needs one (``known``: its languages); the caller raises it."""
+    langs = sorted(known)
+    if language is None:
+        return ValueError(f"{name} is required: the language of the texts, one of {langs}")
+    return ValueError(f"unknown {name} {language!r}: the model was trained on {langs}")
+
+
 def refuse_sparse(X: Any, name: str) -> None:
     """Refuse a SciPy/CuPy sparse matrix where dense vectors are expected (NumPy reads one as a
     0-d object array, which failed later with a message about shape ``()`` or a conversion)."""

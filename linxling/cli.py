@@ -314,7 +314,7 @@ def _fit_params(cls: type, extra: Sequence[str]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- one way to call each model
 def embed_texts(model: Any, texts: Sequence[str], language: str | None):
     """``model``'s embeddings of ``texts`` in ``language``, whatever the model's transform signature."""
-    from linxling._validation import check_language, check_texts
+    from linxling._validation import check_language, check_texts, unknown_language
     if not callable(getattr(model, "transform", None)):
         raise TypeError(f"model must be a fitted linxling model (with a transform method), got "
                         f"{type(model).__name__}")
@@ -324,7 +324,7 @@ def embed_texts(model: Any, texts: Sequence[str], language: str | None):
     if "language" in params:
         return model.transform(texts, language=language)
     if language is not None and getattr(model, "languages_", None) and language not in model.languages_:
-        raise ValueError(f"unknown language {language!r}: the model was trained on {model.languages_}")
+        raise unknown_language(language, model.languages_)
     return model.transform(texts)
 
 

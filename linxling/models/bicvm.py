@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils._param_validation import StrOptions
 
-from linxling._validation import check_language, check_language_keys, check_texts
+from linxling._validation import check_language, check_language_keys, check_texts, unknown_language
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._base import stored_float
@@ -311,7 +311,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         self._check_fitted()
         check_language(language, known=self.vectors_)
         if language not in self.vectors_:
-            raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
+            raise unknown_language(language, self.languages_)
         return language
 
     def transform(self, X: Sequence[str], language: str | None = None, dtype: Any = None) -> np.ndarray:
