@@ -513,5 +513,5 @@ def _stored_dtype(dtype, array) -> np.dtype:
 
 def _check_languages(mapping, name: str) -> list:
     if not isinstance(mapping, Mapping):
-        raise TypeError(f"{name} must be a mapping language -> matrix, got {type(mapping).__name__}")
+        raise TypeError(f"{name} must be a mapping language -> texts or matrix, got {type(mapping).__name__}")
     return check_language_keys(mapping, name)

@@ -98,7 +98,10 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                 raise TypeError(f"{where} must be a dict {{language: texts}}, got {type(pair).__name__}")
             if len(pair) < 2 or (self._max_languages and len(pair) != 2):
                 need = "exactly 2" if self._max_languages else "at least 2"
-                raise ValueError(f"{where} must hold {need} languages, got {sorted(pair)}")
+                more = (": more languages train as BiCVM+, a list of pairs that share a pivot, e.g. "
+                        "[{'en': ..., 'de': ...}, {'en': ..., 'fr': ...}]"
+                        if self._max_languages and len(pair) > 2 else "")
+                raise ValueError(f"{where} must hold {need} languages, got {sorted(pair)}{more}")
             check_language_keys(pair, where)
             n = None
             clean = {}
