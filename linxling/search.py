@@ -38,7 +38,7 @@ import numpy as np
 
 from linxling._progress import progress
 from linxling._threads import numba_serialised
-from linxling._validation import check_int, check_language, check_texts, refuse_sparse
+from linxling._validation import check_int, check_language, check_texts, refuse_sparse, refuse_texts_as_vectors
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 
@@ -50,6 +50,7 @@ BLOCK_BYTES = 256 * 2 ** 20
 
 def _unit_rows(X: Any, name: str, dtype) -> np.ndarray:
     refuse_sparse(X, name)
+    refuse_texts_as_vectors(X, name, " (Index.from_texts and add_texts take texts and a model)")
     try:
         A = np.asarray(X)
     except ValueError as exc:                       # ragged rows

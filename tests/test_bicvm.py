@@ -92,8 +92,11 @@ def test_bad_input():
         m.fit({"en": en, "de": de[:-1]})
     with pytest.raises(ValueError, match=r"X\['en'\]\[2\] is empty"):
         m.fit({"en": en[:2] + ["  "] + en[3:], "de": de})
-    with pytest.raises(ValueError, match="exactly 2 languages"):
+    with pytest.raises(ValueError, match=r"exactly 2 languages, got \['en'\]$"):
         m.fit({"en": en})
+    with pytest.raises(ValueError, match=r"exactly 2 languages, got \['de', 'en', 'fr'\]: more languages train "
+                                         r"as BiCVM\+, a list of pairs that share a pivot"):
+        m.fit({"en": en, "de": de, "fr": de})
     with pytest.raises(ValueError, match="pivot"):
         m.fit([{"en": en, "de": de}, {"fr": en, "es": de}])
     with pytest.raises(ValueError, match="composition"):

@@ -621,6 +621,23 @@ def test_help_says_every_default(capsys):
             assert f"(default: {default})" in " ".join(block.group(1).split()), (name, option, text)
 
 
+def test_help_explains_every_argument(capsys):
+    """`info MODEL`, `embed/evaluate/export MODEL`, `evaluate`'s languages and most `demo` options
+    were listed in --help with no word of what they are (or only their default)."""
+    import re
+    for name in ("demo", "fit", "info", "embed", "evaluate", "export", "index", "search", "warmup"):
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        text = capsys.readouterr().out
+        body = text.split("\noptions:\n")[0].split("positional arguments:\n")[-1] + text.split("\noptions:\n")[1]
+        body = body.split("\nexample:")[0].split("\nmodel parameters")[0]
+        items = re.findall(r"^  (-?[\w-]+)[^\n]*?(?:  +(.*))?\n((?:(?: {4,}).*\n)*)", body + "\n", re.M)
+        assert items, (name, text)
+        for arg, first, more in items:
+            said = re.sub(r"\(default: [^)]*\)", "", " ".join(f"{first} {more}".split())).strip()
+            assert said, f"linxling {name} --help: {arg} has no help text\n{text}"
+
+
 def test_search_and_index_say_what_is_wrong_before_the_work(corpus, capsys, monkeypatch):
     """index read --reference (a missing file, an unknown language, too few lines for --knn)
     only after embedding the whole collection; search said 'queries must be a non-empty 2-D

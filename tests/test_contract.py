@@ -7,6 +7,7 @@ Class.load / linxling.load give the same embeddings.
 """
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -284,6 +285,33 @@ def test_a_language_without_a_word_is_named(case):
     fit, match = _wordless_fits()[case]
     with pytest.raises(ValueError, match=match):
         fit()
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_an_unknown_or_missing_language_is_said_alike_by_every_model(name, fitted):
+    """A language the model was not fitted on read "unknown language 'xx': the model was trained
+    on [...]" (Cr5, CL-LSI), "unknown language 'xx'; the model has [...]" (the WMF family) or
+    "language must be one of [...], got 'xx'" (BiCVM, RankingEmbedding, BilBOWA); a forgotten
+    language "language must be one of [...], got None". One message now, and a forgotten one says
+    that transform needs it."""
+    model, lang = fitted[name]
+    texts = _texts(lang)
+    if name in ("WMF", "CompressTree"):             # monolingual: checked against the language parameter
+        with pytest.raises(ValueError, match=r"'xx'"):
+            model.transform(texts, language="xx")
+        return
+    known = re.escape(str(sorted(model.languages_)))
+    for call in (lambda: model.transform(texts, language="xx"), lambda: model.word_vectors("xx")):
+        with pytest.raises(ValueError, match=rf"^unknown language 'xx': the model was trained on {known}$"):
+            call()
+    try:
+        model.transform(texts)                      # the language forgotten
+    except TypeError as exc:                        # a required argument (Cr5, CL-LSI, b-WMF, x-WMF)
+        assert "language" in str(exc)
+    except ValueError as exc:                       # an optional one (the SGD models, BilBOWA, BilDRL)
+        assert str(exc) == f"language is required: the language of the texts, one of {sorted(model.languages_)}"
+    else:
+        raise AssertionError(f"{name}.transform without a language embedded the texts")
 
 
 def _key_fits():

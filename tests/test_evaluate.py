@@ -190,6 +190,19 @@ def test_sparse_embeddings_and_none_labels_are_named():
         cldc(X, ["a", None, "a", "b"], X, ["a", "b", "a", "b"])
 
 
+
+def test_texts_given_for_embeddings_say_to_embed_them():
+    """retrieval(en_texts, es_texts) said "queries must be a real numeric array, got dtype <U8"."""
+    from linxling.evaluate import sts
+    with pytest.raises(TypeError, match=r"queries holds texts, but embedding vectors \(n, d\) go here: "
+                                        r"embed them first, e\.g\. model\.transform\(texts, language\)$"):
+        retrieval(["a house", "a dog"], np.eye(2))
+    with pytest.raises(TypeError, match="candidates holds texts"):
+        retrieval(np.eye(2), np.array(["una casa", "un perro"]))
+    with pytest.raises(TypeError, match="emb1 holds texts"):
+        sts(["a", "b", "c"], np.eye(3), [1.0, 2.0, 3.0])
+
+
 def test_knn_unchecked_for_cosine():
     assert retrieval(np.eye(3), np.eye(3), knn=100)["P@1"] == 1.0
 

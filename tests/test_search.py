@@ -211,6 +211,20 @@ def test_vectors_that_are_not_real_numbers_are_named(data):
 
 
 
+
+def test_texts_given_for_vectors_say_to_embed_them(data):
+    """A newcomer's index.search(["a query"]) said "queries must hold real numbers, got dtype
+    <U9": texts where vectors go are named as texts, with the way to embed them."""
+    _, C, _ = data
+    with pytest.raises(TypeError, match=r"queries holds texts, but embedding vectors \(n, d\) go here: "
+                                        r"embed them first, e\.g\. model\.transform\(texts, language\) "
+                                        r"\(Index\.from_texts and add_texts take texts"):
+        Index(C).search(["a query", "another"])
+    for texts in (["doc one", "doc two"], np.array(["doc one", "doc two"]), "doc one"):
+        with pytest.raises(TypeError, match="vectors holds texts"):
+            Index(texts)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_rows_of_any_finite_size_are_normalised(dtype):
     """The sum of squares overflowed (rows of 1e20 in float32, 1e200 in float64 became zero rows,
@@ -377,7 +391,9 @@ def test_int_ids_come_back_as_ints_from_a_saved_index(tmp_path):
 
 def test_index_load_refuses_a_model_file_from_its_header(tmp_path):
     """Index.load of a model file loaded the whole model, then raised TypeError; it is a
-    ModelFormatError (as Cr5.load of an index file) and reads the header only."""
+    ModelFormatError (as Cr5.load of an index file) and reads the header only. The other way
+    round, CLLSI.load of an index file advised "SearchIndex.load(path)", a class that does not
+    exist: it names linxling.search.Index."""
     import linxling
     from linxling.io import ModelFormatError
     X = ["the cat sat", "a dog ran", "the dog sat", "a cat ran"] * 5
@@ -386,6 +402,12 @@ def test_index_load_refuses_a_model_file_from_its_header(tmp_path):
     m.save(tmp_path / "m.h5")
     with pytest.raises(ModelFormatError, match=r"m\.h5 holds a CLLSI model, not a search index"):
         Index.load(tmp_path / "m.h5")
+    index = Index(np.eye(3))
+    index.save(tmp_path / "i.h5")
+    # the advice names a class that exists, not the store's tag "SearchIndex"
+    with pytest.raises(ModelFormatError, match=r"i\.h5 holds a linxling\.search\.Index, not a CLLSI model: load it "
+                                               r"with linxling\.load\(path\) or linxling\.search\.Index\.load\(path\)"):
+        linxling.CLLSI.load(tmp_path / "i.h5")
 
 
 def _crafted_index(tmp_path, params, arrays):

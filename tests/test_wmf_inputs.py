@@ -89,6 +89,24 @@ def test_bilingual_language_inputs_named():
             {"en": SENTS[:5], "fr": ["le chat", "un chien", b"le chat", "un chien", "chats"]})
 
 
+def test_the_multilingual_wmf_inputs_are_shown_when_given_in_another_shape():
+    """b-WMF given a list said "X must be a mapping language -> matrix" (texts work too); x-WMF
+    given b-WMF's input {"en": en, "es": es} said only "parallel must not contain the pivot
+    language 'en'", and {"es": es} "must be a pair (X_pivot_side, X_es)": each says what goes."""
+    from linxling.models import CrossWMF
+    kw = dict(n_components=2, max_iter=1, min_df=1, show_progress=False)
+    with pytest.raises(TypeError, match=r"^X must be a mapping language -> texts or matrix, got list$"):
+        BilingualWMF(**kw).fit([SENTS, SENTS])
+    with pytest.raises(ValueError, match=r"^parallel must not contain the pivot language 'en': it maps each other "
+                                         r"language to a pair \(pivot side, that language's side\), e\.g\. "
+                                         r"\{'es': \(en_texts, es_texts\)\} \(row-aligned texts of all languages in "
+                                         r"one dict are BilingualWMF's input\)$"):
+        CrossWMF(pivot_language="en", **kw).fit({"en": SENTS, "es": SENTS})
+    with pytest.raises(TypeError, match=r"^parallel\['es'\] must be a pair \(X_pivot_side, X_es\), got a list: "
+                                        r"e\.g\. \{'es': \(en_texts, es_texts\)\}$"):
+        CrossWMF(pivot_language="en", **kw).fit({"es": SENTS})
+
+
 def test_a_language_mapping_is_refused_naming_the_multilingual_models():
     """WMF().fit({"en": texts}) read the dict's key as the one document ('empty vocabulary ...
     (1 documents, 1 distinct terms)'); it is a TypeError that names BilingualWMF and CrossWMF."""

@@ -8,7 +8,7 @@ import numpy as np
 from linxling._backend import get_namespace, to_numpy
 from linxling._progress import progress
 from linxling._threads import numba_one_thread, numba_serialised
-from linxling._validation import check_int, refuse_sparse
+from linxling._validation import check_int, refuse_sparse, refuse_texts_as_vectors
 
 __all__ = ["retrieval"]
 
@@ -50,6 +50,7 @@ def _check_embeddings(X: Any, name: str, ns) -> Any:
     """Return ``X`` as a finite 2-D float32/float64 array of the namespace ``ns``."""
     xp = ns.xp
     refuse_sparse(X, name)
+    refuse_texts_as_vectors(X, name)
     X = xp.asarray(X)
     if X.dtype == object or X.dtype.kind not in "fiub":
         raise TypeError(f"{name} must be a real numeric array, got dtype {X.dtype}")

@@ -16,6 +16,7 @@ from linxling._validation import (
     check_sparse_matrix,
     is_text_column,
     refuse_non_texts,
+    unknown_language,
 )
 from linxling.models._estimator import LinxlingEstimator, as_output, warn_no_known_words
 from linxling.text._vectorize import check_unicode
@@ -444,8 +445,7 @@ class ConceptEmbeddingMixin(LinxlingEstimator):
         self._check_fitted()
         check_language(language, known=self.components_)
         if language not in self.components_:
-            raise ValueError(f"unknown language {language!r}: the model was trained on "
-                             f"{sorted(self.components_)}")
+            raise unknown_language(language, self.components_)
 
     def transform(self, texts: Sequence[str] | Iterable[str], language: str, dtype: Any = None) -> np.ndarray:
         """Embed raw documents of ``language``: a C-contiguous (n_docs, n_components) array,

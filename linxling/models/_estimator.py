@@ -473,6 +473,11 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
         info = io.read_info(path)
         registered = io.registered_models().get(info["model"])
         if registered is None or not issubclass(registered, cls):
+            if registered is not None and not issubclass(registered, LinxlingEstimator):
+                # not an estimator (a search index): its registry name is no class a user can call
+                public = f"{registered.__module__}.{registered.__qualname__}"
+                raise io.ModelFormatError(f"{os.fspath(path)} holds a {public}, not a {cls.__name__} model: "
+                                          f"load it with linxling.load(path) or {public}.load(path)")
             raise io.ModelFormatError(f"{os.fspath(path)} holds a {info['model']} model, not a "
                                       f"{cls.__name__}: load it with linxling.load(path) or "
                                       f"{info['model']}.load(path)")

@@ -25,6 +25,7 @@ from linxling._validation import (
     check_random_state,
     corpus_file_hint,
     is_text_column,
+    unknown_language,
 )
 from linxling._warnings import find_stack_level
 from linxling.models import _als
@@ -268,7 +269,7 @@ class _WMFParams(LinxlingEstimator):
         self._check_fitted()
         check_language(language, known=self.components_)
         if language not in self.components_:
-            raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
+            raise unknown_language(language, self.languages_)
         X = self._language_matrix(X, language, fit=False, name="X")
         return as_output(_solve_rows(X, np.ascontiguousarray(self.components_[language].T),
                                      self.missing_weight, self.alpha_, self._gram_cache()), dtype)
@@ -296,7 +297,7 @@ class _WMFParams(LinxlingEstimator):
         if comps is None:
             check_language(language, known=self.components_)
             if language not in self.components_:
-                raise ValueError(f"unknown language {language!r}; the model has {self.languages_}")
+                raise unknown_language(language, self.languages_)
             comps = self.components_[language]
             vec = self.vectorizers_.get(language)
             if vec is None and language == getattr(self, "pivot_language", None):
@@ -515,5 +516,5 @@ def _stored_dtype(dtype, array) -> np.dtype:
 
 def _check_languages(mapping, name: str) -> list:
     if not isinstance(mapping, Mapping):
-        raise TypeError(f"{name} must be a mapping language -> matrix, got {type(mapping).__name__}")
+        raise TypeError(f"{name} must be a mapping language -> texts or matrix, got {type(mapping).__name__}")
     return check_language_keys(mapping, name)

@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils._param_validation import StrOptions
 
-from linxling._validation import check_language, check_language_keys, check_texts
+from linxling._validation import check_language, check_language_keys, check_texts, unknown_language
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._base import stored_float
@@ -98,7 +98,10 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
                 raise TypeError(f"{where} must be a dict {{language: texts}}, got {type(pair).__name__}")
             if len(pair) < 2 or (self._max_languages and len(pair) != 2):
                 need = "exactly 2" if self._max_languages else "at least 2"
-                raise ValueError(f"{where} must hold {need} languages, got {sorted(pair)}")
+                more = (": more languages train as BiCVM+, a list of pairs that share a pivot, e.g. "
+                        "[{'en': ..., 'de': ...}, {'en': ..., 'fr': ...}]"
+                        if self._max_languages and len(pair) > 2 else "")
+                raise ValueError(f"{where} must hold {need} languages, got {sorted(pair)}{more}")
             check_language_keys(pair, where)
             n = None
             clean = {}
@@ -314,7 +317,7 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         self._check_fitted()
         check_language(language, known=self.vectors_)
         if language not in self.vectors_:
-            raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
+            raise unknown_language(language, self.languages_)
         return language
 
     def transform(self, X: Sequence[str], language: str | None = None, dtype: Any = None) -> np.ndarray:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from linxling._validation import check_language, check_texts
+from linxling._validation import check_language, check_texts, unknown_language
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._base import stored_float, stored_languages, stored_word_table
@@ -461,7 +461,7 @@ class BilBOWA(LinxlingEstimator):
         self._check_fitted()
         check_language(language, known=self.vectors_)
         if language not in self.vectors_:
-            raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
+            raise unknown_language(language, self.languages_)
         texts = check_texts(X, "X")
         index = {w: i for i, w in enumerate(self.words_[language])}
         V = np.asarray(self.vectors_[language], dtype=np.float64)
@@ -480,7 +480,7 @@ class BilBOWA(LinxlingEstimator):
         self._check_fitted()
         check_language(language, known=self.vectors_)
         if language not in self.vectors_:
-            raise ValueError(f"language must be one of {self.languages_}, got {language!r}")
+            raise unknown_language(language, self.languages_)
         return list(self.words_[language]), np.array(self.vectors_[language], dtype=np.dtype(self.dtype))
 
     # ------------------------------------------------------------------ store

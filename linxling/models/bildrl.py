@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from linxling._validation import check_language, check_random_state, refuse_non_texts
+from linxling._validation import check_language, check_random_state, refuse_non_texts, unknown_language
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
@@ -237,6 +237,8 @@ class BilDRL(LinxlingEstimator):
 
     Attributes
     ----------
+    languages_ : list of str
+        The languages of the word space (sorted), as every multilingual model's ``languages_``.
     directions_ : list of (definition_language, target_language)
     units_ : dict
         Encoder parameters per unit (``"shared"`` or ``"<q>-<t>"``).
@@ -791,12 +793,16 @@ class BilDRL(LinxlingEstimator):
         self._publish_space(V, off, lr0)
         return {"kind": "neural", "params": params}, n_bad
 
+    @property
+    def languages_(self) -> list[str]:
+        """The languages of the fitted word space, sorted (the name every multilingual model uses)."""
+        return sorted(self.word_lists_)
+
     # ------------------------------------------------------------------ transform / predict
     def _check_language(self, language, what="language"):
         check_language(language, what, known=self.word_lists_)
         if language not in self.word_lists_:
-            raise ValueError(f"{what} {language!r} is not one of the fitted languages "
-                             f"{sorted(self.word_lists_)}")
+            raise unknown_language(language, self.word_lists_, what)
 
     def _unit_for(self, definition_language, target_language):
         if self.multitask:
@@ -826,7 +832,7 @@ class BilDRL(LinxlingEstimator):
         """
         self._check_fitted()
         if language is None:
-            raise ValueError("language (the language of the definitions) is required")
+            raise unknown_language(None, self.word_lists_)
         self._check_language(language)
         refuse_non_texts(X, "X")                    # a single str, a mapping, a matrix
         if not hasattr(X, "__iter__"):

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from linxling._validation import check_language, check_texts
+from linxling._validation import check_language, check_texts, unknown_language
 from linxling.io import register_model
 from linxling.models._base import nested_state, stored_word_table
 from linxling.models._estimator import (
@@ -238,7 +238,7 @@ class GlossSpace(LinxlingEstimator):
         self._check_fitted()
         check_language(language, known=self.vectors_)
         if language not in self.vectors_:
-            raise ValueError(f"language {language!r} is not one of {self.languages_}")
+            raise unknown_language(language, self.languages_)
 
     def word_vectors(self, language: str) -> tuple[list[str], np.ndarray]:
         """``(words, vectors)`` of ``language``: unit vectors, one per word."""

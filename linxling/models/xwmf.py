@@ -135,11 +135,18 @@ class CrossWMF(_WMFParams):
         if not langs:
             raise ValueError("parallel must contain at least one language")
         if self.pivot_language in langs:
-            raise ValueError(f"parallel must not contain the pivot language {self.pivot_language!r}")
+            others = [lang for lang in langs if lang != self.pivot_language]
+            example = others[0] if others else "es"
+            raise ValueError(f"parallel must not contain the pivot language {self.pivot_language!r}: it maps "
+                             "each other language to a pair (pivot side, that language's side), e.g. "
+                             f"{{{example!r}: ({self.pivot_language}_texts, {example}_texts)}} "
+                             "(row-aligned texts of all languages in one dict are BilingualWMF's input)")
         for lang in langs:
             pair = parallel[lang]
             if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                raise TypeError(f"parallel[{lang!r}] must be a pair (X_pivot_side, X_{lang})")
+                pivot = self.pivot_language
+                raise TypeError(f"parallel[{lang!r}] must be a pair (X_pivot_side, X_{lang}), got a "
+                                f"{type(pair).__name__}: e.g. {{{lang!r}: ({pivot}_texts, {lang}_texts)}}")
             for j, side in enumerate(pair):   # read below as a list of its characters / keys
                 if isinstance(side, (str, bytes)) or (isinstance(side, Mapping) and not sp.issparse(side)):
                     raise TypeError(f"parallel[{lang!r}][{j}] must be a sequence of texts (one str per "
