@@ -111,7 +111,7 @@ def fit_model(name: str, params: dict, fit, seed: int):
     import linxling
     cls = getattr(linxling, name)
     kw = dict(random_state=seed, **params)
-    if "show_progress" in cls().get_params():      # CL-LSI has no progress bar
+    if "show_progress" in cls().get_params():      # every estimator but SingleBlock (CL-LSI too, now)
         kw["show_progress"] = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

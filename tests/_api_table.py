@@ -31,9 +31,11 @@ MEANING = {
     "margin": "hinge-loss margin (None: the model's rule, e.g. d/2 for BiCVM, d/32 for RankingEmbedding)",
     "random_state": "seed (int, 0 or more), None, or a NumPy Generator (not a legacy RandomState): initialisation, "
                     "sampling, order; what a seed guarantees: reliability.md, section Reproducibility",
-    "show_progress": "progress bar (None follows `linxling.set_show_progress`)",
-    "callback": "called as `callback(model, iteration, loss)` after each iteration or epoch (Cr5: "
-                "each eigen-solver iteration, loss = the largest relative Ritz residual)",
+    "show_progress": "progress bars of `fit`, the vectorisers' included (None follows "
+                     "`linxling.set_show_progress`, False: none; see \"Progress bars, callbacks and interruption\")",
+    "callback": "called as `callback(model, iteration, loss)` after each iteration or epoch, from 0 (Cr5: "
+                "each eigen-solver iteration, loss = the largest relative Ritz residual); what the model is "
+                "inside it: \"Progress bars, callbacks and interruption\"",
     "dtype": "floating type of the fitted arrays and of every output (float32 or float64)",
     "device": "\"cpu\", \"cuda\" or None (CuPy inputs imply \"cuda\")",
     "n_threads": "numba threads during fit (None: numba's setting)",

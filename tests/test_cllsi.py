@@ -287,3 +287,75 @@ def test_vectorizer_settings_are_parameters_and_the_old_way_warns():
     assert old.vectorizers_["fr"].min_df == 1
     with pytest.raises(ValueError, match="min_df"):
         CLLSI(min_df=0).fit(texts, langs, concepts)
+
+
+class _Bars:
+    """Every progress bar made through linxling._progress while installed: its total, its
+    count and whether it was shown and closed."""
+
+    def __init__(self, monkeypatch):
+        import linxling._progress as lp
+        self.made: list = []
+        record = self.made
+        base = lp.tqdm
+
+        class Recorded(base):  # type: ignore[misc, valid-type]
+            def __init__(self, *a, **k):
+                super().__init__(*a, **k)
+                self.shown, self.closed = not self.disable, False
+                record.append(self)
+
+            def close(self):
+                self.closed = True
+                super().close()
+        monkeypatch.setattr(lp, "tqdm", Recorded)
+        monkeypatch.setitem(lp._STATE, "show", True)
+
+
+@pytest.mark.parametrize("solver", ["auto", "arpack", "randomized"])
+def test_show_progress_counts_the_products_with_the_matrix(rng, monkeypatch, solver):
+    """CL-LSI's bar counts products of M or Mᵀ with a vector: to its known total for the
+    randomized solver, with no made-up total for PROPACK/ARPACK; the counting changes no bit of
+    the fit, and show_progress=False makes no visible bar (the vectorisers' neither)."""
+    import linxling.models.cllsi as cl
+    blocks, concepts = _problem(rng)
+    plain = CLLSI(n_components=4, random_state=0, solver=solver, show_progress=False).fit_matrices(blocks, concepts)
+    bars = _Bars(monkeypatch)
+    m = CLLSI(n_components=4, random_state=0, solver=solver, show_progress=True).fit_matrices(blocks, concepts)
+    (bar,) = [b for b in bars.made if b.shown]
+    assert bar.closed
+    if solver == "randomized":
+        ell = 4 + 10
+        assert bar.total == bar.n == (2 * m.n_iter + 2) * ell == cl._randomized_products(np.empty((40, 55)), 4)
+    else:
+        assert bar.total is None and bar.n > 0
+    np.testing.assert_array_equal(m.singular_values_, plain.singular_values_)
+    for lang in m.languages_:
+        np.testing.assert_array_equal(m.components_[lang], plain.components_[lang])
+    bars.made.clear()
+    texts, langs, ids = _toy_texts()
+    CLLSI(n_components=3, random_state=0, min_df=1, solver=solver, show_progress=False).fit(texts, langs, ids)
+    assert bars.made and not any(b.shown for b in bars.made)
+    assert all(v.show_progress is False for v in
+               CLLSI(n_components=3, random_state=0, min_df=1, show_progress=False).fit(texts, langs, ids)
+               .vectorizers_.values())
+
+
+def test_the_bar_closes_when_the_svd_is_interrupted(rng, monkeypatch):
+    import linxling.models.cllsi as cl
+    blocks, concepts = _problem(rng)
+    m = CLLSI(n_components=4, random_state=0).fit_matrices(blocks, concepts)
+    Z = m.transform_matrix(blocks["en"], "en")
+    bars = _Bars(monkeypatch)
+
+    def stop(A, *a, **k):                  # a few products, then Ctrl-C
+        A.matvec(np.ones(A.shape[1]))
+        A.rmatvec(np.ones(A.shape[0]))
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cl.spla, "svds", stop)
+    other = {lang: X[:, :20] for lang, X in blocks.items()}
+    with pytest.raises(KeyboardInterrupt) as info:
+        m.set_params(show_progress=True).fit_matrices(other, concepts)
+    (bar,) = [b for b in bars.made if b.shown]
+    assert bar.closed and bar.n == 2 and info.value is not None      # closed while the traceback lives
+    np.testing.assert_array_equal(m.transform_matrix(blocks["en"], "en"), Z)   # the previous fit, intact

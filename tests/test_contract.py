@@ -41,7 +41,7 @@ def _fit_cr5(m):
 
 
 def _fit_bildrl(m):
-    space = _fit_cr5(Cr5(n_components=5, min_df=1, random_state=0))
+    space = _fit_cr5(Cr5(n_components=5, min_df=1, random_state=0, show_progress=False))
     words = space.word_vectors("en")[0]
     dictionary = [(w, "en", " ".join(sorted({w.replace("w", "v"), "v1", "v2"})), "de") for w in words]
     return m.fit(dictionary, space)
@@ -694,6 +694,199 @@ def test_bildrl_and_bilbowa_callbacks_see_each_epochs_loss():
     ref = BilBOWA(n_components=4, n_epochs=2, min_count=1, random_state=0, show_progress=False)
     ref.fit({"en": EN, "de": DE}, {"en": EN, "de": DE})
     np.testing.assert_array_equal(ref.word_vectors("en")[1], b.word_vectors("en")[1])
+
+
+# --------------------------------------------------------------------------- progress, callbacks, interruption
+def test_every_model_has_show_progress_with_one_meaning_and_default():
+    """docs/api.md, "Progress bars, callbacks and interruption": every estimator (SingleBlock
+    wraps one: its estimator's) takes ``show_progress``, default None (follow
+    ``linxling.set_show_progress``), True or False; CL-LSI lacked it."""
+    import inspect
+
+    from linxling._registry import names
+    for name in names():
+        cls = getattr(linxling, name)
+        if name == "SingleBlock":
+            continue
+        param = inspect.signature(cls).parameters.get("show_progress")
+        assert param is not None and param.default is None, name
+        assert cls._parameter_constraints["show_progress"] == ["boolean", None], name
+
+
+class _Bars:
+    """Every progress bar made through linxling._progress while installed (the global switch
+    on): whether it was shown and whether it was closed."""
+
+    def __init__(self, monkeypatch):
+        import linxling._progress as lp
+        self.made: list = []
+        record = self.made
+
+        class Recorded(lp.tqdm):  # type: ignore[misc, name-defined]
+            def __init__(self, *a, **k):
+                super().__init__(*a, **k)
+                self.shown, self.closed = not self.disable, False
+                record.append(self)
+
+            def close(self):
+                self.closed = True
+                super().close()
+        monkeypatch.setattr(lp, "tqdm", Recorded)
+        monkeypatch.setitem(lp._STATE, "show", True)
+
+    def shown(self) -> list:
+        return [b for b in self.made if b.shown]
+
+
+def _stop_fit(model, monkeypatch, exc=KeyboardInterrupt, after=0):
+    """Make the next fit of ``model`` raise ``exc``: from its callback (at its call number
+    ``after``), else from inside its solve (CL-LSI's SVD, GlossSpace's word embedding)."""
+    if "callback" in model.get_params():
+        calls = []
+
+        def stop(*_a):
+            calls.append(1)
+            if len(calls) > after:
+                raise exc
+        model.set_params(callback=stop)
+        return
+    import linxling.models.cllsi as cl
+    import linxling.models.cr5 as cr5
+
+    def boom(*_a, **_k):
+        raise exc
+    monkeypatch.setattr(cl.spla, "svds", boom)
+    monkeypatch.setattr(cr5.Cr5, "transform", boom)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_progress_bars_follow_show_progress_and_close_when_a_fit_stops(case, monkeypatch):
+    """show_progress=False: no bar shown (the vectorisers' passes over the training texts
+    included), with the global switch on; True: bars that are closed when the fit ends, and
+    also when a callback raises or Ctrl-C stops it (checked while the traceback, which holds
+    the fit's frames, is alive: a bar left to the garbage collector stays on screen, in
+    tqdm's list of bars, as long as the traceback does)."""
+    model, fit, _ = case
+    bars = _Bars(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(clone(model).set_params(show_progress=False))
+    assert not bars.shown(), [b.desc for b in bars.shown()]
+    m = clone(model).set_params(show_progress=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(m)
+    assert bars.shown() and all(b.closed for b in bars.shown())
+    bars.made.clear()
+    _stop_fit(m, monkeypatch, ValueError("from the callback"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="from the callback") as info:
+            fit(m)
+    assert bars.shown() and all(b.closed for b in bars.shown()), [b.desc for b in bars.shown() if not b.closed]
+    assert info.traceback                       # the frames were alive when the bars were checked
+
+
+EN_OTHER, DE_OTHER = _corpus(n=60, vocab=50, seed=7)
+
+
+def _deep_equal(a, b, path="") -> list[str]:
+    """Where two snapshots of a model's __dict__ differ (arrays bit for bit, containers and
+    linxling's objects, such as vectorisers and inner models, member by member)."""
+    if isinstance(a, np.ndarray):
+        ok = isinstance(b, np.ndarray) and a.shape == b.shape and a.dtype == b.dtype and np.array_equal(
+            a, b, equal_nan=a.dtype.kind in "fc")
+        return [] if ok else [path]
+    if isinstance(a, dict):
+        if not isinstance(b, dict) or list(a) != list(b):
+            return [path + " (keys)"]
+        return [d for k in a for d in _deep_equal(a[k], b[k], f"{path}[{k!r}]")]
+    if isinstance(a, (list, tuple)):
+        if type(a) is not type(b) or len(a) != len(b):
+            return [path + " (length)"]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _deep_equal(x, y, f"{path}[{i}]")]
+    if type(a).__module__.startswith("linxling") and hasattr(a, "__dict__") and not callable(a):
+        return _deep_equal(vars(a), vars(b), path + ".") if type(a) is type(b) else [path + " (type)"]
+    try:
+        same = a == b
+        return [] if bool(np.all(same)) else [path]
+    except Exception:                                   # noqa: BLE001 - not comparable: compare identity
+        return [] if a is b else [path]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_an_interrupted_refit_on_other_data_keeps_every_fitted_array(case, monkeypatch):
+    """Ctrl-C in the middle of a refit on other data (a new vocabulary, other shapes), after the
+    second epoch or iteration where the model has two: every fitted attribute, down to the
+    vectorisers and inner models, is bit for bit the previous fit's (nothing half-updated in
+    place), and transform and word_vectors give the previous vectors in every language."""
+    import copy
+    import sys
+    model, fit, lang = case
+    m = clone(model)
+    for p in ("n_epochs", "max_iter"):                   # room for a second epoch or iteration
+        if p in m.get_params():
+            m.set_params(**{p: 2})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(m)
+    def state(model):
+        return {k: v for k, v in model.__dict__.items() if k != "callback"}
+    snapshot = copy.deepcopy(state(m))
+    before = {}
+    for lg in ("en", "de"):                              # every language the model embeds texts of
+        try:
+            before[lg] = (m.transform(_texts(lg), language=lg), m.word_vectors(lg)[1])
+        except ValueError:                               # BilDRL: definitions in one language
+            continue
+    assert lang in before
+    _stop_fit(m, monkeypatch, after=1 if "callback" in m.get_params() and type(m) is not Cr5 else 0)
+    monkeypatch.setattr(sys.modules[__name__], "EN", EN_OTHER)
+    monkeypatch.setattr(sys.modules[__name__], "DE", DE_OTHER)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(KeyboardInterrupt):
+            fit(m)
+    monkeypatch.undo()
+    assert _deep_equal(snapshot, state(m)) == []
+    for lg, (Z, W) in before.items():
+        np.testing.assert_array_equal(m.transform(_texts(lg), language=lg), Z)
+        np.testing.assert_array_equal(m.word_vectors(lg)[1], W)
+
+
+@pytest.mark.parametrize("bilingual", [False, True], ids=["WMF", "BilingualWMF"])
+def test_a_warm_started_refit_that_stops_leaves_the_factors_it_started_from(bilingual):
+    """WMF's warm start, fit(init_components=model.components_), starts from copies: a refit
+    from the model's own factors stopped by its callback leaves them (and the model) intact."""
+    if bilingual:
+        m = BilingualWMF(n_components=4, max_iter=2, random_state=0, show_progress=False)
+        data, langs = {"en": EN, "de": DE}, ["en", "de"]
+    else:
+        m = WMF(n_components=4, max_iter=2, random_state=0, language="en", show_progress=False)
+        data, langs = EN, ["en"]
+    m.fit(data)
+    comps = {lg: np.array(m.components_[lg] if bilingual else m.components_) for lg in langs}
+    E = m.embedding_.copy()
+
+    def stop(model, it, loss):
+        if it == 1:
+            raise KeyboardInterrupt
+    init = dict(m.components_) if bilingual else m.components_
+    with pytest.raises(KeyboardInterrupt):
+        m.set_params(callback=stop).fit(data, init_components=init, init_embedding=m.embedding_)
+    for lg in langs:
+        np.testing.assert_array_equal(m.components_[lg] if bilingual else m.components_, comps[lg])
+    np.testing.assert_array_equal(m.embedding_, E)
+
+
+def test_cr5_counts_a_one_call_eigen_solver_as_iteration_0():
+    """ARPACK reports no iteration count (-1) and calls the callback once, at its end: Cr5
+    passed iteration -2 there; it is 0, as every model counts from 0."""
+    seen: list[tuple] = []
+    m = _fit_cr5(Cr5(n_components=5, min_df=1, random_state=0, eig_method="arpack",
+                     callback=lambda mod, it, loss: seen.append((it, loss))))
+    assert [it for it, _ in seen] == [0] and np.isfinite(seen[0][1])
+    assert m.fit_progress_["iteration"] == 0
 
 
 @pytest.mark.parametrize("make, param", [

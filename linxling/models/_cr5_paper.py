@@ -83,14 +83,13 @@ def fit_paper_cr5(blocks: Mapping[str, Any], concepts: Mapping[str, Any], n_comp
     M = spla.LinearOperator((K, K), dtype=np.float64, matvec=mv)
     rng = np.random.default_rng(random_state)
     v0 = rng.standard_normal(K)
-    w, P = spla.eigsh(M, k=n_components, which="LA", tol=eig_tol, maxiter=eig_maxiter * K, v0=v0)
-    bar.close()
+    with bar:                               # closed however the solve ends
+        w, P = spla.eigsh(M, k=n_components, which="LA", tol=eig_tol, maxiter=eig_maxiter * K, v0=v0)
     order = np.argsort(w)[::-1]
     P = P[:, order]
     # eq. (14): r single-vector CG solves
-    Phi_star_T = np.column_stack([solve(cross(P[:, j]))
-                                  for j in progress(range(n_components), show=show_progress,
-                                                    desc="paper Cr5: Φ solves")])
+    with progress(range(n_components), show=show_progress, desc="paper Cr5: Φ solves") as solves:
+        Phi_star_T = np.column_stack([solve(cross(P[:, j])) for j in solves])
     # eq. (15)
     lam, Q = np.linalg.eigh(Phi_star_T.T @ Phi_star_T)
     order = np.argsort(lam)[::-1]

@@ -118,7 +118,8 @@ def _texts_or_none(X: Any, name: str) -> list[str] | None:
 def _make_vectorizer(est):
     from linxling.text import TfidfVectorizer
     kw = dict(min_df=est.min_df, max_features=est.max_features, norm=None,
-              dtype=np.float64 if est.dtype is None else check_float_dtype(est.dtype))
+              dtype=np.float64 if est.dtype is None else check_float_dtype(est.dtype),
+              show_progress=est.show_progress)
     if est.tokenizer is not None:
         kw["tokenizer"] = est.tokenizer
     return TfidfVectorizer(**kw)

@@ -24,8 +24,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from scipy.sparse.linalg._interface import MatrixLinearOperator    # what aslinearoperator(M) gives
 from sklearn.utils._param_validation import StrOptions
 
+from linxling._progress import progress
 from linxling._validation import check_language_keys, check_random_state, check_same_length, check_sparse_matrix
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
@@ -43,28 +45,69 @@ __all__ = ["CLLSI"]
 
 
 def _randomized_svd(M: sp.csr_matrix, k: int, rng: np.random.Generator, n_oversamples: int = 10,
-                    n_iter: int = 7):
-    """Halko-Martinsson-Tropp randomized SVD with orthonormalised power iterations."""
+                    n_iter: int = 7, bar: Any = None):
+    """Halko-Martinsson-Tropp randomized SVD with orthonormalised power iterations.
+
+    ``bar`` (a progress bar, optional) counts the columns of the products with M and Mᵀ:
+    ``(2 n_iter + 2) * ell`` of them (:func:`_randomized_products`)."""
     m, n = M.shape
     ell = min(k + n_oversamples, min(m, n))
+
+    def done() -> None:
+        if bar is not None:
+            bar.update(ell)
     Q = rng.standard_normal((n, ell))
     Q = orthonormalize(np.asarray(M @ Q))
+    done()
     MT = M.T.tocsr()
     for _ in range(n_iter):
         Z = orthonormalize(np.asarray(MT @ Q))
+        done()
         Q = orthonormalize(np.asarray(M @ Z))
+        done()
     B = np.asarray((MT @ Q).T)  # (ell, n) = Q^T M
+    done()
     Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
     return Q @ Ub[:, :k], s[:k], Vt[:k]
 
 
-def _svds(M: sp.csr_matrix, k: int, rng: np.random.Generator, solver: str) -> tuple:
+def _randomized_products(M: Any, k: int, n_oversamples: int = 10, n_iter: int = 7) -> int:
+    """The columns :func:`_randomized_svd` multiplies by M or Mᵀ: the range finder's block of
+    ``ell`` columns once, twice per power iteration, and the projection ``QᵀM`` once."""
+    return (2 * int(n_iter) + 2) * min(k + n_oversamples, min(M.shape))
+
+
+class _CountedMatrix(MatrixLinearOperator):
+    """M as ``scipy.sparse.linalg.svds`` sees it (``aslinearoperator(M)`` is a
+    ``MatrixLinearOperator``, its adjoint the one of ``M.T.conj()``), counting on ``bar`` the
+    columns of every product with M or Mᵀ: the same products in the same order, so the same
+    singular triplets, bit for bit (tests/test_cllsi.py)."""
+
+    def __init__(self, M: Any, bar: Any) -> None:
+        super().__init__(M)
+        self._bar = bar
+        self._adj: _CountedMatrix | None = None
+
+    def _matmat(self, X: Any) -> Any:
+        self._bar.update(X.shape[1] if np.ndim(X) == 2 else 1)
+        return super()._matmat(X)
+
+    def _adjoint(self) -> "_CountedMatrix":
+        if self._adj is None:
+            self._adj = _CountedMatrix(self.A.T.conj(), self._bar)
+        return self._adj
+
+
+def _svds(M: sp.csr_matrix, k: int, rng: np.random.Generator, solver: str, bar: Any = None) -> tuple:
     """``scipy.sparse.linalg.svds`` with PROPACK (``"propack"``, or ``"auto"`` where SciPy offers
     it) or ARPACK (``"arpack"``, or ``"auto"`` where SciPy keeps PROPACK opt-in, where PROPACK
-    stops on a matrix of rank < ``k`` or where it does not converge)."""
+    stops on a matrix of rank < ``k`` or where it does not converge). ``bar`` (a progress bar,
+    optional) counts the products with M and Mᵀ (one per vector; neither solver knows ahead
+    how many it will take)."""
+    A = M if bar is None else _CountedMatrix(M, bar)
     if solver in ("auto", "propack"):
         try:
-            U, s, Vt = spla.svds(M, k=k, solver="propack", random_state=rng)
+            U, s, Vt = spla.svds(A, k=k, solver="propack", random_state=rng)
             # on a matrix of rank < k PROPACK may also return, without an error, a repeated
             # singular vector with a made-up nonzero singular value (SciPy 1.17: a rank-1 matrix,
             # k = 2 gives s = [4.24, 2.25] and two equal rows of Vt): not orthonormal, so refused.
@@ -102,7 +145,9 @@ def _svds(M: sp.csr_matrix, k: int, rng: np.random.Generator, solver: str) -> tu
             if solver == "propack" or "PROPACK" not in str(exc):
                 raise
     v0 = rng.uniform(-1.0, 1.0, size=min(M.shape))
-    return spla.svds(M, k=k, v0=v0, random_state=rng)
+    if bar is not None:
+        bar.set_postfix(solver="arpack", refresh=False)
+    return spla.svds(A, k=k, v0=v0, random_state=rng)
 
 
 @register_model("CLLSI")
@@ -144,6 +189,17 @@ class CLLSI(ConceptEmbeddingMixin):
         off there, and it was no faster than PROPACK.
     n_iter : int, default 7
         Power iterations of the randomized solver.
+    show_progress : bool or None, default None
+        A progress bar over the SVD (None follows :func:`linxling.set_show_progress`; False: no
+        bar, the vectorisers' passes over the training texts included). Its unit is the
+        honest one the solvers allow: a product of the concept x word matrix M (or Mᵀ) with
+        one vector (a block of b vectors counts b), the operation whose count is their cost.
+        ``"randomized"`` knows its total ahead (``(2 n_iter + 2)(n_components + 10)``, fewer on
+        a matrix smaller than ``n_components + 10``), so its bar fills to 100 %; PROPACK and
+        ARPACK iterate until they converge, so their bar counts the products with no total
+        (and no percentage) rather than a made-up one. The counting runs SciPy's own products:
+        the SVD is the same bit for bit with or without a bar. The vectorisers of :meth:`fit`
+        take the same setting.
     min_df, max_features, norm : default 3, 200,000, "l2"
         Settings of each language's :class:`linxling.text.TfidfVectorizer` made by :meth:`fit`
         (the vectoriser's defaults, as Cr5's, which are the Cr5 paper's; not measured for
@@ -166,7 +222,8 @@ class CLLSI(ConceptEmbeddingMixin):
 
     def __init__(self, n_components: int = 300, random_state: Any = None, scale: str = "none",
                  solver: str = "auto", n_iter: int = 7, min_df: int = 3,
-                 max_features: int | None = 200_000, norm: str | None = "l2") -> None:
+                 max_features: int | None = 200_000, norm: str | None = "l2",
+                 show_progress: bool | None = None) -> None:
         self.n_components = n_components
         self.random_state = random_state
         self.scale = scale
@@ -175,6 +232,7 @@ class CLLSI(ConceptEmbeddingMixin):
         self.min_df = min_df
         self.max_features = max_features
         self.norm = norm
+        self.show_progress = show_progress
 
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
     _parameter_constraints: dict[str, list[Any]] = {
@@ -186,6 +244,7 @@ class CLLSI(ConceptEmbeddingMixin):
         "min_df": [POSITIVE_INT],
         "max_features": [POSITIVE_INT, None],
         "norm": [StrOptions({"l2"}), None],
+        "show_progress": ["boolean", None],
     }
 
     # ------------------------------------------------------------------ fitting
@@ -231,10 +290,16 @@ class CLLSI(ConceptEmbeddingMixin):
             parts.append(C @ X.astype(np.float64))
         M = sp.hstack(parts, format="csr")
         rng = check_random_state(self.random_state)
-        if self.solver == "randomized":
-            U, s, Vt = _randomized_svd(M, r, rng, n_iter=self.n_iter)
-        else:
-            U, s, Vt = _svds(M, r, rng, self.solver)
+        randomized = self.solver == "randomized"
+        # the bar counts products with M or Mᵀ (see show_progress); it closes however the SVD ends
+        with progress(total=_randomized_products(M, r, n_iter=self.n_iter) if randomized else None,
+                      show=self.show_progress, unit=" matvec",
+                      desc=f"CL-LSI SVD ({self.solver}): products with M, Mᵀ") as bar:
+            count = None if bar.disable else bar       # no bar: SciPy's own operator, as before
+            if randomized:
+                U, s, Vt = _randomized_svd(M, r, rng, n_iter=self.n_iter, bar=count)
+            else:
+                U, s, Vt = _svds(M, r, rng, self.solver, bar=count)
         order = np.argsort(s)[::-1]
         U, s, Vt = U[:, order], s[order], Vt[order]
         # sign convention: the largest-magnitude entry of each right singular vector is positive
@@ -283,7 +348,8 @@ class CLLSI(ConceptEmbeddingMixin):
                           f"{', '.join(moved)} to CLLSI(...) instead (a model parameter since 0.2, kept by "
                           "get_params and save); vectorizer_params for them goes in the next release",
                           FutureWarning, stacklevel=find_stack_level())
-        params = {"min_df": self.min_df, "max_features": self.max_features, "norm": self.norm, **given}
+        params = {"min_df": self.min_df, "max_features": self.max_features, "norm": self.norm,
+                  "show_progress": self.show_progress, **given}
         vectorizers, blocks, ids = {}, {}, {}
         for lang, idx in by_lang.items():
             vec = TfidfVectorizer(**params)

@@ -271,7 +271,12 @@ class Cr5(ConceptEmbeddingMixin):
         Seeds the random blocks of the eigen-solve (its starting block, before the power
         steps); with a fixed value a fit is reproducible.
     show_progress : bool or None
-        Progress bars during the eigen-solve and the Φ solve (``None``: global setting).
+        Progress bars of the fit (``None``: the global setting, :func:`linxling.set_show_progress`;
+        False: none): the vectorisers' passes over the training texts (shown after 2 s), the
+        factorisation of the language blocks (one unit per block) and the eigen-solve, whose
+        unit is a converged Ritz pair out of ``n_components`` (the subspace and feature-space
+        solvers; ARPACK and LOBPCG report no progress, so they show none). The Φ stage has no
+        bar: it is combined from the eigen-solve's recorded solves, or one block solve.
     device : {None, "cpu", "cuda"}, default None
         "cuda" fits on a GPU with CuPy (:mod:`linxling.xp.cr5`: dense Cholesky or CG per block, the
         Woodbury correction, a block subspace eigen-solver, all on the device; blocks in memory);
@@ -410,7 +415,8 @@ class Cr5(ConceptEmbeddingMixin):
         blocks, block_concepts, vectorizers, dropped = {}, {}, {}, {}
         for lang, idx in by_lang.items():
             vec = TfidfVectorizer(min_df=self.min_df, max_features=self.max_features, norm=self.norm,
-                                  dtype=self.dtype, min_unique_words=lo, max_unique_words=hi)
+                                  dtype=self.dtype, min_unique_words=lo, max_unique_words=hi,
+                                  show_progress=self.show_progress)
             try:
                 with warnings.catch_warnings():      # dropped documents are reported below, per language
                     warnings.filterwarnings("ignore", message=".*documents were dropped from fitting")
@@ -1197,7 +1203,9 @@ class Cr5(ConceptEmbeddingMixin):
             res = np.asarray(info["residuals"], dtype=np.float64)[:r]
             rel = res / np.where(theta > 0, theta, 1.0)
             loss = float(rel.max()) if rel.size else 0.0
-            it = int(info["iteration"]) - 1          # from 0, as every model's callback counts
+            # from 0, as every model's callback counts; ARPACK and the dense solver report no
+            # iteration count (-1) and call once, at their end: that call is iteration 0
+            it = max(int(info["iteration"]) - 1, 0)
             self.fit_progress_ = {"stage": "eig", **info, "iteration": it, "n_iter": int(info["iteration"]),
                                   "loss": loss}
             callback(self, it, loss)
