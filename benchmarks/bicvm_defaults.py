@@ -72,6 +72,11 @@ GRIDS = {
                for p in (100, 500)]
             + [dict(margin_rel=0.5, attraction=5.0, noise_pool=250, batch_size=500, learning_rate=0.05,
                     noise=k) for k in (5, 20)],
+    # the shipped defaults with one parameter changed: the L2 weight, the initial scale (min_df 2
+    # refuses the Bible pairs: some verses keep no word, and BiCVM drops no pair silently)
+    "others": ([dict(model="defaults", overrides=dict(alpha=a)) for a in (0.0, 3e-5, 1e-4, 3e-4)]
+               + [dict(model="defaults", overrides=dict(init_scale=s)) for s in (0.03, 0.3)]),
+    "init": [dict(model="defaults", overrides=dict(init_scale=s)) for s in (0.01, 0.03, 0.1)],
 }
 
 
@@ -177,7 +182,7 @@ def main(argv=None):
                     run = dict(n_components=d, n_epochs=ep, random_state=a.seed, n_threads=a.threads,
                                show_progress=False)
                     if g.get("model") == "defaults":          # BiCVM() as shipped
-                        m = BiCVM(**run)
+                        m = BiCVM(**run, **g.get("overrides", {}))
                     elif g.get("model") == "from_paper":      # the paper's settings at this d, epochs
                         m = BiCVM.from_paper(**run, **g.get("overrides", {}))
                     else:
