@@ -34,10 +34,12 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         "n_components": [dict(n_components=r) for r in (100, 200, 300, 400)],
         "scale": [dict(), dict(scale="singular")],
         "min_df": [dict(min_df=m) for m in (1, 2, 3, 5)],
+        "min_df13": [dict(min_df=m) for m in (1, 2, 3)],
     },
     "CLLSI": {
         "n_components": [dict(n_components=r) for r in (100, 200, 300, 400)],
         "scale": [dict(), dict(scale="fold_in")],
+        "min_df": [dict(min_df=m) for m in (1, 3)],
     },
     "CrossWMF": {
         "solver": [dict(), dict(solver="cholesky"), dict(cg_steps=6)],
@@ -47,6 +49,7 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         "n_components": [dict(n_components=k) for k in (100, 200, 300)],
         "max_iter": [dict(), dict(max_iter=40)],
         "min_df": [dict(min_df=m) for m in (1, 3, 5)],
+        "min_df13": [dict(min_df=m) for m in (1, 2, 3)],
     },
     "BilingualWMF": {
         "missing_weight": [dict(missing_weight=w) for w in (0.01, 0.03, 0.1, 0.3)],
@@ -54,6 +57,7 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         # "auto" λ = min(20, n / 300) against fixed ones at w_m 0.01 and 0.1 (with --sizes)
         "alpha_size": [dict(missing_weight=w, alpha=lam) for w in (0.01, 0.1)
                        for lam in ("auto", 0.3, 1.0, 3.0, 10.0, 20.0)],
+        "min_df": [dict(min_df=m) for m in (1, 3)],
     },
 }
 
