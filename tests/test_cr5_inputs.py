@@ -60,13 +60,15 @@ def test_bytes_are_reported_at_their_index_in_the_users_sequence():
 def test_swapped_texts_and_languages_are_named():
     """``fit(languages, texts, concepts)`` fitted in silence (one "language" per sentence, its
     only feature the word 'en'), with a warning about n_components for CL-LSI a min_df error; a
-    dict of texts gave a length mismatch."""
+    dict of texts gave a length mismatch. A dict of texts is now a form of fit of its own (its keys
+    are the languages), so languages given with it are refused as such."""
     from linxling.models import CLLSI
     texts, langs, concepts = _sentences()
     for cls in (Cr5, CLLSI):
         with pytest.raises(ValueError, match=r"languages\[0\] is .*a language code has no spaces.*swapped"):
             cls(n_components=2).fit(langs, texts, concepts)
-    with pytest.raises(TypeError, match=r"texts must be a sequence \(one entry per document\), got a dict"):
+    with pytest.raises(TypeError, match=r"languages is given, but texts is a mapping \{language: texts\} whose "
+                                        r"keys are the languages: leave languages out"):
         Cr5(n_components=2).fit({"en": texts[:60], "xx": texts[60:]}, langs, concepts)
 
 

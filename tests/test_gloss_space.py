@@ -94,6 +94,10 @@ def test_descriptions_are_checked_not_split_into_characters_or_dropped():
         fit(texts, langs, concepts, {"en": {"newword": "e4 e5 e6"}})
     with pytest.raises(ValueError, match=r"descriptions has languages \['de'\] with no documents"):
         fit(texts, langs, concepts, {"de": {"haus": ["e1"]}})
+    by_lang = {"en": texts[:len(texts) // 2], "fr": texts[len(texts) // 2:]}    # Cr5.fit's mapping form
+    with pytest.raises(ValueError, match=r"descriptions has languages \['de'\] with no documents in texts "
+                                         r"\(the languages of texts are \['en', 'fr'\]\)"):
+        fit(by_lang, None, None, {"de": {"haus": ["e1"]}})
     with pytest.raises(ValueError, match=r"vocabulary has languages \['de'\] with no documents"):
         fit(texts, langs, concepts, {}, vocabulary={"de": ["haus"]})
     with pytest.raises(TypeError, match=r"vocabulary\['en'\] must be a list of str, not a single"):

@@ -12,8 +12,10 @@ import scipy.sparse as sp
 from linxling._sparse import renumbered, used_columns
 from linxling._validation import (
     check_language,
+    check_language_keys,
     check_same_length,
     check_sparse_matrix,
+    check_texts,
     is_text_column,
     refuse_non_texts,
     unknown_language,
@@ -22,7 +24,7 @@ from linxling.models._estimator import LinxlingEstimator, as_output, warn_no_kno
 from linxling.text._vectorize import check_unicode
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "classes_from_state",
-           "classes_state", "encode_concepts", "group_by_language", "nested_state", "rows_times_map",
+           "classes_state", "concept_inputs", "encode_concepts", "group_by_language", "nested_state", "rows_times_map",
            "stored_float", "stored_languages", "stored_word_table", "stored_words", "check_vectorizer_width",
            "vectorizers_state",
            "vectorizers_from_state", "vectorizer_from_state", "vectorizer_state"]
@@ -241,7 +243,7 @@ def classes_from_state(kind: str | None, arr: np.ndarray, legacy_repr: bool = Fa
     return np.asarray(arr).tolist()
 
 
-def group_by_language(texts: Any, languages: Any, concepts: Any):
+def group_by_language(texts: Any, languages: Any, concepts: Any) -> tuple[list[str], list, dict[str, list[int]]]:
     """Validate three parallel sequences and group document indices by language.
 
     Returns
@@ -283,6 +285,95 @@ def group_by_language(texts: Any, languages: Any, concepts: Any):
                                  "were texts and languages swapped? fit(texts, languages, concepts)")
         by_lang.setdefault(lang, []).append(i)
     return texts, concepts, by_lang
+
+
+def concept_inputs(texts: Any, languages: Any, concepts: Any, model: str) -> tuple[Any, Any, Any]:
+    """The three parallel sequences ``(texts, languages, concepts)`` of a concept model's ``fit``
+    (Cr5, CL-LSI) from any of its forms; ``model`` names the model in errors.
+
+    - ``fit(texts, languages, concepts)``: returned as given (:func:`group_by_language` checks
+      them); both ``languages`` and ``concepts`` are required.
+    - ``fit({language: texts})``: row-aligned texts, every language the same length; row ``i``
+      of every language is concept ``i`` (the ids are ``0 .. n - 1``).
+    - ``fit({language: texts}, concepts={language: ids})``: each language's own concept ids,
+      one per document (partially aligned corpora).
+
+    A mapping becomes the sequences of its languages concatenated in the mapping's order, and
+    :func:`group_by_language` orders languages as first seen: a fit from a mapping is the fit
+    from that concatenation, bit for bit. Errors name the user's argument (``texts['de'][3]``).
+    """
+    if isinstance(texts, Mapping):
+        if languages is not None:
+            hint = (" (a mapping of concept ids goes to concepts=, by name)" if isinstance(languages, Mapping)
+                    else "")
+            raise TypeError(f"{model}.fit: languages is given, but texts is a mapping {{language: texts}} whose "
+                            f"keys are the languages: leave languages out{hint}")
+        return _concept_sequences(texts, concepts, model)
+    if isinstance(concepts, Mapping) and not isinstance(texts, str):
+        raise TypeError(f"{model}.fit: concepts is a mapping {{language: concept ids}}, which goes with texts as "
+                        "a mapping {language: texts}: fit(texts_by_language, concepts=ids_by_language); "
+                        "with a flat sequence of texts give one concept id per document")
+    if languages is None or concepts is None:
+        missing = " and ".join(n for n, v in (("languages", languages), ("concepts", concepts)) if v is None)
+        raise TypeError(f"{model}.fit: {missing} missing. Give either three parallel sequences, "
+                        "fit(texts, languages, concepts) (one language code and one concept id per document), "
+                        "or a mapping of row-aligned texts, fit({'en': en_texts, 'de': de_texts}) (row i of "
+                        "every language is concept i), with concepts={language: concept ids} when the "
+                        "languages are only partially aligned")
+    return texts, languages, concepts
+
+
+def _concept_sequences(texts: Mapping, concepts: Any, model: str) -> tuple[list, list, list]:
+    """:func:`concept_inputs` for ``texts`` a mapping ``language -> texts``."""
+    langs = check_language_keys(texts, "texts")
+    if not langs:
+        raise ValueError("texts is empty: give at least one language, e.g. {'en': en_texts, 'de': de_texts}")
+    for lang in langs:
+        if any(c.isspace() for c in lang.strip()):
+            short = lang if len(lang) <= 40 else lang[:40] + "..."
+            raise ValueError(f"texts has the language key {short!r}: a language code has no spaces (e.g. 'en')")
+    docs = {}
+    for lang in langs:
+        name = f"texts[{lang!r}]"
+        docs[lang] = check_texts(texts[lang], name)
+        if not docs[lang]:
+            raise ValueError(f"{name} is empty: every language given needs documents (leave the language out)")
+        for i, text in enumerate(docs[lang]):
+            check_unicode(i, text, name)
+    if concepts is None:
+        lengths = {lang: len(d) for lang, d in docs.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"{model}.fit: without concepts the languages of texts are row-aligned (row i of every "
+                             "language is concept i) and must have the same length, got "
+                             + ", ".join(f"{lang!r}: {n}" for lang, n in lengths.items())
+                             + "; for partially aligned texts give each language's concept ids as "
+                             "concepts={language: ids}")
+        n = len(docs[langs[0]])
+        ids = {lang: list(range(n)) for lang in langs}
+    elif not isinstance(concepts, Mapping):
+        raise TypeError(f"{model}.fit: texts is a mapping {{language: texts}}, so concepts must be a mapping "
+                        f"{{language: concept ids}} with the same languages (or left out for row-aligned "
+                        f"texts), got a {type(concepts).__name__}")
+    else:
+        missing = [lang for lang in langs if lang not in concepts]
+        extra = [lang for lang in concepts if lang not in texts]
+        if missing or extra:
+            raise ValueError(f"texts and concepts must have the same languages; only in texts: {missing}, "
+                             f"only in concepts: {extra}")
+        ids = {}
+        for lang in langs:
+            ids[lang] = as_concept_list(concepts[lang], f"concepts[{lang!r}]")
+            if len(ids[lang]) != len(docs[lang]):
+                raise ValueError(f"concepts[{lang!r}] has {len(ids[lang])} concept ids but texts[{lang!r}] has "
+                                 f"{len(docs[lang])} documents: one concept id per document")
+    flat_texts: list[str] = []
+    flat_langs: list[str] = []
+    flat_ids: list = []
+    for lang in langs:
+        flat_texts += docs[lang]
+        flat_langs += [lang] * len(docs[lang])
+        flat_ids += ids[lang]
+    return flat_texts, flat_langs, flat_ids
 
 
 def vectorizer_state(vec) -> tuple[Any, Any]:

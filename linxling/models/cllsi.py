@@ -34,6 +34,7 @@ from linxling.io import register_model
 from linxling.models._base import (
     ConceptEmbeddingMixin,
     check_shared_concepts,
+    concept_inputs,
     encode_concepts,
     group_by_language,
     rows_times_map,
@@ -328,18 +329,56 @@ class CLLSI(ConceptEmbeddingMixin):
         self.n_concepts_ = K
         return self
 
-    def fit(self, texts: Sequence[str], languages: Sequence[str], concepts: Sequence[Hashable],
+    def fit(self, texts: Mapping[str, Sequence[str]] | Sequence[str], languages: Sequence[str] | None = None,
+            concepts: Mapping[str, Sequence[Hashable]] | Sequence[Hashable] | None = None,
             vectorizer_params: Mapping[str, Any] | None = None) -> "CLLSI":
         """Fit from raw documents: one :class:`linxling.text.TfidfVectorizer` per language.
 
-        ``texts``, ``languages`` and ``concepts`` are parallel flat sequences (e.g. from
-        :meth:`linxling.datasets.BibleCorpus.concept_documents`). Every language's vectoriser
-        takes the model's ``min_df``, ``max_features`` and ``norm``; ``vectorizer_params`` adds
-        its other options (``tokenizer``, ``sublinear_tf``, ...). Giving one of those three
-        there, as before they were parameters, still works (it wins) with a FutureWarning.
+        ``fit({"en": en_texts, "de": de_texts})`` fits on row-aligned texts (row i of every
+        language is concept i); ``fit({"en": en_texts, "de": de_texts}, concepts={"en": en_ids,
+        "de": de_ids})`` on partially aligned ones; ``fit(texts, languages, concepts)`` on three
+        parallel flat sequences (e.g. from
+        :meth:`linxling.datasets.BibleCorpus.concept_documents`). A mapping is the same fit as
+        the sequences of its languages concatenated in the mapping's order (the flat form takes
+        languages in the order first seen): the same model, bit for bit, as in :meth:`linxling.Cr5.fit`.
+
+        Parameters
+        ----------
+        texts : mapping language -> sequence of str, or sequence of str
+            Training documents. A mapping ``{language: texts}``: each language's documents;
+            without ``concepts`` every language has the same number n of documents and row i of
+            each is concept i (``classes_`` is ``[0, ..., n - 1]``). A flat sequence: the
+            documents of every language, with ``languages`` and ``concepts`` (required then).
+        languages : sequence of str, optional
+            With a flat ``texts``: the language code of each document. Not given with a mapping,
+            whose keys are the languages.
+        concepts : mapping language -> sequence of hashable, or sequence of hashable, optional
+            Concept ids (documents with the same id, in any language, describe the same
+            concept). With a mapping ``texts``: a mapping with the same languages, one id per
+            document of each; left out, the languages are row-aligned. With a flat ``texts``:
+            one id per document.
+        vectorizer_params : mapping or None, default None
+            Every language's vectoriser takes the model's ``min_df``, ``max_features`` and
+            ``norm``; this adds its other options (``tokenizer``, ``sublinear_tf``, ...). Giving
+            one of those three here, as before they were parameters, still works (it wins) with
+            a FutureWarning.
+
+        Returns
+        -------
+        self : CLLSI
+
+        Raises
+        ------
+        TypeError
+            For ``languages`` given with a mapping, ``languages`` or ``concepts`` missing with a
+            flat ``texts``, a language key that is not a str, or a document that is not a str.
+        ValueError
+            For row-aligned languages of different lengths, ``concepts`` whose languages or
+            lengths differ from those of ``texts``, or an empty language.
         """
         from linxling.text import TfidfVectorizer
 
+        texts, languages, concepts = concept_inputs(texts, languages, concepts, "CLLSI")
         texts, concepts, by_lang = group_by_language(texts, languages, concepts)
         given = dict(vectorizer_params or {})
         moved = sorted(set(given) & {"min_df", "max_features", "norm"})

@@ -51,6 +51,7 @@ from linxling.kernels.spmm import csr_column_sums, csr_column_sumsq
 from linxling.models._base import (
     ConceptEmbeddingMixin,
     check_shared_concepts,
+    concept_inputs,
     encode_concepts,
     group_by_language,
     rows_times_map,
@@ -390,18 +391,47 @@ class Cr5(ConceptEmbeddingMixin):
     }
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, texts: Sequence[str], languages: Sequence[str], concepts: Sequence[Hashable]) -> "Cr5":
-        """Fit from raw documents.
+    def fit(self, texts: Mapping[str, Sequence[str]] | Sequence[str], languages: Sequence[str] | None = None,
+            concepts: Mapping[str, Sequence[Hashable]] | Sequence[Hashable] | None = None) -> "Cr5":
+        """Fit from raw documents: texts per language, or three parallel sequences.
+
+        ``fit({"en": en_texts, "de": de_texts})`` fits on row-aligned texts (row i of every
+        language is concept i); ``fit({"en": en_texts, "de": de_texts}, concepts={"en": en_ids,
+        "de": de_ids})`` on partially aligned ones (e.g. Wikipedia articles, a concept missing in
+        some languages); ``fit(texts, languages, concepts)`` on three parallel sequences. A
+        mapping is the same fit as the sequences of its languages concatenated in the mapping's
+        order (the flat form takes languages in the order first seen): the same model, bit for bit.
 
         Parameters
         ----------
-        texts : sequence of str, length n
-            Training documents.
-        languages : sequence of str, length n
-            Language code of each document.
-        concepts : sequence of hashable, length n
-            Concept id of each document; documents of different languages with the same concept
-            id are about the same thing (e.g. aligned Wikipedia articles or Bible chapters).
+        texts : mapping language -> sequence of str, or sequence of str
+            Training documents. A mapping ``{language: texts}``: each language's documents
+            (keys are language codes such as ``"en"``); without ``concepts`` every language has
+            the same number n of documents and row i of each is concept i (``classes_`` is
+            ``[0, ..., n - 1]``). A flat sequence: the documents of every language, with
+            ``languages`` and ``concepts`` (required then).
+        languages : sequence of str, optional
+            With a flat ``texts``: the language code of each document (same length). Not given
+            with a mapping, whose keys are the languages.
+        concepts : mapping language -> sequence of hashable, or sequence of hashable, optional
+            Concept ids: documents of different languages with the same concept id are about the
+            same thing (e.g. aligned Wikipedia articles or Bible chapters). With a mapping
+            ``texts``: a mapping with the same languages, one id per document of each; left out,
+            the languages are row-aligned. With a flat ``texts``: one id per document.
+
+        Returns
+        -------
+        self : Cr5
+
+        Raises
+        ------
+        TypeError
+            For ``languages`` given with a mapping, ``languages`` or ``concepts`` missing with a
+            flat ``texts``, a language key that is not a str, or a document that is not a str
+            (named as ``texts['de'][3]`` or ``texts[3]``).
+        ValueError
+            For row-aligned languages of different lengths, ``concepts`` whose languages or
+            lengths differ from those of ``texts``, or an empty language.
 
         Every document is used unless ``doc_filter`` says otherwise; documents it drops are
         counted in ``fit_info_["n_dropped"]`` and reported with a warning, and a filter that
@@ -411,6 +441,7 @@ class Cr5(ConceptEmbeddingMixin):
         from linxling.text import TfidfVectorizer
 
         lo, hi = self._doc_filter_bounds()
+        texts, languages, concepts = concept_inputs(texts, languages, concepts, "Cr5")
         texts, concepts, by_lang = group_by_language(texts, languages, concepts)
         blocks, block_concepts, vectorizers, dropped = {}, {}, {}, {}
         for lang, idx in by_lang.items():

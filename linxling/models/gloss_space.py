@@ -204,7 +204,8 @@ class GlossSpace(LinxlingEstimator):
         from linxling.models.cr5 import Cr5
         descriptions, vocabulary = _check_descriptions(descriptions, vocabulary)
         try:
-            fitted = {str(lang) for lang in languages}
+            # a mapping {language: texts} (Cr5.fit's other form, reached with languages=None): its keys
+            fitted = {str(lang) for lang in (texts if isinstance(texts, Mapping) else languages)}
         except TypeError:
             fitted = None                  # not a sequence of labels: Cr5.fit says what is wrong
         for name, given in (("descriptions", descriptions), ("vocabulary", vocabulary or {})):
