@@ -85,7 +85,7 @@ def test_language_with_one_document_is_named():
     texts, langs, concepts = _sentences()
     texts, langs, concepts = texts + ["un seul document"], langs + ["fr"], concepts + [0]
     with pytest.raises(ValueError, match=r"language 'fr' \(1 documents\): .*min_df=3"):
-        Cr5(n_components=4).fit(texts, langs, concepts)
+        Cr5(n_components=4, min_df=3).fit(texts, langs, concepts)
 
 
 def test_doc_filter_survives_save_load(tmp_path):

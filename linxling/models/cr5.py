@@ -204,12 +204,17 @@ class Cr5(ConceptEmbeddingMixin):
         would discard almost every sentence or verse, so it is never a default. A pair gives
         the bounds (``None`` for an open end). A filter that drops more than half of a
         language's documents raises ``ValueError``.
-    min_df, max_features, norm : int, int or None, "l2" or None; default 3, 200,000, "l2"
-        Settings of each language's :class:`linxling.text.TfidfVectorizer` made by :meth:`fit`
-        (the paper's: words in at least 3 documents, the 200,000 most frequent, rows
-        L2-normalised). On the validation verses above min_df 1 / 2 / 3 / 5: 0.941 / 0.939 /
-        0.934 / 0.924; 3 kept until a larger corpus is measured (a Bible verse's rare words
-        name its concept; at Wikipedia size ``max_features`` decides the vocabulary).
+    min_df, max_features, norm : int, int or None, "l2" or None; default 1, 200,000, "l2"
+        Settings of each language's :class:`linxling.text.TfidfVectorizer` made by :meth:`fit`:
+        every word (the paper's ``min_df=3`` lost on validation), the 200,000 most frequent
+        per language, rows L2-normalised (the paper's). On the validation verses above (CSLS
+        P@1), min_df 1 / 2 / 3: 0.742 / 0.704 / 0.661 trained on 1,000 verses, 0.867 / 0.856 /
+        0.837 on 3,000, 0.941 / 0.939 / 0.934 on all 23,329 (5: 0.924): a rare word still names
+        its concept, most of all in a small corpus. The larger vocabulary costs time: 23.4
+        against 12.7 s for that fit (212,763 features against 73,163), as
+        ``python -m benchmarks.concept_defaults --model Cr5 --grid min_df13 [--sizes ...]``
+        measured it (benchmarks/README.md, "The linear models' defaults on validation verses").
+        At Wikipedia size ``max_features`` decides the vocabulary whatever ``min_df``.
     start_steps : int, default 3
         Power steps on the cheap surrogate ĈᵀD⁻¹Ĉ (D the diagonal of X̂ᵀX̂ + λI; no inner solves)
         that build the eigen-solver's starting block. 0 starts from a random block. Only the
@@ -326,7 +331,7 @@ class Cr5(ConceptEmbeddingMixin):
                  eig_method: str = "auto", block_method: str | Mapping[str, str] = "auto",
                  scale: str = "orthonormal", dtype: Any = np.float64,
                  doc_filter: Any = None,
-                 min_df: int = 3, max_features: int = 200_000, norm: str | None = "l2",
+                 min_df: int = 1, max_features: int = 200_000, norm: str | None = "l2",
                  start_steps: int = 3, reuse_solves: bool = True, reuse_budget: int = 2 * 1024 ** 3,
                  limit_blas_threads: bool = True, memory_budget: Any = None, eig_space: str = "auto",
                  random_state: Any = None, show_progress: bool | None = None,

@@ -136,8 +136,11 @@ class WMF(_WMFParams):
         Seeds the N(0, 1/k) initial factors.
     tokenizer, min_df, max_features : default None, 3, 200,000
         Options of the :class:`linxling.text.TfidfVectorizer` used when ``fit`` receives texts
-        (raw tf-idf, ``norm=None``, as in the paper; ``min_df`` and ``max_features`` are Cr5's
-        vectoriser settings, not measured for WMF).
+        (raw tf-idf, ``norm=None``, as in the paper; ``min_df`` 3 and ``max_features`` are the
+        Cr5 paper's vectoriser settings). A monolingual WMF has no validation task in its
+        training texts, so ``min_df`` was not chosen for it; the crosslingual models, which
+        have one, keep every word (``min_df=1``: :class:`BilingualWMF`, :class:`CrossWMF`,
+        whose pivot WMF takes it too).
     show_progress : bool or None
         tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
@@ -449,10 +452,14 @@ class BilingualWMF(_WMFParams):
         boolean input, and texts) float64.
     random_state : None, int or numpy Generator
         Seeds the N(0, 1/k) initial factors.
-    tokenizer, min_df, max_features : default None, 3, 200,000
+    tokenizer, min_df, max_features : default None, 1, 200,000
         Options of the :class:`linxling.text.TfidfVectorizer` made for each language that
-        ``fit`` receives as texts (raw tf-idf, ``norm=None``, as in the paper; ``min_df`` and
-        ``max_features`` as in :class:`WMF`, not measured).
+        ``fit`` receives as texts (raw tf-idf, ``norm=None``, as in the paper). ``min_df`` 1
+        against 3 (the Cr5 paper's, the default before 2026-12-01) on the validation verses of
+        benchmarks/README.md, one model per en-X pair (CSLS P@1): 0.333 / 0.225 trained on 300
+        verses, 0.569 / 0.461 on 1,000, 0.741 / 0.703 on 3,000, 0.895 / 0.892 on all 23,329
+        (``python -m benchmarks.concept_defaults --model BilingualWMF --grid min_df
+        [--sizes ...]``).
     show_progress : bool or None
         tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
@@ -486,7 +493,7 @@ class BilingualWMF(_WMFParams):
     def __init__(self, n_components: int = 100, alpha: float | str = "auto", missing_weight: float = 0.1,
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
-                 min_df: int = 3, max_features: int | None = 200_000,
+                 min_df: int = 1, max_features: int | None = 200_000,
                  show_progress: bool | None = None,
                  callback: Callable[[Any, int, float], Any] | None = None, device: Any = None):
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
