@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _bars import RecordedBars
 from sklearn.exceptions import NotFittedError
 
 from linxling.models.cllsi import CLLSI
@@ -289,27 +290,7 @@ def test_vectorizer_settings_are_parameters_and_the_old_way_warns():
         CLLSI(min_df=0).fit(texts, langs, concepts)
 
 
-class _Bars:
-    """Every progress bar made through linxling._progress while installed: its total, its
-    count and whether it was shown and closed."""
-
-    def __init__(self, monkeypatch):
-        import linxling._progress as lp
-        self.made: list = []
-        record = self.made
-        base = lp.tqdm
-
-        class Recorded(base):  # type: ignore[misc, valid-type]
-            def __init__(self, *a, **k):
-                super().__init__(*a, **k)
-                self.shown, self.closed = not self.disable, False
-                record.append(self)
-
-            def close(self):
-                self.closed = True
-                super().close()
-        monkeypatch.setattr(lp, "tqdm", Recorded)
-        monkeypatch.setitem(lp._STATE, "show", True)
+_Bars = RecordedBars   # every bar made while installed (tests/_bars.py)
 
 
 @pytest.mark.parametrize("solver", ["auto", "arpack", "randomized"])

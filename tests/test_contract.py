@@ -820,29 +820,11 @@ def test_every_model_has_show_progress_with_one_meaning_and_default():
         assert cls._parameter_constraints["show_progress"] == ["boolean", None], name
 
 
-class _Bars:
-    """Every progress bar made through linxling._progress while installed (the global switch
-    on): whether it was shown and whether it was closed."""
-
-    def __init__(self, monkeypatch):
-        import linxling._progress as lp
-        self.made: list = []
-        record = self.made
-
-        class Recorded(lp.tqdm):  # type: ignore[misc, name-defined]
-            def __init__(self, *a, **k):
-                super().__init__(*a, **k)
-                self.shown, self.closed = not self.disable, False
-                record.append(self)
-
-            def close(self):
-                self.closed = True
-                super().close()
-        monkeypatch.setattr(lp, "tqdm", Recorded)
-        monkeypatch.setitem(lp._STATE, "show", True)
-
-    def shown(self) -> list:
-        return [b for b in self.made if b.shown]
+def _Bars(monkeypatch):
+    """Every bar made while installed (tests/_bars.py; imported here, not at the top: another
+    process imports this module without the tests folder on its path)."""
+    from _bars import RecordedBars
+    return RecordedBars(monkeypatch)
 
 
 def _stop_fit(model, monkeypatch, exc=KeyboardInterrupt, after=0):
