@@ -10,6 +10,7 @@ read. Score: verse retrieval as the leaderboard's (CSLS P@1, 1,000 query verses 
     python -m benchmarks.concept_defaults --model Cr5 --grid alpha n_components scale min_df
     python -m benchmarks.concept_defaults --model CrossWMF --grid solver missing_weight alpha n_components
     python -m benchmarks.concept_defaults --model BilingualWMF --grid missing_weight alpha
+    python -m benchmarks.concept_defaults --model Cr5 --grid min_df_sizes --sizes 1000 3000   # min_df 1/2/3
 
 Each row: the parameters changed from the model's defaults (``{}``: the defaults), the
 validation score, each direction's P@1 and the fit's seconds. Raw rows:
@@ -34,7 +35,7 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         "n_components": [dict(n_components=r) for r in (100, 200, 300, 400)],
         "scale": [dict(), dict(scale="singular")],
         "min_df": [dict(min_df=m) for m in (1, 2, 3, 5)],
-        "min_df13": [dict(min_df=m) for m in (1, 2, 3)],
+        "min_df_sizes": [dict(min_df=m) for m in (1, 2, 3)],
     },
     "CLLSI": {
         "n_components": [dict(n_components=r) for r in (100, 200, 300, 400)],
@@ -49,7 +50,7 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         "n_components": [dict(n_components=k) for k in (100, 200, 300)],
         "max_iter": [dict(), dict(max_iter=40)],
         "min_df": [dict(min_df=m) for m in (1, 3, 5)],
-        "min_df13": [dict(min_df=m) for m in (1, 2, 3)],
+        "min_df_sizes": [dict(min_df=m) for m in (1, 2, 3)],
     },
     "BilingualWMF": {
         "missing_weight": [dict(missing_weight=w) for w in (0.01, 0.03, 0.1, 0.3)],

@@ -212,7 +212,7 @@ class Cr5(ConceptEmbeddingMixin):
         0.837 on 3,000, 0.941 / 0.939 / 0.934 on all 23,329 (5: 0.924): a rare word still names
         its concept, most of all in a small corpus. The larger vocabulary costs time: 23.4
         against 12.7 s for that fit (212,763 features against 73,163), as
-        ``python -m benchmarks.concept_defaults --model Cr5 --grid min_df13 [--sizes ...]``
+        ``python -m benchmarks.concept_defaults --model Cr5 --grid min_df_sizes [--sizes ...]``
         measured it (benchmarks/README.md, "The linear models' defaults on validation verses").
         At Wikipedia size ``max_features`` decides the vocabulary whatever ``min_df``.
     start_steps : int, default 3

@@ -75,7 +75,7 @@ class CrossWMF(_WMFParams):
         validation verses of benchmarks/README.md (CSLS P@1) 0.332 / 0.200 trained on 300
         verses, 0.547 / 0.434 on 1,000, 0.729 / 0.678 on 3,000, 0.879 / 0.874 on all 23,329, at
         8.6 against 5.2 s for the last (``python -m benchmarks.concept_defaults --model
-        CrossWMF --grid min_df13 [--sizes ...]``).
+        CrossWMF --grid min_df_sizes [--sizes ...]``).
 
     Attributes
     ----------
