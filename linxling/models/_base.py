@@ -24,7 +24,8 @@ from linxling.models._estimator import LinxlingEstimator, as_output, warn_no_kno
 from linxling.text._vectorize import check_unicode
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "classes_from_state",
-           "classes_state", "concept_inputs", "encode_concepts", "group_by_language", "nested_state", "rows_times_map",
+           "classes_state", "concept_groups", "concept_inputs", "encode_concepts", "group_by_language",
+           "nested_state", "rows_times_map",
            "stored_float", "stored_languages", "stored_word_table", "stored_words", "check_vectorizer_width",
            "vectorizers_state",
            "vectorizers_from_state", "vectorizer_from_state", "vectorizer_state"]
@@ -243,8 +244,13 @@ def classes_from_state(kind: str | None, arr: np.ndarray, legacy_repr: bool = Fa
     return np.asarray(arr).tolist()
 
 
-def group_by_language(texts: Any, languages: Any, concepts: Any) -> tuple[list[str], list, dict[str, list[int]]]:
+def group_by_language(texts: Any, languages: Any, concepts: Any, *, texts_checked: bool = False
+                      ) -> tuple[list[str], list, dict[str, list[int]]]:
     """Validate three parallel sequences and group document indices by language.
+
+    ``texts_checked``: every text is already known to be a str without a lone surrogate (the
+    mapping form of :func:`concept_groups` checked each, naming it ``texts['de'][3]``), so the
+    pass over every text is not made again.
 
     Returns
     -------
@@ -267,7 +273,7 @@ def group_by_language(texts: Any, languages: Any, concepts: Any) -> tuple[list[s
     check_same_length(texts, concepts, "texts", "concepts")
     if not texts:
         raise ValueError("texts is empty: nothing to fit")
-    for i, text in enumerate(texts):           # indices in the user's sequence, not within a language
+    for i, text in enumerate(() if texts_checked else texts):   # indices in the user's sequence
         if not isinstance(text, str):
             raise TypeError(f"texts[{i}] is {type(text).__name__}, expected str")
         check_unicode(i, text, "texts")
@@ -285,6 +291,17 @@ def group_by_language(texts: Any, languages: Any, concepts: Any) -> tuple[list[s
                                  "were texts and languages swapped? fit(texts, languages, concepts)")
         by_lang.setdefault(lang, []).append(i)
     return texts, concepts, by_lang
+
+
+def concept_groups(texts: Any, languages: Any, concepts: Any, model: str
+                   ) -> tuple[list[str], list, dict[str, list[int]]]:
+    """A concept model's ``fit`` input (Cr5, CL-LSI) in any of its forms, checked and grouped as
+    :func:`group_by_language` returns it; ``model`` names the model in errors. Each text is
+    checked once (by the mapping form, naming ``texts['de'][3]``, or by
+    :func:`group_by_language`)."""
+    mapping = isinstance(texts, Mapping)
+    texts, languages, concepts = concept_inputs(texts, languages, concepts, model)
+    return group_by_language(texts, languages, concepts, texts_checked=mapping)
 
 
 def concept_inputs(texts: Any, languages: Any, concepts: Any, model: str) -> tuple[Any, Any, Any]:

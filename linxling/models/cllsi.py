@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-from scipy.sparse.linalg._interface import MatrixLinearOperator    # what aslinearoperator(M) gives
 from sklearn.utils._param_validation import StrOptions
 
 from linxling._progress import progress
@@ -34,9 +33,8 @@ from linxling.io import register_model
 from linxling.models._base import (
     ConceptEmbeddingMixin,
     check_shared_concepts,
-    concept_inputs,
+    concept_groups,
     encode_concepts,
-    group_by_language,
     rows_times_map,
 )
 from linxling.models._estimator import NONNEG_INT, POSITIVE_INT, RANDOM_STATE
@@ -78,20 +76,21 @@ def _randomized_products(M: Any, k: int, n_oversamples: int = 10, n_iter: int = 
     return (2 * int(n_iter) + 2) * min(k + n_oversamples, min(M.shape))
 
 
-class _CountedMatrix(MatrixLinearOperator):
-    """M as ``scipy.sparse.linalg.svds`` sees it (``aslinearoperator(M)`` is a
-    ``MatrixLinearOperator``, its adjoint the one of ``M.T.conj()``), counting on ``bar`` the
-    columns of every product with M or Mᵀ: the same products in the same order, so the same
-    singular triplets, bit for bit (tests/test_cllsi.py)."""
+class _CountedMatrix(spla.LinearOperator):
+    """M as ``scipy.sparse.linalg.svds`` sees it, counting on ``bar`` the columns of every
+    product with M or Mᵀ. The products are those of ``aslinearoperator(M)`` (``M.dot(X)``, the
+    adjoint that of ``M.T.conj()``), in the same order, so the singular triplets are the same,
+    bit for bit (tests/test_cllsi.py); built on SciPy's public ``LinearOperator`` only."""
 
     def __init__(self, M: Any, bar: Any) -> None:
-        super().__init__(M)
+        super().__init__(M.dtype, M.shape)
+        self.A = M
         self._bar = bar
         self._adj: _CountedMatrix | None = None
 
     def _matmat(self, X: Any) -> Any:
         self._bar.update(X.shape[1] if np.ndim(X) == 2 else 1)
-        return super()._matmat(X)
+        return self.A.dot(X)
 
     def _adjoint(self) -> "_CountedMatrix":
         if self._adj is None:
@@ -380,8 +379,7 @@ class CLLSI(ConceptEmbeddingMixin):
         """
         from linxling.text import TfidfVectorizer
 
-        texts, languages, concepts = concept_inputs(texts, languages, concepts, "CLLSI")
-        texts, concepts, by_lang = group_by_language(texts, languages, concepts)
+        texts, concepts, by_lang = concept_groups(texts, languages, concepts, "CLLSI")
         given = dict(vectorizer_params or {})
         moved = sorted(set(given) & {"min_df", "max_features", "norm"})
         if moved:

@@ -51,9 +51,8 @@ from linxling.kernels.spmm import csr_column_sums, csr_column_sumsq
 from linxling.models._base import (
     ConceptEmbeddingMixin,
     check_shared_concepts,
-    concept_inputs,
+    concept_groups,
     encode_concepts,
-    group_by_language,
     rows_times_map,
     stored_float,
 )
@@ -446,8 +445,7 @@ class Cr5(ConceptEmbeddingMixin):
         from linxling.text import TfidfVectorizer
 
         lo, hi = self._doc_filter_bounds()
-        texts, languages, concepts = concept_inputs(texts, languages, concepts, "Cr5")
-        texts, concepts, by_lang = group_by_language(texts, languages, concepts)
+        texts, concepts, by_lang = concept_groups(texts, languages, concepts, "Cr5")
         blocks, block_concepts, vectorizers, dropped = {}, {}, {}, {}
         for lang, idx in by_lang.items():
             vec = TfidfVectorizer(min_df=self.min_df, max_features=self.max_features, norm=self.norm,
