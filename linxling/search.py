@@ -135,6 +135,8 @@ class Index:
 
     def __init__(self, vectors: Any, ids: Sequence | None = None, *, texts: Sequence[str] | None = None,
                  language: str | None = None, dtype: Any = np.float32) -> None:
+        if dtype is None:                           # np.dtype(None) is float64: not a silent choice
+            raise ValueError("dtype must be float32 or float64, got None")
         try:
             dtype = np.dtype(dtype)
         except (TypeError, ValueError):             # NumPy's "data type 'x' not understood" named nothing

@@ -192,6 +192,9 @@ def test_zero_rows_and_errors(data):
         Index(C, dtype="flaot32")
     with pytest.raises(ValueError, match="dtype must be float32 or float64, got 'flaot32'"):
         search(Q, C, dtype="flaot32")
+    # np.dtype(None) is float64: None would have doubled the index's memory without a word
+    with pytest.raises(ValueError, match="dtype must be float32 or float64, got None"):
+        Index(C, dtype=None)
 
 
 def test_vectors_that_are_not_real_numbers_are_named(data):
