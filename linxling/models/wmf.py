@@ -61,6 +61,8 @@ from linxling.models._base import (
 )
 from linxling.models._estimator import as_output, warn_no_known_words
 from linxling.models._wmf_base import (
+    WMF_AUTO_ALPHA_MAX,
+    WMF_AUTO_ALPHA_SENTENCES,
     _check_languages,
     _check_vectorizers,
     _factor_layout,
@@ -200,6 +202,9 @@ class WMF(_WMFParams):
     """
 
     _multilingual_fit = False    # fit and transform take the same input
+    # alpha="auto": min(1, n / 3000), not the crosslingual min(20, n / 300) (WMF_AUTO_ALPHA_MAX)
+    _auto_alpha_max = WMF_AUTO_ALPHA_MAX
+    _auto_alpha_sentences = WMF_AUTO_ALPHA_SENTENCES
 
     _parameter_constraints: dict[str, list[Any]] = {**_WMFParams._parameter_constraints, "language": [str, None]}
 

@@ -175,6 +175,10 @@ class CrossWMF(_WMFParams):
             pivot = WMF(**{**WMF._init_kwargs(self.get_params(deep=False)), "device": self.device_,
                            "callback": (None if self.callback is None else
                                         lambda _m, it, loss: self.callback(self, it, loss))})
+            # x-WMF's "auto" λ is the crosslingual models' min(20, n / 300), validated on verse
+            # retrieval, not the monolingual WMF's min(1, n / 3000): its pivot resolves "auto" so
+            pivot._auto_alpha_max = self._auto_alpha_max
+            pivot._auto_alpha_sentences = self._auto_alpha_sentences
             given_pivot = X_pivot is not None
             if X_pivot is None:
                 sides = [parallel[lang][0] for lang in langs]
