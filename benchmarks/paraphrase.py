@@ -19,7 +19,9 @@ and MRR, the mean of KJV -> BBE and BBE -> KJV.
     python -m benchmarks.paraphrase --model WMF --spec '{}' '{"min_df": 1}' --seeds 0 1
 
 Each ``--spec`` is a JSON object of parameters changed from the model's defaults (``{}``: the
-defaults); one fit per spec and seed (``random_state``). Rows (the spec, seed, P@1, MRR, each
+defaults); one fit per spec and seed (``random_state``). ``--sizes N ...`` fits on a random sample
+of N of the fitted verses (``default_rng(0)``, kept in corpus order) instead of all, one run per
+size, scored on the same validation verses. Rows (the spec, seed, P@1, MRR, each
 direction, fit seconds, load average) are printed and appended to
 benchmarks/results/paraphrase.jsonl (git-ignored; ``--out`` picks another file).
 """
@@ -73,6 +75,13 @@ def paraphrase_score(embed, val_kjv, val_para) -> dict:
     return out
 
 
+def sample_fit(fit, size):
+    """``size`` of the fitted verses drawn by ``default_rng(0)``, in corpus order (all for None)."""
+    if size is None or size >= len(fit):
+        return list(fit)
+    return [fit[i] for i in sorted(np.random.default_rng(0).permutation(len(fit))[:size])]
+
+
 def run_specs(model: str, specs, seeds, out: Path, fit, val_kjv, val_para) -> list:
     """One fit of ``model`` per spec and seed on ``fit``, scored by :func:`paraphrase_score`."""
     import linxling
@@ -108,14 +117,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", help="a linxling estimator fitted on a list of English texts (WMF, "
                     "CompressTree); without it, the split's sizes and a tf-idf baseline")
-    ap.add_argument("--spec", nargs="+", default=["{}"], help="JSON parameter overrides, one fit each")
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0])
+    ap.add_argument("--spec", nargs="+", default=["{}"],
+                    help="JSON parameter overrides, one fit each (default: '{}', the model's defaults)")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0],
+                    help="random_state of the fits, one fit per spec and seed (default: 0)")
+    ap.add_argument("--sizes", nargs="+", type=int, metavar="N",
+                    help="fit on a random sample of N training verses (default: all of them)")
     ap.add_argument("--out", type=Path,
-                    default=Path(__file__).resolve().parent / "results" / "paraphrase.jsonl")
+                    default=Path(__file__).resolve().parent / "results" / "paraphrase.jsonl",
+                    help="JSON lines file the rows are appended to (default: "
+                    "benchmarks/results/paraphrase.jsonl)")
     a = ap.parse_args(argv)
     fit, val_kjv, val_para = paraphrase_split()
     if a.model:
-        run_specs(a.model, a.spec, a.seeds, a.out, fit, val_kjv, val_para)
+        for size in a.sizes or [None]:
+            run_specs(a.model, a.spec, a.seeds, a.out, sample_fit(fit, size), val_kjv, val_para)
         return 0
     from sklearn.feature_extraction.text import TfidfVectorizer
 

@@ -36,3 +36,14 @@ def test_centring_removes_a_shared_offset():
     table.update(zip(b, V + 100.0, strict=True))
     s = paraphrase_score(lambda batch: np.stack([table[t] for t in batch]), a, b)
     assert s["P@1"] == 1.0
+
+
+def test_sizes_sample_the_fitted_verses_in_corpus_order():
+    """``--sizes N``: N of the fitted verses drawn by ``default_rng(0)``, kept in corpus order,
+    the same draw every run (the README's size rows rest on it); all of them for None or N >=
+    their number."""
+    from benchmarks.paraphrase import sample_fit
+    fit = [f"v{i}" for i in range(1000)]
+    s = sample_fit(fit, 300)
+    assert len(s) == len(set(s)) == 300 and s == sorted(s, key=lambda t: int(t[1:]))
+    assert s == sample_fit(fit, 300) and sample_fit(fit, None) == fit and sample_fit(fit, 5000) == fit

@@ -714,6 +714,17 @@ def test_cross_wmf_fits_its_own_pivot_with_callback():
     assert model.transform(par["es"][1], "es").shape == (40, 3)
 
 
+def test_cross_wmf_pivot_keeps_the_crosslingual_auto_alpha():
+    """x-WMF's own pivot resolves alpha="auto" as the crosslingual models do, min(20, n / 300),
+    not as a WMF alone, min(1, n / 3000): 900 pivot sentences give 3, a WMF on them 0.3."""
+    Xp = _X(900, 25, seed=34)
+    par = {"es": (Xp[:40], _X(40, 18, seed=35))}
+    model = CrossWMF(n_components=3, max_iter=1, random_state=0, show_progress=False).fit(par, X_pivot=Xp)
+    assert model.alpha_ == pytest.approx(3.0) and model.pivot_model_.alpha_ == pytest.approx(3.0)
+    alone = WMF(n_components=3, max_iter=1, random_state=0, show_progress=False).fit(Xp)
+    assert alone.alpha_ == pytest.approx(0.3)
+
+
 def test_cross_wmf_solves_a_shared_pivot_side_once(monkeypatch):
     """A multi-parallel corpus gives every language the same pivot side: eq. (2) runs once for it
     (the same object, or equal lists of texts), and the word factors are those of separate solves."""
@@ -882,14 +893,20 @@ def test_auto_alpha_follows_the_corpus_size_and_round_trips(tmp_path):
     import linxling
     m = WMF()
     assert m.alpha == "auto"
-    assert m._effective_alpha(300) == pytest.approx(1.0) and m._effective_alpha(6000) == 20.0
-    assert m._effective_alpha(10**6) == 20.0 and WMF(alpha=3.0)._effective_alpha(10) == 3.0
+    # the monolingual WMF's "auto" is min(1, n / 3000) (chosen on the paraphrase task of the
+    # training verses, 2026-12-01); the crosslingual models' min(20, n / 300), x-WMF's pivot too
+    assert m._effective_alpha(300) == pytest.approx(0.1) and m._effective_alpha(1500) == pytest.approx(0.5)
+    assert m._effective_alpha(3000) == 1.0 and m._effective_alpha(10**6) == 1.0
+    assert WMF(alpha=3.0)._effective_alpha(10) == 3.0
+    b = BilingualWMF()
+    assert b._effective_alpha(300) == pytest.approx(1.0) and b._effective_alpha(6000) == 20.0
+    assert b._effective_alpha(10**6) == 20.0
     X = sp.random(90, 40, density=0.15, random_state=0, format="csr")
     fitted = WMF(n_components=3, max_iter=2, random_state=0, show_progress=False).fit(X)
-    assert fitted.alpha_ == pytest.approx(0.3)
+    assert fitted.alpha_ == pytest.approx(0.03)
     fitted.save(tmp_path / "w.h5")
     back = linxling.load(tmp_path / "w.h5")
-    assert back.alpha == "auto" and back.alpha_ == pytest.approx(0.3)
+    assert back.alpha == "auto" and back.alpha_ == pytest.approx(0.03)
     np.testing.assert_array_equal(back.transform(X[:5]), fitted.transform(X[:5]))
     with pytest.raises(ValueError, match=r"'alpha' parameter of WMF must be a float in the range \(0\.0, inf\) "
                                          r"or a str among \{'auto'\}\. Got 'big'"):

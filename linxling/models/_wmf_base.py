@@ -59,6 +59,18 @@ from linxling.models._estimator import (
 #: every size.
 AUTO_ALPHA_MAX = 20.0
 AUTO_ALPHA_SENTENCES = 300.0
+#: The monolingual :class:`~linxling.WMF`'s ``alpha="auto"``: λ = min(WMF_AUTO_ALPHA_MAX,
+#: n_sentences / WMF_AUTO_ALPHA_SENTENCES) = min(1, n_sentences / 3,000). Chosen on the paraphrase
+#: task of the training verses (``python -m benchmarks.paraphrase``: the KJV text of the verses of
+#: 150 validation chapters retrieving their Bible in Basic English text, P@1 of centred cosine;
+#: benchmarks/README.md "The monolingual WMF's defaults on a paraphrase task of the training
+#: verses"): the best λ there stays at 0.1-2 whatever the corpus (0.1 / 0.3 / 1 / 0.3-1 / 0.5-2 at
+#: 300 / 1,000 / 3,000 / 10,000 / 23,329 verses fitted), and this rule is within 0.001 of the best
+#: at every size, where the crosslingual min(20, n / 300) lost 0.010-0.024 (23,329 verses: 0.838
+#: against 0.828, seed range 0.003-0.006). The crosslingual models, validated on verse retrieval
+#: where λ 2 and 20 are level, keep theirs (x-WMF's own pivot WMF too).
+WMF_AUTO_ALPHA_MAX = 1.0
+WMF_AUTO_ALPHA_SENTENCES = 3000.0
 #: mean cosine between training sentence vectors above which a fit warns of a collapse
 COLLAPSE_COSINE = 0.75
 
@@ -170,6 +182,11 @@ class _WMFParams(LinxlingEstimator):
         tags.input_tags.positive_only = True   # the factorised matrix is non-negative
         return tags
 
+    #: ``alpha="auto"`` = min(_auto_alpha_max, n_sentences / _auto_alpha_sentences)
+    #: (:meth:`_effective_alpha`); the monolingual WMF's are its own (:data:`WMF_AUTO_ALPHA_MAX`)
+    _auto_alpha_max: float = AUTO_ALPHA_MAX
+    _auto_alpha_sentences: float = AUTO_ALPHA_SENTENCES
+
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
     _parameter_constraints: dict[str, list[Any]] = {
         "n_components": [POSITIVE_INT],
@@ -210,9 +227,11 @@ class _WMFParams(LinxlingEstimator):
 
     def _effective_alpha(self, n_sentences: int) -> float:
         """λ for a fit on ``n_sentences``: ``alpha`` itself, or for ``alpha="auto"``
-        ``min(20, n_sentences / 300)`` (see :data:`AUTO_ALPHA_RULE`)."""
+        ``min(_auto_alpha_max, n_sentences / _auto_alpha_sentences)``: ``min(20, n / 300)`` for
+        the crosslingual models (:data:`AUTO_ALPHA_MAX`), ``min(1, n / 3000)`` for the
+        monolingual WMF (:data:`WMF_AUTO_ALPHA_MAX`)."""
         if isinstance(self.alpha, str):
-            return float(min(AUTO_ALPHA_MAX, n_sentences / AUTO_ALPHA_SENTENCES))
+            return float(min(self._auto_alpha_max, n_sentences / self._auto_alpha_sentences))
         return float(self.alpha)
 
     def _check_collapse(self, E: np.ndarray, n: int) -> None:
@@ -226,7 +245,7 @@ class _WMFParams(LinxlingEstimator):
             return
         if cosine > COLLAPSE_COSINE:
             import warnings
-            auto = min(AUTO_ALPHA_MAX, n / AUTO_ALPHA_SENTENCES)
+            auto = min(self._auto_alpha_max, n / self._auto_alpha_sentences)
             remedy = (f"lower alpha (alpha='auto' would use {auto:g})" if self.alpha_ > auto else
                       "lower alpha further, or give more (and more varied) sentences")
             warnings.warn(f"the sentence vectors collapsed toward one direction (mean cosine between two "

@@ -70,7 +70,10 @@ class CrossWMF(_WMFParams):
         dimension and dtype (``n_components`` and ``dtype`` are left as set: ``fit`` never
         changes a parameter), an ``alpha`` other than ``"auto"`` that differs from its
         ``alpha_`` is not used (a warning says so), and a ``pivot_model`` fitted with a
-        ``language`` other than ``pivot_language`` is an error. ``min_df`` is 1 here (every
+        ``language`` other than ``pivot_language`` is an error. ``alpha="auto"`` is the
+        crosslingual models' ``min(20, n_sentences / 300)`` (:class:`BilingualWMF`'s), for the
+        pivot fitted here too, not a WMF's own ``min(1, n_sentences / 3000)`` (a ``pivot_model``
+        fitted at its default brings that). ``min_df`` is 1 here (every
         word; WMF's is 3): against 3, the Cr5 paper's and the default before 2026-12-01, on the
         validation verses of benchmarks/README.md (CSLS P@1) 0.332 / 0.200 trained on 300
         verses, 0.547 / 0.434 on 1,000, 0.729 / 0.678 on 3,000, 0.879 / 0.874 on all 23,329, at
@@ -175,6 +178,10 @@ class CrossWMF(_WMFParams):
             pivot = WMF(**{**WMF._init_kwargs(self.get_params(deep=False)), "device": self.device_,
                            "callback": (None if self.callback is None else
                                         lambda _m, it, loss: self.callback(self, it, loss))})
+            # x-WMF's "auto" λ is the crosslingual models' min(20, n / 300), validated on verse
+            # retrieval, not the monolingual WMF's min(1, n / 3000): its pivot resolves "auto" so
+            pivot._auto_alpha_max = self._auto_alpha_max
+            pivot._auto_alpha_sentences = self._auto_alpha_sentences
             given_pivot = X_pivot is not None
             if X_pivot is None:
                 sides = [parallel[lang][0] for lang in langs]
