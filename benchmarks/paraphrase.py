@@ -108,10 +108,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", help="a linxling estimator fitted on a list of English texts (WMF, "
                     "CompressTree); without it, the split's sizes and a tf-idf baseline")
-    ap.add_argument("--spec", nargs="+", default=["{}"], help="JSON parameter overrides, one fit each")
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0])
+    ap.add_argument("--spec", nargs="+", default=["{}"],
+                    help="JSON parameter overrides, one fit each (default: '{}', the model's defaults)")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0],
+                    help="random_state of each fit (default: 0)")
     ap.add_argument("--out", type=Path,
-                    default=Path(__file__).resolve().parent / "results" / "paraphrase.jsonl")
+                    default=Path(__file__).resolve().parent / "results" / "paraphrase.jsonl",
+                    help="JSON lines file the rows are appended to (default: "
+                    "benchmarks/results/paraphrase.jsonl)")
     a = ap.parse_args(argv)
     fit, val_kjv, val_para = paraphrase_split()
     if a.model:
