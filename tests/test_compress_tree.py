@@ -107,15 +107,49 @@ def test_a_generator_random_state_gives_the_same_random_trees_each_time():
 
 
 def test_training_lowers_rank_of_true_sentences():
+    """The thesis' criterion (corruptions at a random position, as Fig. 5.13; the default before
+    2026-12-01), and the default ``corrupt="last"`` on the last position, which it trains."""
     train, test = _corpus(400, 1), _corpus(50, 2)
-    untrained = CompressTree(n_components=8, hidden_size=0, n_epochs=1, learning_rate=1e-9,
-                             random_state=0, show_progress=False).fit(train)
-    trained = CompressTree(n_components=8, hidden_size=0, n_epochs=15, learning_rate=0.05,
-                           random_state=0, show_progress=False).fit(train)
-    r0 = untrained.corrupted_rank(test, position="random", random_state=0).mean()
-    r1 = trained.corrupted_rank(test, position="random", random_state=0).mean()
-    assert trained.loss_curve_[-1] < trained.loss_curve_[0]
-    assert r1 < r0 and r1 < 4.0     # 12 vocabulary words + <unk>: chance rank is ~6.5
+    kw = dict(n_components=8, hidden_size=0, init_scale=0.1, random_state=0, show_progress=False)
+    for corrupt in ("random", "last"):
+        untrained = CompressTree(n_epochs=1, learning_rate=1e-9, corrupt=corrupt, **kw).fit(train)
+        trained = CompressTree(n_epochs=15, learning_rate=0.05, corrupt=corrupt, **kw).fit(train)
+        r0 = untrained.corrupted_rank(test, position=corrupt, random_state=0).mean()
+        r1 = trained.corrupted_rank(test, position=corrupt, random_state=0).mean()
+        assert trained.loss_curve_[-1] < trained.loss_curve_[0]
+        assert r1 < r0 and r1 < 4.0     # 12 vocabulary words + <unk>: chance rank is ~6.5
+
+
+def test_defaults_and_from_paper():
+    """The defaults chosen on paraphrase retrieval (2026-12-01, benchmarks/README.md); the thesis'
+    network, with the defaults of before for what the thesis does not give, stays from_paper()."""
+    p = CompressTree().get_params()
+    assert {k: p[k] for k in ("n_components", "hidden_size", "tree", "corrupt", "max_features", "n_epochs",
+                              "learning_rate", "init_scale", "window")} == dict(
+        n_components=50, hidden_size=0, tree="left", corrupt="last", max_features=20000, n_epochs=5,
+        learning_rate=0.003, init_scale=0.3, window=5)
+    q = CompressTree.from_paper().get_params()
+    assert {k: q[k] for k in ("n_components", "hidden_size", "tree", "corrupt", "max_features", "n_epochs",
+                              "learning_rate", "init_scale", "window")} == dict(
+        n_components=50, hidden_size=250, tree="random", corrupt="random", max_features=1000, n_epochs=5,
+        learning_rate=0.01, init_scale=0.1, window=5)
+
+
+def test_last_corruption_leaves_the_left_map_untrained():
+    """With corrupt="last", the left tree and the linear h, the pair's loss depends on the last
+    and the corrupting word, the right block of A1 and w only: the left block and the bias keep
+    their initial values (up to rounding: the two sentences' terms cancel), which keeps whole
+    sentences from collapsing onto the top eigenvector of a map grown expansive."""
+    texts = ["the dog runs", "a cat sleeps", "the bird eats", "a dog sings"] * 10
+    init = CompressTree(n_components=6, n_epochs=1, learning_rate=1e-300, random_state=0,
+                        show_progress=False).fit(texts)
+    m = CompressTree(n_components=6, n_epochs=3, learning_rate=0.05, random_state=0, show_progress=False).fit(texts)
+    np.testing.assert_allclose(m.A1_[:, :6], init.A1_[:, :6], rtol=0, atol=1e-14)
+    np.testing.assert_allclose(m.b1_, init.b1_, rtol=0, atol=1e-14)
+    assert np.abs(m.A1_[:, 6:] - init.A1_[:, 6:]).max() > 1e-3
+    rnd = CompressTree(n_components=6, n_epochs=3, learning_rate=0.05, corrupt="random", random_state=0,
+                       show_progress=False).fit(texts)
+    assert np.abs(rnd.A1_[:, :6] - init.A1_[:, :6]).max() > 1e-3
 
 
 def test_corrupted_rank_brute_force():

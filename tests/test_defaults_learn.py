@@ -80,14 +80,31 @@ def test_ranking_embedding_defaults_learn(nt):
 
 
 def test_compress_tree_defaults_learn(nt):
-    """Default CompressTree on the NT English verses (trained on 5-token windows): the ranking
-    loss falls well below the margin 1 and held-out windows rank their true word far above the
-    ~500 of chance among 1,000 words (measured: loss 0.67 -> 0.29 in 5 epochs, mean rank 101)."""
+    """Default CompressTree on the NT English (KJV) training verses, as a sentence encoder: the
+    held-out verses' KJV text retrieves its Bible in Basic English paraphrase (centred cosine, P@1
+    the mean of both directions, 659 verses: chance 0.0015), as benchmarks.paraphrase scores the
+    defaults. Measured 0.357, 0.361, 0.360 (seeds 0-2; 1.3-2.5 s); the defaults before 2026-12-01
+    (random corruptions, 1,000 words, lr 0.01, init 0.1) 0.105, 0.030, 0.013: trained on windows,
+    their left-subtree map turns expansive and whole verses collapse onto one direction. And it
+    learns its criterion: loss 0.79 -> 0.33 in 5 epochs; the last word of held-out 5-token windows
+    ranks at 15% of the vocabulary among its corruptions (untrained, lr 1e-9: 48-53%)."""
     from linxling import CompressTree
+    from linxling.datasets.bible import _load_version, bible_db_path
+    from linxling.evaluate import retrieval
     from linxling.text import tokenize
     train, test = nt
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        bbe = _load_version(str(bible_db_path()), "3", None, True)     # the Bible in Basic English
+    keep = [i for i, k in enumerate(test.keys) if bbe.get(tuple(k))]
+    assert len(keep) > 600
     m = CompressTree(random_state=0, show_progress=False).fit(train.texts["en"])
-    assert m.loss_curve_[-1] < 0.5 * m.loss_curve_[0] and m.loss_curve_[-1] < 0.5
+    A = m.transform([test.texts["en"][i] for i in keep])
+    B = m.transform([bbe[tuple(test.keys[i])] for i in keep])
+    A, B = A - A.mean(axis=0), B - B.mean(axis=0)
+    p1 = np.mean([retrieval(q, c, ks=(1,), show_progress=False)["P@1"] for q, c in ((A, B), (B, A))])
+    assert p1 > 0.25
+    assert m.loss_curve_[-1] < 0.6 * m.loss_curve_[0]
     rng = np.random.default_rng(0)
     windows = []
     for t in test.texts["en"][:200]:
@@ -95,7 +112,7 @@ def test_compress_tree_defaults_learn(nt):
         if len(toks) >= 5:
             s = int(rng.integers(0, len(toks) - 4))
             windows.append(" ".join(toks[s:s + 5]))
-    assert np.mean(m.corrupted_rank(windows, random_state=0)) < 250
+    assert np.mean(m.corrupted_rank(windows, position="last")) < 0.3 * len(m.vocabulary_)
 
 
 def test_cross_wmf_defaults_learn(nt):

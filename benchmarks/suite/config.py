@@ -21,9 +21,9 @@ class Config:
     #: sentence-pair SGD models (BiCVM, BiCVM+, RankingEmbedding): dimension and epochs
     sgd_components: int = 128
     sgd_epochs: int = 3
-    #: CompressTree (English only): dimension, vocabulary, epochs
+    #: CompressTree (English only): dimension and epochs (its defaults); the vocabulary is the
+    #: model's default (20,000 words; 5,000 here before 2026-12-01, when the default was 1,000)
     tree_components: int = 50
-    tree_features: int = 5000
     tree_epochs: int = 5
     #: BilDRL: encoder ("att", "gru", ...; multitask) and epochs (None: BilDRL's defaults, ATT
     #: and 6); its word space is the Wikt3l gloss space (linxling.models.gloss_space) with r =

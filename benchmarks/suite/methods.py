@@ -151,8 +151,8 @@ def _fit_ranking(train, cfg):
 
 def _fit_compress_tree(train, cfg):
     from linxling.models.compress_tree import CompressTree
-    m = CompressTree(n_components=cfg.tree_components, max_features=cfg.tree_features,
-                     n_epochs=cfg.tree_epochs, language="en", random_state=0, show_progress=False)
+    m = CompressTree(n_components=cfg.tree_components, n_epochs=cfg.tree_epochs, language="en",
+                     random_state=0, show_progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         m.fit([t for t in train.texts["en"] if t.strip()])
@@ -206,8 +206,8 @@ register(Method("BiCVM+", _fit_bicvm_plus, "BiCVM+ at the same defaults, one mod
 register(Method("RankingEmbedding", _fit_ranking, "Etter's network at its defaults (mean of word vectors, "
                 "L1 score, margin d/32, SGD lr 1.0, batch 10), one model on all the verse-aligned languages"))
 register(Method("CompressTree", _fit_compress_tree, "CompressTree at its defaults (linear, left tree, "
-                "trained on 5-token windows, SGD lr 0.01; d = 50, 5,000 words) on the English training "
-                "verses; monolingual"))
+                "trained on 5-token windows with the last word corrupted, SGD lr 0.003, init 0.3; d = 50, "
+                "20,000 words) on the English training verses; monolingual"))
 register(Method("BilDRL", _fit_bildrl, "BilDRL at its defaults (multi-task ATT, 6 epochs; quick: BOW, 1) "
                 "on all Wikt3l training rows, into the Wikt3l gloss space (each word's own glosses in "
                 "a Cr5 space of the training pairs, r = 200; quick 100; glosses that copy a test "
