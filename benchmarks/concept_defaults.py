@@ -36,6 +36,7 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         "scale": [dict(), dict(scale="singular")],
         "min_df": [dict(min_df=m) for m in (1, 2, 3, 5)],
         "min_df_sizes": [dict(min_df=m) for m in (1, 2, 3)],
+        "sublinear_tf": [dict(sublinear_tf=False), dict(sublinear_tf=True)],
     },
     "CLLSI": {
         "n_components": [dict(n_components=r) for r in (100, 200, 300, 400)],
@@ -51,6 +52,7 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         "max_iter": [dict(), dict(max_iter=40)],
         "min_df": [dict(min_df=m) for m in (1, 3, 5)],
         "min_df_sizes": [dict(min_df=m) for m in (1, 2, 3)],
+        "sublinear_tf": [dict(sublinear_tf=False), dict(sublinear_tf=True)],
     },
     "BilingualWMF": {
         "missing_weight": [dict(missing_weight=w) for w in (0.01, 0.03, 0.1, 0.3)],
@@ -59,6 +61,7 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         "alpha_size": [dict(missing_weight=w, alpha=lam) for w in (0.01, 0.1)
                        for lam in ("auto", 0.3, 1.0, 3.0, 10.0, 20.0)],
         "min_df": [dict(min_df=m) for m in (1, 3)],
+        "sublinear_tf": [dict(sublinear_tf=False), dict(sublinear_tf=True)],
     },
 }
 

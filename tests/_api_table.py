@@ -21,6 +21,8 @@ MEANING = {
     "min_df": "a word must occur in at least this many documents (sentences) to enter the vocabulary",
     "max_features": "keep at most this many words per language (most frequent first)",
     "norm": "the vectoriser's row normalisation of tf-idf (\"l2\", or None: raw tf-idf)",
+    "sublinear_tf": "term frequencies of the vectoriser made from texts: 1 + ln(count) (True) or the "
+                    "papers' raw counts (False)",
     "alpha": "regularisation weight: the ridge λ (Cr5, GlossSpace, BilDRL's ridge encoder), the "
              "ALS λ (WMF family, \"auto\": scaled to the corpus), the L2 weight on updated rows (BiCVM, "
              "RankingEmbedding)",

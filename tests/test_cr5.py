@@ -746,3 +746,49 @@ def test_rows_times_map_gathers_only_the_used_columns(dtype, monkeypatch):
     monkeypatch.setattr(_base.sp, "csr_matrix", lambda *a, **k: seen.append(k.get("shape")) or csr(*a, **k))
     _base.rows_times_map(X, C)
     assert seen and seen[0][1] <= X.nnz                      # only the used columns
+
+
+# ------------------------------------------------------------------ sublinear_tf
+def _tf_texts(n=40, vocab=25, seed=6, prefix="w"):
+    """Short texts with repeated words (so that 1 + ln(count) differs from the count)."""
+    rng = np.random.default_rng(seed)
+    return [" ".join(f"{prefix}{i}" for i in rng.integers(0, vocab, size=rng.integers(5, 12)))
+            for _ in range(n)]
+
+
+def test_sublinear_tf_default():
+    """Sublinear term frequencies are Cr5's default since 2026-12-01: CSLS P@1 0.946 against 0.942
+    for raw counts on the validation verses (benchmarks/README.md, "Sublinear term frequency");
+    ``sublinear_tf=False`` is the paper's raw tf."""
+    assert Cr5().sublinear_tf is True
+    with pytest.raises(ValueError, match="'sublinear_tf' parameter of Cr5 must be an instance of 'bool'"):
+        Cr5(sublinear_tf="yes").fit(["a b", "c d"], ["en", "de"], [0, 0])
+
+
+@pytest.mark.parametrize("sublinear", [False, True])
+def test_sublinear_tf_reaches_the_vectorizers_and_round_trips(sublinear, tmp_path):
+    """A fit from texts is the fit on the matrices of ``TfidfVectorizer(norm="l2",
+    sublinear_tf=...)`` built by hand; the parameter survives save / load, and a file saved
+    before it existed loads with raw counts (False)."""
+    import linxling
+    from linxling.text import TfidfVectorizer
+    en, de = _tf_texts(), _tf_texts(prefix="v")
+    ids = list(range(len(en)))
+    kw = dict(n_components=4, random_state=0, show_progress=False, **TIGHT)
+    m = Cr5(sublinear_tf=sublinear, **kw).fit(en + de, ["en"] * len(en) + ["de"] * len(de), ids * 2)
+    assert all(v.sublinear_tf is sublinear for v in m.vectorizers_.values())
+    vecs = {lang: TfidfVectorizer(norm="l2", sublinear_tf=sublinear).fit(t) for lang, t in (("en", en), ("de", de))}
+    raw = TfidfVectorizer(norm="l2").fit_transform(en)
+    assert bool(abs(vecs["en"].transform(en) - raw).sum() > 1e-9) is sublinear    # repeated words
+    by_hand = Cr5(**kw).fit_matrices({"en": vecs["en"].transform(en), "de": vecs["de"].transform(de)},
+                                     {"en": ids, "de": ids})
+    for lang, t in (("en", en), ("de", de)):
+        a, b = m.transform(t[:8], lang), by_hand.transform_matrix(vecs[lang].transform(t[:8]), lang)
+        np.testing.assert_allclose(np.abs(a), np.abs(b), rtol=1e-6, atol=1e-8)   # up to each column's sign
+    m.save(tmp_path / "cr5.h5")
+    back = linxling.load(tmp_path / "cr5.h5")
+    assert back.sublinear_tf is sublinear and back.vectorizers_["de"].sublinear_tf is sublinear
+    np.testing.assert_array_equal(back.transform(de[:8], "de"), m.transform(de[:8], "de"))
+    params, arrays = m._get_state()
+    del params["sublinear_tf"]                             # a file from before the parameter
+    assert Cr5._from_state(params, arrays).sublinear_tf is False

@@ -1009,3 +1009,77 @@ def test_progress_bar_shows_each_loss_with_its_own_count(monkeypatch):
         bi = BiCVM(n_components=4, n_epochs=3, random_state=0, n_threads=1).fit({"en": en, "xx": en[::-1]})
     drawn = re.findall(r"(\d)/3[^\r]*loss=([-\d.e+]+)", buf.getvalue())
     assert drawn and all(bi.loss_curve_[int(n) - 1] == pytest.approx(float(v), rel=1e-3) for n, v in drawn)
+
+
+# ------------------------------------------------------------------ sublinear_tf
+def _tf_corpus(n=50, vocab=25, seed=4, prefix="w"):
+    """Short texts with repeated words (so that 1 + ln(count) differs from the count)."""
+    rng = np.random.default_rng(seed)
+    return [" ".join(f"{prefix}{i}" for i in rng.integers(0, vocab, size=rng.integers(5, 12)))
+            for _ in range(n)]
+
+
+def test_sublinear_tf_defaults():
+    """Sublinear term frequencies (1 + ln(count)) are the WMF family's default since 2026-12-01:
+    on their validation tasks (benchmarks/README.md, "Sublinear term frequency") WMF's paraphrase
+    P@1 0.860 against 0.838 for raw counts (the papers'), x-WMF's verse retrieval 0.898 against
+    0.878, b-WMF's 0.913 against 0.893. Raw counts stay an option (``sublinear_tf=False``)."""
+    for cls in (WMF, BilingualWMF, CrossWMF):
+        assert cls().sublinear_tf is True
+    with pytest.raises(ValueError, match="'sublinear_tf' parameter of WMF must be an instance of 'bool'"):
+        WMF(sublinear_tf="yes", n_components=2, max_iter=1).fit(_X(20, 10))
+
+
+@pytest.mark.parametrize("sublinear", [False, True])
+def test_wmf_sublinear_tf_fits_the_vectorizers_sublinear_matrix(sublinear, tmp_path):
+    """``sublinear_tf`` reaches the fitted vectoriser: a fit from texts is the fit on the matrix of
+    ``TfidfVectorizer(norm=None, sublinear_tf=...)`` built by hand, and it survives save / load;
+    a file saved before the parameter existed loads with raw counts (False)."""
+    import linxling
+    from linxling.text import TfidfVectorizer
+    texts = _tf_corpus()
+    kw = dict(n_components=3, max_iter=3, min_df=1, random_state=0, show_progress=False)
+    m = WMF(sublinear_tf=sublinear, **kw).fit(texts)
+    assert m.vectorizer_.sublinear_tf is sublinear and m.get_params()["sublinear_tf"] is sublinear
+    vec = TfidfVectorizer(norm=None, min_df=1, sublinear_tf=sublinear)
+    X = vec.fit_transform(texts)
+    raw = TfidfVectorizer(norm=None, min_df=1).fit_transform(texts)
+    assert bool(abs(X - raw).sum() > 0) is sublinear      # the corpus has repeated words
+    by_hand = WMF(**kw).fit(X)
+    np.testing.assert_allclose(m.transform(texts[:7]), by_hand.transform(vec.transform(texts[:7])),
+                               rtol=1e-10, atol=1e-12)
+    m.save(tmp_path / "w.h5")
+    back = linxling.load(tmp_path / "w.h5")
+    assert back.sublinear_tf is sublinear and back.vectorizer_.sublinear_tf is sublinear
+    np.testing.assert_array_equal(back.transform(texts[:7]), m.transform(texts[:7]))
+    params, arrays = m._get_state()
+    del params["sublinear_tf"]                             # a file from before the parameter
+    old = WMF._from_state(params, arrays)
+    assert old.sublinear_tf is False
+
+
+@pytest.mark.parametrize("sublinear", [False, True])
+def test_crosslingual_wmf_sublinear_tf_reaches_every_vectorizer(sublinear, tmp_path):
+    import linxling
+    from linxling.text import TfidfVectorizer
+    en, es = _tf_corpus(seed=5), _tf_corpus(seed=5, prefix="v")
+    kw = dict(n_components=3, alpha=0.01, max_iter=3, random_state=0, show_progress=False, sublinear_tf=sublinear)
+    b = BilingualWMF(**kw).fit({"en": en, "es": es})
+    x = CrossWMF(pivot_language="en", **kw).fit({"es": (en, es)}, X_pivot=en)
+    assert all(v.sublinear_tf is sublinear for v in b.vectorizers_.values())
+    assert x.vectorizers_["es"].sublinear_tf is sublinear
+    assert x.pivot_model_.sublinear_tf is sublinear and x.pivot_model_.vectorizer_.sublinear_tf is sublinear
+    vecs = {lang: TfidfVectorizer(norm=None, min_df=1, sublinear_tf=sublinear).fit(t)
+            for lang, t in (("en", en), ("es", es))}
+    by_hand = BilingualWMF(**{k: v for k, v in kw.items() if k != "sublinear_tf"}).fit(
+        {lang: vecs[lang].transform(t) for lang, t in (("en", en), ("es", es))})
+    np.testing.assert_allclose(b.transform(es[:6], "es"), by_hand.transform(vecs["es"].transform(es[:6]), "es"),
+                               rtol=1e-10, atol=1e-12)
+    for model, cls in ((b, BilingualWMF), (x, CrossWMF)):
+        model.save(tmp_path / "m.h5")
+        back = linxling.load(tmp_path / "m.h5")
+        assert isinstance(back, cls) and back.sublinear_tf is sublinear
+        np.testing.assert_array_equal(back.transform(es[:6], "es"), model.transform(es[:6], "es"))
+        params, arrays = model._get_state()
+        del params["sublinear_tf"]
+        assert cls._from_state(params, arrays).sublinear_tf is False

@@ -130,6 +130,7 @@ def _texts_or_none(X: Any, name: str) -> list[str] | None:
 def _make_vectorizer(est):
     from linxling.text import TfidfVectorizer
     kw = dict(min_df=est.min_df, max_features=est.max_features, norm=None,
+              sublinear_tf=bool(est.sublinear_tf),
               dtype=np.float64 if est.dtype is None else check_float_dtype(est.dtype),
               show_progress=est.show_progress)
     if est.tokenizer is not None:
@@ -160,7 +161,7 @@ class _WMFParams(LinxlingEstimator):
 
     def _init_params(self, n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                      dtype, random_state, tokenizer, min_df, max_features, show_progress,
-                     callback, device=None):
+                     callback, device=None, sublinear_tf=False):
         self.n_components = n_components
         self.alpha = alpha
         self.missing_weight = missing_weight
@@ -175,6 +176,7 @@ class _WMFParams(LinxlingEstimator):
         self.show_progress = show_progress
         self.callback = callback
         self.device = device
+        self.sublinear_tf = sublinear_tf
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -201,6 +203,7 @@ class _WMFParams(LinxlingEstimator):
         "tokenizer": [callable, None],
         "min_df": [POSITIVE_INT],
         "max_features": [POSITIVE_INT, None],
+        "sublinear_tf": ["boolean"],
         "show_progress": ["boolean", None],
         "callback": [callable, None],
         "device": DEVICE,
@@ -357,6 +360,8 @@ class _WMFParams(LinxlingEstimator):
         """A model with what :meth:`_wmf_state` saved (the factors are the model's own to
         restore)."""
         model = cls._from_params_state(params)
+        if "sublinear_tf" not in params:           # files before the parameter: raw counts
+            model.sublinear_tf = False
         if "alpha_" in params or not isinstance(model.alpha, str):   # files before "auto": alpha itself
             model.alpha_ = float(params.get("alpha_", model.alpha))
             if not (np.isfinite(model.alpha_) and model.alpha_ >= 0):

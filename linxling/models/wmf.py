@@ -154,14 +154,22 @@ class WMF(_WMFParams):
         Seeds the N(0, 1/k) initial factors.
     tokenizer, min_df, max_features : default None, 3, 200,000
         Options of the :class:`linxling.text.TfidfVectorizer` used when ``fit`` receives texts
-        (raw tf-idf, ``norm=None``, as in the paper; ``min_df`` 3 and ``max_features`` are the
-        Cr5 paper's vectoriser settings). On the paraphrase task above ``min_df`` 1 / 2 / 3 / 5
-        scored 0.834 / 0.837 / 0.838 / 0.839 (seed ranges up to 0.010 at 1): level, so 3 stays;
+        (tf-idf with ``norm=None``, as in the paper, term frequencies by ``sublinear_tf``;
+        ``min_df`` 3 and ``max_features`` are the Cr5 paper's vectoriser settings). On the
+        paraphrase task above ``min_df`` 1 / 2 / 3 / 5 scored 0.834 / 0.837 / 0.838 / 0.839
+        (seed ranges up to 0.010 at 1, with raw counts): level, so 3 stays;
         the crosslingual models keep every word (``min_df=1``: :class:`BilingualWMF`,
         :class:`CrossWMF`, whose pivot WMF takes it too), ahead on their verse retrieval.
-        Sublinear term frequencies, not an option here, scored 0.860 against 0.838 for raw
-        counts on that task (L2-normalised rows 0.822, both 0.848): fit a matrix,
-        ``WMF().fit(TfidfVectorizer(norm=None, sublinear_tf=True).fit_transform(texts))``.
+    sublinear_tf : bool, default True
+        Term frequencies of that vectoriser: ``1 + ln(count)`` (True, the default since
+        2026-12-01) or the raw counts of the paper (False). On the paraphrase task above,
+        P@1 (mean of 3 seeds; ranges 0.835-0.840 and 0.859-0.862) 0.860 against 0.838 for raw
+        counts on all 23,329 verses, and ahead at every corpus size (2 seeds each): 0.671 /
+        0.743 / 0.792 / 0.834 against 0.657 / 0.722 / 0.774 / 0.818 on 300 / 1,000 / 3,000 /
+        10,000 verses, at no extra cost (``python -m benchmarks.paraphrase --model WMF --spec
+        '{"sublinear_tf": false}' '{"sublinear_tf": true}' --seeds 0 1 2``; benchmarks/README.md
+        "Sublinear term frequency"). L2-normalised rows lost there (0.822; with sublinear tf
+        0.848), so ``norm=None`` stays. A matrix given to ``fit`` is used as it is.
     show_progress : bool or None
         tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
@@ -231,12 +239,13 @@ class WMF(_WMFParams):
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 3, max_features: int | None = 200_000,
+                 sublinear_tf: bool = True,
                  show_progress: bool | None = None,
                  callback: Callable[[Any, int, float], Any] | None = None, language: str | None = None,
                  device: Any = None):
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
-                          callback, device)
+                          callback, device, sublinear_tf=sublinear_tf)
         self.language = language
 
     # ---------------------------------------------------------------- input
@@ -479,12 +488,20 @@ class BilingualWMF(_WMFParams):
         Seeds the N(0, 1/k) initial factors.
     tokenizer, min_df, max_features : default None, 1, 200,000
         Options of the :class:`linxling.text.TfidfVectorizer` made for each language that
-        ``fit`` receives as texts (raw tf-idf, ``norm=None``, as in the paper). ``min_df`` 1
+        ``fit`` receives as texts (tf-idf with ``norm=None``, as in the paper). ``min_df`` 1
         against 3 (the Cr5 paper's, the default before 2026-12-01) on the validation verses of
         benchmarks/README.md, one model per en-X pair (CSLS P@1): 0.333 / 0.225 trained on 300
         verses, 0.569 / 0.461 on 1,000, 0.741 / 0.703 on 3,000, 0.895 / 0.892 on all 23,329
         (``python -m benchmarks.concept_defaults --model BilingualWMF --grid min_df
         [--sizes ...]``).
+    sublinear_tf : bool, default True
+        Term frequencies of those vectorisers: ``1 + ln(count)`` (True, the default since
+        2026-12-01) or the paper's raw counts (False). On the validation verses above (CSLS
+        P@1, one model per en-X pair) 0.913 against 0.893 for raw counts on all 23,329 (seeds
+        0 / 1: 0.9150 / 0.9112 against 0.8945 / 0.8923), 0.350 / 0.597 / 0.772 against 0.333 /
+        0.569 / 0.741 on 300 / 1,000 / 3,000 (``python -m benchmarks.concept_defaults --model
+        BilingualWMF --grid sublinear_tf [--sizes ...]``; benchmarks/README.md "Sublinear term
+        frequency").
     show_progress : bool or None
         tqdm bar over iterations (None follows :func:`linxling.set_show_progress`).
     callback : callable(model, iteration, loss) or None
@@ -519,11 +536,12 @@ class BilingualWMF(_WMFParams):
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 1, max_features: int | None = 200_000,
+                 sublinear_tf: bool = True,
                  show_progress: bool | None = None,
                  callback: Callable[[Any, int, float], Any] | None = None, device: Any = None):
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
-                          callback, device)
+                          callback, device, sublinear_tf=sublinear_tf)
 
     def fit(self, X: Mapping, y: Any = None, *, init_components: Mapping | None = None,
             init_embedding: Any = None, memory_budget: int | str | None = None,

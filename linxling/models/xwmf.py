@@ -61,7 +61,7 @@ class CrossWMF(_WMFParams):
         A fitted monolingual WMF to use as the pivot. If None, one is fitted in ``fit`` with
         the hyper-parameters below.
     n_components, alpha, missing_weight, max_iter, solver, cg_steps, dtype, random_state,
-    tokenizer, min_df, max_features, show_progress, callback, device :
+    tokenizer, min_df, max_features, sublinear_tf, show_progress, callback, device :
         As in :class:`WMF` (``device`` runs the pivot's ALS; each language's single A-step runs
         on the CPU). ``missing_weight`` is also the w_m of the per-language A-steps (eq. 7,
         C_2) and of their transforms; their λ is the pivot's ``alpha_`` (``alpha`` resolved, or
@@ -78,7 +78,13 @@ class CrossWMF(_WMFParams):
         validation verses of benchmarks/README.md (CSLS P@1) 0.332 / 0.200 trained on 300
         verses, 0.547 / 0.434 on 1,000, 0.729 / 0.678 on 3,000, 0.879 / 0.874 on all 23,329, at
         8.6 against 5.2 s for the last (``python -m benchmarks.concept_defaults --model
-        CrossWMF --grid min_df_sizes [--sizes ...]``).
+        CrossWMF --grid min_df_sizes [--sizes ...]``). ``sublinear_tf`` (``1 + ln(count)``
+        term frequencies, for the pivot WMF fitted here too) is True, as in :class:`WMF`, since
+        2026-12-01: on the same verses 0.898 against 0.878 for raw counts on all 23,329
+        (seeds 0 / 1: 0.8985 / 0.8984 against 0.8789 / 0.8774), 0.350 / 0.580 / 0.759 against
+        0.332 / 0.547 / 0.729 on 300 / 1,000 / 3,000, up in every direction (``python -m
+        benchmarks.concept_defaults --model CrossWMF --grid sublinear_tf [--sizes ...]``;
+        benchmarks/README.md "Sublinear term frequency"); ``False`` is the paper's raw counts.
 
     Attributes
     ----------
@@ -106,13 +112,14 @@ class CrossWMF(_WMFParams):
                  max_iter: int = 20, solver: str = "cg", cg_steps: int = 3,
                  dtype: Any = None, random_state: Any = None, tokenizer: Any = None,
                  min_df: int = 1, max_features: int | None = 200_000,
+                 sublinear_tf: bool = True,
                  show_progress: bool | None = None,
                  callback: Callable[[Any, int, float], Any] | None = None, device: Any = None):
         self.pivot_language = pivot_language
         self.pivot_model = pivot_model
         self._init_params(n_components, alpha, missing_weight, max_iter, solver, cg_steps,
                           dtype, random_state, tokenizer, min_df, max_features, show_progress,
-                          callback, device)
+                          callback, device, sublinear_tf=sublinear_tf)
 
     def fit(self, parallel: Mapping, X_pivot: Any = None) -> CrossWMF:
         """Fit the pivot model (unless given) and every other language's word factor.
