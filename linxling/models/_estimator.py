@@ -290,8 +290,16 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
     #: renamed fitted attributes, old name -> new name (e.g. ``loss_history_`` -> ``loss_curve_``):
     #: the old name still reads, with a FutureWarning
     _renamed_attrs: dict[str, str] = {}
+    #: parameters added after models of this class were pickled, name -> the value that gives
+    #: those models' behaviour (``sublinear_tf``: False, the raw counts they were fitted with). A
+    #: model unpickled from before has no such attribute and reads this value, so that
+    #: ``get_params``, ``repr`` and ``clone`` work on it (the saved .h5 format sets it on load)
+    _added_params: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
+        added = type(self)._added_params
+        if name in added:
+            return added[name]
         new = type(self)._renamed_attrs.get(name)
         if new is not None and new in self.__dict__:
             warnings.warn(f"{type(self).__name__}.{name} is renamed {new}; the old name goes in the next "

@@ -190,6 +190,9 @@ class _WMFParams(LinxlingEstimator):
     _auto_alpha_sentences: float = AUTO_ALPHA_SENTENCES
 
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
+    #: added 2026-12-01: models pickled before were fitted on raw counts
+    _added_params: dict[str, Any] = {"sublinear_tf": False}
+
     _parameter_constraints: dict[str, list[Any]] = {
         "n_components": [POSITIVE_INT],
         "alpha": [POSITIVE_REAL, StrOptions({"auto"})],
