@@ -42,6 +42,7 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         "n_components": [dict(n_components=r) for r in (100, 200, 300, 400)],
         "scale": [dict(), dict(scale="fold_in")],
         "min_df": [dict(min_df=m) for m in (1, 3)],
+        "sublinear_tf": [dict(sublinear_tf=False), dict(sublinear_tf=True)],
     },
     "CrossWMF": {
         "solver": [dict(), dict(solver="cholesky"), dict(cg_steps=6)],

@@ -280,14 +280,55 @@ def test_vectorizer_settings_are_parameters_and_the_old_way_warns():
     assert clone(m).get_params()["max_features"] == 12
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        m.fit(texts, langs, concepts, vectorizer_params={"sublinear_tf": True})
+        m.fit(texts, langs, concepts, vectorizer_params={"smooth_idf": False})
     vec = m.vectorizers_["en"]
-    assert (vec.min_df, vec.max_features, vec.norm, vec.sublinear_tf) == (1, 12, None, True)
+    assert (vec.min_df, vec.max_features, vec.norm, vec.smooth_idf) == (1, 12, None, False)
     with pytest.warns(FutureWarning, match=r"give min_df to CLLSI\(\.\.\.\) instead"):
         old = CLLSI(n_components=3, random_state=0).fit(texts, langs, concepts, vectorizer_params={"min_df": 1})
     assert old.vectorizers_["fr"].min_df == 1
     with pytest.raises(ValueError, match="min_df"):
         CLLSI(min_df=0).fit(texts, langs, concepts)
+
+
+def test_sublinear_tf_is_a_parameter_and_older_models_keep_raw_counts(tmp_path):
+    """sublinear_tf (default True since 2026-12-01, chosen on validation verses) reaches every
+    vectoriser (its matrices those of a sublinear vectoriser built by hand); it saves and loads; a file or a
+    pickle from before the parameter gives the raw counts that model was fitted with."""
+    import pickle
+
+    import linxling
+    from linxling.text import TfidfVectorizer
+    texts, langs, concepts = _toy_texts()
+    assert CLLSI().get_params()["sublinear_tf"] is True
+    with pytest.raises(ValueError, match="sublinear_tf"):
+        CLLSI(sublinear_tf="yes").fit(texts, langs, concepts)
+    m = CLLSI(n_components=3, random_state=0, solver="arpack").fit(texts, langs, concepts)
+    assert all(v.sublinear_tf for v in m.vectorizers_.values())
+    by_lang: dict = {}
+    for t, lang, c in zip(texts, langs, concepts, strict=True):
+        by_lang.setdefault(lang, ([], []))
+        by_lang[lang][0].append(t)
+        by_lang[lang][1].append(c)
+    vecs = {lang: TfidfVectorizer(min_df=1, norm="l2", sublinear_tf=True).fit(t) for lang, (t, _) in by_lang.items()}
+    raw = CLLSI(n_components=3, random_state=0, solver="arpack", sublinear_tf=False).fit(texts, langs, concepts)
+    assert not any(v.sublinear_tf for v in raw.vectorizers_.values())
+    en = by_lang["en"][0][:4]
+    assert np.abs(m.vectorizers_["en"].transform(en) - vecs["en"].transform(en)).sum() == 0
+    m.save(tmp_path / "l.h5")
+    back = linxling.load(tmp_path / "l.h5")
+    assert back.sublinear_tf is True
+    np.testing.assert_array_equal(back.transform(en, "en"), m.transform(en, "en"))
+    params, arrays = raw._get_state()
+    del params["sublinear_tf"]                             # a file from before the parameter
+    assert CLLSI._from_state(params, arrays).sublinear_tf is False
+    state = dict(raw.__dict__)                             # a pickle from before the parameter
+    del state["sublinear_tf"]
+    old = CLLSI.__new__(CLLSI)
+    old.__dict__.update(state)
+    old = pickle.loads(pickle.dumps(old))
+    assert old.get_params()["sublinear_tf"] is False and repr(old).startswith("CLLSI")
+    with pytest.warns(FutureWarning, match=r"give sublinear_tf to CLLSI\(\.\.\.\) instead"):
+        CLLSI(n_components=3, random_state=0).fit(texts, langs, concepts, vectorizer_params={"sublinear_tf": False})
 
 
 _Bars = RecordedBars   # every bar made while installed (tests/_bars.py)

@@ -290,10 +290,11 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
     #: renamed fitted attributes, old name -> new name (e.g. ``loss_history_`` -> ``loss_curve_``):
     #: the old name still reads, with a FutureWarning
     _renamed_attrs: dict[str, str] = {}
-    #: parameters added after models of this class were pickled, name -> the value that gives
-    #: those models' behaviour (``sublinear_tf``: False, the raw counts they were fitted with). A
-    #: model unpickled from before has no such attribute and reads this value, so that
-    #: ``get_params``, ``repr`` and ``clone`` work on it (the saved .h5 format sets it on load)
+    #: parameters added after models of this class were saved or pickled, name -> the value that
+    #: gives those models' behaviour (``sublinear_tf``: False, the raw counts they were fitted
+    #: with). A model unpickled from before has no such attribute and reads this value (so that
+    #: ``get_params``, ``repr`` and ``clone`` work on it); a file from before loads with it
+    #: (:meth:`_from_params_state`)
     _added_params: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -519,6 +520,8 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
         (the fitted state) are ignored, and a parameter the file lacks gets its default.
         ``given``: parameters a file cannot hold (an estimator), rebuilt by the caller."""
         saved = {k: _decode_param(v) for k, v in cls._init_kwargs(params).items()}
+        # a parameter added since the file was written: the value of the model it holds
+        saved.update({k: v for k, v in cls._added_params.items() if k not in params and k not in given})
         return cls(**{**saved, **given})
 
     def _restore_init_params(self, state: dict) -> None:

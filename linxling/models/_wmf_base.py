@@ -363,8 +363,6 @@ class _WMFParams(LinxlingEstimator):
         """A model with what :meth:`_wmf_state` saved (the factors are the model's own to
         restore)."""
         model = cls._from_params_state(params)
-        if "sublinear_tf" not in params:           # files before the parameter: raw counts
-            model.sublinear_tf = False
         if "alpha_" in params or not isinstance(model.alpha, str):   # files before "auto": alpha itself
             model.alpha_ = float(params.get("alpha_", model.alpha))
             if not (np.isfinite(model.alpha_) and model.alpha_ >= 0):

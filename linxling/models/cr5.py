@@ -1370,8 +1370,6 @@ class Cr5(ConceptEmbeddingMixin):
     @classmethod
     def _from_state(cls, params, arrays):
         model = cls._from_params_state(params)
-        if "sublinear_tf" not in params:           # files before the parameter: raw counts
-            model.sublinear_tf = False
         model._restore_shared(params, arrays)
         # a record of the fit, not used by transform: a 1-D float array (NaN allowed)
         model.eigenvalues_ = stored_float(arrays["eigenvalues"], "eigenvalues", 1, finite=False)
