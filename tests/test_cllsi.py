@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from _bars import RecordedBars
+from _pickles import unpickled_without
 from sklearn.exceptions import NotFittedError
 
 from linxling.models.cllsi import CLLSI
@@ -294,8 +295,6 @@ def test_sublinear_tf_is_a_parameter_and_older_models_keep_raw_counts(tmp_path):
     """sublinear_tf (default True since 2026-12-01, chosen on validation verses) reaches every
     vectoriser (its matrices those of a sublinear vectoriser built by hand); it saves and loads; a file or a
     pickle from before the parameter gives the raw counts that model was fitted with."""
-    import pickle
-
     import linxling
     from linxling.text import TfidfVectorizer
     texts, langs, concepts = _toy_texts()
@@ -321,11 +320,7 @@ def test_sublinear_tf_is_a_parameter_and_older_models_keep_raw_counts(tmp_path):
     params, arrays = raw._get_state()
     del params["sublinear_tf"]                             # a file from before the parameter
     assert CLLSI._from_state(params, arrays).sublinear_tf is False
-    state = dict(raw.__dict__)                             # a pickle from before the parameter
-    del state["sublinear_tf"]
-    old = CLLSI.__new__(CLLSI)
-    old.__dict__.update(state)
-    old = pickle.loads(pickle.dumps(old))
+    old = unpickled_without(raw, "sublinear_tf")           # a pickle from before the parameter
     assert old.get_params()["sublinear_tf"] is False and repr(old).startswith("CLLSI")
     with pytest.warns(FutureWarning, match=r"give sublinear_tf to CLLSI\(\.\.\.\) instead"):
         CLLSI(n_components=3, random_state=0).fit(texts, langs, concepts, vectorizer_params={"sublinear_tf": False})

@@ -190,7 +190,7 @@ class _WMFParams(LinxlingEstimator):
     _auto_alpha_sentences: float = AUTO_ALPHA_SENTENCES
 
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`)
-    #: added 2026-12-01: models pickled before were fitted on raw counts
+    #: added 2026-12-01: models saved or pickled before were fitted on raw counts
     _added_params: dict[str, Any] = {"sublinear_tf": False}
 
     _parameter_constraints: dict[str, list[Any]] = {

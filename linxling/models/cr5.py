@@ -377,7 +377,7 @@ class Cr5(ConceptEmbeddingMixin):
 
     #: checked at the start of every fit (:meth:`LinxlingEstimator._validate_declared_params`);
     #: the bounds of a ``doc_filter`` pair are checked by :meth:`fit`, the only place that uses them
-    #: added 2026-12-01: models pickled before were fitted on raw counts
+    #: added 2026-12-01: models saved or pickled before were fitted on raw counts
     _added_params: dict[str, Any] = {"sublinear_tf": False}
 
     _parameter_constraints: dict[str, list[Any]] = {
