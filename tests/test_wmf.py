@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from _pickles import unpickled_without
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from linxling.kernels import als
@@ -724,6 +725,17 @@ def test_cross_wmf_pivot_keeps_the_crosslingual_auto_alpha():
     assert model.alpha_ == pytest.approx(3.0) and model.pivot_model_.alpha_ == pytest.approx(3.0)
     alone = WMF(n_components=3, max_iter=1, random_state=0, show_progress=False).fit(Xp)
     assert alone.alpha_ == pytest.approx(0.3)
+    # the pivot's alpha is that λ, a number: its parameters say what it was fitted with, and a
+    # clone refits the same (with "auto" and the rule in private attributes it refitted at 0.3)
+    assert model.alpha == "auto" and model.pivot_model_.alpha == pytest.approx(3.0)
+    refit = clone(model.pivot_model_).fit(Xp)
+    assert refit.alpha_ == pytest.approx(3.0)
+    np.testing.assert_allclose(refit.components_, model.pivot_model_.components_, rtol=1e-12, atol=1e-12)
+    # texts: the λ follows the number of pivot sentences as given (3,000 verses -> 10)
+    texts = [f"w{i % 7} w{i % 11} w{i % 13}" for i in range(3000)]
+    x = CrossWMF(n_components=2, max_iter=1, random_state=0, show_progress=False, min_df=1).fit(
+        {"es": (texts[:30], [f"e{i % 5} e{i % 3}" for i in range(30)])}, X_pivot=texts)
+    assert x.pivot_model_.alpha == pytest.approx(10.0) and x.alpha_ == pytest.approx(10.0)
 
 
 def test_cross_wmf_solves_a_shared_pivot_side_once(monkeypatch):

@@ -41,6 +41,17 @@ def _same_side(a: Any, b: Any) -> bool:
             and all(isinstance(t, str) for t in a) and list(a) == list(b))
 
 
+def _n_rows(X: Any) -> int | None:
+    """Sentences in a pivot corpus (a matrix or a sequence of texts); None for anything else,
+    which the pivot's fit then refuses by name."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2 and isinstance(shape[0], (int, np.integer)):
+        return int(shape[0])
+    if isinstance(X, (list, tuple)):
+        return len(X)
+    return None
+
+
 @register_model("CrossWMF")
 class CrossWMF(_WMFParams):
     """x-WMF (Aldarmaki & Diab 2016, Sec. 3.2.2): a pivot WMF plus one solve per language.
@@ -73,7 +84,9 @@ class CrossWMF(_WMFParams):
         ``language`` other than ``pivot_language`` is an error. ``alpha="auto"`` is the
         crosslingual models' ``min(20, n_sentences / 300)`` (:class:`BilingualWMF`'s), for the
         pivot fitted here too, not a WMF's own ``min(1, n_sentences / 3000)`` (a ``pivot_model``
-        fitted at its default brings that). ``min_df`` is 1 here (every
+        fitted at its default brings that): the pivot fitted here is given that λ as its
+        ``alpha``, a number, so ``pivot_model_`` says what it was fitted with and a ``clone`` of
+        it refits the same. ``min_df`` is 1 here (every
         word; WMF's is 3): against 3, the Cr5 paper's and the default before 2026-12-01, on the
         validation verses of benchmarks/README.md (CSLS P@1) 0.332 / 0.200 trained on 300
         verses, 0.547 / 0.434 on 1,000, 0.729 / 0.678 on 3,000, 0.879 / 0.874 on all 23,329, at
@@ -181,14 +194,6 @@ class CrossWMF(_WMFParams):
             self.loss_curve_ = []
             self.n_iter_ = 0
         else:
-            # the pivot WMF gets this model's parameters; its callback reports as this model
-            pivot = WMF(**{**WMF._init_kwargs(self.get_params(deep=False)), "device": self.device_,
-                           "callback": (None if self.callback is None else
-                                        lambda _m, it, loss: self.callback(self, it, loss))})
-            # x-WMF's "auto" λ is the crosslingual models' min(20, n / 300), validated on verse
-            # retrieval, not the monolingual WMF's min(1, n / 3000): its pivot resolves "auto" so
-            pivot._auto_alpha_max = self._auto_alpha_max
-            pivot._auto_alpha_sentences = self._auto_alpha_sentences
             given_pivot = X_pivot is not None
             if X_pivot is None:
                 sides = [parallel[lang][0] for lang in langs]
@@ -198,6 +203,20 @@ class CrossWMF(_WMFParams):
                 else:
                     X_pivot = sp.vstack([check_sparse_matrix(s, f"parallel[{lang!r}][0]")
                                          for s, lang in zip(sides, langs, strict=True)], format="csr")
+            # the pivot WMF gets this model's parameters; its callback reports as this model.
+            # x-WMF's "auto" λ is the crosslingual models' min(20, n / 300), validated on verse
+            # retrieval, not the monolingual WMF's min(1, n / 3000): the pivot is given that λ
+            # as a number, so that its alpha says what it was fitted with (and a clone of it
+            # refits the same); its collapse warning names the crosslingual rule too
+            params = WMF._init_kwargs(self.get_params(deep=False))
+            n_pivot = _n_rows(X_pivot)
+            if self.alpha == "auto" and n_pivot is not None:
+                params["alpha"] = self._effective_alpha(n_pivot)
+            pivot = WMF(**{**params, "device": self.device_,
+                           "callback": (None if self.callback is None else
+                                        lambda _m, it, loss: self.callback(self, it, loss))})
+            pivot._auto_alpha_max = self._auto_alpha_max
+            pivot._auto_alpha_sentences = self._auto_alpha_sentences
             try:
                 pivot.fit(X_pivot)
             except ValueError as exc:
