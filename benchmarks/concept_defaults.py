@@ -54,6 +54,9 @@ GRIDS: dict[str, dict[str, list[dict]]] = {
         "min_df": [dict(min_df=m) for m in (1, 3, 5)],
         "min_df_sizes": [dict(min_df=m) for m in (1, 2, 3)],
         "sublinear_tf": [dict(sublinear_tf=False), dict(sublinear_tf=True)],
+        # "auto" λ (min(20, n / 300)) against the λ that a pivot_model fitted at WMF's own
+        # defaults brings: min(1, n / 3000), 1 from 3,000 pivot sentences on
+        "pivot_alpha": [dict(), dict(alpha=1.0)],
     },
     "BilingualWMF": {
         "missing_weight": [dict(missing_weight=w) for w in (0.01, 0.03, 0.1, 0.3)],

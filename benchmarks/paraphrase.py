@@ -133,11 +133,10 @@ def main(argv=None) -> int:
         for size in a.sizes or [None]:
             run_specs(a.model, a.spec, a.seeds, a.out, sample_fit(fit, size), val_kjv, val_para)
         return 0
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from linxling.text import TfidfVectorizer
 
-    from linxling.text import tokenize
-
-    tf = TfidfVectorizer(tokenizer=tokenize, lowercase=False, token_pattern=None).fit(fit)
+    # every word, raw counts, smoothed idf, unit rows: scikit-learn's TfidfVectorizer defaults
+    tf = TfidfVectorizer(min_df=1, max_features=None).fit(fit)
     score = paraphrase_score(lambda t: tf.transform(t).toarray(), val_kjv, val_para)
     print(json.dumps({"n_fit": len(fit), "n_val": len(val_kjv), "tfidf": score}, indent=1))
     return 0
