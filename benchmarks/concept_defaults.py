@@ -11,6 +11,7 @@ read. Score: verse retrieval as the leaderboard's (CSLS P@1, 1,000 query verses 
     python -m benchmarks.concept_defaults --model CrossWMF --grid solver missing_weight alpha n_components
     python -m benchmarks.concept_defaults --model BilingualWMF --grid missing_weight alpha
     python -m benchmarks.concept_defaults --model Cr5 --grid min_df_sizes --sizes 1000 3000   # min_df 1/2/3
+    python -m benchmarks.concept_defaults --model Cr5 --grid sublinear_tf --unit chapter      # long documents
 
 Each row: the parameters changed from the model's defaults (``{}``: the defaults), the
 validation score, each direction's P@1 and the fit's seconds. Raw rows:
@@ -98,6 +99,24 @@ class _Subset:
         return texts, langs, concepts
 
 
+class _Chapters(_Subset):
+    """The fit split's chapters as documents (each chapter's verses joined by a space, in order):
+    long documents, about 25 verses each, for the models fitted on them."""
+
+    def __init__(self, corpus):
+        self.languages = list(corpus.languages)
+        self.keys: list = []
+        self.texts: dict = {lang: [] for lang in self.languages}
+        for i, key in enumerate(corpus.keys):
+            if not self.keys or self.keys[-1] != tuple(key[:2]):
+                self.keys.append(tuple(key[:2]))
+                for lang in self.languages:
+                    self.texts[lang].append(corpus.texts[lang][i])
+            else:
+                for lang in self.languages:
+                    self.texts[lang][-1] += " " + corpus.texts[lang][i]
+
+
 def score(embed, val, n_queries: int = 1000, n_candidates: int = 4000) -> tuple[float, dict]:
     """Mean CSLS P@1 of verse retrieval en->X and X->en on the validation verses, and each
     direction's: ``embed(texts, language, other_language) -> vectors`` (the other language
@@ -154,6 +173,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", nargs="+", type=int, metavar="N",
                     help="fit on N verses of the fit split (a random sample, seed 2) for each N, "
                          "instead of all of them (the validation verses stay the same)")
+    ap.add_argument("--unit", choices=("verse", "chapter"), default="verse",
+                    help="the documents the models are fitted on: the fit split's verses, or its "
+                         "chapters (long documents, about 25 verses each); scored on the "
+                         "validation verses either way")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "concept_defaults.jsonl"))
     from benchmarks._cli import show_defaults
     a = show_defaults(ap).parse_args(argv)
@@ -164,7 +187,11 @@ def main(argv=None) -> int:
     if "en" not in a.languages or len(set(a.languages)) < 2:
         ap.error("argument --languages: give en and at least one other language")
     fit_all, val = split(tuple(dict.fromkeys(a.languages)))
-    print(f"fit: {len(fit_all.keys)} verses; validation: {len(val.keys)} verses of 150 training chapters",
+    if a.unit == "chapter":
+        if a.sizes:
+            ap.error("argument --sizes: samples verses; not with --unit chapter")
+        fit_all = _Chapters(fit_all)
+    print(f"fit: {len(fit_all.keys)} {a.unit}s; validation: {len(val.keys)} verses of 150 training chapters",
           flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     for size in a.sizes or [None]:
@@ -186,7 +213,8 @@ def _run_grids(a, fit, val) -> None:
             s, per = score(embed, val)
             row = {"model": a.model, "params": params, "seed": a.seed, "val_csls_p1": round(s, 4),
                    "per_direction": {k: round(v, 3) for k, v in per.items()}, "fit_s": round(seconds, 1),
-                   "n_fit": len(fit.keys), "n_val": len(val.keys), "languages": list(val.languages)}
+                   "n_fit": len(fit.keys), "n_val": len(val.keys), "languages": list(val.languages),
+                   "unit": a.unit}
             print(json.dumps(row), flush=True)
             with open(a.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
