@@ -99,17 +99,32 @@ class _Subset:
         return texts, langs, concepts
 
 
+def parse_unit(value: str) -> str | int:
+    """``--unit``: "verse", "chapter" or a number N of consecutive verses per document."""
+    if value in ("verse", "chapter"):
+        return value
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 'verse', 'chapter' or a positive number of verses, got {value!r}")
+    return "verse" if n == 1 else n
+
+
 class _Chapters(_Subset):
     """The fit split's chapters as documents (each chapter's verses joined by a space, in order):
-    long documents, about 25 verses each, for the models fitted on them."""
+    long documents, about 25 verses each, for the models fitted on them; with ``verses=N``,
+    blocks of up to N consecutive verses of a chapter instead."""
 
-    def __init__(self, corpus):
+    def __init__(self, corpus, verses: int | None = None):
         self.languages = list(corpus.languages)
         self.keys: list = []
         self.texts: dict = {lang: [] for lang in self.languages}
         for i, key in enumerate(corpus.keys):
-            if not self.keys or self.keys[-1] != tuple(key[:2]):
-                self.keys.append(tuple(key[:2]))
+            block = tuple(key[:2]) if verses is None else (*key[:2], (int(key[2]) - 1) // verses)
+            if not self.keys or self.keys[-1] != block:
+                self.keys.append(block)
                 for lang in self.languages:
                     self.texts[lang].append(corpus.texts[lang][i])
             else:
@@ -173,10 +188,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", nargs="+", type=int, metavar="N",
                     help="fit on N verses of the fit split (a random sample, seed 2) for each N, "
                          "instead of all of them (the validation verses stay the same)")
-    ap.add_argument("--unit", choices=("verse", "chapter"), default="verse",
-                    help="the documents the models are fitted on: the fit split's verses, or its "
-                         "chapters (long documents, about 25 verses each); scored on the "
-                         "validation verses either way")
+    ap.add_argument("--unit", type=parse_unit, default="verse", metavar="{verse,chapter,N}",
+                    help="the documents the models are fitted on: the fit split's verses, its "
+                         "chapters (long documents, about 25 verses each) or blocks of N "
+                         "consecutive verses of a chapter; scored on the validation verses either way")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "concept_defaults.jsonl"))
     from benchmarks._cli import show_defaults
     a = show_defaults(ap).parse_args(argv)
@@ -187,11 +202,12 @@ def main(argv=None) -> int:
     if "en" not in a.languages or len(set(a.languages)) < 2:
         ap.error("argument --languages: give en and at least one other language")
     fit_all, val = split(tuple(dict.fromkeys(a.languages)))
-    if a.unit == "chapter":
+    if a.unit != "verse":
         if a.sizes:
-            ap.error("argument --sizes: samples verses; not with --unit chapter")
-        fit_all = _Chapters(fit_all)
-    print(f"fit: {len(fit_all.keys)} {a.unit}s; validation: {len(val.keys)} verses of 150 training chapters",
+            ap.error(f"argument --sizes: samples verses; not with --unit {a.unit}")
+        fit_all = _Chapters(fit_all, None if a.unit == "chapter" else a.unit)
+    what = {"verse": "verses", "chapter": "chapters"}.get(a.unit, f"blocks of {a.unit} verses")
+    print(f"fit: {len(fit_all.keys)} {what}; validation: {len(val.keys)} verses of 150 training chapters",
           flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     for size in a.sizes or [None]:

@@ -17,6 +17,7 @@ and MRR, the mean of KJV -> BBE and BBE -> KJV.
 
     python -m benchmarks.paraphrase                     # the split's sizes and a tf-idf baseline's score
     python -m benchmarks.paraphrase --model WMF --spec '{}' '{"min_df": 1}' --seeds 0 1
+    python -m benchmarks.paraphrase --model WMF --spec '{"sublinear_tf": false}' '{}' --unit chapter
 
 Each ``--spec`` is a JSON object of parameters changed from the model's defaults (``{}``: the
 defaults); one fit per spec and seed (``random_state``). ``--sizes N ...`` fits on a random sample
@@ -40,11 +41,13 @@ import numpy as np
 PARAPHRASE_VERSION = "3"
 
 
-def paraphrase_split(version: str = PARAPHRASE_VERSION):
+def paraphrase_split(version: str = PARAPHRASE_VERSION, unit: str | int = "verse"):
     """``(fit_texts, val_kjv, val_para)``: the English (KJV) training verses outside the
-    validation chapters, and the validation verses' KJV and paraphrase texts (aligned lists; a
-    verse empty in the paraphrase is left out of both)."""
-    from benchmarks.concept_defaults import split
+    validation chapters (``unit="chapter"``: those chapters, each one text; a number N: blocks
+    of up to N consecutive verses of a chapter), and the validation
+    verses' KJV and paraphrase texts (aligned lists; a verse empty in the paraphrase is left out
+    of both)."""
+    from benchmarks.concept_defaults import _Chapters, split
     from linxling.datasets.bible import _load_version, bible_db_path
 
     fit, val = split()
@@ -54,6 +57,8 @@ def paraphrase_split(version: str = PARAPHRASE_VERSION):
     keep = [i for i, k in enumerate(val.keys) if para.get(tuple(k))]
     val_kjv = [val.texts["en"][i] for i in keep]
     val_para = [para[tuple(val.keys[i])] for i in keep]
+    if unit != "verse":
+        fit = _Chapters(fit, None if unit == "chapter" else int(unit))
     return list(fit.texts["en"]), val_kjv, val_para
 
 
@@ -82,7 +87,7 @@ def sample_fit(fit, size):
     return [fit[i] for i in sorted(np.random.default_rng(0).permutation(len(fit))[:size])]
 
 
-def run_specs(model: str, specs, seeds, out: Path, fit, val_kjv, val_para) -> list:
+def run_specs(model: str, specs, seeds, out: Path, fit, val_kjv, val_para, unit: str = "verse") -> list:
     """One fit of ``model`` per spec and seed on ``fit``, scored by :func:`paraphrase_score`."""
     import linxling
 
@@ -102,7 +107,7 @@ def run_specs(model: str, specs, seeds, out: Path, fit, val_kjv, val_para) -> li
             row = {"model": model, "params": kw, "seed": seed, "P@1": round(s["P@1"], 4),
                    "MRR": round(s["MRR"], 4),
                    "directions": {d: s[d] for d in ("kjv->para", "para->kjv")},
-                   "fit_seconds": round(seconds, 1), "n_fit": len(fit), "n_val": len(val_kjv),
+                   "fit_seconds": round(seconds, 1), "n_fit": len(fit), "unit": unit, "n_val": len(val_kjv),
                    "loadavg": [round(x, 2) for x in os.getloadavg()]}
             rows.append(row)
             print(json.dumps({k: row[k] for k in ("params", "seed", "P@1", "MRR", "fit_seconds")}),
@@ -114,6 +119,8 @@ def run_specs(model: str, specs, seeds, out: Path, fit, val_kjv, val_para) -> li
 
 
 def main(argv=None) -> int:
+    from benchmarks.concept_defaults import parse_unit
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", help="a linxling estimator fitted on a list of English texts (WMF, "
                     "CompressTree); without it, the split's sizes and a tf-idf baseline")
@@ -123,22 +130,28 @@ def main(argv=None) -> int:
                     help="random_state of the fits, one fit per spec and seed (default: 0)")
     ap.add_argument("--sizes", nargs="+", type=int, metavar="N",
                     help="fit on a random sample of N training verses (default: all of them)")
+    ap.add_argument("--unit", type=parse_unit, default="verse", metavar="{verse,chapter,N}",
+                    help="the texts the model is fitted on: the training verses, their chapters "
+                         "(long texts, about 25 verses each) or blocks of N consecutive verses of "
+                         "a chapter; scored on the validation verses either way (default: verse)")
     ap.add_argument("--out", type=Path,
                     default=Path(__file__).resolve().parent / "results" / "paraphrase.jsonl",
                     help="JSON lines file the rows are appended to (default: "
                     "benchmarks/results/paraphrase.jsonl)")
     a = ap.parse_args(argv)
-    fit, val_kjv, val_para = paraphrase_split()
+    if a.sizes and a.unit != "verse":
+        ap.error(f"argument --sizes: samples verses; not with --unit {a.unit}")
+    fit, val_kjv, val_para = paraphrase_split(unit=a.unit)
     if a.model:
         for size in a.sizes or [None]:
-            run_specs(a.model, a.spec, a.seeds, a.out, sample_fit(fit, size), val_kjv, val_para)
+            run_specs(a.model, a.spec, a.seeds, a.out, sample_fit(fit, size), val_kjv, val_para, a.unit)
         return 0
     from linxling.text import TfidfVectorizer
 
     # every word, raw counts, smoothed idf, unit rows: scikit-learn's TfidfVectorizer defaults
     tf = TfidfVectorizer(min_df=1, max_features=None).fit(fit)
     score = paraphrase_score(lambda t: tf.transform(t).toarray(), val_kjv, val_para)
-    print(json.dumps({"n_fit": len(fit), "n_val": len(val_kjv), "tfidf": score}, indent=1))
+    print(json.dumps({"n_fit": len(fit), "unit": a.unit, "n_val": len(val_kjv), "tfidf": score}, indent=1))
     return 0
 
 

@@ -47,3 +47,29 @@ def test_sizes_sample_the_fitted_verses_in_corpus_order():
     s = sample_fit(fit, 300)
     assert len(s) == len(set(s)) == 300 and s == sorted(s, key=lambda t: int(t[1:]))
     assert s == sample_fit(fit, 300) and sample_fit(fit, None) == fit and sample_fit(fit, 5000) == fit
+
+
+def test_chapters_and_blocks_join_consecutive_verses_of_one_chapter():
+    """``--unit chapter`` / ``--unit N`` (benchmarks.concept_defaults._Chapters): the verses of a
+    chapter joined in order, or blocks of N of them; a block never spans two chapters."""
+    import argparse
+    from types import SimpleNamespace
+
+    import pytest
+
+    from benchmarks.concept_defaults import _Chapters, parse_unit
+
+    keys = [(1, 1, 1), (1, 1, 2), (1, 1, 3), (1, 2, 1), (1, 2, 2), (2, 1, 1)]
+    corpus = SimpleNamespace(languages=["en", "es"], keys=keys,
+                             texts={"en": [f"e{k}" for k in range(6)], "es": [f"s{k}" for k in range(6)]})
+    ch = _Chapters(corpus)
+    assert ch.keys == [(1, 1), (1, 2), (2, 1)]
+    assert ch.texts["en"] == ["e0 e1 e2", "e3 e4", "e5"] and ch.texts["es"] == ["s0 s1 s2", "s3 s4", "s5"]
+    texts, langs, concepts = ch.concept_documents()
+    assert texts[:3] == ch.texts["en"] and langs == ["en"] * 3 + ["es"] * 3 and concepts == [0, 1, 2] * 2
+    two = _Chapters(corpus, 2)
+    assert two.texts["en"] == ["e0 e1", "e2", "e3 e4", "e5"]
+    assert parse_unit("chapter") == "chapter" and parse_unit("1") == "verse" and parse_unit("4") == 4
+    for bad in ("0", "-2", "verses", "2.5"):
+        with pytest.raises(argparse.ArgumentTypeError, match="must be 'verse', 'chapter' or a positive number"):
+            parse_unit(bad)
