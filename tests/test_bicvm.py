@@ -297,3 +297,29 @@ def test_callback_reads_the_fitted_attributes_of_the_first_fit():
     seen.clear()
     m.fit([{"en": en, "de": de}, {"en": en, "fr": [t.replace("d", "f") for t in de]}])
     assert sorted(seen[0]) == ["de", "en", "fr"]
+
+
+@pytest.mark.parametrize("cls", [BiCVM, RankingEmbedding])
+def test_training_sentences_left_without_a_word_are_all_named(cls):
+    """A pair whose sentence keeps no word after min_df is refused; with several, one error
+    named only the first, so a user removing pairs needed one fit per pair: now it names them
+    all (count, how many are empty, their indices)."""
+    en, de = _toy(40, seed=3)
+    kw = dict(n_components=4, n_epochs=1, show_progress=False)
+    one = list(de)
+    one[7] = "rare1"
+    with pytest.raises(ValueError, match=r"X\['de'\]\[7\] has no word in the vocabulary: every training "
+                                         r"sentence needs at least one word \(remove the pair or lower min_df\)"):
+        cls(min_df=2, **kw).fit({"en": en, "de": one})
+    one[7] = "  "
+    with pytest.raises(ValueError, match=r"X\['de'\]\[7\] is empty \(no tokens\)"):
+        cls(min_df=2, **kw).fit({"en": en, "de": one})
+    many = list(de)
+    for i, t in ((3, "rare1"), (11, ""), (30, "rare2 rare3")):
+        many[i] = t
+    with pytest.raises(ValueError, match=r"X\['de'\]: 3 training sentences have no word in the vocabulary \(1 of "
+                                         r"them empty, no tokens\), at indices 3, 11, 30: every training sentence "
+                                         r"needs at least one word \(remove those pairs or lower min_df\)"):
+        cls(min_df=2, **kw).fit({"en": en, "de": many})
+    keep = [i for i in range(40) if i not in (3, 11, 30)]
+    cls(min_df=2, **kw).fit({"en": [en[i] for i in keep], "de": [many[i] for i in keep]})

@@ -146,11 +146,18 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         keep = part >= 0
         kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])[ptr - ptr[0]]
         empty = np.flatnonzero(np.diff(kept) == 0)
-        if empty.size:
+        if empty.size == 1:
             i = int(empty[0])
             what = "is empty (no tokens)" if ptr[i + 1] == ptr[i] else "has no word in the vocabulary"
             raise ValueError(f"{where}[{lang!r}][{i}] {what}: every training sentence needs "
                              "at least one word (remove the pair or lower min_df)")
+        if empty.size:
+            # all of them at once, so that one call tells which pairs to remove
+            no_tokens = int(np.count_nonzero(np.diff(ptr)[empty] == 0))
+            shown = ", ".join(str(int(i)) for i in empty[:20]) + (", ..." if empty.size > 20 else "")
+            raise ValueError(f"{where}[{lang!r}]: {empty.size} training sentences have no word in the vocabulary "
+                             f"({no_tokens} of them empty, no tokens), at indices {shown}: every training "
+                             "sentence needs at least one word (remove those pairs or lower min_df)")
         tokens = part[keep]
         return tokens, kept, np.ones(len(tokens), dtype=np.float64)
 
