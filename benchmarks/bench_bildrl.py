@@ -3,6 +3,9 @@ behind the defaults, paraphrase identification (Table 3), GRU kernel speed.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_bildrl --split test
 
+``--ridge-alpha`` / ``--ridge-min-df`` (comma-separated values) fit each ridge model of
+``--models`` once per combination: the validation grid behind the ridge encoder's defaults.
+
 ``--split test`` trains on every Wikt3l training row and scores the 500 held-out test targets per
 direction; ``--split val`` carves 500 *training* targets per direction with all their rows
 (:func:`linxling.datasets.wikt3l_validation_split`, ``random_state=0``), trains on the rest and
@@ -412,6 +415,26 @@ def _fmt(m: dict) -> str:
     return f"P@1 {100 * m['p@1']:.1f} P@10 {100 * m['p@10']:.1f} MRR {m['mrr']:.3f}"
 
 
+def _values(text: str | None, kind) -> list:
+    """``"0.1,1"`` -> ``[0.1, 1.0]``; None -> ``[None]`` (the model's default)."""
+    return [None] if text is None else [kind(x) for x in text.split(",")]
+
+
+def model_runs(models: str, ridge_alpha: str | None = None, ridge_min_df: str | None = None) -> list:
+    """``(label, SPECS name, extra BilDRL keywords)`` per fit of ``--models``: a ridge model once
+    per combination of the ``--ridge-alpha`` and ``--ridge-min-df`` values (labelled by them)."""
+    runs = []
+    for name in models.split(","):
+        if SPECS[name]["encoder"] != "ridge" or not (ridge_alpha or ridge_min_df):
+            runs.append((name, name, {}))
+            continue
+        for a in _values(ridge_alpha, float):
+            for m in _values(ridge_min_df, int):
+                kw = {k: v for k, v in (("alpha", a), ("min_df", m)) if v is not None}
+                runs.append((" ".join([name, *(f"{k}={v}" for k, v in kw.items())]), name, kw))
+    return runs
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--split", choices=("val", "test"), default="test")
@@ -426,6 +449,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--hidden", type=int, default=None)
     ap.add_argument("--layers", type=int, default=None)
     ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--ridge-alpha", default=None,
+                    help="comma-separated alpha values for the ridge models of --models, one fit per value "
+                         "(and per --ridge-min-df value), e.g. 0.1,0.3,1,3,10 (default: the model's, 1.0)")
+    ap.add_argument("--ridge-min-df", default=None,
+                    help="comma-separated min_df values for the ridge models of --models, one fit per "
+                         "value, e.g. 1,2,3,5 (default: the model's, 2)")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--speed-only", action="store_true", help="only the GRU kernel speed (vs torch if installed)")
     ap.add_argument("--paraphrase-pairs", type=int, default=0,
@@ -441,6 +470,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--fr-gloss-words", type=int, default=100_000)
     from benchmarks._cli import show_defaults
     args = show_defaults(ap).parse_args(argv)
+    for opt, text, kind in (("--ridge-alpha", args.ridge_alpha, float), ("--ridge-min-df", args.ridge_min_df, int)):
+        try:
+            _values(text, kind)
+        except ValueError:
+            ap.error(f"{opt}: comma-separated {kind.__name__} values, got {text!r}")
 
     from linxling.models.bildrl import BilDRL
 
@@ -485,8 +519,8 @@ def main(argv=None) -> dict:
     res["models"] = {}
     overrides = {k: v for k, v in (("n_epochs", args.epochs), ("hidden_size", args.hidden),
                                    ("n_layers", args.layers), ("learning_rate", args.lr)) if v is not None}
-    for name in args.models.split(","):
-        kw = {**overrides, **SPECS[name]}
+    for label, name, ridge_kw in model_runs(args.models, args.ridge_alpha, args.ridge_min_df):
+        kw = {**overrides, **SPECS[name], **ridge_kw}
         if name == "joint" and args.joint_epochs:
             kw["n_epochs"] = args.joint_epochs
         if name == "joint":
@@ -514,10 +548,12 @@ def main(argv=None) -> dict:
             entry["paraphrase"] = run_paraphrase(
                 model.transform(para["en"], language="en", target_language="fr"),
                 model.transform(para["fr"], language="fr", target_language="en"))
-        res["models"][name] = entry
+        if model.encoder == "ridge":
+            entry["cg_iter"] = {u: st["cg_iter"] for u, st in model.units_.items()}
+        res["models"][label] = entry
         out_file.write_text(json.dumps(res, indent=1, default=str))
         m = entry["metrics"]
-        print(f"{name:<10} fit {fit_s:7.1f}s (load {load0[0]:.1f}) " + "  ".join(
+        print(f"{label:<10} fit {fit_s:7.1f}s (load {load0[0]:.1f}) " + "  ".join(
             f"{d}: {_fmt(m[d])}" for d in DIRECTIONS), flush=True)
     if not args.skip_speed:
         res["gru_speed"] = gru_speed()

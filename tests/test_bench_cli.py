@@ -198,3 +198,20 @@ def test_bench_wmf_interrupted_while_writing_keeps_the_previous_results(monkeypa
     assert json.loads(results.read_text(encoding="utf-8")) == {"speed": {"old": 1}}
     assert section.read_text(encoding="utf-8") == "old section\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wmf.json", "wmf_section.md"]
+
+
+def test_bildrl_ridge_grid_options(no_work, capsys):
+    """``bench_bildrl --ridge-alpha / --ridge-min-df``: one fit of each ridge model per
+    combination, labelled by its values; the other models once; a bad value is refused before
+    any work."""
+    from benchmarks import bench_bildrl as B
+    assert B.model_runs("ridge-MTL,ATT") == [("ridge-MTL", "ridge-MTL", {}), ("ATT", "ATT", {})]
+    assert B.model_runs("ridge-MTL,BOW", "0.1,3", None) == [
+        ("ridge-MTL alpha=0.1", "ridge-MTL", {"alpha": 0.1}), ("ridge-MTL alpha=3.0", "ridge-MTL", {"alpha": 3.0}),
+        ("BOW", "BOW", {})]
+    runs = B.model_runs("ridge", "1", "1,5")
+    assert [r[0] for r in runs] == ["ridge alpha=1.0 min_df=1", "ridge alpha=1.0 min_df=5"]
+    assert runs[1][2] == {"alpha": 1.0, "min_df": 5}
+    with pytest.raises(SystemExit) as exc:
+        B.main(["--split", "val", "--ridge-min-df", "1.5"])
+    assert exc.value.code == 2 and "--ridge-min-df" in capsys.readouterr().err
