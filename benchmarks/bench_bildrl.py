@@ -435,6 +435,24 @@ def model_runs(models: str, ridge_alpha: str | None = None, ridge_min_df: str | 
     return runs
 
 
+def direct_weight_grid(model, heldout: dict, weights) -> dict:
+    """The fitted ``model``'s held-out metrics with each ``direct_weight`` (the encoder is the
+    same: only the weight of the definition's own embedding at query time changes). Needs a
+    model fitted on a GlossSpace with a weight above 0 (it keeps the space's document model)."""
+    if model.document_model_ is None:
+        raise ValueError("--direct-weights needs a model fitted on the gloss space with direct_weight > 0 "
+                         "(the default 'auto')")
+    fitted = model.direct_weight_
+    try:
+        out = {}
+        for w in weights:
+            model.direct_weight_ = float(w)
+            out[f"{w:g}"] = evaluate(model, heldout)
+        return out
+    finally:
+        model.direct_weight_ = fitted
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--split", choices=("val", "test"), default="test")
@@ -455,6 +473,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--ridge-min-df", default=None,
                     help="comma-separated min_df values for the ridge models of --models, one fit per "
                          "value, e.g. 1,2,3,5 (default: the model's, 2)")
+    ap.add_argument("--direct-weights", default=None,
+                    help="comma-separated direct_weight values at which each fitted model (gloss space) is "
+                         "also scored, e.g. 0,1,2,4 (the encoder is fitted once; default: none)")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--speed-only", action="store_true", help="only the GRU kernel speed (vs torch if installed)")
     ap.add_argument("--paraphrase-pairs", type=int, default=0,
@@ -470,7 +491,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--fr-gloss-words", type=int, default=100_000)
     from benchmarks._cli import show_defaults
     args = show_defaults(ap).parse_args(argv)
-    for opt, text, kind in (("--ridge-alpha", args.ridge_alpha, float), ("--ridge-min-df", args.ridge_min_df, int)):
+    for opt, text, kind in (("--ridge-alpha", args.ridge_alpha, float), ("--ridge-min-df", args.ridge_min_df, int),
+                            ("--direct-weights", args.direct_weights, float)):
         try:
             _values(text, kind)
         except ValueError:
@@ -550,6 +572,11 @@ def main(argv=None) -> dict:
                 model.transform(para["fr"], language="fr", target_language="en"))
         if model.encoder == "ridge":
             entry["cg_iter"] = {u: st["cg_iter"] for u, st in model.units_.items()}
+        if args.direct_weights:
+            entry["direct_weights"] = direct_weight_grid(model, heldout, _values(args.direct_weights, float))
+            for w, mw in entry["direct_weights"].items():
+                print(f"{label:<10}   direct_weight {w:<5} " + "  ".join(
+                    f"{d}: {_fmt(mw[d])}" for d in DIRECTIONS), flush=True)
         res["models"][label] = entry
         out_file.write_text(json.dumps(res, indent=1, default=str))
         m = entry["metrics"]

@@ -386,3 +386,108 @@ def test_a_dictionary_as_a_dataframe_or_2d_array_is_its_rows():
         np.testing.assert_array_equal(BilDRL(**kw).fit(given, space).transform(["f1 f2"], language="fr"), ref)
     with pytest.raises(ValueError, match=r"dictionary is a DataFrame of 3 columns \['a', 'b', 'c'\]; it needs 4"):
         BilDRL(**kw).fit(pd.DataFrame([r[:3] for r in rows], columns=list("abc")), space)
+
+
+def _gloss_space():
+    """A small GlossSpace: word i of 'en' and 'fr' share concepts, so e_i ~ f_i."""
+    from linxling.models.gloss_space import GlossSpace
+    rng = np.random.default_rng(3)
+    en, fr = [], []
+    for _ in range(80):
+        ids = rng.choice(40, size=4, replace=False)
+        en.append(" ".join(f"e{i}" for i in ids))
+        fr.append(" ".join(f"f{i}" for i in ids))
+    desc = {"en": {f"e{i}": [f"e{i} e{(i + 1) % 40}"] for i in range(40)},
+            "fr": {f"f{i}": [f"f{i} f{(i + 1) % 40}"] for i in range(40)}}
+    return GlossSpace(n_components=6, random_state=0).fit(en + fr, ["en"] * 80 + ["fr"] * 80,
+                                                          list(range(80)) * 2, desc)
+
+
+def test_direct_weight_averages_the_encoder_with_the_definitions_own_embedding(tmp_path):
+    """direct_weight (default "auto": 2 with a GlossSpace): transform is the encoder's vector
+    averaged with the definition's own embedding in the space, scaled to the encoder vector's
+    length, weighted 1 : w; 0 is the encoder alone. Saved and loaded with the model."""
+    space = _gloss_space()
+    rows = _dictionary(seed=4)
+    kw = dict(encoder="ridge", alpha=0.5, min_df=1)
+    auto = BilDRL(**kw).fit(rows, space)
+    alone = BilDRL(direct_weight=0, **kw).fit(rows, space)
+    assert auto.direct_weight_ == 2.0 and auto.document_model_ is space.document_model_
+    assert alone.direct_weight_ == 0.0 and alone.document_model_ is None
+    defs = ["f3 f4 f9", "e7 e8", "f11"]
+    for lang, batch in (("fr", [defs[0], defs[2]]), ("en", [defs[1]])):
+        E = alone.transform(batch, language=lang, dtype=np.float64)
+        D = space.transform(batch, lang)
+        want = (E + 2.0 * np.linalg.norm(E, axis=1, keepdims=True) * D) / 3.0
+        np.testing.assert_allclose(auto.transform(batch, language=lang, dtype=np.float64), want, rtol=1e-12)
+    # where the encoder knows no word the direct query alone speaks (at the space's mean length)
+    from collections import Counter
+    df = Counter(w for _, _, d, dl in rows if dl == "fr" for w in set(d.split()))
+    rare = sorted(w for w in space.word_vectors("fr")[0] if df[w] < 8)
+    assert rare                                      # words of the space the encoder drops
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # rows whose definition keeps no tf-idf word
+        nd = BilDRL(direct_weight=1.0, encoder="ridge", alpha=0.5, min_df=8).fit(rows, space)
+    unit = nd._unit_for("fr", None)
+    assert nd._ridge_features(rare[:1], ["fr"], unit["vectorizers"]).nnz == 0
+    got = nd.transform(rare[:1], language="fr", dtype=np.float64)
+    np.testing.assert_allclose(got, nd.scale_ * space.transform(rare[:1], "fr") / 2.0, rtol=1e-12)
+    auto.save(tmp_path / "b.h5")
+    back = linxling.load(tmp_path / "b.h5")
+    assert back.direct_weight == "auto" and back.direct_weight_ == 2.0
+    np.testing.assert_allclose(back.transform(defs, language="fr"), auto.transform(defs, language="fr"), rtol=1e-12)
+    assert back.predict(defs[:1], "fr", "en", k=3) == auto.predict(defs[:1], "fr", "en", k=3)
+    alone.save(tmp_path / "a.h5")
+    assert linxling.load(tmp_path / "a.h5").document_model_ is None
+
+
+def test_direct_weight_needs_a_space_that_embeds_text():
+    """A word space of vectors only (BilBOWA, a table) has no embedding of a definition: "auto"
+    is 0 there, and a weight above 0 is refused naming the argument; joint learning, which
+    trains the vectors away from the space's own embedding, is refused likewise."""
+    m = BilDRL(encoder="ridge", min_df=1).fit(_dictionary(), FakeSpace())
+    assert m.direct_weight_ == 0.0 and m.document_model_ is None
+    with pytest.raises(ValueError, match=r"direct_weight=1.5 needs a word space that embeds a definition itself "
+                                         r"\(a linxling GlossSpace.*embeddings is a FakeSpace"):
+        BilDRL(encoder="ridge", min_df=1, direct_weight=1.5).fit(_dictionary(), FakeSpace())
+    with pytest.raises(ValueError, match="direct_weight"):
+        BilDRL(direct_weight=-1).fit(_dictionary(), FakeSpace())
+    with pytest.raises(ValueError, match=r"direct_weight=2 with joint=True"):
+        BilDRL(direct_weight=2, joint=True)._resolve_direct(_gloss_space())
+    joint = BilDRL(joint=True)
+    joint._resolve_direct(_gloss_space())
+    assert joint.direct_weight_ == 0.0
+    assert BilDRL.from_paper().direct_weight == 0.0
+
+
+def test_a_model_pickled_before_direct_weight_ranks_by_its_encoder_alone():
+    from _pickles import unpickled_without
+    space = _gloss_space()
+    rows = _dictionary(seed=4)
+    alone = BilDRL(encoder="ridge", min_df=1, direct_weight=0).fit(rows, space)
+    old = unpickled_without(BilDRL(encoder="ridge", min_df=1).fit(rows, space),
+                            "direct_weight", "direct_weight_", "document_model_")
+    assert old.direct_weight == 0.0 and old.get_params()["direct_weight"] == 0.0
+    np.testing.assert_array_equal(old.transform(["f3 f4"], language="fr"), alone.transform(["f3 f4"], language="fr"))
+
+
+def test_bench_direct_weight_grid_scores_each_weight_and_restores_the_fitted_one():
+    """``bench_bildrl --direct-weights``: one fitted encoder scored at several weights; the
+    model keeps its own weight afterwards, and a model without the space's document model
+    (weight 0) is refused by name."""
+    from types import SimpleNamespace
+
+    from benchmarks.bench_bildrl import direct_weight_grid, evaluate
+    space = _gloss_space()
+    rows = _dictionary(seed=4)
+    m = BilDRL(encoder="ridge", alpha=0.5, min_df=1).fit(rows, space)
+    held = {"fr-en": SimpleNamespace(definition_language="fr", target_language="en",
+                                     definitions=["f1 f2", "f5 f6 f7", "f30"], targets=["e1", "e5", "e30"],
+                                     candidates=[f"e{i}" for i in range(40)])}
+    grid = direct_weight_grid(m, held, [0, 2, 5])
+    assert list(grid) == ["0", "2", "5"] and m.direct_weight_ == 2.0
+    assert grid["2"] == evaluate(m, held)
+    alone = BilDRL(encoder="ridge", alpha=0.5, min_df=1, direct_weight=0).fit(rows, space)
+    assert grid["0"] == evaluate(alone, held)
+    with pytest.raises(ValueError, match="--direct-weights needs a model fitted on the gloss space"):
+        direct_weight_grid(alone, held, [1])
