@@ -208,7 +208,8 @@ register(Method("RankingEmbedding", _fit_ranking, "Etter's network at its defaul
 register(Method("CompressTree", _fit_compress_tree, "CompressTree at its defaults (linear, left tree, "
                 "trained on 5-token windows with the last word corrupted, SGD lr 0.003, init 0.3; d = 50, "
                 "20,000 words) on the English training verses; monolingual"))
-register(Method("BilDRL", _fit_bildrl, "BilDRL at its defaults (multi-task ATT, 6 epochs; quick: BOW, 1) "
+register(Method("BilDRL", _fit_bildrl, "BilDRL at its defaults (multi-task ATT, 6 epochs, averaged with the "
+                "definition's own embedding in the space at weight 2; quick: BOW, 1) "
                 "on all Wikt3l training rows, into the Wikt3l gloss space (each word's own glosses in "
                 "a Cr5 space of the training pairs, r = 200; quick 100; glosses that copy a test "
                 "definition dropped)",
