@@ -229,7 +229,7 @@ class BilDRL(LinxlingEstimator):
         GlossSpace. 0 is the encoder alone (the paper's; :meth:`from_paper`'s). Chosen on the
         Wikt3l validation rows (ATT-MTL at the other defaults, gloss space r = 200; MRR en-fr /
         fr-en, seeds 0 and 1): the encoder alone 0.108 / 0.109 and 0.111 / 0.114, the direct
-        query alone 0.133 / 0.167 (below every encoder until now), w = 1: 0.151 / 0.179 and
+        query alone 0.133 / 0.167 (above every encoder alone), w = 1: 0.150 / 0.179 and
         0.149 / 0.184, **w = 2: 0.151 / 0.186 and 0.150 / 0.190** (P@10 28.0 / 31.6 and 28.4 /
         32.4 % against 24.8 / 23.0 % for the encoder alone), w = 4 (seed 0): 0.144 / 0.181,
         1.5 and 3 (seed 1): 0.152 / 0.191 and 0.146 / 0.188; the ridge encoder at w = 2:
