@@ -475,12 +475,8 @@ class BilDRL(LinxlingEstimator):
         """The encoder's vectors averaged with the definitions' own embedding in the space (scaled
         to each encoder vector's length, or to the space's mean norm where the encoder has no
         word), weighted 1 : ``direct_weight_``."""
-        document_model = self.document_model_
-        assert document_model is not None        # direct_weight_ > 0
-        with warnings.catch_warnings():      # transform has said it for the encoder's words
-            warnings.filterwarnings("ignore", message=r".*none of the \d+ texts has a word")
-            D = np.asarray(document_model.transform(texts, language), dtype=np.float64)
-        D /= np.maximum(np.linalg.norm(D, axis=1, keepdims=True), 1e-300)
+        from linxling.models.gloss_space import direct_query
+        D = direct_query(self.document_model_, texts, language)
         length = np.linalg.norm(out, axis=1, keepdims=True)
         length = np.where(length > 0, length, self.scale_)
         w = self.direct_weight_

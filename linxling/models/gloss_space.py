@@ -250,12 +250,9 @@ class GlossSpace(LinxlingEstimator):
         """Unit-length document embeddings of ``texts`` (zero rows for texts with no known word):
         the "direct" reverse-dictionary query, without a trained encoder."""
         self._check_language(language)
-        with warnings.catch_warnings():      # said below as this model's
-            warnings.filterwarnings("ignore", message=r".*none of the \d+ texts has a word")
-            Z = self.document_model_.transform(texts, language)
+        Z = direct_query(self.document_model_, texts, language)
         warn_no_known_words(self, Z.shape[0], int(np.count_nonzero(np.any(Z != 0, axis=1))), language)
-        n = np.linalg.norm(Z, axis=1, keepdims=True)
-        return as_output(Z / np.where(n > 0, n, 1.0), dtype)
+        return as_output(Z, dtype)
 
     def _get_state(self):
         self._check_fitted()
@@ -291,6 +288,19 @@ class GlossSpace(LinxlingEstimator):
         model.info_ = dict(params.get("info", {}))
         model._index = {lang: {w: i for i, w in enumerate(ws)} for lang, ws in model.words_.items()}
         return model
+
+
+def direct_query(document_model: Any, texts: Sequence[str], language: str) -> np.ndarray:
+    """Unit-length embeddings of ``texts`` by a gloss space's document model (zero rows
+    for texts with no known word): the "direct" reverse-dictionary query of
+    :meth:`GlossSpace.transform`, which :class:`linxling.BilDRL` adds to its encoder's. The
+    document model's warning about texts without a known word is left to the caller, which
+    says it as its own."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*none of the \d+ texts has a word")
+        Z = document_model.transform(texts, language)
+    n = np.linalg.norm(Z, axis=1, keepdims=True)
+    return Z / np.where(n > 0, n, 1.0)
 
 
 def _excluded_definitions(exclude, path) -> dict[str, list[str]]:
