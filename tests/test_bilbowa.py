@@ -335,7 +335,9 @@ def test_from_paper_keeps_the_paper_dimension_reachable():
     from linxling import BilBOWA
     m = BilBOWA.from_paper()
     assert m.n_components == 50 and m.alignment_weight == 1.0
-    assert BilBOWA().n_components == 100 and BilBOWA().alignment_weight == 10.0   # measured defaults
+    assert (m.n_epochs, m.learning_rate) == (5, 0.025)                              # word2vec's
+    d = BilBOWA()                                                                   # measured defaults
+    assert (d.n_components, d.alignment_weight, d.n_epochs, d.learning_rate) == (100, 10.0, 20, 0.05)
     assert BilBOWA.from_paper(n_epochs=2).n_epochs == 2
 
 

@@ -149,6 +149,20 @@ def _fit_ranking(train, cfg):
                     languages=tuple(train.languages))
 
 
+def _fit_bilbowa(train, cfg):
+    """BilBOWA at its defaults, one model on every language: each language's training verses
+    are its monolingual text, and the verses, aligned across the languages, its parallel text
+    (every pair of languages aligned)."""
+    from linxling.models.bilbowa import BilBOWA
+    texts = {lang: list(train.texts[lang]) for lang in train.languages}
+    m = BilBOWA(random_state=0, show_progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        m.fit(texts, texts)
+    return Embedder(m, word_vectors=lambda lang, other: m.word_vectors(lang),
+                    languages=tuple(train.languages))
+
+
 def _fit_compress_tree(train, cfg):
     from linxling.models.compress_tree import CompressTree
     m = CompressTree(n_components=cfg.tree_components, n_epochs=cfg.tree_epochs, language="en",
@@ -205,6 +219,9 @@ register(Method("BiCVM+", _fit_bicvm_plus, "BiCVM+ at the same defaults, one mod
                 "(English pivot, the pairs' minibatches taking turns)"))
 register(Method("RankingEmbedding", _fit_ranking, "Etter's network at its defaults (mean of word vectors, "
                 "L1 score, margin d/32, SGD lr 1.0, batch 10), one model on all the verse-aligned languages"))
+register(Method("BilBOWA", _fit_bilbowa, "BilBOWA at its defaults (skip-gram d = 100, 20 epochs, step "
+                "0.05, sentence-mean alignment weight 10), one model on all the verse-aligned languages; "
+                "sentence vectors the mean of the word vectors"))
 register(Method("CompressTree", _fit_compress_tree, "CompressTree at its defaults (linear, left tree, "
                 "trained on 5-token windows with the last word corrupted, SGD lr 0.003, init 0.3; d = 50, "
                 "20,000 words) on the English training verses; monolingual"))
