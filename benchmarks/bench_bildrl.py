@@ -285,13 +285,15 @@ def build_space(name: str, train: dict, exclude, args):
                                    lexicon=args.lexicon and name == "bilbowa")
         d = args.space_components or 100
         if name == "mapped":
-            model = BilBOWA(n_components=d, n_epochs=args.bilbowa_epochs, min_count=2, alignment_weight=0.0,
+            model = BilBOWA(n_components=d, n_epochs=args.bilbowa_epochs, min_count=2,
+                            learning_rate=args.bilbowa_learning_rate, alignment_weight=0.0,
                             mapping="procrustes", random_state=0, show_progress=False)
             seed = muse_train_lexicon() + (wikt3l_pairs(train) if args.lexicon else [])
             model.fit(mono, None, seed_lexicon={("en", "fr"): seed})
             info["n_seed_pairs"] = model.n_seed_pairs_
         else:
             model = BilBOWA(n_components=d, n_epochs=args.bilbowa_epochs, min_count=2,
+                            learning_rate=args.bilbowa_learning_rate,
                             alignment_weight=args.alignment_weight, random_state=0, show_progress=False)
             model.fit(mono, par)
         info["tokens"] = {lang: sum(len(x.split()) for x in v) for lang, v in mono.items()}
@@ -485,6 +487,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--joint-word-lr", type=float, default=0.025, help="word_learning_rate of the joint model")
     ap.add_argument("--out-name", default=None, help="raw JSON file name in benchmarks/results/")
     ap.add_argument("--bilbowa-epochs", type=int, default=5)
+    ap.add_argument("--bilbowa-learning-rate", type=float, default=0.025,
+                    help="BilBOWA's step for the mapped and bilbowa spaces (the step of the runs in "
+                         "benchmarks/README.md; BilBOWA's own default is 0.05 since 2026-12-01)")
     ap.add_argument("--alignment-weight", type=float, default=10.0)
     ap.add_argument("--lexicon", action="store_true",
                     help="bilbowa: also align the Wikt3l training translation pairs; mapped: add them to the seed")

@@ -97,17 +97,17 @@ class BilBOWA(LinxlingEstimator):
         ``n_epochs``; 20 epochs, step 0.025) en-de at 0 / 1e-4 / 1e-3: retrieval P@1 0.838 /
         0.861 / 0.873, MUSE P@1 0.093 / 0.124 / 0.116, fits 83 / 35 / 51 s.
     alignment_weight : float, default 10.0
-        Weight of the alignment loss (see ``n_components`` for how it was chosen; with the
-        current ``n_epochs`` and ``learning_rate``, validation P@1 / MUSE P@1 en-de at weight 1,
-        3, 10, 30 (20 epochs, step 0.025): 0.576 / 0.074, 0.792 / 0.110, 0.861 / 0.124, 0.845 /
-        0.124; at step 0.05: 10 0.889 / 0.135, 30 0.198 / 0.071, 100 diverged).
+        Weight of the alignment loss (first chosen with ``n_components``; then on the validation
+        of ``n_epochs``, validation P@1 / MUSE P@1 en-de, at 20 epochs and step 0.025, weight 1 /
+        3 / 10 / 30: 0.576 / 0.074, 0.792 / 0.110, 0.861 / 0.124, 0.845 / 0.124; at step 0.05,
+        the default: 10 0.889 / 0.135, 30 0.198 / 0.071, 100 diverged).
     min_count : int, default 3
         Words seen fewer times in a language's monolingual text are dropped (a token count, as
         word2vec's ``min_count``, not the number of documents that the other models' ``min_df``
         counts). Validation (as ``n_epochs``; 20 epochs, step 0.025) en-de at 1 / 2 / 3 / 5:
         retrieval P@1 0.854 / 0.859 / 0.861 / 0.851, MUSE P@1 0.124 / 0.125 / 0.124 / 0.124 (a
-        lower count adds rare words, each poorly trained): a tie, and 3 keeps the model smallest
-        but one.
+        lower count adds rare words, each poorly trained): a tie, 3 kept (a smaller vocabulary
+        than 1 or 2).
     max_vocab : int or None, default 200_000
         Keep the most frequent words per language.
     n_epochs : int, default 20
