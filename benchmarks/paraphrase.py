@@ -48,12 +48,13 @@ def paraphrase_split(version: str = PARAPHRASE_VERSION, unit: str | int = "verse
     verses' KJV and paraphrase texts (aligned lists; a verse empty in the paraphrase is left out
     of both)."""
     from benchmarks.concept_defaults import _Chapters, split
-    from linxling.datasets.bible import _load_version, bible_db_path
+    from linxling.datasets import load_bible
 
     fit, val = split()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        para = _load_version(str(bible_db_path()), version, None, True)
+        c = load_bible({"para": version})
+    para = dict(zip(c.keys, c.texts["para"], strict=True))
     keep = [i for i, k in enumerate(val.keys) if para.get(tuple(k))]
     val_kjv = [val.texts["en"][i] for i in keep]
     val_para = [para[tuple(val.keys[i])] for i in keep]

