@@ -51,10 +51,9 @@ GRIDS = {
 
 def score(model, val, lang: str, muse_train) -> dict:
     """Validation scores of a fitted model (see the module docstring)."""
-    from linxling.evaluate import retrieval, word_translation
-    E, D = model.transform(val[0], "en"), model.transform(val[1], lang)
-    a = retrieval(E, D, ks=(1,), show_progress=False)["P@1"]
-    b = retrieval(D, E, ks=(1,), show_progress=False)["P@1"]
+    from benchmarks.bicvm_defaults import score as verse_p1
+    from linxling.evaluate import word_translation
+    a, b = verse_p1(model, val, lang)          # en->X and X->en, as BiCVM's defaults were scored
     sw, sv = model.word_vectors("en")
     tw, tv = model.word_vectors(lang)
     r = word_translation(sw, sv, tw, tv, muse_train, ks=(1,), similarity="csls", show_progress=False)

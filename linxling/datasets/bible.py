@@ -393,7 +393,7 @@ def load_bible(languages: str | Iterable[str] | Mapping[str, str], unit: str = "
         raise ValueError(f"unit must be 'verse' or 'chapter', got {unit!r}")
     if isinstance(languages, str):
         languages = [languages]
-    elif not isinstance(languages, (Iterable, Mapping)):
+    elif not isinstance(languages, Iterable):         # a Mapping is an Iterable
         raise TypeError("languages must be a language code (str), an iterable of codes or a mapping "
                         f"key -> code, got {type(languages).__name__}")
     if isinstance(languages, Mapping):
