@@ -426,7 +426,8 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, 
     sentence half-step from 0.40 to 0.25 s and the word half-step from 0.31 to 0.24 s. In the
     Gram's eigenbasis (``Q`` not empty) the rows are gathered _ROTATE_BATCH at a time, their warm
     starts rotated by one GEMM and their solutions rotated back by another, and solved in
-    batches of _CG_BATCH in between."""
+    between one row at a time, all of a row's steps at once (G is diagonal there: no product to
+    share between rows)."""
     B = _CG_BATCH
     rotated = Q.shape[0] > 0
     S = _ROTATE_BATCH if rotated else B
