@@ -246,6 +246,33 @@ def test_cg_in_the_eigenbasis_over_several_rotation_batches(dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("k", [6, min(als.CONST_WIDTHS)])
+def test_cg_one_row_at_a_time_equals_the_batched_loop(dtype, k):
+    """A Gram of one row (its diagonal: the Gram's eigenbasis) sends each row through all its CG
+    steps at once; the same diagonal as a k x k matrix sends the rows through the batched loop (a
+    GEMM per step, exact for a diagonal). The same operations per row: the same bits, at a width
+    compiled as a constant and at any other, over rows of 0-13 nonzeros and several batches."""
+    rng = np.random.default_rng(31)
+    n, m = 2 * als._CG_BATCH * 2 + 7, 40
+    X, lengths = _row_lengths_matrix(rng, n, m)
+    indptr, indices, data = als._csr_parts(X, dtype)
+    Y = rng.standard_normal((m, k)).astype(dtype)
+    X0 = rng.standard_normal((n, k)).astype(dtype)
+    g = (LAM + W_M * rng.uniform(1.0, 40.0, k)).astype(dtype)
+    dw = np.full(m, 1.0 - W_M, dtype=dtype)
+    none = np.empty((0, 0), dtype=dtype)
+    rows = np.arange(n, dtype=np.int64)
+    one_row, batched = X0.copy(), X0.copy()
+    q_one = als._half_step_cg(rows, indptr, indices, data, Y, np.ascontiguousarray(g[None, :]),
+                              none, none, dw, one_row, 3, 2)
+    q_batched = als._half_step_cg(rows, indptr, indices, data, Y, np.diag(g), none, none, dw,
+                                  batched, 3, 2)
+    np.testing.assert_array_equal(one_row, batched)
+    assert q_one == q_batched
+    assert np.all(one_row[lengths == 0] == 0) and not np.array_equal(one_row, X0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_column_blocks_share_one_slot_array(dtype, small_hot_rows):
     """b-WMF's languages push from one stacked matrix: their plans share one slot array (each
     block's hot rows numbered after the blocks before it) and solve bitwise as separate plans."""

@@ -371,10 +371,16 @@ def _gram_times(G, v, out, nb):
     its eigenbasis, see :func:`_run`), a scaling of each column."""
     if G.shape[0] == 1:
         for b in range(nb):
-            for j in range(v.shape[1]):
-                out[b, j] = G[0, j] * v[b, j]
+            _diag_times_row(G, v, out, b, v.shape[1])
     else:
         np.dot(v[:nb], G, out[:nb])
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _diag_times_row(G, v, out, b, k):
+    """``out[b] = G[0] * v[b]``: row b times a Gram of one row (its diagonal, in its eigenbasis)."""
+    for j in range(k):
+        out[b, j] = G[0, j] * v[b, j]
 
 
 @njit(cache=True, fastmath=_FM, inline="always")
@@ -414,6 +420,28 @@ def _cg_update_row(x, r, p, Ap, rsold, tiny, active, b, k):
     for j in range(k):
         p[b, j] = r[b, j] + beta * p[b, j]
     rsold[b] = rsnew
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _start_row(Y, indices, data, dw, s, e, x, r, p, bv, rsold, tiny, active, b, k):
+    """Start CG on row b (nonzeros ``s:e``) once ``r[b]`` holds its Gram term ``G x[b]``:
+    ``r[b] = b − A x[b]`` (:func:`_residual_row` adds the sparse terms), ``bv[b] = b``, then
+    :func:`_cg_start_row`."""
+    zero = Y.dtype.type(0)
+    for j in range(k):
+        r[b, j] = -r[b, j]
+        bv[b, j] = zero
+    _residual_row(Y, indices, data, dw, s, e, x, r, bv, b, k)
+    _cg_start_row(r, p, rsold, tiny, active, b, k)
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _row_quad(x, r, bv, b, k):
+    """Row b's term of the objective, ``x[b]·(r[b] + bv[b])``, summed in the factor dtype."""
+    t = x.dtype.type(0)
+    for j in range(k):
+        t += x[b, j] * (r[b, j] + bv[b, j])
+    return np.float64(t)
 
 
 @njit(cache=True, fastmath=_FM, inline="always")
@@ -471,39 +499,33 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, 
             if G.shape[0] == 1:
                 # G diagonal (the eigenbasis): no product to share between the rows, so each row
                 # runs all its steps at once, its gathered rows of Y still in L1 from the last
-                # (the same operations per row as the batched loop below: the same bits). The WMF
+                # (the same inline steps per row as the batched loop below: the same bits,
+                # tests/test_wmf.py::test_cg_one_row_at_a_time_equals_the_batched_loop). The WMF
                 # benchmark's sentence half-step (200,000 x 50,000, k = 100, cg_steps 3; 2-core
                 # Intel Xeon, 2026-12-02, fresh processes interleaved, medians of 11): float32
                 # 0.205 / 0.216 / 0.213 -> 0.195 / 0.196 / 0.204 s, float64 0.460 / 0.486 ->
-                # 0.433 / 0.435 s
+                # 0.433 / 0.435 s; on a Zen 5 AMD EPYC (2026-12-02, six interleaved rounds, the
+                # median of each process's fastest of 12) 0.324 -> 0.328 s float32 (no gain),
+                # 0.603 -> 0.575 s float64
                 for b in range(nb):
                     u = rows[b]
-                    for j in range(k):
-                        r[b, j] = -(G[0, j] * x[b, j])
-                        bv[b, j] = zero
-                    _residual_row(Y, indices, data, dw, indptr[u], indptr[u + 1], x, r, bv, b, k)
-                    _cg_start_row(r, p, rsold, tiny, active, b, k)
+                    s, e = indptr[u], indptr[u + 1]
+                    _diag_times_row(G, x, r, b, k)
+                    _start_row(Y, indices, data, dw, s, e, x, r, p, bv, rsold, tiny, active, b, k)
                     for _ in range(cg_steps):
                         if not active[b]:
                             break
-                        for j in range(k):
-                            Ap[b, j] = G[0, j] * p[b, j]
-                        _sparse_apply_row(Y, indices, dw, indptr[u], indptr[u + 1], p, Ap, b, k)
+                        _diag_times_row(G, p, Ap, b, k)
+                        _sparse_apply_row(Y, indices, dw, s, e, p, Ap, b, k)
                         _cg_update_row(x, r, p, Ap, rsold, tiny, active, b, k)
-                    t = zero
-                    for j in range(k):
-                        t += x[b, j] * (r[b, j] + bv[b, j])
-                    quad += np.float64(t)
+                    quad += _row_quad(x, r, bv, b, k)
                 continue
             # r = b − A x, with A x = G x + Σ dw_i (y_i·x) y_i and b = Σ X_ui y_i
             _gram_times(G, x, r, nb)
             for b in range(nb):
                 u = rows[b]
-                for j in range(k):
-                    r[b, j] = -r[b, j]
-                    bv[b, j] = zero
-                _residual_row(Y, indices, data, dw, indptr[u], indptr[u + 1], x, r, bv, b, k)
-                _cg_start_row(r, p, rsold, tiny, active, b, k)
+                _start_row(Y, indices, data, dw, indptr[u], indptr[u + 1], x, r, p, bv, rsold, tiny,
+                           active, b, k)
             for _ in range(cg_steps):
                 any_active = False
                 for b in range(nb):
@@ -518,10 +540,7 @@ def _cg_chunk(c, nchunks, rowlist, indptr, indices, data, Y, G, Q, Qt, dw, out, 
                     _sparse_apply_row(Y, indices, dw, indptr[u], indptr[u + 1], p, Ap, b, k)
                     _cg_update_row(x, r, p, Ap, rsold, tiny, active, b, k)
             for b in range(nb):
-                t = zero
-                for j in range(k):
-                    t += x[b, j] * (r[b, j] + bv[b, j])
-                quad += np.float64(t)
+                quad += _row_quad(x, r, bv, b, k)
         if rotated:                            # the solutions back from the eigenbasis
             np.dot(zs[:ns], Qt, xs[:ns])
         for b in range(ns):
