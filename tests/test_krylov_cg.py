@@ -174,3 +174,52 @@ def test_buffers_reused_while_columns_leave_give_the_plain_iterates():
     # the solver's own residuals, recomputed densely: rtol plus the recurrence's rounding drift
     assert _rel_residuals(A, res.x, B).max() <= 1e-8
     assert _rel_residuals(A, plain.x, B).max() <= 1e-8
+
+
+def test_padded_width_whole_lines_when_they_cost_at_most_an_eighth():
+    from linxling.kernels.spmm import ROW_ALIGN, aligned_empty, on_lines, padded_width
+    assert ROW_ALIGN == 64
+    f32 = [padded_width(m, np.float32) for m in range(1, 400)]
+    f64 = [padded_width(m, np.float64) for m in range(1, 400)]
+    assert all(w >= m for m, w in zip(range(1, 400), f32, strict=True))
+    assert all(a <= b for a, b in zip(f32, f32[1:])) and all(a <= b for a, b in zip(f64, f64[1:]))
+    for m, want in [(110, 112), (165, 176), (128, 128), (330, 336), (97, 97), (70, 70), (150, 160), (8, 8)]:
+        assert padded_width(m, np.float32) == want
+    for m, want in [(47, 48), (20, 20), (64, 64), (165, 168)]:
+        assert padded_width(m, np.float64) == want
+    for dt in (np.float32, np.float64):
+        buf = aligned_empty(1000, dt)
+        assert buf.dtype == dt and buf.size == 1000 and buf.ctypes.data % ROW_ALIGN == 0
+        assert on_lines(buf[:10 * (ROW_ALIGN // buf.itemsize)].reshape(10, -1))
+        assert not on_lines(buf[:10 * 5].reshape(10, 5))
+    assert aligned_empty(0, np.float32).size == 0
+
+
+@pytest.mark.parametrize("dtype,w", [(np.float32, 110), (np.float32, 32), (np.float64, 47), (np.float64, 13)])
+def test_fused_product_on_whole_lines_is_bitwise_the_plain_kernels(dtype, w):
+    """Q = Xᵀ(X P) + alpha P with the rows padded to whole cache lines (or not: 32 and 13
+    columns) equals the same kernels on the unpadded block bit for bit, and the dense product to
+    rounding; the returned buffers are the two given (Q in the one returned first)."""
+    from linxling.kernels.spmm import aligned_empty, padded_width, tiled_rows_matmat
+    from linxling.solvers.cg import _fused_gram_product
+    rng = np.random.default_rng(5)
+    X = sp.random(700, 90, density=0.08, format="csr", random_state=5, dtype=dtype)
+    XT = X.T.tocsr()
+    P = rng.standard_normal((90, w)).astype(dtype)
+    alpha = dtype(0.5)
+    T0, Q0 = np.empty((700, w), dtype=dtype), np.empty((90, w), dtype=dtype)
+    tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, P, T0)
+    tiled_rows_matmat(XT.indptr[:-1], XT.indptr[1:], XT.indices, XT.data, T0, Q0, alpha=alpha, P=P)
+    wp = padded_width(w, dtype)
+    T_buf, q_buf, spare = (aligned_empty(700 * wp, dtype), aligned_empty(90 * wp, dtype),
+                           aligned_empty(90 * wp, dtype))
+    q_buf[:] = np.nan                                   # nothing of a buffer's old content leaks
+    spare[:] = np.nan
+    Q, q_out, spare_out = _fused_gram_product(X, XT, alpha, P, T_buf, q_buf, spare)
+    np.testing.assert_array_equal(Q, Q0)
+    assert Q.shape == (90, w) and Q.flags.c_contiguous and np.shares_memory(Q, q_out)
+    assert {id(q_out), id(spare_out)} == {id(q_buf), id(spare)}
+    assert (q_out is spare) == (wp != w)
+    dense = X.T.toarray().astype(np.float64) @ (X.toarray().astype(np.float64) @ P) + 0.5 * P
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(Q, dense, rtol=tol, atol=tol * np.abs(dense).max())

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["row_chunk", "column_dots", "column_norms", "cg_update", "cg_direction", "cg_direction_pack"]
+__all__ = ["row_chunk", "column_dots", "column_norms", "cg_update", "cg_direction", "cg_direction_pack", "copy_columns"]
 
 
 def row_chunk(n_rows: int) -> int:
@@ -101,3 +101,18 @@ def cg_direction_pack(R, P, dinv, beta, keep, R_out, P_out):  # pragma: no cover
             r = R[i, j]
             P_out[i, k] = r * di + beta[j] * P[i, j]
             R_out[i, k] = r
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def copy_columns(A, B):  # pragma: no cover - compiled
+    """``B[:, :w] = A`` and ``B[:, w:] = 0`` for ``A`` (n, w) and ``B`` (n, wp ≥ w), separate
+    arrays, row-parallel: a block into or out of rows padded to whole cache lines
+    (:func:`linxling.kernels.spmm.padded_width`) and back (``A`` the wider one: ``B = A[:, :w]``)."""
+    n, w = A.shape
+    wb = B.shape[1]
+    zero = B.dtype.type(0)
+    for i in numba.prange(n):
+        for j in range(min(w, wb)):
+            B[i, j] = A[i, j]
+        for j in range(w, wb):
+            B[i, j] = zero

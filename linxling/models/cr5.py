@@ -47,7 +47,7 @@ from linxling._validation import (
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.kernels.dense import add_outer, gemm_acc, gram64, gram_tn
-from linxling.kernels.spmm import csr_column_sums, csr_column_sumsq
+from linxling.kernels.spmm import csr_column_sums, csr_column_sumsq, padded_width
 from linxling.models._base import (
     ConceptEmbeddingMixin,
     check_shared_concepts,
@@ -1825,6 +1825,13 @@ class _MemoryPlan:
         ordered = plan.eig_space == "features" and _concept_ordered(problem)
         pf = 4 if _loose_products(problem, plan, plan.eig_tol, plan.cg_rtol) else f
 
+        def cg_padding(c: int) -> int:
+            # the fused inner CG's two direction blocks and its product (p_max rows) and the
+            # intermediate (n_max rows) take rows of whole cache lines: a few more columns each
+            # (linxling.solvers.cg._fused_gram_product)
+            extra = padded_width(c, np.float32 if cg_vec == 4 else problem.dtype) - c
+            return extra * cg_vec * (3 * p_max + n_max)
+
         def fused(basis_bytes: int) -> int:
             # Ĉ Ĉᵀ Z from one read of a concept-ordered corpus, all b columns at once: a concept
             # range's rows X_i Z, its concept sums and their gather (no K-row block); the input
@@ -1843,14 +1850,15 @@ class _MemoryPlan:
             return sparse + chunk + max(eig_stage, map_stage)
         if plan.eig_space == "features":
             # Z, G, Z', G' (p × b each) and a p × b row block or p × 64 temporaries; Φ*ᵀ = Z'y
-            eig_stage = (5 * p * b * fb + cols * (per_col - (f * K if ordered else 0))
+            eig_stage = (5 * p * b * fb + cols * (per_col - (f * K if ordered else 0)) + cg_padding(cols)
                          + (fused(fb) if ordered else 0))
             phi_stage = p * b * fb + 2 * p * r * f
             map_stage = 2 * p * r * f + p_max * r * f
             return sparse + chunk + max(eig_stage, phi_stage, map_stage)
         basis = 2 * K * plan.basis_factor * b * fb + 2 * K * b * fb + 2 * K * b * f
-        eig_stage = basis + cols * per_col + plan.record_bytes
-        phi_stage = plan.record_bytes + 2 * p * r * f + K * r * f + min(plan.apply_columns, r) * per_col
+        eig_stage = basis + cols * per_col + cg_padding(cols) + plan.record_bytes
+        phi_cols = min(plan.apply_columns, r)
+        phi_stage = plan.record_bytes + 2 * p * r * f + K * r * f + phi_cols * per_col + cg_padding(phi_cols)
         map_stage = 2 * p * r * f + p_max * r * f + K * r * f
         return sparse + chunk + max(eig_stage, phi_stage, map_stage)
 

@@ -317,6 +317,43 @@ def _head(buf: np.ndarray, n: int, w: int) -> np.ndarray:
     return buf[:n * w].reshape(n, w)
 
 
+def _fused_gram_product(X, XT, alpha, P: np.ndarray, T_buf: np.ndarray, q_buf: np.ndarray,
+                        spare: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``Q = Xᵀ(X P) + alpha P`` for the block solvers' fused Gram (``XT`` the CSR of ``Xᵀ``),
+    through the intermediate ``T = X P`` in ``T_buf``. Returns ``(Q, q_buf, spare)``: ``Q`` a
+    C-contiguous (n, w) view of the returned ``q_buf``; the caller keeps the two buffers as
+    returned (they may have traded places). ``spare`` is free on entry and on return.
+
+    The products run on blocks whose rows fill whole cache lines (:func:`linxling.kernels.spmm.
+    padded_width`; the buffers start on a line, :func:`linxling.kernels.spmm.aligned_empty`):
+    when ``w`` is not a whole number of lines, ``P`` is copied into the first ``w`` columns of
+    ``spare`` with zeros after them, ``T`` and the product take the padded width in ``T_buf`` and
+    ``q_buf``, and the product's first ``w`` columns are copied into ``spare``, which becomes
+    ``q_buf``. Each column of a row kernel's product is summed alone, in the order of its row's
+    nonzeros, so ``Q`` is bitwise the unpadded product. Measured on Cr5's inner solves at K =
+    485,000 (165 columns, then fewer as they converge): see benchmarks/README.md, "Rows on whole
+    cache lines"."""
+    from linxling.kernels.blockcg import copy_columns
+    from linxling.kernels.spmm import ROW_ALIGN, on_lines, padded_width, tiled_rows_matmat
+
+    n, w = P.shape
+    wp = padded_width(w, P.dtype)
+    copy_in = not on_lines(P) and (wp * P.itemsize) % ROW_ALIGN == 0
+    Pp = P
+    if copy_in:
+        Pp = _head(spare, n, wp)
+        copy_columns(P, Pp)
+    T = _head(T_buf, X.shape[0], wp)
+    Qp = _head(q_buf, n, wp)
+    tiled_rows_matmat(X.indptr[:-1], X.indptr[1:], X.indices, X.data, Pp, T)
+    tiled_rows_matmat(XT.indptr[:-1], XT.indptr[1:], XT.indices, XT.data, T, Qp, alpha=alpha, P=Pp)
+    if wp == w:
+        return Qp, q_buf, spare
+    Q = _head(spare, n, w)
+    copy_columns(Qp, Q)
+    return Q, spare, q_buf
+
+
 def _writes_into(op: Any) -> bool:
     """Whether ``op`` writes its products into a given block (:func:`_apply`)."""
     return bool(getattr(op, "writes_into", False))
@@ -553,7 +590,7 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     """
     from linxling.kernels import blockcg as kern
     from linxling.kernels.dense import gemm_acc, gram_tn
-    from linxling.kernels.spmm import tiled_rows_matmat
+    from linxling.kernels.spmm import aligned_empty, padded_width
 
     op = _as_operator_sq(A)
     B = np.asarray(B)
@@ -596,9 +633,12 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     ranks: list[int] = []
     widths: list[int] = []
     floor = max(m, np.sqrt(n)) * float(np.finfo(dt).eps)
+    # the fused product's blocks take rows of whole cache lines (_fused_gram_product): the
+    # buffers hold the widest padded block and start on a line
+    mp = padded_width(m, dt) if gram is not None else m
     if gram is not None:
         Xg, XTg, alpha_g = gram
-        T_buf = np.empty(Xg.shape[0] * max(m, 1), dtype=dt)
+        T_buf = aligned_empty(Xg.shape[0] * max(mp, 1), dt)
         alpha_g = dt.type(alpha_g)
     # the active columns (not yet converged), packed: their iterates and residuals
     cols = np.flatnonzero(~converged)
@@ -608,8 +648,8 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
     # in buffers made once, used as C-contiguous (n, w) views as the block narrows: no fresh
     # block per iteration (a fresh block's first touch costs a page fault per page, and on a
     # virtual machine that returns freed memory to its host, as much again to get it back)
-    bufs = [np.empty(n * m, dtype=dt), np.empty(n * m, dtype=dt)]
-    q_buf = np.empty(n * m, dtype=dt) if gram is not None or _writes_into(op) else None
+    bufs = [aligned_empty(n * mp, dt), aligned_empty(n * mp, dt)]
+    q_buf = aligned_empty(n * mp, dt) if gram is not None or _writes_into(op) else None
     P = np.multiply(Ra, dinv, out=_head(bufs[0], n, Ra.shape[1]))
     in_p = 0                                        # the buffer P is in
     it = 0
@@ -620,10 +660,8 @@ def krylov_block_cg(A: Any, B: Any, d: Any, X0: Any = None, *, rtol: float = 1e-
         w = P.shape[1]
         widths.append(w)
         if gram is not None:
-            T = _head(T_buf, Xg.shape[0], w)
-            Q = _head(q_buf, n, w)
-            tiled_rows_matmat(Xg.indptr[:-1], Xg.indptr[1:], Xg.indices, Xg.data, P, T)
-            tiled_rows_matmat(XTg.indptr[:-1], XTg.indptr[1:], XTg.indices, XTg.data, T, Q, alpha=alpha_g, P=P)
+            # the other direction buffer is free here: it held the last iteration's directions
+            Q, q_buf, bufs[1 - in_p] = _fused_gram_product(Xg, XTg, alpha_g, P, T_buf, q_buf, bufs[1 - in_p])
             op.n_matmat += 1
             op.n_matvec_equiv += w
         else:
