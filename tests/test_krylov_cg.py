@@ -223,3 +223,20 @@ def test_fused_product_on_whole_lines_is_bitwise_the_plain_kernels(dtype, w):
     dense = X.T.toarray().astype(np.float64) @ (X.toarray().astype(np.float64) @ P) + 0.5 * P
     tol = 1e-4 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(Q, dense, rtol=tol, atol=tol * np.abs(dense).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_copy_columns_is_the_plain_slice_copy(dtype):
+    """The row-parallel copy into rows padded with zeros and back out of them equals NumPy's
+    slice assignments (its plain reference), over any old content of the target."""
+    from linxling.kernels.blockcg import copy_columns
+    rng = np.random.default_rng(9)
+    A = rng.standard_normal((37, 11)).astype(dtype)
+    wide = np.full((37, 16), np.nan, dtype=dtype)
+    copy_columns(A, wide)
+    want = np.zeros((37, 16), dtype=dtype)
+    want[:, :11] = A
+    np.testing.assert_array_equal(wide, want)
+    narrow = np.full((37, 11), np.nan, dtype=dtype)
+    copy_columns(wide, narrow)
+    np.testing.assert_array_equal(narrow, A)
