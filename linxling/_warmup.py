@@ -53,6 +53,22 @@ def _zipf_matrix(n: int = 2000, p: int = 600, per_row: int = 12, seed: int = 3) 
     return X
 
 
+def _padded_block_cg() -> None:
+    """The inner block CG's fused product at widths it pads to whole cache lines, which only large
+    fits reach (:func:`linxling.solvers.cg._fused_gram_product`): float32 110 -> 112 and float64
+    55 -> 56 columns, the copies into and out of the padded rows
+    (:func:`linxling.kernels.blockcg.copy_columns`) included."""
+    import scipy.sparse as sp
+
+    from linxling.operators.gram import Gram
+    from linxling.solvers.cg import krylov_block_cg
+    rng = np.random.default_rng(4)
+    for dtype, m in ((np.float32, 110), (np.float64, 55)):
+        G = Gram(sp.random(600, 150, density=0.05, random_state=rng, format="csr", dtype=dtype), 0.5)
+        krylov_block_cg(G, rng.standard_normal((150, m)).astype(dtype), G.diagonal(), rtol=1e-2,
+                        gram=G.fused_parts())
+
+
 def _fits() -> list[tuple[str, Any]]:
     """(name, a function that fits the model once) for every model the registry lists."""
     import scipy.sparse as sp
@@ -86,6 +102,7 @@ def _fits() -> list[tuple[str, Any]]:
         blocks, ids = _sized_blocks()
         for dtype in (np.float64, np.float32):
             lx.Cr5(n_components=24, dtype=dtype, **small).fit_matrices(blocks, ids)
+        _padded_block_cg()
 
     def wmf():
         """Both solvers, and the exact solver's whitened path (many rows shorter than k, as

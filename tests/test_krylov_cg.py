@@ -240,3 +240,20 @@ def test_copy_columns_is_the_plain_slice_copy(dtype):
     narrow = np.full((37, 11), np.nan, dtype=dtype)
     copy_columns(wide, narrow)
     np.testing.assert_array_equal(narrow, A)
+
+
+def test_warmup_takes_the_padded_product_in_both_dtypes(monkeypatch):
+    """`linxling warmup` fitted nothing wide enough for the inner block CG to pad its fused
+    product, so a machine's first Wikipedia-sized fit compiled the copies into and out of the
+    padded rows (0.5-0.9 s). The warmup now runs that product in both dtypes, both copies each."""
+    import linxling.kernels.blockcg as blockcg
+    from linxling._warmup import _padded_block_cg
+    seen = []
+    real = blockcg.copy_columns
+
+    def spy(A, B):
+        seen.append((A.dtype.name, A.shape[1], B.shape[1]))
+        return real(A, B)
+    monkeypatch.setattr(blockcg, "copy_columns", spy)
+    _padded_block_cg()
+    assert {("float32", 110, 112), ("float32", 112, 110), ("float64", 55, 56), ("float64", 56, 55)} <= set(seen)
