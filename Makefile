@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml | system-deps
 	# editable_mode=compat: a path entry in a .pth file, not an import hook, so that type checkers
 	# (mypy) and editors resolve linxling to this checkout (tests/test_typing.py)
 	$(PY) -m pip install -q -e ".[dask,demo,test,bench,docs]" --config-settings editable_mode=compat
-	# compile and cache every model's numba kernels now, not at the first fit (about a minute)
+	# compile and cache every model's numba kernels now, not at the first fit (2-3 minutes on 2 cores)
 	$(VENV)/bin/linxling warmup
 	@touch $(STAMP)
 
