@@ -4,7 +4,8 @@ the sentence-mean alignment loss on parallel sentences.
 Plain SGD with sparse-row updates (only the rows of the words seen are touched), as word2vec.
 All randomness comes from one splitmix64 stream per language (:func:`uniform`), so a run is a
 pure function of its seeds: the NumPy/Python reference :mod:`linxling.kernels.skipgram_reference`
-replays the same draws and must give the same vectors.
+replays the same draws and must give the same vectors (float64 vectors, up to the rounding of
+the dot products' order; with float32 vectors the kernel's dot products and updates are float32).
 
 Threads. The skip-gram updates of different languages touch disjoint rows (each language has
 its own input matrix ``W`` and output matrix ``C``, stacked with row offsets), so
