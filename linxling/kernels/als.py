@@ -48,6 +48,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from linxling._sparse import renumbered, used_columns
+from linxling.kernels._fastmath import SIMD_SUMS
 from linxling.kernels._prefetch import PREFETCH_DISTANCE as PD
 from linxling.kernels._prefetch import prefetch_row
 from linxling.kernels.dense import gram_tn, matmul_rows, matmul_rows_inplace
@@ -56,7 +57,7 @@ __all__ = ["als_half_step", "als_half_step_multi", "gram", "wmf_loss", "nonzero_
            "hot_plan", "hot_plans", "factor_sketch", "SOLVERS"]
 
 SOLVERS = ("cholesky", "cg")
-_FM = {"reassoc", "contract", "arcp", "nsz"}  # allow SIMD reductions; keep inf/nan semantics
+_FM = set(SIMD_SUMS)  # allow SIMD reductions; keep inf/nan semantics
 _BLOCK = 16  # nonzeros accumulated together when forming a row's system
 # rows whose CG iterations share one GEMM with the Gram matrix. Measured on the 200,000 x 50,000
 # WMF benchmark (k = 100, cg_steps 3, 2-core AMD EPYC, BLAS limited to one thread as in a fit):

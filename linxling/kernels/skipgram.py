@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from linxling.kernels._fastmath import SIMD_SUMS
+
 __all__ = ["uniform", "skipgram_block", "align_block", "seed_states"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -36,7 +38,7 @@ _S31 = np.uint64(31)
 _S11 = np.uint64(11)
 _INV53 = 1.0 / 9007199254740992.0   # 2**-53
 # Reassociation for the skip-gram kernel's dot products (SIMD sums), inf/nan semantics kept
-_FM = {"reassoc", "contract", "arcp", "nsz"}
+_FM = set(SIMD_SUMS)
 
 
 @njit(cache=True, inline="always")
