@@ -76,14 +76,14 @@ def test_kernel_unit_update_is_a_gradient_step():
     np.testing.assert_allclose(W[3], W0[3] - lr * gw, rtol=1e-12, atol=1e-12)
 
 
-def _toy(seed=0, n_sent=40, V=30, L=2):
+def _toy(seed=0, n_sent=40, V=30, L=2, grow=0):
     rng = np.random.default_rng(seed)
-    sizes = [V, V + 5][:L]
+    sizes = [V + 5 * lang for lang in range(L)]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     toks, ptr, ranges = [], [0], []
     for lang in range(L):
         first = len(ptr) - 1
-        for _ in range(n_sent):
+        for _ in range(n_sent + grow * lang):
             n = rng.integers(2, 9)
             toks.extend(rng.integers(0, sizes[lang], n).tolist())
             ptr.append(len(toks))
@@ -116,6 +116,76 @@ def test_skipgram_kernel_matches_reference():
     np.testing.assert_allclose(W, Wr, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(C, Cr, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(s, sr)
+
+
+def _balance_reference(work, n_threads):
+    # plain longest-processing-time dealing: each language, most work first (ties: lower index),
+    # to the thread with the least work so far (ties: lower thread)
+    T = min(max(n_threads, 1), max(len(work), 1))
+    loads, owned = [0.0] * T, [[] for _ in range(T)]
+    for lang in sorted(range(len(work)), key=lambda i: (-work[i], i)):
+        t = min(range(T), key=lambda u: (loads[u], u))
+        owned[t].append(lang)
+        loads[t] += work[lang]
+    return [lang for t in owned for lang in t], np.cumsum([0] + [len(t) for t in owned])
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 7])
+def test_balance_deals_languages_like_the_plain_rule(n_threads):
+    rng = np.random.default_rng(n_threads)
+    for L in (1, 2, 5, 6):
+        for work in (rng.random(L) * 10, np.ones(L), np.array([3.0, 1.0, 3.0, 0.0, 2.0, 2.0])[:L]):
+            order, ptr = K.balance(work, n_threads)
+            order_r, ptr_r = _balance_reference(list(work), n_threads)
+            np.testing.assert_array_equal(order, order_r)
+            np.testing.assert_array_equal(ptr, ptr_r)
+            assert sorted(order) == list(range(L))
+
+
+def test_skipgram_kernel_same_for_any_thread_count_with_more_languages_than_threads():
+    """Five languages of unequal work: dealt to 1, 2, 3 or 8 threads, bitwise the same vectors,
+    losses and streams, and those of the serial NumPy reference (to rounding)."""
+    toks, ptr, ranges, offsets, cdf, cdf_ptr, keep, n = _toy(seed=5, n_sent=10, L=5, grow=12)
+    rng = np.random.default_rng(6)
+    W0 = rng.standard_normal((n, 6)) * 0.1
+    C0 = rng.standard_normal((n, 6)) * 0.1
+    s0 = np.arange(1, 6, dtype=np.uint64) * np.uint64(7919)
+    out = []
+    for T in (1, 2, 3, 8):
+        W, C, s = W0.copy(), C0.copy(), s0.copy()
+        loss, cnt = K._skipgram_block(W, C, toks, ptr, ranges, offsets[:-1], cdf, cdf_ptr, keep, s, 3, 4,
+                                      0.05, int(np.diff(ptr).max()), T)
+        out.append((W, C, s, loss, cnt))
+    for W, C, s, loss, cnt in out[1:]:
+        for a, b in zip((W, C, s, loss, cnt), out[0], strict=True):
+            np.testing.assert_array_equal(a, b)
+    W, C, s = W0.copy(), C0.copy(), s0.copy()
+    loss_r, cnt_r = R.skipgram_block(W, C, toks, ptr, ranges, offsets[:-1], cdf, cdf_ptr, keep, s, 3, 4, 0.05)
+    np.testing.assert_array_equal(out[0][4], cnt_r)
+    assert np.all(cnt_r > 50)
+    np.testing.assert_allclose(out[0][3], loss_r, rtol=1e-10)
+    np.testing.assert_allclose(out[0][0], W, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out[0][1], C, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(out[0][2], s)
+
+
+def _take_reference(tok, ptr, rows):
+    parts = [tok[ptr[r]:ptr[r + 1]] for r in rows]
+    return (np.concatenate(parts) if parts else tok[:0],
+            np.concatenate([[0], np.cumsum([len(p) for p in parts])]))
+
+
+def test_take_gathers_the_rows_in_order():
+    from linxling.models.bilbowa import _take
+    tok = np.arange(100, 120, dtype=np.int64)
+    ptr = np.array([0, 3, 3, 8, 9, 20], dtype=np.int64)          # row 1 is empty
+    for rows in ([4, 0, 2], [1], [1, 1], [], [3, 3, 0, 1, 4, 2]):
+        rows = np.asarray(rows, dtype=np.int64)
+        t, p = _take(tok, ptr, rows)
+        t_r, p_r = _take_reference(tok, ptr, rows)
+        np.testing.assert_array_equal(t, t_r)
+        np.testing.assert_array_equal(p, p_r)
+        assert t.dtype == np.int64 and p.dtype == np.int64
 
 
 def test_align_kernel_matches_reference():

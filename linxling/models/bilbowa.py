@@ -406,9 +406,9 @@ class BilBOWA(LinxlingEstimator):
                 if n_par and self.alignment_weight > 0:
                     assert order is not None
                     rows = order[n_par * blk // n_blocks: n_par * (blk + 1) // n_blocks]
+                    blk_par = {lang: _take(*enc_ep[lang], rows) for lang in pl}
                     for a, b in pairs:
-                        at, ap = _take(*enc_ep[a], rows)
-                        bt, bp = _take(*enc_ep[b], rows)
+                        (at, ap), (bt, bp) = blk_par[a], blk_par[b]
                         al_loss += K.align_block(W, at, ap, int(offsets[li[a]]), bt, bp, int(offsets[li[b]]),
                                                  0, len(rows), float(self.alignment_weight), alr0 * frac)
                         al_n += len(rows)
@@ -576,7 +576,6 @@ def _take(tok: np.ndarray, ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarra
     """Sub-CSR of the rows ``rows`` (in that order)."""
     lens = ptr[rows + 1] - ptr[rows]
     new_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    if new_ptr[-1] == 0:
-        return np.zeros(0, dtype=np.int64), new_ptr
-    idx = np.concatenate([np.arange(ptr[r], ptr[r + 1]) for r in rows])
+    # token k of the result is token ptr[row] + (k - new_ptr[row's place]) of tok
+    idx = np.arange(new_ptr[-1], dtype=np.int64) + np.repeat(ptr[rows] - new_ptr[:-1], lens)
     return tok[idx], new_ptr
