@@ -207,13 +207,18 @@ def _skipgram_block(W, C, tokens, sent_ptr, ranges, offsets, cdf, cdf_ptr, keep,
     for t in prange(ptr.shape[0] - 1):
         buf = np.empty(max_len, dtype=np.int64)
         neu = np.empty(d, dtype=W.dtype)
+        # the running stream state in a thread's own cache line (element 8 of 16: 64 bytes of
+        # its own buffer on each side), not in ``states``, whose elements share one line: every
+        # draw wrote to the line both threads were writing
+        own = np.empty(16, dtype=np.uint64)
         for k in range(ptr[t], ptr[t + 1]):
             lang = order[k]
             off = offsets[lang]
             lo, hi = cdf_ptr[lang], cdf_ptr[lang + 1]
+            own[8] = states[lang]
             loss, n = _sg_language(W, C, tokens, sent_ptr, ranges[lang, 0], ranges[lang, 1], off,
-                                   cdf[lo:hi], keep[off:], states, lang, window, negative, lr, buf,
-                                   neu)
+                                   cdf[lo:hi], keep[off:], own, 8, window, negative, lr, buf, neu)
+            states[lang] = own[8]
             losses[lang] = loss
             counts[lang] = n
     return losses, counts
