@@ -121,7 +121,8 @@ def test_bilbowa_defaults_learn(nt):
     """Default BilBOWA (d = 100, 20 epochs at step 0.05, alignment weight 10) on the en-de NT
     training verses, each language's verses its monolingual text and the pairs its parallel
     text; sentence vectors the mean of the word vectors: held-out P@1 en->de measured 0.766 (9 s
-    on 2 cores; 6 s with the skip-gram in float32, the same P@1). The defaults before 2026-12-01
+    on 2 cores; 6 s with the skip-gram in float32, 4.5 s with each thread's random stream in its
+    own cache line, the same P@1). The defaults before 2026-12-01
     (5 epochs at step 0.025, word2vec's) scored 0.005 here (chance 0.0015); on en-de-fr 0.0015 /
     0.0015 against 0.706 / 0.621 (en->de, de->fr)."""
     from linxling import BilBOWA
