@@ -68,8 +68,10 @@ def _log_sigmoid(x):
 
 
 @njit(cache=True, fastmath=_FM)
-def _sg_language(W, C, tokens, sent_ptr, s0, s1, offset, cdf, keep, state, lang, window, negative,
+def _sg_language(W, C, tokens, sent_ptr, s0, s1, offset, cdf, keep, state, stream, window, negative,
                  lr, buf, neu):
+    # One language's sentences s0:s1; its splitmix64 state is ``state[stream]`` (a slot in the
+    # calling thread's own buffer: see _skipgram_block).
     # Each (center, target) term's dot product and gradient scale are in the vectors' dtype
     # (word2vec's float32 arithmetic with float32 vectors), the dot product summed in SIMD
     # lanes; the loss and the sigmoid in float64. Before 2026-12-02 both were float64 scalars
@@ -87,12 +89,12 @@ def _sg_language(W, C, tokens, sent_ptr, s0, s1, offset, cdf, keep, state, lang,
         n = 0
         for p in range(sent_ptr[s], sent_ptr[s + 1]):
             t = tokens[p]
-            u = uniform(state, lang)
+            u = uniform(state, stream)
             if u < keep[t]:
                 buf[n] = t
                 n += 1
         for pos in range(n):
-            b = 1 + int(uniform(state, lang) * window)
+            b = 1 + int(uniform(state, stream) * window)
             if b > window:
                 b = window
             center = buf[pos] + offset
@@ -109,7 +111,7 @@ def _sg_language(W, C, tokens, sent_ptr, s0, s1, offset, cdf, keep, state, lang,
                         target = ctx
                         label = 1.0
                     else:
-                        target = np.searchsorted(cdf, uniform(state, lang), side="right")
+                        target = np.searchsorted(cdf, uniform(state, stream), side="right")
                         if target >= cdf.shape[0]:
                             target = cdf.shape[0] - 1
                         if target == ctx:
