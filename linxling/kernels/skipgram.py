@@ -156,18 +156,12 @@ def balance(work, n_threads):
                 t = u
         owner[lang] = t
         load[t] += work[lang]
+    # grouped by thread, each group in dealing order (a stable sort of the dealt sequence)
+    order = by_work[np.argsort(owner[by_work], kind="mergesort")]
     ptr = np.zeros(T + 1, dtype=np.int64)
     for lang in range(L):
         ptr[owner[lang] + 1] += 1
-    for t in range(T):
-        ptr[t + 1] += ptr[t]
-    fill = ptr[:T].copy()
-    order = np.empty(L, dtype=np.int64)
-    for k in range(L):
-        lang = by_work[k]
-        order[fill[owner[lang]]] = lang
-        fill[owner[lang]] += 1
-    return order, ptr
+    return order, np.cumsum(ptr)
 
 
 def skipgram_block(W, C, tokens, sent_ptr, ranges, offsets, cdf, cdf_ptr, keep, states, window,

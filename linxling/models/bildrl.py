@@ -838,9 +838,9 @@ class BilDRL(LinxlingEstimator):
                     sg_n += cnt
                 if self.alignment_weight > 0 and lr0 > 0:
                     prow = order[n_par * blk // nblk: n_par * (blk + 1) // nblk]
+                    blk_par = {lang: _take(*enc_ep[lang], prow) for lang in enc_ep}
                     for a, b in data["pairs"]:
-                        at, ap = _take(*enc_ep[a], prow)
-                        bt, bp = _take(*enc_ep[b], prow)
+                        (at, ap), (bt, bp) = blk_par[a], blk_par[b]
                         al_loss += SK.align_block(V, at, ap, off[a], bt, bp, off[b], 0, len(prow),
                                                   float(self.alignment_weight), lr)
                         al_n += len(prow)
