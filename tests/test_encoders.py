@@ -161,3 +161,50 @@ def test_amsgrad_minimises_a_quadratic_and_checks_shapes():
     np.testing.assert_allclose(params["w"], target, atol=1e-3)
     with pytest.raises(ValueError, match="shape"):
         opt.step({"w": np.zeros(4)})
+
+
+def test_flush_subnormal_zeroes_only_subnormals():
+    for dt in (np.float32, np.float64):
+        tiny = np.finfo(dt).tiny
+        a = np.array([tiny, -tiny, tiny / 2, -tiny / 4, 0.0, 1.5, -3.0, np.inf, np.nan], dt)
+        out = R.flush_subnormal(a)
+        assert out is a
+        np.testing.assert_array_equal(a, np.array([tiny, -tiny, 0, 0, 0, 1.5, -3.0, np.inf, np.nan], dt))
+
+
+def test_sharp_attention_leaves_no_subnormal_numbers(monkeypatch):
+    """A float32 ATT encoder whose attention is sharp (tanh saturated, 128 attention units: some
+    weights ``exp(-90)``, subnormal) passes no subnormal number to the backward products or the
+    GRU layers, and its outputs and gradients equal those computed without flushing: what is
+    dropped is below float32's rounding of every result here."""
+    rng = np.random.default_rng(0)
+    B, T, d, A = 32, 15, 8, 128
+    p = R.init_params("att", d, d, hidden=16, attention_size=A, rng=0, dtype=np.float32)
+    p["Wa"] *= 50
+    X = rng.standard_normal((B, T, d)).astype(np.float32)
+    L = rng.integers(1, T + 1, B)
+    seen = []
+    gru_backward = K.gru_layer_backward
+
+    def spy(dHs, cache, input_grad=True):
+        seen.append(dHs.copy())
+        return gru_backward(dHs, cache, input_grad)
+
+    def n_sub(a):
+        return int(((a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)).sum())
+
+    monkeypatch.setattr(K, "gru_layer_backward", spy)
+    runs = {}
+    for flush in (False, True):
+        with monkeypatch.context() as m:
+            if not flush:
+                m.setattr(R, "flush_subnormal", lambda a: a)
+            Y, cache = K.forward("att", p, X, L)
+            g, _ = K.backward("att", p, cache, Y, input_grad=False)
+        runs[flush] = (Y, g, n_sub(cache[4]), n_sub(seen[-1]))
+    assert runs[False][2] > 0 and runs[False][3] > 0          # without flushing: subnormal weights and dHs
+    assert runs[True][2] == 0 and runs[True][3] == 0
+    np.testing.assert_array_equal(runs[True][0], runs[False][0])
+    for k, v in runs[False][1].items():
+        np.testing.assert_allclose(runs[True][1][k], v, rtol=1e-6, atol=1e-30, err_msg=k)
+        assert n_sub(runs[True][1][k]) == 0
