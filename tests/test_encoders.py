@@ -110,6 +110,30 @@ def test_batched_equals_one_at_a_time(enc):
     np.testing.assert_allclose(single, Y, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("impl", [R, K], ids=["reference", "numba"])
+def test_attention_matches_its_equations_sequence_by_sequence(impl):
+    """The ATT head (scored on the real tokens' rows only) against Sec. 3.1.1 written out per
+    sequence: u_t = tanh(h_t Wa + ba), e_t = u_t . u_{L-1}, a = softmax(e), c = sum_t a_t h_t."""
+    rng = np.random.default_rng(11)
+    B, T, d, do = 5, 9, 4, 3
+    X = rng.standard_normal((B, T, d))
+    L = np.array([9, 1, 4, 9, 2])
+    p = R.init_params("att", d, do, hidden=6, attention_size=7, rng=12)
+    p["ba"] = p["ba"] + 0.1 * rng.standard_normal(p["ba"].shape)
+    Hs = R.gru_layer_forward(X, R.mask_from_lengths(L, T), p["Wx0"], p["Wh0"], p["bx0"], p["bh0"])[0]
+    want = []
+    for b in range(B):
+        h = Hs[b, :L[b]]
+        u = np.tanh(h @ p["Wa"] + p["ba"])
+        e = u @ u[-1]
+        a = np.exp(e - e.max())
+        a /= a.sum()
+        want.append((a @ h) @ p["Wo"] + p["bo"])
+    np.testing.assert_allclose(impl.forward("att", p, X, L)[0], np.array(want), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="lengths"):
+        impl.forward("att", p, X, np.array([9, 0, 4, 9, 2]))
+
+
 @pytest.mark.parametrize("enc", ["bow", "gru", "att"])
 def test_padding_content_is_ignored(enc):
     # masked encoders must not see what lies beyond the length

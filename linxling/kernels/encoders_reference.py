@@ -23,7 +23,8 @@ Encoders (Chen et al. 2019, Sec. 3.1):
     Padding steps carry the state unchanged (``h_t = h_{t-1}``). Gate order in the stacked
     weight matrices: ``[z, r, n]``.
 ``att``
-    The GRU stack, then self-attention over the last layer's states ``h_t``:
+    The GRU stack, then self-attention over the last layer's states ``h_t`` (of the real tokens
+    only: ``lengths`` at least 1):
     ``u_t = tanh(h_t Wa + ba)``, ``e_t = u_t . u_{L-1}``, ``a = softmax_{t < L}(e)``, weighted
     states ``L a_t h_t`` (scaled by the sequence length ``L``, Sec. 3.1.1), their mean over the
     ``L`` real tokens ``c = sum_t a_t h_t``, and the affine output layer on ``c``.
@@ -213,17 +214,27 @@ def encoder_forward(encoder, params, X, lengths, pool_size, gru_layer):
             hL = _last_state(Hs, lengths)
             return hL @ params["Wo"] + params["bo"], (caches, Hs, hL, lengths)
         B = Hs.shape[0]
-        U = _from_tm2d(np.tanh(_tm2d(Hs) @ params["Wa"] + params["ba"]), B, T)   # (B, T, A)
-        q = _last_state(U, lengths)                                    # (B, A)
-        e = np.einsum("bta,ba->bt", U, q)
-        e = np.where(mask > 0, e, -np.inf)
+        if lengths.min() < 1:
+            raise ValueError("lengths: the attention encoder needs at least one token per sequence")
+        # the attention's rows: the real tokens' states only, time-major (padding is never scored)
+        real = np.flatnonzero(mask.T.reshape(-1) > 0)
+        seq = real % B                                                 # each row's sequence
+        pos = np.full(T * B, -1, np.int64)
+        pos[real] = np.arange(real.size)
+        last = pos[(lengths - 1) * B + np.arange(B)]                   # each sequence's last token's row
+        Hr = _tm2d(Hs)[real]                                           # (n, H)
+        U = np.tanh(Hr @ params["Wa"] + params["ba"])                  # (n, A)
+        q = U[last]                                                    # (B, A)
+        e = np.full(T * B, -np.inf, X.dtype)
+        e[real] = np.einsum("ra,ra->r", U, q[seq])
+        e = e.reshape(T, B).T                                          # (B, T), -inf on padding
         e = e - e.max(axis=1, keepdims=True)
         a = np.exp(e) * mask
         a /= a.sum(axis=1, keepdims=True)
         flush_subnormal(a)
         # the mean over the L tokens of the weighted states L a_t h_t: c = sum_t a_t h_t (a is 0 on padding)
         c = np.matmul(a[:, None, :], Hs)[:, 0]
-        return c @ params["Wo"] + params["bo"], (caches, Hs, U, q, a, c, lengths, mask)
+        return c @ params["Wo"] + params["bo"], (caches, Hs, U, q, a, c, mask, real, seq, last, Hr)
     if encoder == "cnn":
         caches = []
         inp = X
@@ -264,7 +275,8 @@ def encoder_backward(encoder, params, cache, dY, gru_layer_back, input_grad: boo
         caches = cache[0]
         Hs = cache[1]
         B, T, H = Hs.shape
-        dHs = np.zeros_like(Hs)
+        dHs2 = np.zeros((T * B, H), Hs.dtype)                         # time-major rows (the GRU's layout)
+        dHs = _from_tm2d(dHs2, B, T)
         if encoder == "gru":
             _, _, hL, lengths = cache
             g["Wo"] = hL.T @ dY
@@ -272,22 +284,23 @@ def encoder_backward(encoder, params, cache, dY, gru_layer_back, input_grad: boo
             dhL = dY @ params["Wo"].T
             dHs[np.arange(B), np.maximum(lengths - 1, 0)] += dhL
         else:
-            _, _, U, q, a, c, lengths, mask = cache
+            _, _, U, q, a, c, mask, real, seq, last, Hr = cache
             g["Wo"] = c.T @ dY
             g["bo"] = dY.sum(axis=0)
             dc = dY @ params["Wo"].T                               # (B, H)
             dHs += a[:, :, None] * dc[:, None, :]
             da = np.einsum("bth,bh->bt", Hs, dc) * mask
             de = a * (da - (a * da).sum(axis=1, keepdims=True))
-            dU = de[:, :, None] * q[:, None, :]
-            dq = np.einsum("bt,bta->ba", de, U)
-            dU[np.arange(B), np.maximum(lengths - 1, 0)] += dq
-            dpre = dU * (1.0 - U * U)
-            dpre2 = flush_subnormal(_tm2d(dpre))
-            g["Wa"] = _tm2d(Hs).T @ dpre2
-            g["ba"] = dpre2.sum(axis=0)
-            dHs += _from_tm2d(dpre2 @ params["Wa"].T, B, T)
-            flush_subnormal(dHs)
+            der = de.T.reshape(-1)[real]                           # the real rows' score gradients
+            dU = der[:, None] * q[seq]                             # (n, A)
+            S = np.zeros((B, real.size), U.dtype)                  # dq_b = sum over b's rows of de U
+            S[seq, np.arange(real.size)] = der
+            dU[last] += S @ U
+            dpre = flush_subnormal(dU * (1.0 - U * U))
+            g["Wa"] = Hr.T @ dpre
+            g["ba"] = dpre.sum(axis=0)
+            dHs2[real] += dpre @ params["Wa"].T
+            flush_subnormal(dHs2)
         d = dHs
         for l in range(len(caches) - 1, -1, -1):
             d, g[f"Wx{l}"], g[f"Wh{l}"], g[f"bx{l}"], g[f"bh{l}"] = gru_layer_back(
