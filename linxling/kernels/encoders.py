@@ -69,8 +69,12 @@ def _gru_step(gx, gh, bhn, m, h, hout, Z, R, N, GHN, zr, d, full):
 
 @numba.njit(cache=True, fastmath=False)
 def _gru_step_backward(dh, hprev, Z, R, N, GHN, m, dgh, dgx, dprev):
-    """Gate gradients of one time step: fills ``dgh`` (B, 3H), ``dgx`` (B, 3H), ``dprev`` (B, H)."""
+    """Gate gradients of one time step: fills ``dgh`` (B, 3H), ``dgx`` (B, 3H), ``dprev`` (B, H).
+
+    In the arrays' dtype throughout (``one``: a float literal ``1.0`` would make every float32
+    product float64, and the loop half as fast: 55 -> 31 us at B = 64, H = 200)."""
     B, H = dh.shape
+    one = np.ones(1, dh.dtype)[0]
     for b in range(B):
         mb = m[b]
         for j in range(H):
@@ -79,11 +83,11 @@ def _gru_step_backward(dh, hprev, Z, R, N, GHN, m, dgh, dgx, dprev):
             r = R[b, j]
             n = N[b, j]
             dhn = mb * d
-            dprev[b, j] = (1.0 - mb) * d + z * dhn
+            dprev[b, j] = (one - mb) * d + z * dhn
             dz = dhn * (hprev[b, j] - n)
-            dan = dhn * (1.0 - z) * (1.0 - n * n)
-            daz = dz * z * (1.0 - z)
-            dar = dan * GHN[b, j] * r * (1.0 - r)
+            dan = dhn * (one - z) * (one - n * n)
+            daz = dz * z * (one - z)
+            dar = dan * GHN[b, j] * r * (one - r)
             dgh[b, j] = daz
             dgh[b, H + j] = dar
             dgh[b, 2 * H + j] = dan * r
