@@ -214,7 +214,7 @@ def encoder_forward(encoder, params, X, lengths, pool_size, gru_layer):
             hL = _last_state(Hs, lengths)
             return hL @ params["Wo"] + params["bo"], (caches, Hs, hL, lengths)
         B = Hs.shape[0]
-        if lengths.min() < 1:
+        if lengths.size and lengths.min() < 1:
             raise ValueError("lengths: the attention encoder needs at least one token per sequence")
         # the attention's rows: the real tokens' states only, time-major (padding is never scored)
         real = np.flatnonzero(mask.T.reshape(-1) > 0)
@@ -225,7 +225,7 @@ def encoder_forward(encoder, params, X, lengths, pool_size, gru_layer):
         Hr = _tm2d(Hs)[real]                                           # (n, H)
         U = np.tanh(Hr @ params["Wa"] + params["ba"])                  # (n, A)
         q = U[last]                                                    # (B, A)
-        e = np.full(T * B, -np.inf, X.dtype)
+        e = np.full(T * B, -np.inf, U.dtype)
         e[real] = np.einsum("ra,ra->r", U, q[seq])
         e = e.reshape(T, B).T                                          # (B, T), -inf on padding
         e = e - e.max(axis=1, keepdims=True)
