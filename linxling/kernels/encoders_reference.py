@@ -219,9 +219,7 @@ def encoder_forward(encoder, params, X, lengths, pool_size, gru_layer):
         # the attention's rows: the real tokens' states only, time-major (padding is never scored)
         real = np.flatnonzero(mask.T.reshape(-1) > 0)
         seq = real % B                                                 # each row's sequence
-        pos = np.full(T * B, -1, np.int64)
-        pos[real] = np.arange(real.size)
-        last = pos[(lengths - 1) * B + np.arange(B)]                   # each sequence's last token's row
+        last = np.searchsorted(real, (lengths - 1) * B + np.arange(B))  # each sequence's last token's row
         Hr = _tm2d(Hs)[real]                                           # (n, H)
         U = np.tanh(Hr @ params["Wa"] + params["ba"])                  # (n, A)
         q = U[last]                                                    # (B, A)
