@@ -373,6 +373,8 @@ class Index:
         block_size : int, optional
             Queries per block (default up to 4,096). Candidates are taken in blocks too, so that
             one score block holds at most about ``BLOCK_BYTES`` (256 MiB) whatever the index size.
+        show_progress : bool, optional
+            Progress bar over blocks; ``None`` follows :func:`linxling.set_show_progress`.
 
         Returns
         -------

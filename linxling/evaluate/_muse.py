@@ -138,6 +138,8 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     block_size : int, optional
         Rows scored at a time (memory O(block_size * max(n_src, n_tgt))); default from a
         512 MiB budget, as in :func:`retrieval`.
+    show_progress : bool, optional
+        Progress bar over blocks; ``None`` follows :func:`linxling.set_show_progress`.
 
     Returns
     -------

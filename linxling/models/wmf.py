@@ -562,6 +562,7 @@ class BilingualWMF(_WMFParams):
             corpora (every language, each written with ``transpose=True``) are streamed; the
             result equals the in-memory fit. Dask arrays with scipy.sparse row chunks (every
             language, with the same row chunks) are fitted on a cluster, as in :meth:`WMF.fit`.
+        y : ignored
         init_components : mapping language -> ndarray (n_components, n_words_l), optional
         init_embedding : ndarray (n_sentences, n_components), optional
         memory_budget : int or str, optional
@@ -611,6 +612,8 @@ class BilingualWMF(_WMFParams):
         ----------
         X : sparse (n_sentences, n_words_language) or sequence of str
         language : a key of ``components_``
+        dtype : float32 or float64, optional
+            Of the result (default: the model's); C-contiguous either way.
 
         Returns
         -------

@@ -285,6 +285,8 @@ class CrossWMF(_WMFParams):
         ----------
         X : sparse (n_sentences, n_words_language) or sequence of str
         language : the pivot or one of the fitted languages
+        dtype : float32 or float64, optional
+            Of the result (default: the model's); C-contiguous either way.
 
         Returns
         -------

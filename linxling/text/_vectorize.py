@@ -405,6 +405,8 @@ def filter_documents(docs: Iterable[str], min_unique_words: int | None = 50,
         Documents with more unique tokens are dropped (``None``: no upper bound).
     tokenizer : callable str -> list of str, optional
         Defaults to :class:`Tokenizer` ``()``.
+    show_progress : bool or None
+        ``None`` follows :func:`linxling.set_show_progress`.
 
     Returns
     -------
