@@ -53,7 +53,7 @@ from linxling.models._estimator import (
 #: ``alpha="auto"``: λ = min(AUTO_ALPHA_MAX, n_sentences / AUTO_ALPHA_SENTENCES), the paper's 20
 #: from 6,000 sentences on. Chosen on b-WMF, Bible en-es, held-out verse P@1 on 1,000 validation
 #: verses carved from the training chapters, alpha in {0.3, 1, 3, 10, 20, 60} at 300 / 1,000 /
-#: 3,000 / 10,000 / 28,000 training verses (benchmarks/README.md, "WMF: alpha and the corpus
+#: 3,000 / 10,000 / 28,000 training verses (benchmarks/README.md, "alpha and the corpus
 #: size"): the best alpha grows with the corpus (0.3 / 0.3-1 / 20 / 20 / 20) and 20 collapses
 #: the factors on 300 verses (P@1 0.12 against 0.52). The rule is within 0.04 of the best at
 #: every size.
