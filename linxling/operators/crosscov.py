@@ -134,6 +134,9 @@ class CrossCovariance(LinearOperator):
         blocks : sequence of CSR matrices (n_l, p_l)
         labels : sequence of int arrays (n_l,), concept index of each row in ``[0, n_classes)``
         n_classes : int
+        precompute : bool, default True
+            Assemble ``YᵀX`` and keep it with its transpose (or, one document per concept, make the
+            CSR copy of ``X_lᵀ`` on first use), as above.
         dtype : float dtype of the products (default: the blocks')
         shared : sequence of ``(X_l, X_lᵀ or None)`` or None, optional
             Per block, matrices already held elsewhere (e.g. by the Gram operator of the same
