@@ -150,3 +150,55 @@ def test_stated_defaults_are_the_signatures(name):
         if isinstance(code, type):                       # dtype=np.float64
             code = code.__name__
         assert _stated_value(text) == code, f"{name}({p}=...): the docstring says {text}, the code has {code!r}"
+
+
+_PUBLIC_MODULES = ("linxling", "linxling.models", "linxling.text", "linxling.search", "linxling.evaluate",
+                   "linxling.io", "linxling.datasets", "linxling.compose", "linxling.operators", "linxling.solvers")
+
+
+def _public_callables() -> list[tuple[str, object]]:
+    """Every public function, class and public method of a public class of the API modules."""
+    import importlib
+    seen: dict[int, tuple[str, object]] = {}
+    for mod_name in _PUBLIC_MODULES:
+        mod = importlib.import_module(mod_name)
+        for name in getattr(mod, "__all__", [n for n in dir(mod) if not n.startswith("_")]):
+            obj = getattr(mod, name, None)
+            if not callable(obj) or not getattr(obj, "__module__", "").startswith("linxling"):
+                continue
+            seen.setdefault(id(obj), (f"{mod_name}.{name}", obj))
+            if inspect.isclass(obj):
+                for attr, member in vars(obj).items():
+                    if isinstance(member, (staticmethod, classmethod)):
+                        member = member.__func__
+                    if not attr.startswith("_") and inspect.isfunction(member):
+                        seen.setdefault(id(member), (f"{mod_name}.{name}.{attr}", member))
+    return sorted(seen.values(), key=lambda t: t[0])
+
+
+def test_public_functions_document_the_parameters_they_take():
+    """The audit of 2026-12-03: ``BilingualWMF.transform`` and ``CrossWMF.transform`` took a
+    ``dtype`` their Parameters section did not list, nor did ``Index.search``,
+    ``filter_documents`` and ``word_translation`` their ``show_progress``. Every public function
+    or method with a ``Parameters`` section lists each parameter it takes and no other."""
+    checked = 0
+    problems = []
+    for name, obj in _public_callables():
+        doc = documented_parameters(obj)        # type: ignore[arg-type]
+        if not doc:
+            continue                            # prose docstrings (no Parameters section)
+        try:
+            sig = inspect.signature(obj)        # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+        renamed = getattr(obj, "_renamed_params", {})
+        params = [p for p, par in sig.parameters.items() if p not in ("self", "cls") and p not in renamed
+                  and par.kind not in (par.VAR_POSITIONAL, par.VAR_KEYWORD)]
+        missing = [p for p in params if p not in doc]
+        # a header is a name; a paragraph of prose after the parameters is not one
+        stale = [d for d in doc if re.fullmatch(r"\*{0,2}[A-Za-z_]\w*", d) and d.lstrip("*") not in sig.parameters]
+        if missing or stale:
+            problems.append((name, {"undocumented": missing, "not a parameter": stale}))
+        checked += 1
+    assert not problems, problems
+    assert checked >= 50
