@@ -209,3 +209,84 @@ def test_documented_signatures_match_the_code():
                 assert code == value, f"{where}: {name}({arg.arg}={value!r}) but the code's default is {code!r}"
             checked += 1
     assert checked >= 8
+
+
+# --------------------------------------------------------------------------- references between pages
+#: a named section of a page: ``benchmarks/README.md, "The GPU suite"``, ``docs/cr5.md "Memory"``,
+#: ``[Scale](scale.md) ("Cr5 out of core")``
+_SECTION_REF = re.compile(r"(?<![\w/])((?:benchmarks/|docs/)?(?:README|[a-z_]+)\.md)[`)]?,?\s+\(?(?:section\s+)?"
+                          r"\"([^\"]{3,200})\"")
+
+
+def _normalised(text: str) -> str:
+    text = re.sub(r"\n\s*(?:#:?|\*)?\s*", " ", text)         # a title broken over comment lines
+    return re.sub(r"\s+", " ", text.replace("`", "").replace("\u2019", "'")).strip().lower()
+
+
+def _section_titles(path: Path) -> list[str]:
+    """A page's headings and the bold labels that open its paragraphs (``**Long documents**
+    (2026-12-01) ...``): benchmarks/README.md names most of its measurements that way."""
+    text = path.read_text(encoding="utf-8")
+    titles = [m.group(1) for m in re.finditer(r"^#+\s+(.+)$", text, re.M)]
+    titles += [m.group(1) for m in re.finditer(r"^(?:[-*] |\| )?\*\*(.+?)\*\*", text, re.M | re.S)]
+    return [_normalised(t) for t in titles]
+
+
+def test_section_references_name_a_section_that_exists():
+    """linxling/models/_wmf_base.py cited benchmarks/README.md "WMF: alpha and the corpus size",
+    a title the section never had: every ``page.md "Title"`` reference in the docs, the docstrings
+    and the comments opens a heading or a bold paragraph label of that page."""
+    titles: dict[Path, list[str]] = {}
+    checked = 0
+    bad = []
+    for path in [*DOC_FILES, *sorted((ROOT / "linxling").rglob("*.py"))]:
+        text = path.read_text(encoding="utf-8")
+        for m in _SECTION_REF.finditer(text):
+            name, title = m.groups()
+            if name.startswith("benchmarks/") or (name == "README.md" and path.parent.name == "docs"):
+                pages = [ROOT / "benchmarks" / "README.md"]
+            elif name == "README.md":
+                pages = [ROOT / "benchmarks" / "README.md", ROOT / "README.md"]
+            else:
+                pages = [ROOT / "docs" / name.rsplit("/", 1)[-1]]
+            where = f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}"
+            pages = [p for p in pages if p.is_file()]
+            if not pages:
+                bad.append(f"{where}: {name} is not a page")
+                continue
+            want = _normalised(title)
+            if not any(t.startswith(want) for p in pages for t in titles.setdefault(p, _section_titles(p))):
+                bad.append(f"{where}: {name} has no section {title!r}")
+            checked += 1
+    assert not bad, bad
+    assert checked >= 50
+
+
+#: a test the docs cite: ``tests/test_io.py::test_name``, ``test_cli.py``, or ``::test_name`` after
+#: a file named earlier on the page (the tables of docs/reliability.md and docs/index.md)
+_TEST_REF = re.compile(r"(?:(?:tests/)?(test_\w+\.py))?::(test_\w+)|(?:tests/)?(test_\w+\.py)")
+
+
+def test_cited_tests_exist():
+    """docs/reliability.md's ``::test_a_crafted_vector_table_...`` followed a row naming
+    tests/test_io.py, but the test is in tests/test_io_hostile.py: every test a page cites is
+    defined in the file it names, or for ``::name``, in the last file named before it."""
+    checked = 0
+    bad = []
+    for path in DOC_FILES:
+        text = path.read_text(encoding="utf-8")
+        current = None
+        for m in _TEST_REF.finditer(text):
+            where = f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}"
+            current = m.group(1) or m.group(3) or current
+            if current is None:
+                bad.append(f"{where}: ::{m.group(2)} names no file")
+                continue
+            source = ROOT / "tests" / current
+            if not source.is_file():
+                bad.append(f"{where}: no tests/{current}")
+            elif m.group(2) and not re.search(rf"^\s*def {m.group(2)}\(", source.read_text(encoding="utf-8"), re.M):
+                bad.append(f"{where}: tests/{current} has no {m.group(2)}")
+            checked += 1
+    assert not bad, bad
+    assert checked >= 30
