@@ -538,7 +538,7 @@ def main(argv=None) -> dict:
             """The paper's MLP on a - b, and on |a - b| of unit vectors (symmetric)."""
             r_out = {}
             for feat, norm in (("difference", False), ("abs_difference", True)):
-                r = paraphrase_identification(A, B, para["label"], random_state=0, hidden=64, epochs=300,
+                r = paraphrase_identification(A, B, para["label"], random_state=0, hidden=64, n_epochs=300,
                                               patience=30, features=feat, normalize=norm)
                 r_out[feat] = {k: r[k] for k in ("accuracy", "validation_accuracy", "majority", "n_test")}
             return r_out

@@ -84,14 +84,14 @@ def test_separable_pairs_are_identified_and_early_stopping_keeps_the_best():
     # classes of A - B are separated by a margin of ~2.5 along it)
     u = np.eye(d)[0]
     B = A + 0.1 * rng.standard_normal((n, d)) + np.where(y[:, None] == 1, 0.0, 3.0 * u)
-    r = paraphrase_identification(A, B, y, random_state=0, hidden=16, learning_rate=1e-2, epochs=100)
+    r = paraphrase_identification(A, B, y, random_state=0, hidden=16, learning_rate=1e-2, n_epochs=100)
     assert r["accuracy"] >= 0.97 and r["n_train"] == 300 and r["n_validation"] == 20 and r["n_test"] == 80
     # labels independent of the vectors: test accuracy cannot be far from chance (80 test pairs,
     # 4 standard deviations of a fair coin: 0.5 +- 0.23)
     yr = rng.integers(0, 2, size=n)
-    rr = paraphrase_identification(A, B, yr, random_state=0, hidden=16, epochs=30, patience=5)
+    rr = paraphrase_identification(A, B, yr, random_state=0, hidden=16, n_epochs=30, patience=5)
     assert abs(rr["accuracy"] - 0.5) < 0.23
-    mlp = ParaphraseMLP(hidden=8, epochs=40, patience=3, random_state=0)
+    mlp = ParaphraseMLP(hidden=8, n_epochs=40, patience=3, random_state=0)
     mlp.fit(A[:300], B[:300], y[:300], A[300:320], B[300:320], y[300:320])
     assert mlp.validation_accuracy_ == max(mlp.history_)
     assert mlp.best_epoch_ == int(np.argmax(mlp.history_))
@@ -125,3 +125,13 @@ def test_feature_options():
     np.testing.assert_allclose(ParaphraseMLP()._features(A, B, "A", "B"), A - B)
     with pytest.raises(ValueError, match="features"):
         ParaphraseMLP(features="concat")
+
+
+def test_old_epochs_name_warns_and_is_used():
+    with pytest.warns(FutureWarning, match="n_epochs"):
+        m = ParaphraseMLP(epochs=7)
+    assert m.n_epochs == 7
+    with pytest.raises(TypeError, match="not both"):
+        ParaphraseMLP(n_epochs=5, epochs=7)
+    with pytest.raises(ValueError, match="n_epochs"):
+        ParaphraseMLP(n_epochs=0)

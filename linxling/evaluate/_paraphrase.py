@@ -17,6 +17,7 @@ split (the parameters of the best validation epoch are kept).
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -115,7 +116,7 @@ class ParaphraseMLP:
     hidden : int, default 64
     learning_rate : float, default 1e-3
         Adam step.
-    epochs : int, default 200
+    n_epochs : int, default 200
         Maximum epochs; training stops after ``patience`` epochs without a better validation
         accuracy and keeps the best epoch's parameters.
     patience : int, default 20
@@ -128,12 +129,21 @@ class ParaphraseMLP:
     normalize : bool, default False
         Scale ``a`` and ``b`` to unit length first (zero vectors stay zero).
     random_state : int, Generator or None
+    epochs : int, optional
+        ``n_epochs``'s name before 0.2 (every estimator says ``n_epochs``): accepted with a
+        FutureWarning; giving it with an n_epochs other than 200 is an error.
     """
 
-    def __init__(self, hidden: int = 64, learning_rate: float = 1e-3, epochs: int = 200,
+    def __init__(self, hidden: int = 64, learning_rate: float = 1e-3, n_epochs: int = 200,
                  patience: int = 20, batch_size: int = 32, l2: float = 1e-4, features: str = "difference",
-                 normalize: bool = False, random_state: Any = None) -> None:
-        for name, v in (("hidden", hidden), ("epochs", epochs), ("patience", patience),
+                 normalize: bool = False, random_state: Any = None, epochs: int | None = None) -> None:
+        if epochs is not None:
+            if n_epochs != 200:
+                raise TypeError("ParaphraseMLP: give n_epochs or its old name epochs, not both")
+            warnings.warn("ParaphraseMLP's epochs is renamed n_epochs (as every estimator's); "
+                          "epochs will be removed", FutureWarning, stacklevel=2)
+            n_epochs = epochs
+        for name, v in (("hidden", hidden), ("n_epochs", n_epochs), ("patience", patience),
                         ("batch_size", batch_size)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
@@ -147,7 +157,7 @@ class ParaphraseMLP:
         self.normalize = bool(normalize)
         self.hidden = hidden
         self.learning_rate = learning_rate
-        self.epochs = epochs
+        self.n_epochs = n_epochs
         self.patience = patience
         self.batch_size = batch_size
         self.l2 = l2
@@ -198,7 +208,7 @@ class ParaphraseMLP:
         b1, b2, eps, t = 0.9, 0.999, 1e-8, 0
         best, best_p, since = -1.0, {k: v.copy() for k, v in p.items()}, 0
         self.history_ = []
-        for epoch in range(int(self.epochs)):
+        for epoch in range(int(self.n_epochs)):
             perm = rng.permutation(len(X))
             for s in range(0, len(X), int(self.batch_size)):
                 bi = perm[s:s + int(self.batch_size)]
