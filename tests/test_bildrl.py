@@ -135,6 +135,22 @@ def test_predict_and_candidates():
     assert sorted(restricted[0]) == ["e1", "e2", "e5"]
 
 
+@pytest.mark.parametrize("candidates, exc, match", [
+    ("e1", TypeError, r"^candidates must be a sequence of words, not a single string"),
+    (["e1", "e2", "e1"], ValueError, r"^candidates\[2\] = 'e1' repeats candidates\[0\]"),
+    (["e1", 5], TypeError, r"^candidates\[1\] is a int, not a str"),
+    (["e1", ["e2"]], TypeError, r"^candidates\[1\] is a list, not a str"),
+])
+def test_bad_candidates_are_named(candidates, exc, match):
+    """A single string was read as its characters ("2 candidates have no 'en' vector, e.g. ['e',
+    '1']"), a repeated word was ranked and returned twice, an unhashable one failed in a dict."""
+    m = BilDRL(encoder="ridge", alpha=0.1, min_df=1, random_state=0).fit(_dictionary(), FakeSpace())
+    with pytest.raises(exc, match=match):
+        m.predict(["f5"], "fr", "en", k=3, candidates=candidates)
+    with pytest.raises(exc, match=match):
+        m.candidate_space("en", candidates)
+
+
 @pytest.mark.parametrize("encoder", ["att", "ridge"])
 def test_save_load_round_trip(tmp_path, encoder):
     m = BilDRL(encoder=encoder, hidden_size=8, n_epochs=2, min_df=1, random_state=0,
