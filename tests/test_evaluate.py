@@ -284,6 +284,19 @@ def test_muse_split_small():
                                                        [("c", "4")])
 
 
+@pytest.mark.parametrize("pairs, exc, match", [
+    (["ab", "cd"], ValueError, r"^pairs\[0\] must be a \(source, target\) pair, got 'ab'"),
+    ([("a", "1"), ("b", "2", "3")], ValueError, r"^pairs\[1\] must be a \(source, target\) pair"),
+    ("en-de.txt", TypeError, r"^pairs must be an iterable of \(source, target\) pairs, got a str"),
+])
+def test_muse_split_names_what_is_not_a_pair(pairs, exc, match):
+    """A two-character string unpacked as a pair ("ab" -> ("a", "b")) in silence, and a
+    pair of three failed with Python's "too many values to unpack", naming nothing."""
+    with pytest.raises(exc, match=match):
+        muse_split(pairs)
+
+
+
 def test_read_muse_malformed(tmp_path):
     p = tmp_path / "d.txt"
     p.write_text("a b\n\nc d e\n", encoding="utf-8")

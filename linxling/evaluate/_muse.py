@@ -79,9 +79,16 @@ def muse_split(pairs: Iterable[tuple[str, str]], n_train: int = 5000,
     """
     n_train = check_int(n_train, "n_train", low=0)
     n_test = check_int(n_test, "n_test", low=0)
+    if isinstance(pairs, (str, bytes, os.PathLike)):     # a path: iterated as its characters
+        raise TypeError(f"pairs must be an iterable of (source, target) pairs, got a {type(pairs).__name__}; "
+                        "read a dictionary file with read_muse_dictionary(path) first")
     rank: dict[str, int] = {}
     train, test = [], []
-    for src, tgt in pairs:
+    for i, pair in enumerate(pairs):
+        # a str of two characters unpacked as a pair ("ab" -> ("a", "b")) without a word
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"pairs[{i}] must be a (source, target) pair, got {pair!r}")
+        src, tgt = pair
         r = rank.setdefault(src, len(rank))
         if r < n_train:
             train.append((src, tgt))
