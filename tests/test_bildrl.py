@@ -293,6 +293,9 @@ def test_targets_in_another_unicode_form_or_case_find_their_vectors():
     # a single string was read as its characters: gold "abc" scored the words a, b, c
     ({"gold": "abc"}, TypeError, "gold must be a sequence of words"),
     ({"candidate_words": "abcd"}, TypeError, "candidate_words must be a sequence of words"),
+    # a word that is not a str matched no candidate: counted as missing, every metric lowered in silence
+    ({"gold": ["a", 2, "c"]}, TypeError, r"^gold\[1\] is a int \(2\), not a str"),
+    ({"candidate_words": ["a", "b", b"c", "d"]}, TypeError, r"^candidate_words\[2\] is a bytes"),
 ])
 def test_reverse_dictionary_bad_input_is_refused_naming_the_argument(kwargs, exc, match):
     args = {"queries": np.eye(4)[:3], "gold": ["a", "b", "c"], "candidate_words": ["a", "b", "c", "d"],

@@ -481,3 +481,13 @@ def test_word_translation_refuses_a_word_given_twice():
         word_translation(["a", "b", "a"], V, ["x", "y", "z"], V, pairs, ks=(1,))
     # distinct words: the same data scores as expected
     assert word_translation(["a", "b", "c"], V, ["z", "y", "x"], V, pairs, ks=(1,))["P@1"] == 1.0
+
+
+def test_word_translation_refuses_a_word_that_is_not_a_str():
+    """Words were stored as str(w) but the pairs looked up as given: src_words [1, 2, 3] with
+    the pair (3, "x") skipped that pair as out of vocabulary, without a word."""
+    V = np.eye(3)
+    with pytest.raises(TypeError, match=r"^src_words\[0\] is a int \(1\), not a str"):
+        word_translation([1, 2, 3], V, ["z", "y", "x"], V, [(3, "x"), ("a", "y")], ks=(1,))
+    with pytest.raises(TypeError, match=r"^tgt_words\[2\] is a bytes"):
+        word_translation(["a", "b", "c"], V, ["z", "y", b"x"], V, [("c", "z")], ks=(1,))

@@ -105,6 +105,8 @@ def _vocab_index(words: Sequence[str], name: str, n_rows: int, vectors_name: str
         raise ValueError(f"{name} has {len(words)} words but {vectors_name} has {n_rows} rows")
     index: dict[str, int] = {}
     for i, w in enumerate(words):
+        if not isinstance(w, str):   # stored as str(w), it matched no word of pairs: skipped in silence
+            raise TypeError(f"{name}[{i}] is a {type(w).__name__} ({w!r}), not a str (a word)")
         # a word given twice would be scored twice: its second row competes with the gold one
         # (the target word ranked first was a miss when it was the other row of that word)
         j = index.setdefault(str(w), i)
