@@ -297,6 +297,17 @@ def test_muse_split_names_what_is_not_a_pair(pairs, exc, match):
 
 
 
+def test_a_file_without_a_pair_is_named(tmp_path):
+    """An empty or blank dictionary or STS file read as no pairs: muse_split then returned two
+    empty lists and sts said "needs at least 2 pairs", neither naming the file."""
+    p = tmp_path / "blank.txt"
+    p.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"blank.txt: no 'src tgt' pair \(the file is empty or blank\)"):
+        read_muse_dictionary(p)
+    with pytest.raises(ValueError, match=r"blank.txt: no sentence pair \(the file is empty or blank\)"):
+        read_sts(p)
+
+
 def test_read_muse_malformed(tmp_path):
     p = tmp_path / "d.txt"
     p.write_text("a b\n\nc d e\n", encoding="utf-8")

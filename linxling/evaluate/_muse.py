@@ -35,8 +35,8 @@ def read_muse_dictionary(path: str | os.PathLike) -> list[tuple[str, str]]:
     FileNotFoundError
         If ``path`` does not exist (the message names the shared data folder).
     ValueError
-        On a malformed line (the message gives the path and line number) or a file that is not
-        UTF-8.
+        On a malformed line (the message gives the path and line number), a file without a pair,
+        or a file that is not UTF-8.
     """
     pairs: list[tuple[str, str]] = []
     if not os.path.isfile(path):
@@ -52,6 +52,8 @@ def read_muse_dictionary(path: str | os.PathLike) -> list[tuple[str, str]]:
                 raise ValueError(f"{os.fspath(path)}:{lineno}: expected 2 fields 'src tgt', "
                                  f"got {len(fields)}: {line.rstrip()!r}")
             pairs.append((fields[0], fields[1]))
+    if not pairs:              # was [], which every use of it then failed on (or scored nothing) elsewhere
+        raise ValueError(f"{os.fspath(path)}: no 'src tgt' pair (the file is empty or blank)")
     return pairs
 
 
