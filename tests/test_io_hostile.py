@@ -219,6 +219,9 @@ def test_an_npy_export_writes_both_files_or_neither(tmp_path, monkeypatch):
     path = str(tmp_path / "v.npy")
     export_vectors(path, np.ones((3, 2)), ["a", "b", "c"], format="npy")
     before = (Path(path).read_bytes(), Path(tmp_path / "v.vocab.txt").read_bytes())
+    # the words are checked before anything is written (a lone surrogate is refused naming it);
+    # with that check off, the surrogate makes the vocabulary's write fail after the matrix's
+    monkeypatch.setattr("linxling.io._export.check_unicode", lambda *args: None)
     with pytest.raises(UnicodeEncodeError):
         export_vectors(path, np.zeros((3, 2)), ["x", "y", "\udcff"], format="npy")   # the vocabulary fails
     assert (Path(path).read_bytes(), Path(tmp_path / "v.vocab.txt").read_bytes()) == before
