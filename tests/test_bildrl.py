@@ -151,6 +151,13 @@ def test_bad_candidates_are_named(candidates, exc, match):
         m.candidate_space("en", candidates)
 
 
+def test_predict_refuses_a_bool_for_k():
+    """predict(..., k=True) returned the top 1 (a bool is an int): a flag given for the count."""
+    m = BilDRL(encoder="ridge", alpha=0.1, min_df=1, random_state=0).fit(_dictionary(), FakeSpace())
+    with pytest.raises(ValueError, match=r"^k must be a positive int, got True"):
+        m.predict(["f5"], "fr", "en", k=True)
+
+
 @pytest.mark.parametrize("encoder", ["att", "ridge"])
 def test_save_load_round_trip(tmp_path, encoder):
     m = BilDRL(encoder=encoder, hidden_size=8, n_epochs=2, min_df=1, random_state=0,

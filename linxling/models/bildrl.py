@@ -958,7 +958,7 @@ class BilDRL(LinxlingEstimator):
         """
         self._check_fitted()
         self._check_language(target_language, "target_language")
-        if not isinstance(k, (int, np.integer)) or k < 1:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:   # True was k=1
             raise ValueError(f"k must be a positive int, got {k!r}")
         if metric not in ("cosine", "euclidean"):
             raise ValueError(f"metric must be 'cosine' or 'euclidean', got {metric!r}")
