@@ -181,10 +181,10 @@ def test_cldc_refuses_test_labels_that_share_none_with_train():
     assert cldc(X, [0, 1, 0, 1], X, [0.0, 1.0, 0.0, 1.0], random_state=0)["accuracy"] == 1.0
 
 
-@pytest.mark.parametrize("seed, exc", [(-1, ValueError), (1.5, TypeError), ("a", TypeError)])
+@pytest.mark.parametrize("seed, exc", [(-1, ValueError), (1.5, TypeError), ("a", TypeError), (True, TypeError)])
 def test_a_bad_random_state_is_named(seed, exc):
     """estimated_rank and the perceptron handed random_state to NumPy, whose errors ("expected
-    non-negative integer", "SeedSequence expects int ...") named no argument."""
+    non-negative integer", "SeedSequence expects int ...") named no argument; True was the seed 1."""
     Q = np.eye(4)
     with pytest.raises(exc, match="^random_state must be"):
         estimated_rank(Q, Q, random_state=seed)
