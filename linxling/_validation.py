@@ -358,7 +358,9 @@ def check_random_state(seed: Any) -> np.random.Generator:
     """``None``/int (0 or more)/Generator -> ``np.random.Generator``."""
     if isinstance(seed, np.random.Generator):
         return seed
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed < 0:
+    if isinstance(seed, (bool, np.bool_)):     # True was the seed 1 (the models' tables refuse it too)
+        raise TypeError(f"random_state must be None, an int or a numpy Generator, got bool {seed!r}")
+    if isinstance(seed, (int, np.integer)) and seed < 0:
         raise ValueError(f"random_state must be None, an int of 0 or more or a numpy Generator, got {seed}")
     if seed is None or isinstance(seed, (int, np.integer)):
         return np.random.default_rng(seed)

@@ -202,4 +202,15 @@ def _aligned(texts: list[str], langs: list[str], y: list) -> dict[str, list[str]
     if not common:
         raise ValueError("no concept has a document in every language: a model of aligned sentences "
                          "has nothing to fit")
+    n_left = len(texts) - len(common) * len(languages)
+    if n_left:                 # left out in silence before: a concept missing a language, a second document
+        import warnings
+
+        from linxling._warnings import find_stack_level
+        n_partial = sum(len(first[g]) for g in languages) - len(common) * len(languages)
+        warnings.warn(f"MultilingualFit: {n_left} of {len(texts)} documents are left out of the fit of this "
+                      f"model of aligned sentences, which takes one row per concept with a document in every "
+                      f"language ({len(common)} concepts): {n_partial} of a concept without a document in every "
+                      f"language, {n_left - n_partial} repeating a concept in its language (the first is used)",
+                      UserWarning, stacklevel=find_stack_level())
     return {g: [first[g][c] for c in common] for g in languages}

@@ -135,6 +135,29 @@ def test_predict_and_candidates():
     assert sorted(restricted[0]) == ["e1", "e2", "e5"]
 
 
+@pytest.mark.parametrize("candidates, exc, match", [
+    ("e1", TypeError, r"^candidates must be a sequence of words, not a single string"),
+    (["e1", "e2", "e1"], ValueError, r"^candidates\[2\] = 'e1' repeats candidates\[0\]"),
+    (["e1", 5], TypeError, r"^candidates\[1\] is a int, not a str"),
+    (["e1", ["e2"]], TypeError, r"^candidates\[1\] is a list, not a str"),
+])
+def test_bad_candidates_are_named(candidates, exc, match):
+    """A single string was read as its characters ("2 candidates have no 'en' vector, e.g. ['e',
+    '1']"), a repeated word was ranked and returned twice, an unhashable one failed in a dict."""
+    m = BilDRL(encoder="ridge", alpha=0.1, min_df=1, random_state=0).fit(_dictionary(), FakeSpace())
+    with pytest.raises(exc, match=match):
+        m.predict(["f5"], "fr", "en", k=3, candidates=candidates)
+    with pytest.raises(exc, match=match):
+        m.candidate_space("en", candidates)
+
+
+def test_predict_refuses_a_bool_for_k():
+    """predict(..., k=True) returned the top 1 (a bool is an int): a flag given for the count."""
+    m = BilDRL(encoder="ridge", alpha=0.1, min_df=1, random_state=0).fit(_dictionary(), FakeSpace())
+    with pytest.raises(ValueError, match=r"^k must be a positive int, got True"):
+        m.predict(["f5"], "fr", "en", k=True)
+
+
 @pytest.mark.parametrize("encoder", ["att", "ridge"])
 def test_save_load_round_trip(tmp_path, encoder):
     m = BilDRL(encoder=encoder, hidden_size=8, n_epochs=2, min_df=1, random_state=0,
@@ -277,6 +300,9 @@ def test_targets_in_another_unicode_form_or_case_find_their_vectors():
     # a single string was read as its characters: gold "abc" scored the words a, b, c
     ({"gold": "abc"}, TypeError, "gold must be a sequence of words"),
     ({"candidate_words": "abcd"}, TypeError, "candidate_words must be a sequence of words"),
+    # a word that is not a str matched no candidate: counted as missing, every metric lowered in silence
+    ({"gold": ["a", 2, "c"]}, TypeError, r"^gold\[1\] is a int \(2\), not a str"),
+    ({"candidate_words": ["a", "b", b"c", "d"]}, TypeError, r"^candidate_words\[2\] is a bytes"),
 ])
 def test_reverse_dictionary_bad_input_is_refused_naming_the_argument(kwargs, exc, match):
     args = {"queries": np.eye(4)[:3], "gold": ["a", "b", "c"], "candidate_words": ["a", "b", "c", "d"],

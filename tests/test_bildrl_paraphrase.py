@@ -117,6 +117,16 @@ def test_paraphrase_bad_input():
         ParaphraseMLP(hidden=0)
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    ({"learning_rate": "fast"}, r"^learning_rate must be a number, got str 'fast'"),   # was NumPy's isfinite error
+    ({"l2": None}, r"^l2 must be a number, got NoneType"),
+    ({"normalize": "no"}, r"^normalize must be a bool, got str 'no'"),               # was read as True
+])
+def test_mlp_parameters_of_the_wrong_type_are_named(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        ParaphraseMLP(**kwargs)
+
+
 def test_feature_options():
     A = np.array([[3.0, 4.0], [0.0, 0.0]])
     B = np.array([[1.0, 0.0], [0.0, 2.0]])

@@ -99,6 +99,21 @@ def test_multilingual_fit_of_an_aligned_sentence_model():
         m.fit(EN, concepts[:len(EN)])
 
 
+def test_multilingual_fit_of_aligned_sentences_says_which_documents_it_leaves_out():
+    """One row per concept with a document in every language: a concept missing a language and a
+    second document of a concept were left out of the fit without a word."""
+    pairs = [(t, "en") for t in EN[:30]] + [(t, "es") for t in ES[:25]] + [(ES[29], "es")]
+    concepts = list(range(30)) + list(range(25)) + [0]
+    est = BiCVM(n_components=4, n_epochs=1, random_state=0, n_threads=1, show_progress=False)
+    with pytest.warns(UserWarning, match=r"^MultilingualFit: 6 of 56 documents are left out .* \(25 concepts\): "
+                                         r"5 of a concept without a document in every language, 1 repeating a concept"):
+        MultilingualFit(est).fit(pairs, concepts)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # every document used: nothing said
+        MultilingualFit(est).fit(pairs[:25] + pairs[30:55], list(range(25)) * 2)
+
+
 def test_multilingual_fit_refuses_a_bad_k_and_use_before_fit():
     """k=0 scored 0.0 and k=-1 about 1.0 (argpartition then kept all but one document), k=1.5
     was taken; transform or score before fit raised AttributeError 'estimator_'."""

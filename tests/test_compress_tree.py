@@ -193,6 +193,15 @@ def test_bad_input():
         CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(texts + ["dog"])
 
 
+@pytest.mark.parametrize("seed, exc", [(-1, ValueError), (1.5, TypeError), ("x", TypeError)])
+def test_corrupted_rank_names_a_bad_random_state(seed, exc):
+    """corrupted_rank handed random_state to NumPy, whose errors ("expected non-negative
+    integer", "SeedSequence expects int ...") named no argument."""
+    m = CompressTree(n_components=4, n_epochs=1, random_state=0, show_progress=False).fit(_corpus(20))
+    with pytest.raises(exc, match="^random_state must be"):
+        m.corrupted_rank(_corpus(3), random_state=seed)
+
+
 def test_callback_sees_the_model_after_each_epoch():
     train, test = _corpus(100, 1), _corpus(20, 2)
     seen = []

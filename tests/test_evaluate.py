@@ -284,6 +284,30 @@ def test_muse_split_small():
                                                        [("c", "4")])
 
 
+@pytest.mark.parametrize("pairs, exc, match", [
+    (["ab", "cd"], ValueError, r"^pairs\[0\] must be a \(source, target\) pair, got 'ab'"),
+    ([("a", "1"), ("b", "2", "3")], ValueError, r"^pairs\[1\] must be a \(source, target\) pair"),
+    ("en-de.txt", TypeError, r"^pairs must be an iterable of \(source, target\) pairs, got a str"),
+])
+def test_muse_split_names_what_is_not_a_pair(pairs, exc, match):
+    """A two-character string unpacked as a pair ("ab" -> ("a", "b")) in silence, and a
+    pair of three failed with Python's "too many values to unpack", naming nothing."""
+    with pytest.raises(exc, match=match):
+        muse_split(pairs)
+
+
+
+def test_a_file_without_a_pair_is_named(tmp_path):
+    """An empty or blank dictionary or STS file read as no pairs: muse_split then returned two
+    empty lists and sts said "needs at least 2 pairs", neither naming the file."""
+    p = tmp_path / "blank.txt"
+    p.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"blank.txt: no 'src tgt' pair \(the file is empty or blank\)"):
+        read_muse_dictionary(p)
+    with pytest.raises(ValueError, match=r"blank.txt: no sentence pair \(the file is empty or blank\)"):
+        read_sts(p)
+
+
 def test_read_muse_malformed(tmp_path):
     p = tmp_path / "d.txt"
     p.write_text("a b\n\nc d e\n", encoding="utf-8")
@@ -468,3 +492,13 @@ def test_word_translation_refuses_a_word_given_twice():
         word_translation(["a", "b", "a"], V, ["x", "y", "z"], V, pairs, ks=(1,))
     # distinct words: the same data scores as expected
     assert word_translation(["a", "b", "c"], V, ["z", "y", "x"], V, pairs, ks=(1,))["P@1"] == 1.0
+
+
+def test_word_translation_refuses_a_word_that_is_not_a_str():
+    """Words were stored as str(w) but the pairs looked up as given: src_words [1, 2, 3] with
+    the pair (3, "x") skipped that pair as out of vocabulary, without a word."""
+    V = np.eye(3)
+    with pytest.raises(TypeError, match=r"^src_words\[0\] is a int \(1\), not a str"):
+        word_translation([1, 2, 3], V, ["z", "y", "x"], V, [(3, "x"), ("a", "y")], ks=(1,))
+    with pytest.raises(TypeError, match=r"^tgt_words\[2\] is a bytes"):
+        word_translation(["a", "b", "c"], V, ["z", "y", b"x"], V, [("c", "z")], ks=(1,))

@@ -179,3 +179,22 @@ def test_cldc_refuses_test_labels_that_share_none_with_train():
     res = cldc(X, [0, 1, 0, 1], X, [0, 2, 0, 2], random_state=0)
     assert res["accuracy"] == 0.5
     assert cldc(X, [0, 1, 0, 1], X, [0.0, 1.0, 0.0, 1.0], random_state=0)["accuracy"] == 1.0
+
+
+@pytest.mark.parametrize("seed, exc", [(-1, ValueError), (1.5, TypeError), ("a", TypeError), (True, TypeError)])
+def test_a_bad_random_state_is_named(seed, exc):
+    """estimated_rank and the perceptron handed random_state to NumPy, whose errors ("expected
+    non-negative integer", "SeedSequence expects int ...") named no argument; True was the seed 1."""
+    Q = np.eye(4)
+    with pytest.raises(exc, match="^random_state must be"):
+        estimated_rank(Q, Q, random_state=seed)
+    with pytest.raises(exc, match="^random_state must be"):
+        AveragedPerceptron(random_state=seed).fit(Q, [0, 1, 0, 1])
+    with pytest.raises(exc, match="^random_state must be"):
+        cldc(Q, [0, 1, 0, 1], Q, [0, 1, 0, 1], random_state=seed)
+
+
+def test_a_perceptron_fit_intercept_that_is_not_a_bool_is_named():
+    """fit_intercept="no" was truthy: the perceptron fitted an intercept without a word."""
+    with pytest.raises(TypeError, match="^fit_intercept must be a bool, got str 'no'"):
+        AveragedPerceptron(fit_intercept="no").fit(np.eye(4), [0, 1, 0, 1])

@@ -89,6 +89,18 @@ def test_word2vec_rejects_unstorable_words(tmp_path, fmt, bad, msg):
     assert not path.exists() and os.listdir(tmp_path) == []  # nothing half-written
 
 
+@pytest.mark.parametrize("fmt", ["word2vec", "word2vec-binary", "npy", "faiss"])
+def test_a_word_that_utf8_cannot_write_is_named(tmp_path, fmt):
+    """A lone surrogate (bytes decoded with surrogateescape) failed in the write as a
+    UnicodeEncodeError naming neither the word nor its row."""
+    V, words = _data(n=3)
+    words[2] = "caf\udce9"
+    path = tmp_path / "v.txt"
+    with pytest.raises(ValueError, match=r"^words\[2\] contains the lone surrogate '\\udce9' at position 3"):
+        export_vectors(path, V, words, format=fmt)
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("fmt", ["npy", "faiss"])
 @pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\r\n"])
 def test_vocabulary_refuses_every_line_break_splitlines_reads(tmp_path, fmt, brk):

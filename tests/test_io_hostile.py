@@ -108,6 +108,20 @@ def test_bad_paths_are_named_not_the_temporary(tmp_path, bad, monkeypatch):
 
 
 
+@pytest.mark.parametrize("bad, exc, match", [
+    (None, TypeError, r"^path must be a str or os.PathLike \(the file to write\), got NoneType"),
+    (3, TypeError, r"^path must be a str or os.PathLike .*got int"),
+    ("a\0b.h5", ValueError, r"^path 'a\\x00b.h5' contains a NUL character"),
+])
+def test_a_path_that_is_no_file_name_is_named(tmp_path, bad, exc, match, monkeypatch):
+    """save(None) and save(3) raised os.fsdecode's "expected str, bytes or os.PathLike object,
+    not NoneType", and a NUL os.stat's "embedded null byte": neither named the path."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(exc, match=match):
+        Dummy({}, {}).save(bad)
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("name", ["x" * 240, "é" * 120 + ".h5", "y" * 255])
 def test_a_long_legal_file_name_saves_and_its_stale_temporaries_are_removed(tmp_path, name):
     """A name of 228-255 bytes is legal, but the temporary file (the name plus ~28 bytes) was
@@ -205,6 +219,9 @@ def test_an_npy_export_writes_both_files_or_neither(tmp_path, monkeypatch):
     path = str(tmp_path / "v.npy")
     export_vectors(path, np.ones((3, 2)), ["a", "b", "c"], format="npy")
     before = (Path(path).read_bytes(), Path(tmp_path / "v.vocab.txt").read_bytes())
+    # the words are checked before anything is written (a lone surrogate is refused naming it);
+    # with that check off, the surrogate makes the vocabulary's write fail after the matrix's
+    monkeypatch.setattr("linxling.io._export.check_unicode", lambda *args: None)
     with pytest.raises(UnicodeEncodeError):
         export_vectors(path, np.zeros((3, 2)), ["x", "y", "\udcff"], format="npy")   # the vocabulary fails
     assert (Path(path).read_bytes(), Path(tmp_path / "v.vocab.txt").read_bytes()) == before

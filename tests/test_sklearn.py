@@ -98,6 +98,17 @@ def test_single_block_cllsi_and_bad_estimator():
         SingleBlock(Cr5(n_components=30)).fit(sp.random(200, 20, density=0.5, random_state=0), np.arange(200))
 
 
+@pytest.mark.parametrize("y", [[1, "1", 2, "2", 3] * 10, np.array([1, "1", 2, "2", 3] * 10, dtype=object)])
+def test_single_block_refuses_labels_that_mix_text_and_numbers(y):
+    """y = [1, "1", 2, "2", 3, ...] became the text array ['1', '1', '2', '2', '3', ...] in
+    scikit-learn's conversion: 1 and "1" were one concept, in silence."""
+    X = sp.random(50, 20, density=0.4, random_state=1, format="csr")
+    with pytest.raises(TypeError, match=r"^y mixes text and non-text labels: y\[0\] = 1 and y\[1\] = '1'"):
+        SingleBlock(Cr5(n_components=2, random_state=0)).fit(X, y)
+    labels = [str(v) for v in y]                  # one type: fitted as before
+    assert SingleBlock(Cr5(n_components=2, random_state=0)).fit(X, labels).classes_ == ["1", "2", "3"]
+
+
 def test_transform_dtype_gives_c_contiguous_float32():
     X = sp.random(60, 25, density=0.3, random_state=2, format="csr")
     y = np.arange(60) % 15

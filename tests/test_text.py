@@ -551,3 +551,28 @@ def test_max_features_ranks_by_document_frequency_unlike_scikit_learn():
     ours = TfidfVectorizer(min_df=1, max_features=1).fit(docs)
     sk = SkTfidf(tokenizer=str.split, lowercase=False, token_pattern=None, max_features=1).fit(docs)
     assert ours.vocabulary_ == ["b"] and list(sk.get_feature_names_out()) == ["a"]
+
+
+def test_a_mapping_is_not_read_as_documents():
+    """fit({"en": docs}) fitted on the key "en" as the one document, and transform of a mapping
+    gave one row per key, in silence."""
+    docs = ["the cat sat", "the dog sat", "the cat ran"]
+    with pytest.raises(TypeError, match=r"^docs must be an iterable of str documents, got a dict \(a mapping"):
+        TfidfVectorizer(min_df=1).fit({"en": docs})
+    vec = TfidfVectorizer(min_df=1).fit(docs)
+    with pytest.raises(TypeError, match=r"^docs must be an iterable of str documents, got a dict"):
+        vec.transform({"the cat": 1})
+
+
+def test_a_tokenizer_that_returns_a_string_is_named():
+    """A custom tokenizer returning the text (a str) instead of a list of tokens was iterated:
+    the vocabulary was the documents' characters, without a word."""
+    docs = ["the cat sat", "the dog sat", "the cat ran"]
+    with pytest.raises(TypeError, match=r"^tokenizer returned a str for docs\[0\] \('the cat sat'\), not a list"):
+        TfidfVectorizer(min_df=1, tokenizer=lambda s: s).fit(docs)
+    vec = TfidfVectorizer(min_df=1, tokenizer=str.split).fit(docs)
+    vec.tokenizer = str.lower
+    with pytest.raises(TypeError, match=r"^tokenizer returned a str for docs\[0\]"):
+        vec.transform(docs)
+    with pytest.raises(TypeError, match=r"^tokenizer returned a str for docs\[1\]"):
+        filter_documents(["a b", "c d"], min_unique_words=1, tokenizer=lambda s: s if s == "c d" else s.split())

@@ -732,6 +732,24 @@ def test_cross_wmf_says_what_a_given_pivot_model_leaves_unused():
     CrossWMF(pivot_language="de", pivot_model=de).fit({"es": (Xp, Xl)})
 
 
+def test_cross_wmf_says_that_a_given_pivot_model_sets_the_dimension_and_dtype():
+    """CrossWMF(n_components=5, dtype="float32", pivot_model=<a 3-component float64 WMF>) gave
+    3-dimensional float64 vectors without a word (alpha and X_pivot warned already)."""
+    Xp, Xl = _X(30, 25, seed=40), _X(30, 18, seed=41)
+    pivot = WMF(n_components=3, alpha=LAM, missing_weight=W_M, max_iter=2, random_state=0).fit(_X(50, 25, seed=42))
+    with pytest.warns(UserWarning, match=r"n_components=5 is not used: the word factors take the "
+                                         r"pivot_model's dimension, 3"):
+        m = CrossWMF(pivot_model=pivot, n_components=5, missing_weight=W_M).fit({"es": (Xp, Xl)})
+    assert m.transform(Xl[:2], "es").shape == (2, 3)
+    with pytest.warns(UserWarning, match=r"dtype=float32 is not used: the word factors take the "
+                                         r"pivot_model's dtype, float64"):
+        m = CrossWMF(pivot_model=pivot, dtype="float32", missing_weight=W_M).fit({"es": (Xp, Xl)})
+    assert m.transform(Xl[:2], "es").dtype == np.float64
+    with warnings.catch_warnings():                  # the pivot's own values: nothing to say
+        warnings.simplefilter("error")
+        CrossWMF(pivot_model=pivot, n_components=3, dtype=np.float64, missing_weight=W_M).fit({"es": (Xp, Xl)})
+
+
 def test_cross_wmf_fits_its_own_pivot_with_callback():
     par = {"es": (_X(40, 25, seed=31), _X(40, 18, seed=32))}
     seen = []

@@ -174,3 +174,23 @@ def test_a_model_fitted_with_a_custom_tokenizer_is_not_saved_into_a_file_that_ca
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert linxling.load(path).tokenizer is None
+
+
+@pytest.mark.parametrize("embedding, exc, match", [
+    (np.zeros((3, 4)), ValueError, r"^embedding has shape \(3, 4\), expected \(5, 4\)"),
+    (np.zeros((5, 3)), ValueError, r"^embedding has shape \(5, 3\), expected \(5, 4\)"),
+    (np.full((5, 4), np.nan), ValueError, r"^embedding contains 20 non-finite"),
+    (np.full((5, 4), 1e300), ValueError, r"^embedding contains 20 non-finite.*float32"),
+    (sp.csr_matrix(np.ones((5, 4))), TypeError, r"^embedding must be a dense array"),
+    (["a b"] * 5, TypeError, r"^embedding holds texts"),
+    (np.array([{}] * 20).reshape(5, 4), TypeError, r"^embedding must hold real numbers"),
+])
+def test_loss_checks_the_embedding_it_is_given(embedding, exc, match):
+    """WMF.loss(X, embedding) passed the embedding to the kernel as it was: three rows for five
+    sentences returned a number (the kernel read past the array), NaN returned NaN, a wrong width
+    or a sparse matrix failed inside NumPy naming no argument."""
+    X = sp.random(20, 12, density=0.4, format="csr", random_state=0)
+    m = WMF(n_components=4, max_iter=1, random_state=0, show_progress=False, dtype=np.float32).fit(X)
+    with pytest.raises(exc, match=match):
+        m.loss(X[:5], embedding=embedding)
+    assert m.loss(X[:5], embedding=m.transform(X[:5])) == pytest.approx(m.loss(X[:5]))

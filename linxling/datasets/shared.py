@@ -172,7 +172,7 @@ def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]
     ------
     ValueError
         On a line without exactly 3 tab-separated fields, a non-numeric or non-finite gold
-        score, or a file that is not UTF-8.
+        score, a file without a pair, or a file that is not UTF-8.
     FileNotFoundError
         If ``path`` does not exist (the message names the shared data folder).
     """
@@ -196,4 +196,6 @@ def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]
             gold.append(score)
             s1.append(fields[1])
             s2.append(fields[2])
+    if not gold:               # was three empty results, which sts then refused naming no file
+        raise ValueError(f"{os.fspath(path)}: no sentence pair (the file is empty or blank)")
     return np.asarray(gold, dtype=np.float64), s1, s2

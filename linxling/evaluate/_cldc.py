@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
-from linxling._validation import check_int, refuse_sparse
+from linxling._validation import check_int, check_random_state, refuse_sparse
 
 __all__ = ["AveragedPerceptron", "cldc", "document_vectors"]
 
@@ -70,13 +70,16 @@ class AveragedPerceptron(ClassifierMixin, BaseEstimator):
         if isinstance(self.n_epochs, bool) or not isinstance(self.n_epochs, (int, np.integer)) \
                 or self.n_epochs < 1:
             raise ValueError(f"n_epochs must be a positive integer, got {self.n_epochs!r}")
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):    # "no" was read as True
+            raise TypeError(f"fit_intercept must be a bool, got {type(self.fit_intercept).__name__} "
+                            f"{self.fit_intercept!r}")
+        rng = check_random_state(self.random_state)   # NumPy's own errors named no argument
         self.classes_, yi = np.unique(y, return_inverse=True)
         Xa = self._augment(X)
         n, p = Xa.shape
         C = len(self.classes_)
         W = np.zeros((C, p))
         U = np.zeros((C, p))       # sum of step * update; average = W - U / T
-        rng = np.random.default_rng(self.random_state)
         step = 1
         n_mistakes = []
         for _ in range(int(self.n_epochs)):

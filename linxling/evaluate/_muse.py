@@ -35,8 +35,8 @@ def read_muse_dictionary(path: str | os.PathLike) -> list[tuple[str, str]]:
     FileNotFoundError
         If ``path`` does not exist (the message names the shared data folder).
     ValueError
-        On a malformed line (the message gives the path and line number) or a file that is not
-        UTF-8.
+        On a malformed line (the message gives the path and line number), a file without a pair,
+        or a file that is not UTF-8.
     """
     pairs: list[tuple[str, str]] = []
     if not os.path.isfile(path):
@@ -52,6 +52,8 @@ def read_muse_dictionary(path: str | os.PathLike) -> list[tuple[str, str]]:
                 raise ValueError(f"{os.fspath(path)}:{lineno}: expected 2 fields 'src tgt', "
                                  f"got {len(fields)}: {line.rstrip()!r}")
             pairs.append((fields[0], fields[1]))
+    if not pairs:              # was [], which every use of it then failed on (or scored nothing) elsewhere
+        raise ValueError(f"{os.fspath(path)}: no 'src tgt' pair (the file is empty or blank)")
     return pairs
 
 
@@ -79,9 +81,16 @@ def muse_split(pairs: Iterable[tuple[str, str]], n_train: int = 5000,
     """
     n_train = check_int(n_train, "n_train", low=0)
     n_test = check_int(n_test, "n_test", low=0)
+    if isinstance(pairs, (str, bytes, os.PathLike)):     # a path: iterated as its characters
+        raise TypeError(f"pairs must be an iterable of (source, target) pairs, got a {type(pairs).__name__}; "
+                        "read a dictionary file with read_muse_dictionary(path) first")
     rank: dict[str, int] = {}
     train, test = [], []
-    for src, tgt in pairs:
+    for i, pair in enumerate(pairs):
+        # a str of two characters unpacked as a pair ("ab" -> ("a", "b")) without a word
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"pairs[{i}] must be a (source, target) pair, got {pair!r}")
+        src, tgt = pair
         r = rank.setdefault(src, len(rank))
         if r < n_train:
             train.append((src, tgt))
@@ -98,6 +107,8 @@ def _vocab_index(words: Sequence[str], name: str, n_rows: int, vectors_name: str
         raise ValueError(f"{name} has {len(words)} words but {vectors_name} has {n_rows} rows")
     index: dict[str, int] = {}
     for i, w in enumerate(words):
+        if not isinstance(w, str):   # stored as str(w), it matched no word of pairs: skipped in silence
+            raise TypeError(f"{name}[{i}] is a {type(w).__name__} ({w!r}), not a str (a word)")
         # a word given twice would be scored twice: its second row competes with the gold one
         # (the target word ranked first was a miss when it was the other row of that word)
         j = index.setdefault(str(w), i)

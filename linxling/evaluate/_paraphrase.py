@@ -148,11 +148,15 @@ class ParaphraseMLP:
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         for name, x in (("learning_rate", learning_rate), ("l2", l2)):
+            if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")   # was NumPy's isfinite error
             if not np.isfinite(x) or x < 0 or (name == "learning_rate" and x == 0):
                 raise ValueError(f"{name} must be a {'positive' if name == 'learning_rate' else 'non-negative'} "
                                  f"float, got {x!r}")
         if features not in ("difference", "abs_difference"):
             raise ValueError(f"features must be 'difference' or 'abs_difference', got {features!r}")
+        if not isinstance(normalize, (bool, np.bool_)):      # "no" was read as True
+            raise TypeError(f"normalize must be a bool, got {type(normalize).__name__} {normalize!r}")
         self.features = features
         self.normalize = bool(normalize)
         self.hidden = hidden

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from linxling._backend import get_namespace
+from linxling._validation import check_random_state
 from linxling.evaluate._retrieval import _check_embeddings
 
 __all__ = ["SCORES", "RankEstimate", "estimated_rank", "exact_rank"]
@@ -147,7 +148,7 @@ def estimated_rank(queries: Any, targets: Any, score: str = "dot", *, n_candidat
     M = int(n_candidates)
     if score == "cosine":
         Q, T = _normalise(Q, "queries"), _normalise(T, "targets")
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)   # NumPy's own errors named no argument
     n, d = Q.shape
     cand = rng.integers(0, n, size=(n, M))
     true = _pair_goodness(Q, T, score)

@@ -62,7 +62,7 @@ def reverse_dictionary(queries: Any, gold: Sequence[str], candidate_words: Seque
         Empty, non-2-D or non-finite arrays, mismatched lengths or dimensions, duplicated
         candidate words, an unknown ``metric``, ``k < 1`` or ``block_size < 1``.
     TypeError
-        ``gold`` or ``candidate_words`` given as a single string.
+        ``gold`` or ``candidate_words`` given as a single string, or holding an item that is not a str.
     """
     ns = get_namespace()  # NumPy
     Q = np.asarray(_check_embeddings(np.asarray(queries), "queries", ns), dtype=np.float64)
@@ -74,6 +74,10 @@ def reverse_dictionary(queries: Any, gold: Sequence[str], candidate_words: Seque
             raise TypeError(f"{name} must be a sequence of words, not a single string")
     gold = list(gold)
     cands = list(candidate_words)
+    for name, words in (("gold", gold), ("candidate_words", cands)):
+        for i, w in enumerate(words):      # a non-str word matched no candidate: counted missing, in silence
+            if not isinstance(w, str):
+                raise TypeError(f"{name}[{i}] is a {type(w).__name__} ({w!r}), not a str (a word)")
     if len(gold) != Q.shape[0]:
         raise ValueError(f"gold has {len(gold)} items but queries has {Q.shape[0]} rows")
     if len(cands) != C.shape[0]:

@@ -14,6 +14,7 @@ import numpy as np
 
 from linxling._validation import refuse_sparse
 from linxling.io._store import atomic_replace, atomic_replace_all
+from linxling.text._vectorize import check_unicode
 
 __all__ = ["EXPORT_FORMATS", "export_vectors", "vocabulary_path"]
 
@@ -78,6 +79,7 @@ def _check_words(words: Sequence[str] | None, n: int, format: str) -> list[str]:
             raise TypeError(f"words[{i}] must be a str, got {type(w).__name__}")
         if w == "":
             raise ValueError(f"words[{i}] is the empty string, which the {format!r} format cannot store")
+        check_unicode(i, w, "words")      # UTF-8 cannot write it: was a UnicodeEncodeError naming no word
         if format.startswith("word2vec"):
             if any(c.isspace() for c in w):
                 raise ValueError(f"words[{i}] = {w!r} contains whitespace, which the word2vec format uses as "

@@ -368,9 +368,13 @@ def _check_target(path: str) -> str:
     ``path`` is replaced by the new file (its target is left alone). A device, FIFO or socket,
     and any path in /dev or /proc (/dev/stdout, /dev/null), is refused: renaming a file over it
     would replace it."""
+    if not isinstance(path, (str, bytes, os.PathLike)):   # os.fsdecode's message named no argument
+        raise TypeError(f"path must be a str or os.PathLike (the file to write), got {type(path).__name__}")
     path = os.fsdecode(path)                 # a bytes path as the file system decodes it
     if not path:
         raise ValueError("path is empty: give the file to write, e.g. 'model.h5'")
+    if "\0" in path:                         # os.stat's "embedded null byte" named no argument
+        raise ValueError(f"path {path!r} contains a NUL character, which no file name can hold")
     if path.endswith(("/", os.sep)) or os.path.isdir(path):
         raise IsADirectoryError(21, "the path names a directory, not a file to write", path)
     directory = os.path.dirname(os.path.abspath(path))

@@ -30,6 +30,26 @@ from linxling.models._estimator import LinxlingEstimator
 __all__ = ["SingleBlock"]
 
 
+def _refuse_mixed_labels(y: Any) -> None:
+    """Refuse labels ``y`` that mix text with numbers: scikit-learn's conversion to one array made
+    them all text, so ``1`` and ``"1"`` became one concept without a word (Cr5.fit refuses such
+    concept ids too)."""
+    if y is None or (isinstance(y, np.ndarray) and y.dtype != object):
+        return
+    try:
+        items = np.ravel(np.asarray(y, dtype=object)).tolist()
+    except (TypeError, ValueError):
+        return                                     # validate_data says what is wrong with y
+    first: dict[bool, int] = {}
+    for i, label in enumerate(items):
+        j = first.setdefault(isinstance(label, (str, bytes)), i)
+        if len(first) == 2:
+            a, b = sorted((j, first[not isinstance(label, (str, bytes))]))
+            raise TypeError(f"y mixes text and non-text labels: y[{a}] = {items[a]!r} and y[{b}] = {items[b]!r} "
+                            "(converted to one array they would all be text, so 1 and '1' would be one "
+                            "concept); give labels of one type")
+
+
 @register_model("SingleBlock")
 class SingleBlock(LinxlingEstimator):
     """A concept model (Cr5, CL-LSI) on one feature matrix, with scikit-learn's ``fit(X, y)``.
@@ -90,6 +110,7 @@ class SingleBlock(LinxlingEstimator):
 
     def fit(self, X: Any, y: Any) -> SingleBlock:
         """Fit on a feature matrix ``X`` (n, p), sparse or dense, and concept labels ``y`` (n,)."""
+        _refuse_mixed_labels(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32),
                              ensure_min_samples=2)
         est = clone(self.estimator)

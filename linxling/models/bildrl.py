@@ -958,7 +958,7 @@ class BilDRL(LinxlingEstimator):
         """
         self._check_fitted()
         self._check_language(target_language, "target_language")
-        if not isinstance(k, (int, np.integer)) or k < 1:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:   # True was k=1
             raise ValueError(f"k must be a positive int, got {k!r}")
         if metric not in ("cosine", "euclidean"):
             raise ValueError(f"metric must be 'cosine' or 'euclidean', got {metric!r}")
@@ -987,6 +987,16 @@ class BilDRL(LinxlingEstimator):
         self._check_language(language)
         if candidates is None:
             return list(self.word_lists_[language]), self.word_vectors_[language]
+        if isinstance(candidates, (str, bytes)):      # was read as its characters
+            raise TypeError("candidates must be a sequence of words, not a single string: give [word]")
+        candidates = list(candidates)
+        first: dict = {}
+        for i, c in enumerate(candidates):               # a repeated word was ranked (and returned) twice
+            if not isinstance(c, str):
+                raise TypeError(f"candidates[{i}] is a {type(c).__name__}, not a str (a word)")
+            at = first.setdefault(c, i)
+            if at != i:
+                raise ValueError(f"candidates[{i}] = {c!r} repeats candidates[{at}]: give each word once")
         idx = self._index[language]
         missing = [c for c in candidates if c not in idx]
         if missing:

@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
-from linxling._validation import check_language, check_language_keys, check_texts
+from linxling._validation import check_language, check_language_keys, check_random_state, check_texts
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
@@ -445,7 +445,7 @@ class CompressTree(LinxlingEstimator):
         lengths = np.diff(indptr)
         if np.any(lengths < 2):
             raise ValueError(f"X[{int(np.flatnonzero(lengths < 2)[0])}] has fewer than two tokens")
-        rng = np.random.default_rng(random_state)
+        rng = check_random_state(random_state)     # NumPy's own errors named no argument
         pos = lengths - 1 if position == "last" else np.floor(rng.random(len(texts)) * lengths)
         tree_pos = self._content_tree_positions(indices, indptr)
         A1, b1, A2, b2, w, w0, nl = self._params()

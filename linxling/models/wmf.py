@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling._validation import check_float_dtype, check_language
+from linxling._validation import check_float_dtype, check_language, refuse_sparse, refuse_texts_as_vectors
 from linxling.io import register_model
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
@@ -401,9 +401,29 @@ class WMF(_WMFParams):
         """Eq. (1) for X with the model's P and ``embedding`` (default: ``transform(X)``)."""
         self._check_fitted()
         X = self._input_matrix(X, fit=False)
-        E = self.transform(X) if embedding is None else np.asarray(embedding, dtype=self.components_.dtype)
+        E = self.transform(X) if embedding is None else self._check_embedding(embedding, X.shape[0])
         return _kernels().wmf_loss(X, E, np.ascontiguousarray(self.components_.T),
                                missing_weight=self.missing_weight, regularization=self.alpha_)
+
+    def _check_embedding(self, embedding: Any, n_rows: int) -> np.ndarray:
+        """:meth:`loss`'s ``embedding``: one finite row of ``n_components`` numbers per sentence of
+        X, in the model's dtype. Unchecked, a shorter array made the loss kernel read past its end
+        and return a number, and a NaN gave a NaN loss, without a word."""
+        refuse_sparse(embedding, "embedding")
+        refuse_texts_as_vectors(embedding, "embedding")
+        E = np.asarray(embedding)
+        if E.dtype.kind not in "fiub":
+            raise TypeError(f"embedding must hold real numbers (sentence vectors), got dtype {E.dtype}")
+        want = (n_rows, self.components_.shape[0])
+        if E.shape != want:
+            raise ValueError(f"embedding has shape {E.shape}, expected {want}: one vector of n_components="
+                             f"{want[1]} values per sentence of X")
+        with np.errstate(over="ignore"):
+            E = np.ascontiguousarray(E, dtype=self.components_.dtype)
+        if not np.all(np.isfinite(E)):
+            raise ValueError(f"embedding contains {int(np.sum(~np.isfinite(E)))} non-finite value(s) (NaN or "
+                             f"inf, or beyond the range of {E.dtype})")
+        return E
 
     # ---------------------------------------------------------------- store
     def _get_state(self):

@@ -274,6 +274,18 @@ class CrossWMF(_WMFParams):
             unused.append(f"alpha={self.alpha!r} is not used: every language's solve takes the pivot_model's "
                           f"alpha_={float(pivot.alpha_):g}, as the pivot's sentences are solved with it "
                           "(leave alpha='auto', or fit the pivot with this alpha)")
+        # n_components and dtype: as alpha, a value set other than the default that the pivot's
+        # factors contradict (the word factors take its dimension and dtype) was dropped in silence
+        k = int(pivot.components_.shape[0])
+        if self.n_components != self._new_param_default("n_components") and self.n_components != k:
+            unused.append(f"n_components={self.n_components!r} is not used: the word factors take the "
+                          f"pivot_model's dimension, {k} (leave n_components at its default, or fit the "
+                          f"pivot with n_components={self.n_components!r})")
+        dt = np.dtype(pivot.components_.dtype)
+        if np.dtype(self.dtype) != np.dtype(self._new_param_default("dtype")) and np.dtype(self.dtype) != dt:
+            unused.append(f"dtype={np.dtype(self.dtype).name} is not used: the word factors take the "
+                          f"pivot_model's dtype, {dt.name} (leave dtype at its default, or fit the pivot "
+                          f"with dtype={np.dtype(self.dtype).name!r})")
         for message in unused:
             warnings.warn(f"CrossWMF.fit: {message}", UserWarning, stacklevel=find_stack_level())
 

@@ -12,6 +12,7 @@ import re
 import warnings
 from array import array
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, overload
 
@@ -36,6 +37,9 @@ def _check_docs(docs: Any, name: str = "docs") -> tuple[Any, int | None]:
     if isinstance(docs, (str, bytes)):
         raise TypeError(f"{name} must be an iterable of str documents, got a single "
                         f"{type(docs).__name__}; wrap it in a list: [{name}]")
+    if isinstance(docs, Mapping):       # e.g. {language: texts}: iterating it gave the keys as documents
+        raise TypeError(f"{name} must be an iterable of str documents, got a {type(docs).__name__} (a mapping, "
+                        "whose iteration gives its keys): pass one language's documents")
     total = None
     try:
         total = len(docs)
@@ -78,6 +82,16 @@ def _doc_iter(docs: tuple[Any, int | None], show_progress: bool | None, desc: st
     it, total = docs
     # delay: the bar only appears once a pass takes more than 2 s (long iterables)
     return progress(it, show=show_progress, total=total, desc=desc, unit=" docs", delay=2.0)
+
+
+def _tokens(tokenizer: Callable, doc: str, i: int, name: str = "docs") -> Any:
+    """``tokenizer(doc)``, refusing a str (or bytes) returned for the list of tokens: iterated, it
+    gave the document's characters as its words, in silence."""
+    tokens = tokenizer(doc)
+    if isinstance(tokens, (str, bytes)):
+        raise TypeError(f"tokenizer returned a {type(tokens).__name__} for {name}[{i}] ({tokens[:40]!r}), "
+                        "not a list of tokens: it would be read character by character")
+    return tokens
 
 
 def _not_str(i: int, doc: Any, name: str = "docs") -> TypeError:
@@ -130,7 +144,7 @@ def _count_pass(docs: tuple[Any, int | None], tokenizer: Callable, min_u: int | 
         if not isinstance(doc, str):
             raise _not_str(i, doc)
         check_unicode(i, doc)
-        counts = Counter(tokenizer(doc))
+        counts = Counter(_tokens(tokenizer, doc, i))
         n_unique = len(counts)
         if n_unique < lo or (hi >= 0 and n_unique > hi):
             kept.append(0)
@@ -372,7 +386,7 @@ def vocabulary_and_sequences(docs: Iterable[str], *, tokenizer: Callable[[str], 
         if not isinstance(doc, str):
             raise _not_str(i, doc)
         check_unicode(i, doc)
-        ids = [setdefault(t, len(terms)) for t in tok(doc)]
+        ids = [setdefault(t, len(terms)) for t in _tokens(tok, doc, i)]
         seq.extend(ids)
         ptr.append(len(seq))
         unique.extend(set(ids))
@@ -424,7 +438,7 @@ def filter_documents(docs: Iterable[str], min_unique_words: int | None = 50,
     for i, doc in enumerate(_doc_iter(checked, show_progress, "filtering documents")):
         if not isinstance(doc, str):
             raise _not_str(i, doc)
-        n = len(set(tok(doc)))
+        n = len(set(_tokens(tok, doc, i)))
         if n >= lo_ and (hi is None or n <= hi):
             kept.append(i)
     kept_idx = np.frombuffer(kept, dtype=np.int64).copy() if len(kept) else np.zeros(0, np.int64)
@@ -640,7 +654,7 @@ class TfidfVectorizer:
         for i, doc in enumerate(_doc_iter(checked, self.show_progress, "TF-IDF transform")):
             if not isinstance(doc, str):
                 raise _not_str(i, doc, name)
-            counts = Counter(tok(doc))
+            counts = Counter(_tokens(tok, doc, i, name))
             indices.extend([get(t, -1) for t in counts])  # -1: out of vocabulary, removed below
             data.extend(counts.values())
             nnz += len(counts)
