@@ -327,7 +327,10 @@ def unknown_language(language: Any, known: Any, name: str = "language") -> Value
     langs = sorted(known)
     if language is None:
         return ValueError(f"{name} is required: the language of the texts, one of {langs}")
-    return ValueError(f"unknown {name} {language!r}: the model was trained on {langs}")
+    near = [k for k in langs if isinstance(k, str) and isinstance(language, str) and k != language
+            and k.strip().casefold() == language.strip().casefold()]
+    hint = f" ({near[0]!r} differs from it in case or spaces only)" if near else ""
+    return ValueError(f"unknown {name} {language!r}: the model was trained on {langs}{hint}")
 
 
 def refuse_sparse(X: Any, name: str) -> None:

@@ -277,6 +277,8 @@ def test_word_vectors_unknown_language():
     m = BilBOWA(n_components=4, n_epochs=1, min_count=1, show_progress=False).fit({"en": ["a b a b"]})
     with pytest.raises(ValueError, match=r"unknown language 'xx': the model was trained on \['en'\]"):
         m.word_vectors("xx")
+    with pytest.raises(ValueError, match=r"\['en'\] \('en' differs from it in case or spaces only\)"):
+        m.word_vectors(" EN")
 
 
 def test_a_vocabulary_smaller_than_n_components_warns():

@@ -145,3 +145,13 @@ def test_old_epochs_name_warns_and_is_used():
         ParaphraseMLP(n_epochs=5, epochs=7)
     with pytest.raises(ValueError, match="n_epochs"):
         ParaphraseMLP(n_epochs=0)
+
+
+def test_parameters_set_after_construction_are_checked_at_fit():
+    rng = np.random.default_rng(0)
+    A, B = rng.normal(size=(20, 3)), rng.normal(size=(20, 3))
+    y = np.arange(20) % 2
+    m = ParaphraseMLP()
+    m.hidden = -1                                   # was NumPy's "negative dimensions are not allowed"
+    with pytest.raises(ValueError, match="hidden must be a positive int, got -1"):
+        m.fit(A, B, y, A, B, y)

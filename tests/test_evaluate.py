@@ -249,6 +249,8 @@ def test_sts_validation():
         sts(np.full((3, 2), np.nan), np.ones((3, 2)), [1, 2, 3])
     with pytest.raises(TypeError, match="centre must be a bool, got str 'no'"):   # was: truthy, so centred
         sts(np.ones((3, 2)), np.ones((3, 2)), [1, 2, 3], centre="no")
+    with pytest.raises(ValueError, match="gold is constant"):          # was: NaN, SciPy's warning only
+        sts(np.eye(3), np.eye(3)[::-1], np.ones(3))
 
 
 def test_read_sts(shared_data, tmp_path):

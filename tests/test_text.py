@@ -525,6 +525,15 @@ def test_from_state_checks_the_df_shape():
         TfidfVectorizer.from_state(params, dict(arrays, df=arrays["df"][:2]))
 
 
+@pytest.mark.parametrize("value", [np.nan, np.inf, -1.0, 0.0])
+def test_from_state_refuses_idf_weights_that_are_not_finite_and_positive(value):
+    params, arrays = TfidfVectorizer(min_df=1).fit(["a b", "b c"]).get_state()
+    idf = np.array(arrays["idf"], dtype=np.float64)
+    idf[0] = value                                  # transform gave NaN or negative rows
+    with pytest.raises(ValueError, match=r"arrays\['idf'\] holds 1 weight\(s\) that are not finite and positive"):
+        TfidfVectorizer.from_state(params, dict(arrays, idf=idf))
+
+
 @pytest.mark.parametrize("kw", [{}, {"sublinear_tf": True}, {"smooth_idf": False, "min_df": 2},
                                 {"norm": None, "min_df": 1}])
 def test_same_weights_as_scikit_learn_on_the_same_tokens(eng, kw):

@@ -143,22 +143,8 @@ class ParaphraseMLP:
             warnings.warn("ParaphraseMLP's epochs is renamed n_epochs (as every estimator's); "
                           "epochs will be removed", FutureWarning, stacklevel=2)
             n_epochs = epochs
-        for name, v in (("hidden", hidden), ("n_epochs", n_epochs), ("patience", patience),
-                        ("batch_size", batch_size)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        for name, x in (("learning_rate", learning_rate), ("l2", l2)):
-            if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-                raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")   # was NumPy's isfinite error
-            if not np.isfinite(x) or x < 0 or (name == "learning_rate" and x == 0):
-                raise ValueError(f"{name} must be a {'positive' if name == 'learning_rate' else 'non-negative'} "
-                                 f"float, got {x!r}")
-        if features not in ("difference", "abs_difference"):
-            raise ValueError(f"features must be 'difference' or 'abs_difference', got {features!r}")
-        if not isinstance(normalize, (bool, np.bool_)):      # "no" was read as True
-            raise TypeError(f"normalize must be a bool, got {type(normalize).__name__} {normalize!r}")
         self.features = features
-        self.normalize = bool(normalize)
+        self.normalize = normalize
         self.hidden = hidden
         self.learning_rate = learning_rate
         self.n_epochs = n_epochs
@@ -166,6 +152,25 @@ class ParaphraseMLP:
         self.batch_size = batch_size
         self.l2 = l2
         self.random_state = random_state
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Refuse a parameter out of its range, naming it (at construction and again at
+        :meth:`fit`, for a parameter set on the instance since)."""
+        for name, v in (("hidden", self.hidden), ("n_epochs", self.n_epochs),
+                        ("patience", self.patience), ("batch_size", self.batch_size)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        for name, x in (("learning_rate", self.learning_rate), ("l2", self.l2)):
+            if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")   # was NumPy's isfinite error
+            if not np.isfinite(x) or x < 0 or (name == "learning_rate" and x == 0):
+                raise ValueError(f"{name} must be a {'positive' if name == 'learning_rate' else 'non-negative'} "
+                                 f"float, got {x!r}")
+        if self.features not in ("difference", "abs_difference"):
+            raise ValueError(f"features must be 'difference' or 'abs_difference', got {self.features!r}")
+        if not isinstance(self.normalize, (bool, np.bool_)):      # "no" was read as True
+            raise TypeError(f"normalize must be a bool, got {type(self.normalize).__name__} {self.normalize!r}")
 
     @staticmethod
     def init_params(d: int, hidden: int, rng) -> dict:
@@ -199,6 +204,7 @@ class ParaphraseMLP:
     def fit(self, A: np.ndarray, B: np.ndarray, y: np.ndarray, A_val: np.ndarray, B_val: np.ndarray,
             y_val: np.ndarray) -> ParaphraseMLP:
         """Train on ``A - B`` with labels ``y`` (0/1); early stopping on the validation set."""
+        self._check_params()
         X = self._features(A, B, "A", "B")
         Xv = self._features(A_val, B_val, "A_val", "B_val")
         y = _labels(y, len(X), "y")

@@ -66,6 +66,9 @@ def sts(emb1: Any, emb2: Any, gold: Any, centre: bool = False) -> dict:
         raise ValueError(f"gold contains {int(np.sum(~np.isfinite(g)))} non-finite value(s)")
     if g.shape[0] < 2:
         raise ValueError(f"sts needs at least 2 pairs, got {g.shape[0]}")
+    if np.all(g == g[0]):                    # a correlation with a constant is undefined (SciPy: NaN)
+        raise ValueError(f"gold is constant (every score {g[0]:g}): the correlations with it are "
+                         "undefined; pass the pairs' gold similarity scores")
     ka, kb = _has_direction(A, xp), _has_direction(B, xp)
     n_zero = int(to_numpy(xp.sum(~(ka & kb))))
     if centre:

@@ -772,6 +772,10 @@ class TfidfVectorizer:
                              f"{len(words)} words")
         if len(set(words)) != len(words):
             raise ValueError("arrays['vocabulary'] contains duplicate words")
+        if idf.size and not (np.all(np.isfinite(idf)) and idf.min() > 0):   # transform gave NaN rows
+            bad = int(np.sum(~(np.isfinite(idf) & (idf > 0))))
+            raise ValueError(f"arrays['idf'] holds {bad} weight(s) that are not finite and positive "
+                             "(a fitted idf is at least 1)")
         vec.vocabulary_ = words
         vec._index = {w: i for i, w in enumerate(words)}
         vec.idf_ = idf.copy()
