@@ -111,7 +111,8 @@ class MultilingualFit(BaseEstimator):
     estimator : an unfitted linxling model
         Cloned in ``fit`` (``estimator_``). Concept models (Cr5, CL-LSI) are fitted on the
         documents with their concepts; models of row-aligned sentences (b-WMF, BiCVM, ...) on the
-        concepts that have a document in every language, one row per concept.
+        concepts that have a document in every language, one row per concept (x-WMF: each other
+        language's rows paired with its ``pivot_language``'s).
     k : int, default 1
         ``score`` is P@k.
 
@@ -142,6 +143,13 @@ class MultilingualFit(BaseEstimator):
         elif kind in ("aligned", "words"):
             aligned = _aligned(texts, langs, y)
             est.fit(aligned) if kind == "aligned" else est.fit(aligned, aligned)
+        elif kind == "pivot":             # x-WMF: every other language paired with the pivot's rows
+            pivot = est.pivot_language
+            if pivot not in langs:
+                raise ValueError(f"{type(est).__name__}: X has no document in the pivot language {pivot!r} "
+                                 f"(languages: {sorted(set(langs))}); set estimator's pivot_language")
+            aligned = _aligned(texts, langs, y)
+            est.fit({lang: (aligned[pivot], lines) for lang, lines in aligned.items() if lang != pivot})
         else:
             raise TypeError(f"{type(est).__name__} is not fitted on multilingual documents "
                             f"({_registry.INPUT_KINDS[kind]})")

@@ -114,6 +114,22 @@ def test_multilingual_fit_of_aligned_sentences_says_which_documents_it_leaves_ou
         MultilingualFit(est).fit(pairs[:25] + pairs[30:55], list(range(25)) * 2)
 
 
+def test_multilingual_fit_of_a_pivot_model():
+    """x-WMF was refused as 'not fitted on multilingual documents': it fits {language: (pivot rows,
+    rows)}, which MultilingualFit builds from the concepts as it does b-WMF's aligned rows."""
+    from linxling import CrossWMF
+    pairs = [(t, "en") for t in EN] + [(t, "es") for t in ES]
+    concepts = list(range(len(EN))) * 2
+    kw = dict(n_components=4, max_iter=5, min_df=1, random_state=0, show_progress=False)
+    m = MultilingualFit(CrossWMF(**kw)).fit(pairs, concepts)
+    direct = CrossWMF(**kw).fit({"es": (EN, ES)})
+    assert m.estimator_.languages_ == ["en", "es"]
+    np.testing.assert_array_equal(m.transform(pairs[-3:]), direct.transform(ES[-3:], "es"))
+    assert m.score(pairs, concepts) > 0.2                   # chance 1/120
+    with pytest.raises(ValueError, match="no document in the pivot language 'de'"):
+        MultilingualFit(CrossWMF(pivot_language="de", **kw)).fit(pairs, concepts)
+
+
 def test_multilingual_fit_refuses_a_bad_k_and_use_before_fit():
     """k=0 scored 0.0 and k=-1 about 1.0 (argpartition then kept all but one document), k=1.5
     was taken; transform or score before fit raised AttributeError 'estimator_'."""
