@@ -103,6 +103,14 @@ def test_bad_input():
         BiCVM(composition="tree").fit({"en": en, "de": de})
     with pytest.raises(TypeError, match="str"):
         m.fit({"en": en[:9] + [3], "de": de})
+    # texts without their languages: was "X[0] must be a dict {language: texts}, got str" (X[0] a sentence)
+    with pytest.raises(TypeError, match=r"^X is a list of texts, not a dict \{language: texts\}: BiCVM fits "
+                                        r"row-aligned texts of several languages, e.g. fit\(\{'en': en_texts"):
+        m.fit(en)
+    with pytest.raises(TypeError, match=r"^X is a tuple of lists, not a dict \{language: texts\}"):
+        m.fit((en, de))
+    with pytest.raises(TypeError, match=r"^X is a list of texts, .*: RankingEmbedding fits"):
+        RankingEmbedding(n_components=4, random_state=0, show_progress=False).fit(en)
     m.fit({"en": en, "de": de})
     with pytest.raises(ValueError, match="language"):
         m.transform(en, language="fr")

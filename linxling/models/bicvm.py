@@ -91,6 +91,11 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         if not isinstance(pairs, (list, tuple)) or not pairs:
             raise TypeError("X must be a dict {language: list of str} of aligned texts or a "
                             f"non-empty list of such dicts, got {type(X).__name__}")
+        if not any(isinstance(pair, dict) for pair in pairs):   # texts without languages, e.g. fit(en_texts)
+            what = "texts" if isinstance(pairs[0], str) else f"{type(pairs[0]).__name__}s"
+            raise TypeError(f"X is a {type(X).__name__} of {what}, not a dict {{language: texts}}: "
+                            f"{type(self).__name__} fits row-aligned texts of several languages, e.g. "
+                            "fit({'en': en_texts, 'de': de_texts}) (or a list of such dicts)")
         out = []
         for p, pair in enumerate(pairs):
             where = "X" if isinstance(X, dict) else f"X[{p}]"
