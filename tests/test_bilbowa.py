@@ -455,3 +455,23 @@ def test_parallel_text_without_a_known_word_warns():
             mono, {"en": ["qq rr", "a b"], "fr": ["x y", "z w"]})
         BilBOWA(n_components=4, n_epochs=1, min_count=1, sample=0, alignment_weight=0,
                 show_progress=False).fit(mono, par)
+
+
+def test_languages_without_parallel_text_or_mapping_warn():
+    """fit({'en': ..., 'fr': ...}), the other models' form, trained each language alone in silence:
+    vectors of unrelated spaces, whose crosslingual retrieval was at chance. With parallel text, a
+    Procrustes mapping or one language there is nothing to say."""
+    import warnings
+
+    from linxling import BilBOWA
+    mono, par = _corpus()
+    kw = dict(n_components=4, n_epochs=1, min_count=1, random_state=0, show_progress=False)
+    with pytest.warns(UserWarning, match=r"^BilBOWA: no parallel text, so the languages \['en', 'fr'\] are "
+                                         r"trained independently .* parallel= "):
+        BilBOWA(**kw).fit(mono)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*no parallel text")
+        aligned = BilBOWA(**kw).fit(mono, par)
+        BilBOWA(**kw).fit({"en": mono["en"]})
+        lex = list(zip(aligned.word_vectors("en")[0][:6], aligned.word_vectors("fr")[0][:6], strict=True))
+        BilBOWA(**kw, mapping="procrustes").fit(mono, seed_lexicon={("en", "fr"): lex})

@@ -286,6 +286,13 @@ class BilBOWA(LinxlingEstimator):
 
         mono, par = self._check_corpora(monolingual, parallel)
         lexicon = self._check_lexicon(seed_lexicon, mono)
+        if len(mono) > 1 and not par and self.mapping is None:
+            # fit({'en': ..., 'fr': ...}) as the other models are fitted: nothing ties the languages
+            warnings.warn(f"BilBOWA: no parallel text, so the languages {sorted(mono)} are trained "
+                          "independently and their vectors are not in one space (crosslingual similarities "
+                          "are meaningless); give row-aligned translations as parallel= (e.g. fit(texts, "
+                          "texts) for aligned texts) or mapping='procrustes' with a seed_lexicon",
+                          UserWarning, stacklevel=find_stack_level())
         languages = sorted(mono)
         rng = np.random.default_rng(self.random_state)
         dt = np.dtype(self.dtype)
