@@ -381,6 +381,13 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
         if entry.input == "monolingual":
             if len(data) != 1:
                 raise ValueError(f"{entry.name} is monolingual: give one --input file, got {len(data)}")
+            (lang, _), = data.items()
+            if "=" in args.input[0] and "language" in model.get_params():   # LANG=FILE names it (was ignored)
+                if model.language is None:
+                    model.set_params(language=lang)
+                elif model.language != lang:
+                    raise ValueError(f"--input {args.input[0]} names the language {lang!r}, --language "
+                                     f"{model.language!r}: give one of them")
             model.fit(next(iter(data.values())))
         elif entry.input == "aligned":
             model.fit(data)

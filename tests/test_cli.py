@@ -892,3 +892,18 @@ def test_demo_checks_its_options_before_loading_the_corpus(capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert out == "" and err == ("linxling: error: --languages: the demo retrieves across languages and needs at "
                                  "least two, got en\n")
+
+
+def test_lang_of_a_monolingual_input_names_the_models_language(corpus, capsys):
+    """``fit WMF --input en=en.txt`` dropped the ``en`` in silence: the model was saved without a
+    language, so ``embed m.h5 es ...`` embedded English-trained vectors of Spanish text unchecked."""
+    assert _run("linxling fit WMF --input en=en.txt --output m.h5 --n-components 2 --min-df 1 --max-iter 1") == 0
+    assert linxling.load(corpus / "m.h5").language == "en"
+    assert _run("linxling embed m.h5 es es.txt out.npy") == 2
+    assert "WMF model is for language 'en', not 'es'" in capsys.readouterr().err
+    assert _run("linxling fit CompressTree --input en=en.txt --output c.h5 --n-components 2 --n-epochs 1") == 0
+    assert linxling.load(corpus / "c.h5").language == "en"
+    assert _run("linxling fit WMF --input en.txt --output p.h5 --n-components 2 --min-df 1 --max-iter 1") == 0
+    assert linxling.load(corpus / "p.h5").language is None          # a bare file name names no language
+    assert _run("linxling fit WMF --input en=en.txt --language es --output q.h5 --n-components 2") == 2
+    assert "--input en=en.txt names the language 'en', --language 'es'" in capsys.readouterr().err
