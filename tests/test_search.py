@@ -413,6 +413,26 @@ def test_index_load_refuses_a_model_file_from_its_header(tmp_path):
         linxling.CLLSI.load(tmp_path / "i.h5")
 
 
+def test_a_model_class_load_of_an_index_names_the_index_class_in_a_fresh_process(tmp_path):
+    """The test above runs where linxling.search is imported; in a fresh process ``Cr5.load`` of
+    an index file still advised "SearchIndex.load(path)", the store's tag and no class."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import linxling
+    Index(np.eye(3)).save(tmp_path / "i.h5")
+    env = dict(os.environ, PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]), LINXLING_NO_PROGRESS="1")
+    code = ("import sys, linxling\ntry:\n    linxling.Cr5.load(sys.argv[1])\n"
+            "except linxling.io.ModelFormatError as exc:\n    print(exc)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "i.h5")], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "holds a linxling.search.Index, not a Cr5 model: load it with linxling.load(path) or " \
+           "linxling.search.Index.load(path)" in out.stdout, out.stdout
+
+
 def _crafted_index(tmp_path, params, arrays):
     import json
 

@@ -481,6 +481,10 @@ class LinxlingEstimator(TransformerMixin, BaseEstimator):
         from linxling import io
         info = io.read_info(path)
         registered = io.registered_models().get(info["model"])
+        if registered is None:        # a class not imported yet (a search index): register them all
+            import importlib
+            importlib.import_module("linxling.search")
+            registered = io.registered_models().get(info["model"])
         if registered is None or not issubclass(registered, cls):
             if registered is not None and not issubclass(registered, LinxlingEstimator):
                 # not an estimator (a search index): its registry name is no class a user can call
