@@ -49,6 +49,8 @@ class LanguageView(TransformerMixin, BaseEstimator):
     ``fit`` only checks that the model is fitted and knows ``language`` (the model is not refitted:
     fit it on all its languages first); ``transform(texts)`` is ``model.transform(texts,
     language)``. ``set_output(transform="pandas")`` gives data frames with the model's column names.
+    ``clone`` gives a view of the same fitted model, so a Pipeline holding a view can be
+    cross-validated or grid-searched (its other steps are refitted).
     """
 
     def __init__(self, model: Any, language: str) -> None:
@@ -69,6 +71,16 @@ class LanguageView(TransformerMixin, BaseEstimator):
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         return self.model.get_feature_names_out()
+
+    def __sklearn_clone__(self) -> LanguageView:
+        """A view of the same fitted model: ``clone`` (``cross_val_score``, ``GridSearchCV`` of a
+        Pipeline) cloned the model too, unfitted, and the clone's ``fit`` raised NotFittedError.
+        The model is never refitted through a view, so the clones share it (as scikit-learn's
+        ``FrozenEstimator``)."""
+        twin = type(self)(model=self.model, language=self.language)
+        if hasattr(self, "_sklearn_output_config"):   # set_output, as scikit-learn's clone keeps it
+            twin._sklearn_output_config = dict(self._sklearn_output_config)
+        return twin
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

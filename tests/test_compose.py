@@ -57,6 +57,22 @@ def test_a_language_view_in_a_pipeline_classifies_the_other_language(cr5):
         Cr5().fit_transform(EN)
 
 
+def test_a_pipeline_holding_a_language_view_cross_validates(cr5):
+    """cross_val_score / GridSearchCV clone the Pipeline; the clone of a view held an unfitted
+    clone of its model, and every fold failed with "this Cr5 instance is not fitted yet"."""
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+    view = cr5.for_language("es").set_output(transform="pandas")
+    twin = clone(view)
+    assert twin is not view and twin.model is cr5 and twin.language == "es"
+    assert list(twin.fit().transform(ES[:2]).columns) == ["cr50", "cr51", "cr52", "cr53"]
+    pipe = make_pipeline(cr5.for_language("es"), LogisticRegression(max_iter=1000))
+    scores = cross_val_score(pipe, ES, TOPIC, cv=3, error_score="raise")
+    assert scores.min() > 0.8                                            # chance 1/3
+    search = GridSearchCV(pipe, {"logisticregression__C": [0.1, 1.0]}, cv=3, error_score="raise").fit(ES, TOPIC)
+    assert search.best_estimator_.steps[0][1].model is cr5
+
+
 @pytest.mark.parametrize("cls", [Cr5, CLLSI])
 def test_fit_transform_with_fits_arguments_explains_fit_then_transform(cls):
     """fit_transform(texts, languages, concepts), fit's three arguments, gets the same
