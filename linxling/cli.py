@@ -377,7 +377,14 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
                              "are the target space (e.g. a Cr5 or BiCVM model saved by linxling fit)")
         model.fit(read_dictionary(args.input[0]), _load(args.embeddings, what="--embeddings"))
     else:
-        data, _ = read_aligned(_language_files(args.input, bare_stdin_ok=entry.input == "monolingual"))
+        files = _language_files(args.input, bare_stdin_ok=entry.input == "monolingual")
+        if entry.input != "monolingual" and len(files) == 1:     # said before reading, with what was read
+            (lang, path), = files.items()
+            tsv = ("; a TSV corpus language<TAB>concept<TAB>text is read by Cr5 and CLLSI only"
+                   if path.endswith((".tsv", ".tab")) else "")
+            raise ValueError(f"{entry.name} needs one file per language of aligned lines, at least two; got one, "
+                             f"{_shown(path)} (read as language {lang!r}){tsv}")
+        data, _ = read_aligned(files)
         if entry.input == "monolingual":
             if len(data) != 1:
                 raise ValueError(f"{entry.name} is monolingual: give one --input file, got {len(data)}")
@@ -841,7 +848,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     e = add("embed", "embed one document per line with a saved model")
     e.add_argument("model", help="a saved model (linxling fit)")
     e.add_argument("language", help="language of the documents (ignored by a monolingual WMF or CompressTree "
-                                    "fitted without --language)")
+                                    "fitted without a language: --language or --input LANG=FILE)")
     e.add_argument("input", help="UTF-8 text file, one document per line (- for standard input)")
     e.add_argument("output", help=".npy file to write")
     e.add_argument("--dtype", choices=["float32", "float64"],
@@ -864,7 +871,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     x = add("export", "write a language's word vectors for gensim, NumPy or FAISS")
     x.add_argument("model", help="a saved model (linxling fit)")
     x.add_argument("language", help="language of the word vectors (ignored by a monolingual WMF or "
-                                    "CompressTree fitted without --language)")
+                                    "CompressTree fitted without a language: --language or --input LANG=FILE)")
     x.add_argument("output", help="file to write (npy and faiss also write a .vocab.txt beside it)")
     from linxling.io import EXPORT_FORMATS
     x.add_argument("--format", choices=EXPORT_FORMATS, default="word2vec",

@@ -907,3 +907,18 @@ def test_lang_of_a_monolingual_input_names_the_models_language(corpus, capsys):
     assert linxling.load(corpus / "p.h5").language is None          # a bare file name names no language
     assert _run("linxling fit WMF --input en=en.txt --language es --output q.h5 --n-components 2") == 2
     assert "--input en=en.txt names the language 'en', --language 'es'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["BiCVM", "BilingualWMF", "CrossWMF", "BilBOWA"])
+def test_aligned_models_given_one_file_say_how_it_was_read(corpus, capsys, model):
+    """A TSV corpus given to BiCVM was read as aligned lines of language 'c' (c.tsv): "X must hold
+    exactly 2 languages, got ['c']", the Python argument's name and no word of the TSV."""
+    rows = [f"{lang}\t{i}\t{t}" for lang, texts in (("en", EN), ("es", ES)) for i, t in enumerate(texts, 1)]
+    (corpus / "c.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert _run(f"linxling fit {model} --input c.tsv --output m.h5 --n-components 2") == 2
+    err = capsys.readouterr().err
+    assert (f"{model} needs one file per language of aligned lines, at least two; got one, c.tsv (read as "
+            "language 'c'); a TSV corpus language<TAB>concept<TAB>text is read by Cr5 and CLLSI only") in err, err
+    assert _run(f"linxling fit {model} --input en=en.txt --output m.h5 --n-components 2") == 2
+    assert "got one, en.txt (read as language 'en')\n" in capsys.readouterr().err
+    assert not (corpus / "m.h5").exists()
