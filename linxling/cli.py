@@ -271,6 +271,12 @@ def _parse_value(text: str, default: Any, name: str, constraints: Sequence[Any] 
         return None
     if _kept_as_text(text, constraints, after_none=True):
         return text
+    if (tuple in constraints or list in constraints) and "," in text:   # a pair: --doc-filter 50,1000
+        try:
+            return tuple(int(part) for part in text.split(","))
+        except ValueError:
+            raise ValueError(f"--{name.replace('_', '-')}: expected integers separated by commas (e.g. 50,1000), "
+                             f"got {text!r}") from None
     if isinstance(default, bool):
         if low in ("true", "1", "yes"):
             return True
@@ -725,7 +731,7 @@ EXAMPLES = {
 def _fit_help() -> str:
     """The parameters of every model, from its constructor's signature (and defaults)."""
     from linxling import _registry
-    lines = ["model parameters (--name value; 'none' for None):"]
+    lines = ["model parameters (--name value; 'none' for None; a pair with a comma, --doc-filter 50,1000):"]
     for name in _registry.names(cli_only=True):
         try:
             opts = model_options(_model_class(name))

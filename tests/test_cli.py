@@ -922,3 +922,16 @@ def test_aligned_models_given_one_file_say_how_it_was_read(corpus, capsys, model
     assert _run(f"linxling fit {model} --input en=en.txt --output m.h5 --n-components 2") == 2
     assert "got one, en.txt (read as language 'en')\n" in capsys.readouterr().err
     assert not (corpus / "m.h5").exists()
+
+
+def test_a_pair_parameter_is_given_with_a_comma(corpus, capsys):
+    """Cr5's doc_filter takes (min, max) unique-word bounds, but the command line kept '5,100' as a
+    str and the fit refused it ("must be a str among {'wikipedia'}, an instance of 'tuple' ...")."""
+    from linxling import Cr5
+    from linxling.cli import _fit_params
+    assert _fit_params(Cr5, ["--doc-filter", "50,1000"]) == {"doc_filter": (50, 1000)}
+    assert _fit_params(Cr5, ["--doc-filter", "wikipedia"]) == {"doc_filter": "wikipedia"}
+    assert _run("linxling fit Cr5 --input en.txt es.txt --output m.h5 --n-components 2 --doc-filter 1,50") == 0
+    assert linxling.load(corpus / "m.h5").doc_filter == (1, 50)
+    assert _run("linxling fit Cr5 --input en.txt es.txt --output m.h5 --doc-filter 1,many") == 2
+    assert "--doc-filter: expected integers separated by commas (e.g. 50,1000), got '1,many'" in capsys.readouterr().err
