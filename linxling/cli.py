@@ -456,7 +456,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"{type(m).__name__} saved by linxling; languages: {', '.join(langs) if langs else mono}")
     for k in ("n_components", "alpha", "pivot_language"):
         if hasattr(m, k):
-            print(f"  {k} = {getattr(m, k)}")
+            used = getattr(m, "alpha_", None) if k == "alpha" and getattr(m, k) == "auto" else None
+            print(f"  {k} = {getattr(m, k)}" + (f" (the fit's: {used:.6g})" if used is not None else ""))
     return 0
 
 

@@ -185,6 +185,8 @@ def test_fit_embed_info_every_registered_model(corpus, capsys, model):
     assert f"{model} saved by linxling; languages: " + ("monolingual (en)" if model == "CompressTree"
                                                         else "monolingual" if mono else "en, es") in out
     assert "?" not in out
+    if getattr(m, "alpha", None) == "auto":       # the λ the fit used, not only "auto"
+        assert f"  alpha = auto (the fit's: {m.alpha_:.6g})\n" in out, out
     assert _run("linxling embed m.h5 en en.txt e.npy") == 0
     E = np.load(corpus / "e.npy")
     assert E.shape == (6, 2) and np.all(np.isfinite(E))
