@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import filecmp
 import inspect
 import os
 import sys
@@ -686,6 +687,13 @@ def _cmd_search(args: argparse.Namespace) -> int:
     if not args.model and not os.path.exists(model_path):
         raise ValueError(f"{args.index} was built with the model {model_path}, which is not there (moved or "
                          "deleted?): give --model MODEL.h5")
+    built_with = index.model_path
+    if (args.model and built_with and os.path.exists(built_with) and os.path.exists(args.model)
+            and not os.path.samefile(built_with, args.model)
+            and not filecmp.cmp(built_with, args.model, shallow=False)):    # a copy of it is the same model
+        raise ValueError(f"{args.index} was built with the model {built_with}, not {args.model}: queries embedded "
+                         "by another model are not comparable with its documents (as index --append refuses); "
+                         "search with that model, or index the collection with this one")
     queries, empty = _read_lines(args.queries)
     if not queries:      # was: "queries must be a non-empty 2-D array (n, d), got shape (0, d)"
         raise ValueError(f"{_shown(args.queries)} has no lines: nothing to search")
@@ -912,7 +920,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="cosine, or CSLS (penalises documents near every query; see --knn)")
     q.add_argument("--knn", type=_positive_int, default=None,
                    help=f"CSLS only: neighbourhood size (default: the index's reference's, else {_DEFAULT_KNN})")
-    q.add_argument("--model", help="the model that embeds the queries (default: the one the index was built with)")
+    q.add_argument("--model", help="the model that embeds the queries (default: the one the index was built "
+                                   "with; another is refused while that one is there)")
     q.set_defaults(func=_cmd_search)
 
     w = add("warmup", "compile every model's numba kernels now (once per machine) instead of at the first fit")

@@ -680,6 +680,24 @@ def test_search_and_index_say_what_is_wrong_before_the_work(corpus, capsys, monk
     assert _run("linxling search i.h5 en q.txt --k 1 --model moved.h5") == 0
 
 
+def test_search_with_another_model_than_the_index_is_refused(corpus, capsys):
+    """`search --model other.h5` embedded the queries with another model of the same dimension and
+    printed its rankings against the index's documents, incomparable vectors, without a word
+    (`index --append` refuses such a model); the model itself, moved or copied, is accepted."""
+    import shutil
+    assert _run("linxling fit Cr5 --input en.txt es.txt --output m.h5 --n-components 2 --random-state 0") == 0
+    assert _run("linxling fit CLLSI --input en.txt es.txt --output other.h5 --n-components 2 --random-state 0") == 0
+    assert _run("linxling index m.h5 es es.txt i.h5") == 0
+    capsys.readouterr()
+    assert _run("linxling search i.h5 en en.txt --k 1 --model other.h5") == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"i.h5 was built with the model {corpus / 'm.h5'}, not other.h5: queries embedded by " \
+                         "another model are not comparable" in err, err
+    shutil.copy(corpus / "m.h5", corpus / "copy.h5")
+    assert _run("linxling search i.h5 en en.txt --k 1 --model copy.h5") == 0
+    assert _run("linxling search i.h5 en en.txt --k 1 --model m.h5") == 0
+
+
 def test_warmup_refuses_an_unknown_model_before_its_heading(capsys):
     """`linxling warmup nope` printed 'compiling ... of every model' on stdout, then the error."""
     assert main(["warmup", "wmf", "nope"]) == 2
