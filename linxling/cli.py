@@ -391,7 +391,7 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
                    if path.endswith((".tsv", ".tab")) else "")
             raise ValueError(f"{entry.name} needs one file per language of aligned lines, at least two; got one, "
                              f"{_shown(path)} (read as language {lang!r}){tsv}")
-        data, _ = read_aligned(files)
+        data, kept = read_aligned(files)
         if entry.input == "monolingual":
             if len(data) != 1:
                 raise ValueError(f"{entry.name} is monolingual: give one --input file, got {len(data)}")
@@ -404,7 +404,10 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
                                      f"{model.language!r}: give one of them")
             model.fit(next(iter(data.values())))
         elif entry.input == "aligned":
-            model.fit(data)
+            try:
+                model.fit(data)
+            except ValueError as exc:   # rows of the fit's X -> the files' lines (empty lines were dropped)
+                raise ValueError(_rows_as_lines(str(exc), files, kept)) from None
         elif entry.input == "words":
             model.fit(data, data)
         elif entry.input == "pivot":
@@ -419,6 +422,29 @@ def _cmd_fit(args: argparse.Namespace, extra: Sequence[str]) -> int:
     print(f"linxling: fitted {type(model).__name__} on {', '.join(args.input)}; saved to {args.output}",
           file=sys.stderr)
     return 0
+
+
+def _rows_as_lines(message: str, files: dict[str, str], kept: list[int]) -> str:
+    """A fit's message about rows of its ``X`` ("X['en'][2] is empty", "X['en']: ... at indices 5,
+    7") said of the input files' lines: ``kept[i]`` is the line of row ``i``."""
+    import re
+
+    def line(i: str) -> str:
+        return str(kept[int(i)]) if int(i) < len(kept) else i
+
+    def one(m: re.Match) -> str:
+        lang = m["lang"]
+        return f"{_shown(files[lang])}:{line(m['row'])}" if lang in files else m[0]
+
+    def many(m: re.Match) -> str:
+        lang = m["lang"]
+        if lang not in files:
+            return m[0]
+        lines = re.sub(r"\d+", lambda d: line(d[0]), m["rows"])
+        return f"{_shown(files[lang])}{m['middle']}at lines {lines}"
+
+    message = re.sub(r"X\['(?P<lang>[^']+)'\]\[(?P<row>\d+)\]", one, message)
+    return re.sub(r"X\['(?P<lang>[^']+)'\](?P<middle>:.*?)at indices (?P<rows>[\d, .]+?)(?=:)", many, message)
 
 
 def _load(path: str, *, index_ok: bool = False, what: str = "MODEL"):

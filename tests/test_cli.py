@@ -955,3 +955,22 @@ def test_a_pair_parameter_is_given_with_a_comma(corpus, capsys):
     assert linxling.load(corpus / "m.h5").doc_filter == (1, 50)
     assert _run("linxling fit Cr5 --input en.txt es.txt --output m.h5 --doc-filter 1,many") == 2
     assert "--doc-filter: expected integers separated by commas (e.g. 50,1000), got '1,many'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["BiCVM", "RankingEmbedding"])
+def test_a_training_line_without_a_word_is_named_by_file_and_line(corpus, capsys, model):
+    """A line of punctuation in an aligned file was reported as "X['en'][2] is empty": the Python
+    argument and a row counted from 0 after the empty lines were dropped, not the file's line."""
+    (corpus / "a.en.txt").write_text("in the beginning\n\nand god said\n...\nlet there be light\n", encoding="utf-8")
+    (corpus / "a.es.txt").write_text("en el principio\ny\ny dijo dios\nsea la luz\ny fue la luz\n", encoding="utf-8")
+    assert _run(f"linxling fit {model} --input a.en.txt a.es.txt --output m.h5 --n-components 2") == 2
+    err = capsys.readouterr().err
+    assert "linxling: error: a.en.txt:4 is empty (no tokens): every training sentence needs at least one word" in err
+    en, es = "in the beginning\n\nand god said\n...\nlet there be light\n!!\n", "a\nb\nc\nd\ne\nok\n"
+    (corpus / "a.en.txt").write_text(en, encoding="utf-8")
+    (corpus / "a.es.txt").write_text(es, encoding="utf-8")
+    assert _run(f"linxling fit {model} --input a.en.txt a.es.txt --output m.h5 --n-components 2") == 2
+    err = capsys.readouterr().err
+    assert ("linxling: error: a.en.txt: 2 training sentences have no word in the vocabulary (2 of them empty, no "
+            "tokens), at lines 4, 6: every training sentence needs") in err, err
+    assert not (corpus / "m.h5").exists()
