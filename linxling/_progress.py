@@ -6,7 +6,16 @@ from typing import Iterable
 
 from tqdm.auto import tqdm
 
-_STATE = {"show": os.environ.get("LINXLING_NO_PROGRESS", "") in ("", "0")}
+# LINXLING_NO_PROGRESS: any value turns the bars off but the empty string and the usual words for
+# "no" ("0", "false", "no", "off", in any case): LINXLING_NO_PROGRESS=false turned them off
+_OFF_WORDS = ("", "0", "false", "no", "off")
+
+
+def _shown_by_env(value: str | None) -> bool:
+    return (value or "").strip().lower() in _OFF_WORDS
+
+
+_STATE = {"show": _shown_by_env(os.environ.get("LINXLING_NO_PROGRESS"))}
 
 
 def set_show_progress(show: bool) -> None:

@@ -471,6 +471,7 @@ def _load(path: str, *, index_ok: bool = False, what: str = "MODEL"):
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    import numpy as np
     m = _load(args.model, index_ok=True, what="MODEL")
     from linxling.search import Index
     if isinstance(m, Index):
@@ -481,10 +482,22 @@ def _cmd_info(args: argparse.Namespace) -> int:
     langs = model_languages(m)
     mono = "monolingual" + (f" ({m.language})" if isinstance(getattr(m, "language", None), str) else "")
     print(f"{type(m).__name__} saved by linxling; languages: {', '.join(langs) if langs else mono}")
-    for k in ("n_components", "alpha", "pivot_language"):
-        if hasattr(m, k):
-            used = getattr(m, "alpha_", None) if k == "alpha" and getattr(m, k) == "auto" else None
-            print(f"  {k} = {getattr(m, k)}" + (f" (the fit's: {used:.6g})" if used is not None else ""))
+    # every parameter the model was made with (its get_params, by name); an
+    # object such as a callback or a tokenizer by its type, "auto" with the value the fit used
+    params = m.get_params(deep=False) if callable(getattr(m, "get_params", None)) else {}
+    for k, v in params.items():
+        if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, (np.generic, float, int))):
+            v = np.dtype(v).name                                     # dtype=np.float32
+        elif isinstance(v, type):
+            v = v.__name__
+        elif v is not None and not isinstance(v, (str, int, float, bool, tuple, list)):
+            v = f"<{type(v).__name__}>"
+        used = getattr(m, f"{k}_", None) if isinstance(v, str) and v == "auto" else None
+        if isinstance(used, (int, float, np.number)) and not isinstance(used, bool):
+            used_s = f" (the fit's: {used:.6g})"
+        else:
+            used_s = f" (the fit's: {used})" if isinstance(used, str) else ""
+        print(f"  {k} = {v}{used_s}")
     return 0
 
 

@@ -192,6 +192,16 @@ class Index:
     def __len__(self) -> int:
         return int(self.vectors_.shape[0])
 
+    def __repr__(self) -> str:
+        parts = [f"n_documents={len(self)}", f"dim={self.dim}", f"dtype={self.vectors_.dtype.name}"]
+        if self.language is not None:
+            parts.append(f"language={self.language!r}")
+        if self.reference_radii_ is not None:
+            parts.append(f"csls_reference=knn {self.reference_knn_}")
+        if self.model_path is not None:
+            parts.append(f"model_path={self.model_path!r}")
+        return f"Index({', '.join(parts)})"
+
     # ------------------------------------------------------------------ adding and removing
     @numba_serialised
     def add(self, vectors: Any, ids: Sequence | None = None, *, texts: Sequence[str] | None = None

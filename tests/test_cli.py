@@ -185,6 +185,9 @@ def test_fit_embed_info_every_registered_model(corpus, capsys, model):
     assert f"{model} saved by linxling; languages: " + ("monolingual (en)" if model == "CompressTree"
                                                         else "monolingual" if mono else "en, es") in out
     assert "?" not in out
+    # every parameter, not three of them (BilDRL showed its alpha only)
+    assert [ln.split(" = ")[0].strip() for ln in out.splitlines()[1:]] == list(m.get_params(deep=False))
+    assert "  n_components = 2\n" in out and "  random_state = 0\n" in out
     if getattr(m, "alpha", None) == "auto":       # the λ the fit used, not only "auto"
         assert f"  alpha = auto (the fit's: {m.alpha_:.6g})\n" in out, out
     assert _run("linxling embed m.h5 en en.txt e.npy") == 0
@@ -974,3 +977,12 @@ def test_a_training_line_without_a_word_is_named_by_file_and_line(corpus, capsys
     assert ("linxling: error: a.en.txt: 2 training sentences have no word in the vocabulary (2 of them empty, no "
             "tokens), at lines 4, 6: every training sentence needs") in err, err
     assert not (corpus / "m.h5").exists()
+
+
+@pytest.mark.parametrize("value, shown", [(None, True), ("", True), ("0", True), ("false", True),
+                                          ("No", True), (" off ", True), ("1", False), ("true", False),
+                                          ("yes", False)])
+def test_linxling_no_progress_reads_the_usual_words_for_no(value, shown):
+    """LINXLING_NO_PROGRESS=false turned the bars off (any value but "" and "0" did)."""
+    from linxling._progress import _shown_by_env
+    assert _shown_by_env(value) is shown

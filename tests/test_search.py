@@ -653,3 +653,12 @@ def test_cli_index_append_equals_an_index_of_both_files(tmp_path, monkeypatch, c
     assert main(run + ["index", "m2.h5", "es", "es2.txt", "grown.h5", "--append"]) == 2
     assert "was built with the model" in capsys.readouterr().err
     assert (tmp_path / "grown.h5").read_bytes() == before
+
+
+def test_repr_says_what_the_index_holds():
+    """It printed as <linxling.search.Index object at 0x...>."""
+    rng = np.random.default_rng(0)
+    idx = Index(rng.normal(size=(5, 3)), language="en")
+    assert repr(idx) == "Index(n_documents=5, dim=3, dtype=float32, language='en')"
+    idx.set_reference(rng.normal(size=(4, 3)), knn=2)
+    assert repr(idx) == "Index(n_documents=5, dim=3, dtype=float32, language='en', csls_reference=knn 2)"

@@ -1143,3 +1143,16 @@ def test_crosslingual_wmf_sublinear_tf_reaches_every_vectorizer(sublinear, tmp_p
         assert cls._from_state(params, arrays).sublinear_tf is False
         old = unpickled_without(model, "sublinear_tf")    # a pickle from before the parameter
         assert old.get_params()["sublinear_tf"] is False and repr(old).startswith(cls.__name__)
+
+
+def test_x_wmf_progress_bar_names_x_wmf(monkeypatch):
+    """x-WMF's fit showed its pivot WMF's bar labelled "WMF"; b-WMF's says "b-WMF"."""
+    from _bars import RecordedBars
+    bars = RecordedBars(monkeypatch)
+    X, Y = _X(60, 40, density=0.2, seed=30), _X(60, 30, density=0.2, seed=31)
+    kw = dict(n_components=4, alpha=LAM, missing_weight=W_M, max_iter=2, random_state=0, show_progress=True)
+    CrossWMF(**kw).fit({"fr": (X, Y)}, X_pivot=X)
+    assert [b.desc for b in bars.shown()] == ["x-WMF (the pivot 'en')"]
+    bars.made.clear()
+    WMF(**kw).fit(X)
+    assert [b.desc for b in bars.shown()] == ["WMF"]

@@ -238,6 +238,7 @@ class WMF(_WMFParams):
     # alpha="auto": min(1, n / 3000), not the crosslingual min(20, n / 300) (WMF_AUTO_ALPHA_MAX)
     _auto_alpha_max = WMF_AUTO_ALPHA_MAX
     _auto_alpha_sentences = WMF_AUTO_ALPHA_SENTENCES
+    _progress_desc = "WMF"       # the fit's progress bar (x-WMF's pivot names its model)
 
     _parameter_constraints: dict[str, list[Any]] = {**_WMFParams._parameter_constraints, "language": [str, None]}
 
@@ -346,7 +347,7 @@ class WMF(_WMFParams):
             self.n_features_in_ = int(V.shape[0])
 
         self._fit_als(kind, {"X": X}, {"X": "X"}, [init_components], ["init_components"],
-                      init_embedding, memory_budget, client, publish, "WMF")
+                      init_embedding, memory_budget, client, publish, self._progress_desc)
         return self
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:

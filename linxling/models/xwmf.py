@@ -221,6 +221,7 @@ class CrossWMF(_WMFParams):
                                         lambda _m, it, loss: self.callback(self, it, loss))})
             pivot._auto_alpha_max = self._auto_alpha_max
             pivot._auto_alpha_sentences = self._auto_alpha_sentences
+            pivot._progress_desc = f"x-WMF (the pivot {self.pivot_language!r})"
             try:
                 pivot.fit(X_pivot)
             except ValueError as exc:
