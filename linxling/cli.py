@@ -741,6 +741,9 @@ def _cmd_search(args: argparse.Namespace) -> int:
               f"line {', '.join(map(str, empty[:10]))}{', ...' if len(empty) > 10 else ''})", file=sys.stderr)
     m = _load(model_path, what="--model")
     k = min(args.k, len(index))
+    if k < args.k:       # said, as the Python API (Index.search) refuses a k above the documents
+        print(f"linxling: --k {args.k} is more than the index's {len(index)} documents: each query "
+              f"ranks all {k}", file=sys.stderr)
     scores, idx = index.search(embed_texts(m, queries, args.language), k, similarity=args.similarity,
                                knn=args.knn)
     out = sys.stdout

@@ -262,6 +262,10 @@ def test_read_sts(shared_data, tmp_path):
     bad.write_text("1.0\tonly two\n", encoding="utf-8")
     with pytest.raises(ValueError, match="bad.tsv:1"):
         read_sts(bad)
+    with pytest.raises(IsADirectoryError, match="is a directory: give the file"):   # was "not found"
+        read_sts(tmp_path)
+    with pytest.raises(IsADirectoryError, match="MUSE dictionary path .* is a directory"):
+        read_muse_dictionary(tmp_path)
 
 
 # --------------------------------------------------------------------------- MUSE

@@ -295,6 +295,11 @@ def test_cli_index_and_search_find_translations(tmp_path, monkeypatch, capsys):
     m = linxling.load(tmp_path / "m.h5")
     _, idx = Index(m.transform(es, "es")).search(m.transform(en, "en"), k=1)
     assert [top[q] for q in sorted(top)] == list(idx[:, 0] + 1)
+    capsys.readouterr()
+    assert main(["--no-progress", "search", "es_index.h5", "en", "en.txt", "--k", "1000"]) == 0
+    out, err = capsys.readouterr()                # was: 150 rows a query, in silence
+    assert len(out.splitlines()) == 1 + 150 * 150
+    assert "--k 1000 is more than the index's 150 documents: each query ranks all 150" in err
     assert main(["info", "es_index.h5"]) == 0
     assert "search index of 150 es documents" in capsys.readouterr().out
     assert main(["search", "m.h5", "en", "en.txt"]) == 2

@@ -175,8 +175,12 @@ def read_sts(path: str | os.PathLike) -> tuple[np.ndarray, list[str], list[str]]
         score, a file without a pair, or a file that is not UTF-8.
     FileNotFoundError
         If ``path`` does not exist (the message names the shared data folder).
+    IsADirectoryError
+        If ``path`` is a directory.
     """
     gold, s1, s2 = [], [], []
+    if os.path.isdir(path):                 # was reported as "not found"
+        raise IsADirectoryError(f"STS file path {os.fspath(path)} is a directory: give the file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"STS file not found: {os.fspath(path)} (relative to {os.getcwd()}); for the "
                                 f"shared data use linxling.datasets.shared_data_dir() / 'sts17' / ..., "

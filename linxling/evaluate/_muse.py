@@ -34,11 +34,15 @@ def read_muse_dictionary(path: str | os.PathLike) -> list[tuple[str, str]]:
     ------
     FileNotFoundError
         If ``path`` does not exist (the message names the shared data folder).
+    IsADirectoryError
+        If ``path`` is a directory.
     ValueError
         On a malformed line (the message gives the path and line number), a file without a pair,
         or a file that is not UTF-8.
     """
     pairs: list[tuple[str, str]] = []
+    if os.path.isdir(path):                 # was reported as "not found"
+        raise IsADirectoryError(f"MUSE dictionary path {os.fspath(path)} is a directory: give the file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"MUSE dictionary not found: {os.fspath(path)} (relative to {os.getcwd()}); "
                                 f"for the shared data use linxling.datasets.shared_data_dir() / 'muse' / ..., "
