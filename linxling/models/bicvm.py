@@ -529,6 +529,7 @@ class BiCVM(_SentencePairSGD):
     words_ : dict language -> list of str
     loss_curve_ : list of float, mean minibatch loss per epoch
     languages_ : list of str
+        Sorted (Cr5, CL-LSI and b-WMF keep the order of their input, x-WMF puts its pivot first).
 
     Notes
     -----

@@ -156,6 +156,7 @@ class BilBOWA(LinxlingEstimator):
     Attributes
     ----------
     languages_ : list of str
+        Sorted (Cr5, CL-LSI and b-WMF keep the order of their input, x-WMF puts its pivot first).
     words_ : dict language -> list of str, by decreasing frequency
     vectors_ : dict language -> array (n_words, n_components), the input ("W") vectors
     loss_curve_ : list of dict, per epoch ``{"skipgram": {lang: mean loss}, "alignment": mean}``

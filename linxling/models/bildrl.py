@@ -268,7 +268,8 @@ class BilDRL(LinxlingEstimator):
     Attributes
     ----------
     languages_ : list of str
-        The languages of the word space (sorted), as every multilingual model's ``languages_``.
+        The languages of the word space, sorted (as BiCVM's and BilBOWA's; Cr5, CL-LSI and
+        b-WMF keep the order of their input).
     directions_ : list of (definition_language, target_language)
     units_ : dict
         Encoder parameters per unit (``"shared"`` or ``"<q>-<t>"``).
@@ -868,7 +869,8 @@ class BilDRL(LinxlingEstimator):
 
     @property
     def languages_(self) -> list[str]:
-        """The languages of the fitted word space, sorted (the name every multilingual model uses)."""
+        """The languages of the fitted word space, sorted (``languages_``, as every multilingual
+        model names them)."""
         return sorted(self.word_lists_)
 
     # ------------------------------------------------------------------ transform / predict

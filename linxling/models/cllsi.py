@@ -222,6 +222,7 @@ class CLLSI(ConceptEmbeddingMixin):
     Attributes (after fitting)
     --------------------------
     languages_ : list of str
+        In the order of ``blocks`` (the order of the stacked vocabulary).
     components_ : dict str -> ndarray (r, p_l)
         ``V_l^T``: row ``k`` is the ``k``-th right singular vector restricted to language ``l``.
     singular_values_ : ndarray (r,), descending

@@ -316,6 +316,8 @@ class Cr5(ConceptEmbeddingMixin):
     Attributes
     ----------
     languages_ : list of str
+        In the order given: a mapping's, or first seen in the flat form (the order of the blocks
+        in the fit; the neural models sort theirs).
     components_ : dict language -> ndarray (n_components, p_l)
         Φ_l, the embedding map of each language (columns are word vectors). Each component's
         sign is fixed: its largest-magnitude weight over all languages is positive.

@@ -166,6 +166,7 @@ class GlossSpace(LinxlingEstimator):
     document_model_ : linxling.Cr5
         The document space (``transform`` embeds texts with it).
     languages_ : list of str
+        Its document model's (Cr5's: in the order given).
     words_ : dict language -> list of str
     vectors_ : dict language -> array (n_words, n_components), unit rows
     n_described_ : dict language -> int

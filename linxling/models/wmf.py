@@ -544,6 +544,7 @@ class BilingualWMF(_WMFParams):
     alpha_ : float
         The λ the fit used (``alpha``, or its "auto" value).
     languages_ : list of str
+        In the order of ``X``.
     components_ : dict language -> ndarray (n_components, n_words_l)
         Each language's word factor (P, A, ...).
     embedding_ : ndarray (n_sentences, n_components)
