@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from linxling._progress import progress
-from linxling._validation import check_language, check_language_keys, check_random_state, check_texts
+from linxling._validation import check_language, check_language_keys, check_random_state, check_texts, unknown_language
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
@@ -225,8 +225,7 @@ class CompressTree(LinxlingEstimator):
         # a model fitted on a plain list without ``language`` has no language to check against
         check_language(language)
         if language is not None and self.language_ is not None and language != self.language_:
-            raise ValueError(f"this CompressTree is monolingual ({self.language_!r}); got "
-                             f"language={language!r}")
+            raise unknown_language(language, [self.language_])   # the words every model uses
 
     def _encode_ids(self, texts: list[str], name: str, allow_empty: bool = False
                     ) -> tuple[np.ndarray, np.ndarray]:

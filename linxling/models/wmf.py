@@ -48,7 +48,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from linxling._validation import check_float_dtype, check_language, refuse_sparse, refuse_texts_as_vectors
+from linxling._validation import (
+    check_float_dtype,
+    check_language,
+    refuse_sparse,
+    refuse_texts_as_vectors,
+    unknown_language,
+)
 from linxling.io import register_model
 from linxling.models import _als
 from linxling.models._als import check_matrix as _check_matrix
@@ -380,7 +386,7 @@ class WMF(_WMFParams):
     def _check_language(self, language: str | None) -> None:
         check_language(language)
         if language is not None and self.language is not None and language != self.language:
-            raise ValueError(f"this WMF model is for language {self.language!r}, not {language!r}")
+            raise unknown_language(language, [self.language])   # the words every model uses
 
     def word_vectors(self, language: str | None = None) -> tuple[list[str] | None, np.ndarray]:
         """Word vectors: the columns of P, ``(words, vectors (n_words, n_components))``.
