@@ -22,7 +22,7 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import validate_data
 
-from linxling._validation import check_language
+from linxling._validation import check_language, unknown_language
 from linxling.io import register_model, registered_models
 from linxling.models._base import nested_state
 from linxling.models._estimator import LinxlingEstimator
@@ -130,8 +130,7 @@ class SingleBlock(LinxlingEstimator):
         self._check_fitted()
         check_language(language, known=(self.language,))
         if language is not None and language != self.language:
-            raise ValueError(f"this {type(self).__name__} was fitted for language {self.language!r}, "
-                             f"not {language!r}")
+            raise unknown_language(language, [self.language])   # the words every model uses
         X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
         return self.estimator_.transform_matrix(X, self.language, dtype=dtype)
 
