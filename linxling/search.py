@@ -112,8 +112,9 @@ class Index:
         (a zero row, a document without any known word, stays zero and scores 0).
     ids : sequence, optional
         One label per document, returned by :meth:`search_ids` (default: the row numbers). A
-        saved index gives int labels back as ints and str labels as strs; labels of any other
-        type (or ints and strs mixed) are saved as their ``str()``.
+        saved index gives int labels back as ints when all of them fit in int64, and str labels
+        as strs; labels of any other type, ints and strs mixed, and ints beyond int64 (a UUID's
+        ``.int``) are saved as their ``str()``.
     texts : sequence of str, optional
         The documents themselves, kept for display (the command line prints them).
     language : str, optional
