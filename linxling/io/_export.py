@@ -126,7 +126,8 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
           vocabulary file (UTF-8, one word per line).
         - ``"faiss"``: a float32, C-contiguous, L2-normalised ``.npy`` matrix (zero rows stay
           zero), plus the vocabulary file: ``faiss.IndexFlatIP(dim).add(np.load(path))`` then
-          searches by cosine similarity.
+          searches by cosine similarity (the scores are cosines for queries normalised too,
+          ``faiss.normalize_L2``; an unnormalised query ranks the same, its scores times its norm).
 
     Returns
     -------
