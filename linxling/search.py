@@ -203,6 +203,13 @@ class Index:
             parts.append(f"model_path={self.model_path!r}")
         return f"Index({', '.join(parts)})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        # add's spare room is a cache: pickled (joblib, copy.deepcopy) it was written out beside
+        # the rows, which pickle copies apart from it, so a grown index took 2.5 times its size
+        state = self.__dict__.copy()
+        state["_spare"] = state["_spare_radii"] = None
+        return state
+
     # ------------------------------------------------------------------ adding and removing
     @numba_serialised
     def add(self, vectors: Any, ids: Sequence | None = None, *, texts: Sequence[str] | None = None
