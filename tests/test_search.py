@@ -544,8 +544,9 @@ def test_a_grown_index_saves_and_adds_after_loading(data, tmp_path):
 
 def test_a_pickled_grown_index_leaves_its_spare_room_behind(data):
     """pickle (and joblib) wrote a grown index's spare room of add beside its rows, a copy of
-    them apart: 2.5 times the index, as large again in memory once loaded. The pickle of a grown
-    index is now that of the same index built at once, and it searches and grows as before."""
+    them apart: 2.5 times the index, as large again in memory once loaded; copy.copy shared it,
+    so the copy's rows changed when the original grew. The pickle of a grown index is now that
+    of the same index built at once, and it searches and grows as before."""
     import copy
     import io
     import pickle
@@ -566,6 +567,12 @@ def test_a_pickled_grown_index_leaves_its_spare_room_behind(data):
         back.add(C[800:], ids=ids[800:])
         _same_search(Index(C, ids=ids).set_reference(R, knn=5), back, Q)
     assert grown._spare is not None and len(grown) == 800      # the pickled index keeps its own
+    # copy.copy shared the spare block: the copy's next add and the original's wrote the same rows
+    twin = copy.copy(grown)
+    twin.add(C[800:801], ids=[800])
+    grown.add(C[900:901], ids=[900])
+    np.testing.assert_array_equal(twin.vectors_[800], Index(C[800:801]).vectors_[0])
+    np.testing.assert_array_equal(grown.vectors_[800], Index(C[900:901]).vectors_[0])
 
 
 def test_add_refuses_what_does_not_fit_and_changes_nothing(data):
