@@ -205,9 +205,14 @@ class Index:
 
     def __getstate__(self) -> dict[str, Any]:
         # add's spare room is a cache: pickled (joblib, copy.deepcopy) it was written out beside
-        # the rows, which pickle copies apart from it, so a grown index took 2.5 times its size
+        # the rows, which pickle copies apart from it, so a grown index took 2.5 times its size.
+        # copy.copy takes this state too: without the spare block and with lists of its own, the
+        # copy's add no longer writes into the original's rows, ids and texts
         state = self.__dict__.copy()
         state["_spare"] = state["_spare_radii"] = None
+        for name in ("ids", "texts"):
+            if state.get(name) is not None:
+                state[name] = list(state[name])
         return state
 
     # ------------------------------------------------------------------ adding and removing

@@ -567,12 +567,14 @@ def test_a_pickled_grown_index_leaves_its_spare_room_behind(data):
         back.add(C[800:], ids=ids[800:])
         _same_search(Index(C, ids=ids).set_reference(R, knn=5), back, Q)
     assert grown._spare is not None and len(grown) == 800      # the pickled index keeps its own
-    # copy.copy shared the spare block: the copy's next add and the original's wrote the same rows
+    # copy.copy shared the spare block and the ids: the copy's next add and the original's wrote
+    # the same rows, and both added their labels to one list
     twin = copy.copy(grown)
     twin.add(C[800:801], ids=[800])
     grown.add(C[900:901], ids=[900])
     np.testing.assert_array_equal(twin.vectors_[800], Index(C[800:801]).vectors_[0])
     np.testing.assert_array_equal(grown.vectors_[800], Index(C[900:901]).vectors_[0])
+    assert twin.ids == [*ids[:801]] and grown.ids == [*ids[:800], 900]     # the ids list was shared too
 
 
 def test_add_refuses_what_does_not_fit_and_changes_nothing(data):
