@@ -612,11 +612,15 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from linxling.io import export_vectors
+    from linxling.io import export_vectors, vocabulary_path
     from linxling.io._store import _check_target
     _not_stdout(args.output, "OUTPUT")
-    _check_target(args.output)            # before the model is read, as fit, embed and index do
-    _check_not_an_input(args.output, [args.model])
+    outputs = [args.output]
+    if args.format in ("npy", "faiss"):   # its vocabulary file is an output too (it replaced a model so named)
+        outputs.append(vocabulary_path(args.output))
+    for output in outputs:                # before the model is read, as fit, embed and index do
+        _check_target(output)
+        _check_not_an_input(output, [args.model])
     m = _load(args.model)
     if not hasattr(m, "word_vectors"):
         raise ValueError(f"{type(m).__name__} has no word vectors to export")

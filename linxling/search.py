@@ -112,8 +112,9 @@ class Index:
         (a zero row, a document without any known word, stays zero and scores 0).
     ids : sequence, optional
         One label per document, returned by :meth:`search_ids` (default: the row numbers). A
-        saved index gives int labels back as ints and str labels as strs; labels of any other
-        type (or ints and strs mixed) are saved as their ``str()``.
+        saved index gives int labels back as ints when all of them fit in int64, and str labels
+        as strs; labels of any other type, ints and strs mixed, and ints beyond int64 (a UUID's
+        ``.int``) are saved as their ``str()``.
     texts : sequence of str, optional
         The documents themselves, kept for display (the command line prints them).
     language : str, optional
@@ -201,6 +202,18 @@ class Index:
         if self.model_path is not None:
             parts.append(f"model_path={self.model_path!r}")
         return f"Index({', '.join(parts)})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # add's spare room is a cache: pickled (joblib, copy.deepcopy) it was written out beside
+        # the rows, which pickle copies apart from it, so a grown index took 2.5 times its size.
+        # copy.copy takes this state too: without the spare block and with lists of its own, the
+        # copy's add no longer writes into the original's rows, ids and texts
+        state = self.__dict__.copy()
+        state["_spare"] = state["_spare_radii"] = None
+        for name in ("ids", "texts"):
+            if state.get(name) is not None:
+                state[name] = list(state[name])
+        return state
 
     # ------------------------------------------------------------------ adding and removing
     @numba_serialised

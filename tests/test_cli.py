@@ -605,6 +605,30 @@ def test_an_output_that_is_an_input_is_refused(corpus, capsys):
     assert (corpus / "m.h5").read_bytes() == model and not os.path.islink(corpus / "alias.h5")
 
 
+def test_an_npy_exports_vocabulary_file_is_checked_as_an_output(corpus, capsys):
+    """`export --format npy|faiss` writes a second file, OUTPUT's vocabulary (x.npy -> x.vocab.txt),
+    which was not checked: `export m.vocab.txt es m.npy --format npy` replaced the model it read
+    with the word list, and a directory there failed only after the model was read."""
+    import os
+    import shutil
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 --min-df 1") == 0
+    shutil.copy(corpus / "m.h5", corpus / "m.vocab.txt")      # a model named like the vocabulary file
+    (corpus / "d.vocab.txt").mkdir()
+    model = (corpus / "m.vocab.txt").read_bytes()
+    capsys.readouterr()
+    for line, says in (("linxling export m.vocab.txt es m.npy --format npy", "is also an input of this command"),
+                       ("linxling export m.vocab.txt es m --format faiss", "is also an input of this command"),
+                       ("linxling export m.h5 es d.npy --format faiss", "d.vocab.txt")):
+        assert _run(line) == 2, line
+        out, err = capsys.readouterr()
+        assert out == "" and says in err and "Traceback" not in err, (line, err)
+    assert (corpus / "m.vocab.txt").read_bytes() == model
+    assert not any(os.path.exists(corpus / name) for name in ("m.npy", "m", "d.npy"))
+    # word2vec writes one file: a model named like a vocabulary file is no output of it
+    assert _run("linxling export m.vocab.txt es m.txt") == 0
+    assert (corpus / "m.vocab.txt").read_bytes() == model
+
+
 def test_help_says_every_default(capsys):
     """`search --k`, `index --knn/--batch-size`, `evaluate --k/--similarity/--knn`, `export
     --format` and every `demo` option had no default in their --help lines."""

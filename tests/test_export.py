@@ -52,6 +52,23 @@ def test_npy_and_vocabulary(tmp_path, dtype):
     assert (tmp_path / "vectors.vocab.txt").read_text(encoding="utf-8").splitlines() == words
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint16, np.bool_])
+def test_npy_keeps_an_integer_or_boolean_dtype(tmp_path, dtype):
+    """docs/io.md: "npy" writes the vectors with their dtype kept; integer (int8-quantised) and
+    boolean vectors were written as float64, 8 times the size of int8 ones."""
+    V = np.array([[-5, 0, 3], [7, -1, 2], [0, 0, 1], [4, 4, -4]])
+    V = (V > 0 if dtype is np.bool_ else np.abs(V) if dtype is np.uint16 else V).astype(dtype)
+    path = tmp_path / "q.npy"
+    export_vectors(path, V, list("abcd"), format="npy")
+    M = np.load(path, allow_pickle=False)
+    assert M.dtype == dtype
+    np.testing.assert_array_equal(M, V)
+    # the other formats write floats: the same numbers
+    export_vectors(tmp_path / "q.txt", V, list("abcd"))
+    kv = gensim_models.KeyedVectors.load_word2vec_format(str(tmp_path / "q.txt"))
+    np.testing.assert_array_equal(kv.vectors, V.astype(np.float32))
+
+
 def test_faiss_matrix_and_search_matches_cosine_ranking(tmp_path):
     faiss = pytest.importorskip("faiss", reason="faiss-cpu comes with the 'test' extra")
     V, words = _data(n=60, d=8)

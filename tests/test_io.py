@@ -98,6 +98,21 @@ def test_round_trip(tmp_path, rng, compression):
     assert not [p for p in os.listdir(tmp_path) if p != "m.h5"]
 
 
+def test_the_files_root_attributes_and_header_are_those_docs_io_md_lists(tmp_path, rng):
+    """docs/io.md's table of root attributes left out params_crc32, and the page did not say that
+    the HDF5 data follows a 512-byte header: a reader of the layout met both undocumented."""
+    import re
+    page = (Path(__file__).resolve().parents[1] / "docs" / "io.md").read_text(encoding="utf-8")
+    section = page.split("## File format", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"^\| `(\w+)` \|", section, flags=re.M)
+    path = tmp_path / "m.h5"
+    Dummy(*_state(rng)).save(path)
+    with h5py.File(path, "r") as f:
+        assert sorted(f.attrs) == sorted(documented)
+        assert f.userblock_size == _store.HEADER_SIZE == 512
+    assert path.read_bytes().startswith(b"LINXLING-MODEL 1\n") and "512-byte text header" in section
+
+
 def test_numpy_scalars_in_params(tmp_path):
     Dummy({"k": np.int64(3), "tol": np.float32(0.5)}, {}).save(tmp_path / "m.h5")
     assert load(tmp_path / "m.h5").params == {"k": 3, "tol": 0.5}

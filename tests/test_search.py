@@ -542,6 +542,41 @@ def test_a_grown_index_saves_and_adds_after_loading(data, tmp_path):
     assert back.ids == ids
 
 
+def test_a_pickled_grown_index_leaves_its_spare_room_behind(data):
+    """pickle (and joblib) wrote a grown index's spare room of add beside its rows, a copy of
+    them apart: 2.5 times the index, as large again in memory once loaded; copy.copy shared it,
+    so the copy's rows changed when the original grew. The pickle of a grown index is now that
+    of the same index built at once, and it searches and grows as before."""
+    import copy
+    import io
+    import pickle
+
+    import joblib
+    Q, C, R = data
+    ids = list(range(len(C)))
+    grown = Index(C[:500], ids=ids[:500]).set_reference(R, knn=5).add(C[500:800], ids=ids[500:800])
+    whole = Index(C[:800], ids=ids[:800]).set_reference(R, knn=5)
+    assert grown._spare is not None and grown._spare.shape[0] > 800
+    size_grown, size_whole = len(pickle.dumps(grown)), len(pickle.dumps(whole))
+    assert size_grown < 1.05 * size_whole, (size_grown, size_whole)
+    buf = io.BytesIO()
+    joblib.dump(grown, buf)
+    for back in (pickle.loads(pickle.dumps(grown)), joblib.load(io.BytesIO(buf.getvalue())), copy.deepcopy(grown)):
+        assert back._spare is None and back.ids == grown.ids
+        _same_search(grown, back, Q, exact=True)
+        back.add(C[800:], ids=ids[800:])
+        _same_search(Index(C, ids=ids).set_reference(R, knn=5), back, Q)
+    assert grown._spare is not None and len(grown) == 800      # the pickled index keeps its own
+    # copy.copy shared the spare block and the ids: the copy's next add and the original's wrote
+    # the same rows, and both added their labels to one list
+    twin = copy.copy(grown)
+    twin.add(C[800:801], ids=[800])
+    grown.add(C[900:901], ids=[900])
+    np.testing.assert_array_equal(twin.vectors_[800], Index(C[800:801]).vectors_[0])
+    np.testing.assert_array_equal(grown.vectors_[800], Index(C[900:901]).vectors_[0])
+    assert twin.ids == [*ids[:801]] and grown.ids == [*ids[:800], 900]     # the ids list was shared too
+
+
 def test_add_refuses_what_does_not_fit_and_changes_nothing(data):
     Q, C, R = data
     index = Index(C[:50], ids=[f"d{j}" for j in range(50)], texts=["t"] * 50,

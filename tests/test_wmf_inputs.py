@@ -176,6 +176,27 @@ def test_a_model_fitted_with_a_custom_tokenizer_is_not_saved_into_a_file_that_ca
         assert linxling.load(path).tokenizer is None
 
 
+def test_the_refused_saves_advice_keeps_a_model_pickle_can_store(tmp_path):
+    """save's refusal said "keep the model with pickle or joblib", which fail for a model whose
+    tokenizer is a lambda (pickle stores a function by its importable name): the message says
+    which tokenizers they keep, and such a model comes back from pickle and joblib equal."""
+    import pickle
+
+    import joblib
+    en = [f"w{i} w{i + 1} w{(3 * i) % 7}" for i in range(30)]
+    kw = dict(n_components=2, max_iter=1, random_state=0, min_df=1, show_progress=False)
+    by_lambda = WMF(tokenizer=lambda t: t.split(), **kw).fit(en)
+    with pytest.raises(ValueError, match="pickle or joblib .* a function defined at a module's top level, "
+                                         "not a lambda"):
+        by_lambda.save(tmp_path / "m.h5")
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        pickle.dumps(by_lambda)
+    model = WMF(tokenizer=_split, **kw).fit(en)
+    joblib.dump(model, tmp_path / "m.joblib")
+    for back in (pickle.loads(pickle.dumps(model)), joblib.load(tmp_path / "m.joblib")):
+        np.testing.assert_array_equal(back.transform(en[:5]), model.transform(en[:5]))
+
+
 @pytest.mark.parametrize("embedding, exc, match", [
     (np.zeros((3, 4)), ValueError, r"^embedding has shape \(3, 4\), expected \(5, 4\)"),
     (np.zeros((5, 3)), ValueError, r"^embedding has shape \(5, 3\), expected \(5, 4\)"),

@@ -126,7 +126,8 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
           vocabulary file (UTF-8, one word per line).
         - ``"faiss"``: a float32, C-contiguous, L2-normalised ``.npy`` matrix (zero rows stay
           zero), plus the vocabulary file: ``faiss.IndexFlatIP(dim).add(np.load(path))`` then
-          searches by cosine similarity.
+          searches by cosine similarity (the scores are cosines for queries normalised too,
+          ``faiss.normalize_L2``; an unnormalised query ranks the same, its scores times its norm).
 
     Returns
     -------
@@ -194,7 +195,11 @@ def export_vectors(path: str | os.PathLike, vectors: Any, words: Sequence[str] |
         _atomic_write(path, write_binary)
         return [path]
 
-    matrix = V if format == "npy" else _faiss_matrix(V)
+    if format == "npy":     # the dtype kept, an integer or boolean one too (int8 vectors became float64)
+        given = np.asarray(vectors)
+        matrix = given if given.dtype.kind in "iub" else V
+    else:
+        matrix = _faiss_matrix(V)
     vocab = vocabulary_path(path)
     # both files or neither: a failure while writing the vocabulary leaves the old matrix too
     atomic_replace_all([(path, _filler(lambda fh: np.save(fh, matrix, allow_pickle=False))),

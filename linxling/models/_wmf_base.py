@@ -344,7 +344,9 @@ class _WMFParams(LinxlingEstimator):
             # the file would hold a vocabulary no loader can tokenise for (it refused to load)
             raise ValueError(f"this {type(self).__name__} was fitted from texts with a custom tokenizer, "
                              "which cannot be stored in a model file (the file could not be loaded); "
-                             "keep the model with pickle or joblib, or fit with tokenizer=None")
+                             "keep the model with pickle or joblib (which store the tokenizer by name: a "
+                             "function defined at a module's top level, not a lambda or a nested function), "
+                             "or fit with tokenizer=None")
         if self.tokenizer is not None:
             warnings.warn("a callable tokenizer cannot be saved; the loaded model uses the "
                           "default tokenizer unless you set it again", UserWarning, stacklevel=find_stack_level())

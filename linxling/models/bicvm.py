@@ -354,6 +354,9 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
         return as_output(Z, dtype)
 
     def word_vectors(self, language: str | None = None) -> tuple[list[str], np.ndarray]:
+        """``(words, vectors)`` of ``language``: its words and a copy of their rows of the lookup
+        table. With ``RankingEmbedding(word_pairs=True)`` the rows of word pairs (``"a b"``) are
+        left out, so ``export`` writes the words only."""
         lang = self._check_language(language)
         keep = [i for i, w in enumerate(self.words_[lang]) if " " not in w]
         return [self.words_[lang][i] for i in keep], self.vectors_[lang][keep].copy()
