@@ -755,10 +755,16 @@ def _cmd_search(args: argparse.Namespace) -> int:
     for qi in range(len(queries)):
         for rank in range(k):
             j = int(idx[qi, rank])
-            doc = index.ids[j] if index.ids is not None else j
-            text = index.texts[j] if index.texts is not None else ""
+            doc = str(index.ids[j]).translate(_TSV_FIELD) if index.ids is not None else j
+            text = index.texts[j].translate(_TSV_LINE) if index.texts is not None else ""
             out.write(f"{qi + 1}\t{rank + 1}\t{scores[qi, rank]:.6f}\t{doc}\t{text}\n")
     return 0
+
+
+# an index made in Python may hold texts with line breaks and ids with tabs: written escaped, so
+# that every result stays one TSV row of five fields (a text keeps its tabs: it is the last field)
+_TSV_LINE = str.maketrans({"\n": "\\n", "\r": "\\r"})
+_TSV_FIELD = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
 
 def _load_index(path: str):

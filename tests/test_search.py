@@ -702,3 +702,26 @@ def test_repr_says_what_the_index_holds():
     assert repr(idx) == "Index(n_documents=5, dim=3, dtype=float32, language='en')"
     idx.set_reference(rng.normal(size=(4, 3)), knn=2)
     assert repr(idx) == "Index(n_documents=5, dim=3, dtype=float32, language='en', csls_reference=knn 2)"
+
+
+def test_cli_search_keeps_one_row_per_result_for_texts_with_line_breaks(tmp_path, monkeypatch, capsys):
+    """An index made in Python may hold a text with a line break and an id with a tab: linxling
+    search printed them raw, so a result spread over two rows or six fields."""
+    import linxling
+    from linxling.cli import main
+    en, es = _parallel_lines(60, 40, seed=2)
+    model = linxling.Cr5(n_components=5, min_df=1, random_state=0, show_progress=False).fit({"en": en, "es": es})
+    model.save(tmp_path / "m.h5")
+    model = linxling.load(tmp_path / "m.h5")
+    texts = [t.replace(" ", "\n", 1) if i % 2 else t for i, t in enumerate(es)]
+    ids = [f"doc\t{i}" for i in range(len(es))]
+    Index.from_texts(model, texts, "es", ids=ids).save(tmp_path / "i.h5")
+    (tmp_path / "q.txt").write_text("\n".join(en[:3]) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--no-progress", "search", "i.h5", "en", "q.txt", "--k", "4", "--model", "m.h5"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 1 + 3 * 4
+    fields = [r.split("\t", 4) for r in rows[1:]]
+    assert all(len(f) == 5 and f[3].startswith("doc\\t") for f in fields)
+    by_id = {f"doc\\t{i}": t.replace("\n", "\\n") for i, t in enumerate(texts)}
+    assert all(f[4] == by_id[f[3]] for f in fields)
