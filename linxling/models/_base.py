@@ -22,7 +22,7 @@ from linxling._validation import (
     unknown_language,
 )
 from linxling._warnings import find_stack_level
-from linxling.models._estimator import LinxlingEstimator, as_output, warn_no_known_words
+from linxling.models._estimator import LinxlingEstimator, as_output, warn_no_known_words, warn_repeated_texts
 from linxling.text._vectorize import check_unicode
 
 __all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "check_small_concept_data",
@@ -216,25 +216,6 @@ def check_shared_concepts(labels: Sequence[Any], n_classes: int) -> int:
     return shared
 
 
-def n_distinct_rows(X: Any, at_most: int) -> int | None:
-    """The number of distinct rows of ``X`` (sparse or dense, in memory) when it is below
-    ``at_most``, else ``at_most`` (a first sample of ``4 * at_most`` rows decides most cases at
-    once); None for a block not in memory (ChunkedCSR, dask). Rows are compared through two
-    random projections, exact for rows stored alike (identical texts vectorised alike)."""
-    if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2:
-        return None
-    v = np.random.default_rng(0).standard_normal((X.shape[1], 2))
-
-    def count(rows: Any) -> int:
-        return int(np.unique(np.asarray(rows @ v), axis=0).shape[0]) if rows.shape[0] else 0
-
-    n = X.shape[0]
-    sample = min(n, 4 * at_most)
-    if count(X[:sample]) >= at_most:
-        return at_most
-    return min(count(X) if sample < n else count(X[:sample]), at_most)
-
-
 def check_small_concept_data(model: str, r: int, blocks: Mapping[str, Any], labels: list, n_classes: int) -> None:
     """What small or badly linked data would make a bad concept model (Cr5, CL-LSI) in silence:
     no concept shared by two languages (an error: nothing ties the languages together), fewer
@@ -254,15 +235,7 @@ def check_small_concept_data(model: str, r: int, blocks: Mapping[str, Any], labe
                       f"zero and the eigen-solve may not converge; use n_components <= {p} (or lower min_df)",
                       UserWarning, stacklevel=find_stack_level())
     for lang, X in blocks.items():
-        bound = min(r, widths[lang])         # a vocabulary below r is said above
-        k = n_distinct_rows(X, bound)
-        if k is not None and k < bound:
-            same = ("are all one and the same text" if k == 1 else f"are only {k} distinct texts")
-            warnings.warn(f"{model}: the {X.shape[0]} documents of {lang!r} {same}, fewer than "
-                          f"n_components={r}: its documents embed in at most {k} direction"
-                          f"{'' if k == 1 else 's'} and cannot be told apart; give varied documents or "
-                          "lower n_components",
-                          UserWarning, stacklevel=find_stack_level())
+        warn_repeated_texts(model, r, X, repr(lang), "documents")
 
 
 def _mixed_error(first: tuple, kind: Any, value: Any, where: str) -> TypeError:
