@@ -25,6 +25,7 @@ from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
     DEPRECATED,
+    NO_KNOWN_WORDS_MIN_TEXTS,
     NONNEG_INT,
     POSITIVE_INT,
     POSITIVE_REAL,
@@ -411,6 +412,12 @@ class CompressTree(LinxlingEstimator):
         self._check_language(language)
         texts = check_texts(X, "X", allow_empty=False)
         indices, indptr = self._encode_ids(texts, "X", allow_empty=True)
+        if len(texts) >= NO_KNOWN_WORDS_MIN_TEXTS and not np.any(indices != self.vocabulary_index_[UNK]):
+            # as warn_no_known_words, but here unknown words are <unk>, not zero vectors
+            warnings.warn(f"CompressTree.transform: none of the {len(texts)} texts has a word of the model's "
+                          "vocabulary (every word reads as <unk>, an empty text embeds as zero), so the vectors "
+                          "say nothing of the texts; are the texts in the language the model was fitted on?",
+                          UserWarning, stacklevel=find_stack_level())
         lengths = np.diff(indptr)
         out = np.zeros((len(texts), self.embeddings_.shape[1]))      # an empty text: a zero vector
         full = np.flatnonzero(lengths > 0)
