@@ -271,6 +271,22 @@ def test_texts_without_a_known_word_warn():
         m.transform(foreign + texts[:1])
 
 
+def test_training_sentences_that_are_one_text_repeated_warn():
+    """2,000 copies of one Bible verse fitted in silence (held-out paraphrase P@1 0.25 against
+    0.64 for 3,000 different verses); as the other models, a warning naming the input now."""
+    import warnings
+    texts = _corpus(30)
+    kw = dict(n_components=4, n_epochs=1, random_state=0, show_progress=False)
+    with pytest.warns(UserWarning, match=r"^CompressTree: the 30 training sentences are all one and the same text, "
+                                         r"fewer than n_components=4"):
+        CompressTree(**kw).fit([texts[0]] * 30)
+    with pytest.warns(UserWarning, match=r"are only 2 distinct texts, fewer than n_components=4"):
+        CompressTree(**kw).fit(texts[:2] * 15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CompressTree(**kw).fit(texts)
+
+
 def test_word_vectors_are_a_copy():
     """word_vectors returned the model's own lookup table: normalising the vectors in place
     (``v /= norm``) changed every later transform in silence. Every other model returns a copy."""

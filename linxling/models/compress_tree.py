@@ -324,6 +324,18 @@ class CompressTree(LinxlingEstimator):
             texts = X
         texts = check_texts(texts, "X", allow_empty=False)
         warn_few_examples(self, len(texts), "training sentences")
+        d = int(self.n_components)
+        if len(texts) >= d:               # fewer: warn_few_examples spoke
+            seen: set[str] = set()
+            for t in texts:               # stops at n_components distinct texts
+                seen.add(t)
+                if len(seen) >= d:
+                    break
+            if len(seen) < d:
+                same = "are all one and the same text" if len(seen) == 1 else f"are only {len(seen)} distinct texts"
+                warnings.warn(f"CompressTree: the {len(texts)} training sentences {same}, fewer than "
+                              f"n_components={d}: the model learns those few sentences' words alone; give "
+                              "varied sentences or lower n_components", UserWarning, stacklevel=find_stack_level())
         # each sentence tokenized once: its word ids come with the vocabulary
         vocab, ids, indptr = vocabulary_and_sequences(texts, tokenizer=tokenize, min_df=int(self.min_df),
                                                       max_features=int(self.max_features) - 1,
