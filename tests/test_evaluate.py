@@ -530,3 +530,14 @@ def test_collapsed_candidates_warn_that_ties_favour_the_gold(rng):
         C[2:30] = 0.0
         retrieval(Q, C, ks=(1,))
         retrieval(Q, rng.standard_normal((40, 5)), ks=(1,))
+
+
+def test_word_translation_of_collapsed_vectors_warns():
+    """word_translation scored 200 identical target vectors P@1 1.0 in silence (ties favour the
+    gold word), as retrieval did; the same warning now, naming word_translation."""
+    from linxling.evaluate import word_translation
+    words = [f"w{i}" for i in range(200)]
+    V = np.ones((200, 8))
+    with pytest.warns(UserWarning, match=r"^word_translation: the 200 target word vectors have only 1 distinct "
+                                         r"direction .*overstate such a model"):
+        assert word_translation(words, V, words, V, [(w, w) for w in words])["P@1"] == 1.0

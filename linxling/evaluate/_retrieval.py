@@ -209,7 +209,7 @@ def _has_direction(Xn: Any, xp) -> Any:
     return xp.any(Xn != 0, axis=1)
 
 
-def _warn_tied_candidates(Cn: Any, xp) -> None:
+def _warn_tied_candidates(Cn: Any, xp, who: str = "retrieval", what: str = "candidates") -> None:
     """Warn when half of the candidates (with a direction) or more share their direction with
     another: ties count in the gold's favour, so vectors that collapsed to a few directions (a
     degenerate model, one text repeated) score as a good model would (all candidates one vector:
@@ -223,7 +223,7 @@ def _warn_tied_candidates(Cn: Any, xp) -> None:
         return
     k = n_distinct_rows(C, n // 2 + 1)
     if k is not None and k <= n // 2:
-        warnings.warn(f"retrieval: the {n} candidates have only {k} distinct direction{'' if k == 1 else 's'} "
+        warnings.warn(f"{who}: the {n} {what} have only {k} distinct direction{'' if k == 1 else 's'} "
                       "(vectors collapsed, or one text repeated); a gold candidate tied with others ranks "
                       "first, so P@k and the MRR overstate such a model", UserWarning, stacklevel=find_stack_level())
 
