@@ -77,6 +77,23 @@ def test_fit_learns_the_dictionary(encoder):
     assert res["p@10"] > 0.4, res
 
 
+@pytest.mark.parametrize("encoder", ["bow", "ridge"])
+def test_fewer_dictionary_rows_than_dimensions_warn(encoder):
+    """20 dictionary rows for a 100-dimensional word space (Wikt3l en-fr in a Cr5 Bible space)
+    fitted in silence, held-out reverse-dictionary MRR at chance (ridge 0.0005, bow 0.0008;
+    chance about 0.001; 6,538 rows: P@10 0.01). The other models warn of fewer examples than
+    dimensions; BilDRL now does too, and not with enough rows."""
+    import warnings
+    space = FakeSpace(d=8)
+    kw = dict(encoder=encoder, hidden_size=16, n_epochs=1, min_df=1, random_state=0, show_progress=False)
+    with pytest.warns(UserWarning, match=r"^BilDRL.fit: only 5 dictionary rows trained the encoder for a word "
+                                         r"space of n_components=8: too few examples"):
+        BilDRL(**kw).fit(_dictionary(n=5), space)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BilDRL(**kw).fit(_dictionary(n=40), space)
+
+
 def test_multitask_false_has_one_encoder_per_direction():
     m = BilDRL(encoder="bow", multitask=False, n_epochs=2, random_state=0, show_progress=False)
     m.fit(_dictionary(), FakeSpace())

@@ -101,10 +101,12 @@ def test_a_matrix_of_rank_below_n_components_warns_with_the_default_solver():
     gives; solver="propack" says what happened and what to do."""
     X = sp.random(12, 4, density=0.5, random_state=1, format="csr")
     blocks, concepts = {"en": X, "fr": X.copy()}, {"en": np.arange(12), "fr": np.arange(12)}
-    with pytest.warns(RuntimeWarning, match="2 of 6 singular values are"):
+    vocab = pytest.warns(UserWarning, match=r"n_components=6 exceeds the vocabulary of 'en' \(4 features")
+    with pytest.warns(RuntimeWarning, match="2 of 6 singular values are"), vocab:
         m = CLLSI(n_components=6, random_state=0).fit_matrices(blocks, concepts)
     assert not m.components_["en"][4:].any() and m.components_["en"][:4].any()
-    with pytest.raises(ValueError, match=r"solver='propack' cannot compute n_components=6 .* rank < 6"):
+    with pytest.raises(ValueError, match=r"solver='propack' cannot compute n_components=6 .* rank < 6"), \
+            pytest.warns(UserWarning, match="exceeds the vocabulary"):
         CLLSI(n_components=6, random_state=0, solver="propack").fit_matrices(blocks, concepts)
 
 
@@ -115,11 +117,13 @@ def test_a_rank_one_matrix_does_not_get_a_made_up_second_component():
     zero singular value) with the default solver, and an error naming the rank with solver="propack"."""
     texts = ["w1 w2 w3 w4 w5"] * 20 + ["v1 v2 v3 v4 v5"] * 20
     langs, concepts = ["en"] * 20 + ["de"] * 20, list(range(20)) * 2
-    with pytest.warns(RuntimeWarning, match="1 of 2 singular values are"):
+    same = pytest.warns(UserWarning, match="the 20 documents of '(en|de)' are all one and the same text")
+    with pytest.warns(RuntimeWarning, match="1 of 2 singular values are"), same:
         m = CLLSI(n_components=2, min_df=1, random_state=0).fit(texts, langs, concepts)
     assert m.singular_values_[1] < 1e-12 and not m.components_["en"][1].any()
     with pytest.raises(ValueError, match=r"solver='propack' returned singular vectors that are not "
-                                         r"orthonormal .* rank < n_components=2"):
+                                         r"orthonormal .* rank < n_components=2"), \
+            pytest.warns(UserWarning, match="all one and the same text"):
         CLLSI(n_components=2, min_df=1, random_state=0, solver="propack").fit(texts, langs, concepts)
 
 

@@ -268,3 +268,51 @@ def test_a_dense_matrix_of_non_numbers_is_named(entry, X, match):
     dtype <U1" named no argument; now a TypeError naming it (and a hint for texts)."""
     with pytest.raises(TypeError, match=r"(X|blocks\['en'\]) " + match):
         _matrix_entry_points()[entry](X)
+
+
+def test_documents_that_are_one_text_repeated_are_said_not_silent():
+    """A language whose documents are fewer distinct texts than n_components (a column of one
+    repeated text, the others varied) fitted in silence, its documents all embedding alike
+    (held-out retrieval at chance); Cr5 and CL-LSI now warn naming the language. Every language
+    one text: Cr5's eigen-solve said only "ARPACK error -9: Starting vector is zero"."""
+    import warnings
+
+    from linxling.models import CLLSI
+    texts, langs, concepts = _sentences()
+    n = langs.count("en")
+    assert texts[:n] == [t for t, lang in zip(texts, langs, strict=True) if lang == "en"]
+    repeated = [texts[0]] * n + texts[n:]
+    for cls in (Cr5, CLLSI):
+        with pytest.warns(UserWarning, match=rf"^{cls.__name__}: the {n} documents of 'en' are all one and the same "
+                                             r"text, fewer than n_components=4: its documents embed in at most 1 "
+                                             r"direction and cannot be told apart"):
+            cls(n_components=4, random_state=0).fit(repeated, langs, concepts)
+        few = [texts[i % 3] for i in range(n)] + texts[n:]
+        with pytest.warns(UserWarning, match=r"'en' are only 3 distinct texts, fewer than n_components=4"):
+            cls(n_components=4, random_state=0).fit(few, langs, concepts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            cls(n_components=4, random_state=0).fit(texts, langs, concepts)      # varied: nothing to say
+    one = [texts[0]] * n + [texts[n]] * (len(texts) - n)
+    with pytest.warns(UserWarning, match="all one and the same text"), \
+            pytest.raises(np.linalg.LinAlgError, match=r"^Cr5: the data support fewer than n_components=4 "
+                                                       r"directions .*identical documents"):
+        Cr5(n_components=4, random_state=0, eig_method="arpack").fit(one, langs, concepts)
+
+
+def test_cllsi_says_what_cr5_says_of_small_or_unlinked_data():
+    """CL-LSI fitted in silence where Cr5 warned: fewer shared concepts than components, more
+    components than a language's vocabulary (held-out retrieval near chance)."""
+    import scipy.sparse as sp
+
+    from linxling.models import CLLSI
+    rng = np.random.default_rng(0)
+    X = {"en": sp.random(40, 30, density=0.3, random_state=rng, format="csr"),
+         "es": sp.random(40, 25, density=0.3, random_state=rng, format="csr")}
+    few = {"en": np.arange(40), "es": np.r_[np.arange(2), np.arange(100, 138)]}
+    with pytest.warns(UserWarning, match="^CLLSI: only 2 concepts have documents in more than one language, "
+                                         "fewer than n_components=3"):
+        CLLSI(n_components=3, random_state=0).fit_matrices(X, few)
+    same = {"en": np.arange(40), "es": np.arange(40)}
+    with pytest.warns(UserWarning, match=r"^CLLSI: n_components=28 exceeds the vocabulary of 'es' \(25 features"):
+        CLLSI(n_components=28, random_state=0).fit_matrices(X, same)

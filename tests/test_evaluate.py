@@ -508,3 +508,36 @@ def test_word_translation_refuses_a_word_that_is_not_a_str():
         word_translation([1, 2, 3], V, ["z", "y", "x"], V, [(3, "x"), ("a", "y")], ks=(1,))
     with pytest.raises(TypeError, match=r"^tgt_words\[2\] is a bytes"):
         word_translation(["a", "b", "c"], V, ["z", "y", b"x"], V, [("c", "z")], ks=(1,))
+
+
+def test_collapsed_candidates_warn_that_ties_favour_the_gold(rng):
+    """Ties count in the gold's favour, so vectors collapsed to one direction scored P@1 1.0 in
+    silence (CL-LSI on identical training sentences: held-out Bible P@1 0.83, 0.0 with ties
+    counted against the gold). Now a warning naming the cause; varied candidates, a few
+    duplicates among them and zero rows (already misses) say nothing."""
+    import warnings
+    Q = rng.standard_normal((40, 5))
+    with pytest.warns(UserWarning, match=r"^retrieval: the 40 candidates have only 1 distinct direction \(vectors "
+                                         r"collapsed, or one text repeated\); a gold candidate tied with others "
+                                         r"ranks first, so P@k and the MRR overstate such a model"):
+        assert retrieval(Q, np.ones((40, 5)), ks=(1,))["P@1"] == 1.0
+    with pytest.warns(UserWarning, match=r"only 3 distinct directions"):
+        retrieval(Q, rng.standard_normal((3, 5))[np.arange(40) % 3], ks=(1,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        C = rng.standard_normal((40, 5))
+        C[1] = C[0]
+        C[2:30] = 0.0
+        retrieval(Q, C, ks=(1,))
+        retrieval(Q, rng.standard_normal((40, 5)), ks=(1,))
+
+
+def test_word_translation_of_collapsed_vectors_warns():
+    """word_translation scored 200 identical target vectors P@1 1.0 in silence (ties favour the
+    gold word), as retrieval did; the same warning now, naming word_translation."""
+    from linxling.evaluate import word_translation
+    words = [f"w{i}" for i in range(200)]
+    V = np.ones((200, 8))
+    with pytest.warns(UserWarning, match=r"^word_translation: the 200 target word vectors have only 1 distinct "
+                                         r"direction .*overstate such a model"):
+        assert word_translation(words, V, words, V, [(w, w) for w in words])["P@1"] == 1.0

@@ -11,7 +11,7 @@ from linxling._validation import check_int
 from linxling.datasets.shared import _utf8, shared_data_dir
 from linxling.evaluate._retrieval import (_auto_block_size, _blocked_ranks, _check_embedding_pair, _check_ks,
                                           _check_similarity, _csls_radii, _has_direction, _normalize_rows,
-                                          _summarise)
+                                          _summarise, _warn_tied_candidates)
 
 __all__ = ["read_muse_dictionary", "muse_split", "word_translation"]
 
@@ -131,7 +131,8 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     Every source word of ``pairs`` that is in ``src_words`` and has at least one gold
     translation in ``tgt_words`` is a query; it is retrieved against *all* target words and
     counts as correct at k if ANY of its gold translations is among the top k (ties favour the
-    gold word). Pairs with a word outside the vocabularies are skipped and counted.
+    gold word; a ``UserWarning`` says when half of the target vectors or more share their direction
+    with another, as a collapsed model's do). Pairs with a word outside the vocabularies are skipped and counted.
 
     Parameters
     ----------
@@ -205,6 +206,7 @@ def word_translation(src_words: Sequence[str], src_vectors: Any, tgt_words: Sequ
     cols = np.fromiter((t for s in query_rows for t in sorted(gold[s])), dtype=np.int64, count=rows.size)
 
     Sn, Tn = _normalize_rows(S, xp), _normalize_rows(T, xp)
+    _warn_tied_candidates(Tn, xp, "word_translation", "target word vectors")
     q_idx = xp.asarray(np.asarray(query_rows, dtype=np.int64))
     Qn = Sn[q_idx]
     r_q = r_t = None

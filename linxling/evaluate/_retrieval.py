@@ -1,6 +1,7 @@
 """Blocked cosine / CSLS retrieval evaluation (P@k, MRR) that never builds an n_q x n_c matrix."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -9,6 +10,7 @@ from linxling._backend import get_namespace, to_numpy
 from linxling._progress import progress
 from linxling._threads import numba_one_thread, numba_serialised
 from linxling._validation import check_int, refuse_sparse, refuse_texts_as_vectors
+from linxling._warnings import find_stack_level
 
 __all__ = ["retrieval"]
 
@@ -207,6 +209,25 @@ def _has_direction(Xn: Any, xp) -> Any:
     return xp.any(Xn != 0, axis=1)
 
 
+def _warn_tied_candidates(Cn: Any, xp, who: str = "retrieval", what: str = "candidates") -> None:
+    """Warn when half of the candidates (with a direction) or more share their direction with
+    another: ties count in the gold's favour, so vectors that collapsed to a few directions (a
+    degenerate model, one text repeated) score as a good model would (all candidates one vector:
+    P@1 1.0)."""
+    from linxling.models._estimator import n_distinct_rows
+    if xp is not np:
+        return
+    C = Cn[np.any(Cn != 0, axis=1)]
+    n = C.shape[0]
+    if n < 4:
+        return
+    k = n_distinct_rows(C, n // 2 + 1)
+    if k is not None and k <= n // 2:
+        warnings.warn(f"{who}: the {n} {what} have only {k} distinct direction{'' if k == 1 else 's'} "
+                      "(vectors collapsed, or one text repeated); a gold candidate tied with others ranks "
+                      "first, so P@k and the MRR overstate such a model", UserWarning, stacklevel=find_stack_level())
+
+
 def _blocked_ranks(Qn: Any, Cn: Any, rows: Any, cols: Any, r_q: Any, r_c: Any, block_size: int, xp,
                    show_progress=None) -> Any:
     """Rank of the best-scoring gold candidate of every query, computed in row blocks.
@@ -318,7 +339,9 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
         ``"n_zero_queries"`` / ``"n_zero_candidates"``: how many rows had no direction (all
         zero, e.g. an empty or out-of-vocabulary text); with ``return_ranks`` also ``"ranks"``:
         NumPy int64 array, shape (n_q,). The rank of query ``i`` is 1 + the number of candidates
-        scoring *strictly* higher than ``gold[i]`` (ties favour the gold candidate).
+        scoring *strictly* higher than ``gold[i]`` (ties favour the gold candidate: a
+        ``UserWarning`` says when half of the candidates or more share their direction with
+        another, as the vectors of a collapsed model do, which would otherwise score P@1 1.0).
         ``P@k = mean(rank <= k)``, ``MRR = mean(1 / rank)``. A query without a direction, or
         whose gold candidate has none, can never be a hit: its rank is ``n_c + 1``, it counts
         as a miss at every k and adds 0 to the MRR.
@@ -367,6 +390,7 @@ def retrieval(queries: Any, candidates: Any, gold: Any = None, ks: Sequence[int]
     rows = xp.arange(n_q, dtype=xp.int64)
 
     Qn, Cn = _normalize_rows(Q, xp), _normalize_rows(C, xp)
+    _warn_tied_candidates(Cn, xp)
     r_q = r_c = None
     if similarity == "csls":
         r_q, r_c = _csls_radii(Qn, Cn, knn, block_size, xp, show_progress)

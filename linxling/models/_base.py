@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -20,10 +21,12 @@ from linxling._validation import (
     refuse_non_texts,
     unknown_language,
 )
-from linxling.models._estimator import LinxlingEstimator, as_output, warn_no_known_words
+from linxling._warnings import find_stack_level
+from linxling.models._estimator import LinxlingEstimator, as_output, warn_no_known_words, warn_repeated_texts
 from linxling.text._vectorize import check_unicode
 
-__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "classes_from_state",
+__all__ = ["ConceptEmbeddingMixin", "as_concept_list", "check_shared_concepts", "check_small_concept_data",
+           "classes_from_state",
            "classes_state", "concept_groups", "concept_inputs", "encode_concepts", "group_by_language",
            "nested_state", "rows_times_map",
            "stored_float", "stored_languages", "stored_word_table", "stored_words", "check_vectorizer_width",
@@ -211,6 +214,28 @@ def check_shared_concepts(labels: Sequence[Any], n_classes: int) -> int:
                          "together (the embeddings would not be crosslingual); check that the concept ids "
                          "of aligned documents are equal across languages")
     return shared
+
+
+def check_small_concept_data(model: str, r: int, blocks: Mapping[str, Any], labels: list, n_classes: int) -> None:
+    """What small or badly linked data would make a bad concept model (Cr5, CL-LSI) in silence:
+    no concept shared by two languages (an error: nothing ties the languages together), fewer
+    shared concepts than components, more components than a language has words, or a language
+    whose documents are fewer distinct texts than components (warnings naming the remedy)."""
+    shared = check_shared_concepts(labels, n_classes)
+    if len(blocks) > 1 and shared < r:
+        warnings.warn(f"{model}: only {shared} concepts have documents in more than one language, fewer than "
+                      f"n_components={r}: at most {shared} components can be crosslingual; lower "
+                      f"n_components or add aligned documents", UserWarning, stacklevel=find_stack_level())
+    widths = {lang: X.shape[1] for lang, X in blocks.items()}
+    small = {lang: p for lang, p in widths.items() if p < r}
+    if small:
+        lang, p = min(small.items(), key=lambda kv: kv[1])
+        warnings.warn(f"{model}: n_components={r} exceeds the vocabulary of {lang!r} ({p} features after the "
+                      f"filters): at most {p} components can reach its documents, the others embed them as "
+                      f"zero and the eigen-solve may not converge; use n_components <= {p} (or lower min_df)",
+                      UserWarning, stacklevel=find_stack_level())
+    for lang, X in blocks.items():
+        warn_repeated_texts(model, r, X, repr(lang), "documents")
 
 
 def _mixed_error(first: tuple, kind: Any, value: Any, where: str) -> TypeError:

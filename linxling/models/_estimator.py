@@ -41,7 +41,8 @@ from linxling._warnings import find_stack_level
 from linxling.xp import DEVICES, Device
 
 __all__ = ["DEPRECATED", "DEVICE", "FLOAT_DTYPE", "LinxlingEstimator", "NONNEG_INT", "NONNEG_REAL", "NotFittedError",
-           "POSITIVE_INT", "POSITIVE_REAL", "RANDOM_STATE", "as_output", "jsonable", "warn_few_examples"]
+           "POSITIVE_INT", "POSITIVE_REAL", "RANDOM_STATE", "as_output", "jsonable", "n_distinct_rows",
+           "warn_few_examples", "warn_repeated_texts"]
 
 
 def warn_few_examples(model: Any, n: int, what: str) -> None:
@@ -54,6 +55,42 @@ def warn_few_examples(model: Any, n: int, what: str) -> None:
         warnings.warn(f"{type(model).__name__}: only {n} {one} for n_components={d}: more dimensions than "
                       "training examples give vectors that are mostly their random initialisation; give "
                       f"more {what} or lower n_components", UserWarning, stacklevel=find_stack_level())
+
+
+def n_distinct_rows(X: Any, at_most: int) -> int | None:
+    """The number of distinct rows of ``X`` (sparse or dense, in memory) when it is below
+    ``at_most``, else ``at_most`` (a first sample of ``4 * at_most`` rows decides most cases at
+    once); None for a block not in memory (ChunkedCSR, dask, a device array). Rows are compared
+    through two random projections, exact for rows stored alike (identical texts vectorised alike)."""
+    import scipy.sparse as sp
+    if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2 or at_most < 1:
+        return None
+    v = np.random.default_rng(0).standard_normal((X.shape[1], 2))
+
+    def count(rows: Any) -> int:
+        return int(np.unique(np.asarray(rows @ v), axis=0).shape[0]) if rows.shape[0] else 0
+
+    n = X.shape[0]
+    sample = min(n, 4 * at_most)
+    if count(X[:sample]) >= at_most:
+        return at_most
+    return min(count(X) if sample < n else count(X[:sample]), at_most)
+
+
+def warn_repeated_texts(model: Any, r: int, X: Any, where: str, what: str) -> bool:
+    """Warn when the rows of ``X`` (``what``, "documents" or "sentences", of ``where``) are fewer
+    distinct texts than ``r`` components and than its columns (a smaller vocabulary is said
+    elsewhere): one text repeated, whose rows all embed alike. True when it warned."""
+    bound = min(int(r), int(X.shape[1]))
+    k = n_distinct_rows(X, bound)
+    if k is None or k >= bound:
+        return False
+    same = "are all one and the same text" if k == 1 else f"are only {k} distinct texts"
+    name = model if isinstance(model, str) else type(model).__name__
+    warnings.warn(f"{name}: the {X.shape[0]} {what} of {where} {same}, fewer than n_components={r}: its "
+                  f"{what} embed in at most {k} direction{'' if k == 1 else 's'} and cannot be told apart; "
+                  f"give varied {what} or lower n_components", UserWarning, stacklevel=find_stack_level())
+    return True
 
 
 #: :func:`warn_no_known_words`: the fewest texts of a transform, none with a word of the

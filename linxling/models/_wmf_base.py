@@ -48,6 +48,7 @@ from linxling.models._estimator import (
     jsonable,
     warn_few_examples,
     warn_no_known_words,
+    warn_repeated_texts,
 )
 
 #: ``alpha="auto"``: λ = min(AUTO_ALPHA_MAX, n_sentences / AUTO_ALPHA_SENTENCES), the paper's 20
@@ -426,6 +427,10 @@ class _WMFParams(LinxlingEstimator):
         else:
             data = _als.executor(kind, X, names, dtype, k, memory_budget, client, self._check_k)
         warn_few_examples(self, int(data.shape[0]), "sentences")
+        repeated = False                  # one text repeated: said, not blamed on alpha by _check_collapse
+        if data.shape[0] >= k:
+            for key, M in X.items():
+                repeated |= warn_repeated_texts(self, k, M, names[key], "sentences")
         t0 = time.perf_counter()
         # the record of this fit (nothing kept from an earlier one); a streamed fit adds its
         # memory plan, a Dask fit its traffic (updated by each iteration)
@@ -454,7 +459,7 @@ class _WMFParams(LinxlingEstimator):
                 self.fit_info_["dask"] = host.info
             _als.run_als(self, data, V, E, desc)
         self.fit_info_["time_als"] = time.perf_counter() - t0
-        if self.max_iter > 0:
+        if self.max_iter > 0 and not repeated:
             self._check_collapse(E, data.shape[0])
 
     def _run_loop(self, n_iter, step: Callable[[], float], desc: str):

@@ -169,18 +169,28 @@ class _SentencePairSGD(LinxlingEstimator, TransformerMixin):
     def _warn_one_sentence(self, enc, where: str) -> None:
         """Warn when every aligned sentence of a pair is the same in each language: the noise
         sentences are then the sentence itself and the contrastive loss has no gradient (the word
-        vectors only shrink by ``alpha``; with ``center`` each training sentence embeds as zero)."""
+        vectors only shrink by ``alpha``; with ``center`` each training sentence embeds as zero).
+        One language's sentences all the same (the other's varied) warn too: that language's
+        words are those of its one sentence, which every sentence of the other is pulled to, so
+        its texts embed alike and held-out retrieval is at chance."""
         n = len(next(iter(enc.values()))[1]) - 1
         if n < 2:
             return      # one sentence: warn_few_examples speaks for it
-        for tokens, ptr, _ in enc.values():
+        same = []
+        for lang, (tokens, ptr, _) in enc.items():
             lengths = np.diff(ptr)
-            if (lengths != lengths[0]).any() or (tokens.reshape(n, -1) != tokens[:lengths[0]]).any():
-                return
-        warnings.warn(f"{type(self).__name__}: all {n} aligned sentences of {where} are one and the same "
-                      f"text in each language ({', '.join(map(repr, enc))}): each is its own noise sample, so the "
-                      "contrastive loss has no gradient and the model learns nothing; give different "
-                      "aligned sentences", UserWarning, stacklevel=find_stack_level())
+            if not (lengths != lengths[0]).any() and not (tokens.reshape(n, -1) != tokens[:lengths[0]]).any():
+                same.append(lang)
+        if len(same) == len(enc):
+            warnings.warn(f"{type(self).__name__}: all {n} aligned sentences of {where} are one and the same "
+                          f"text in each language ({', '.join(map(repr, enc))}): each is its own noise sample, so "
+                          "the contrastive loss has no gradient and the model learns nothing; give different "
+                          "aligned sentences", UserWarning, stacklevel=find_stack_level())
+        elif same:
+            warnings.warn(f"{type(self).__name__}: all {n} aligned sentences of {where}[{same[0]!r}] are one and "
+                          f"the same text (the other language's differ): every sentence of the other language is "
+                          f"aligned to it, so the model cannot tell {same[0]!r} texts apart; give the aligned "
+                          f"translations, not one text repeated", UserWarning, stacklevel=find_stack_level())
 
     # ------------------------------------------------------------------ fit
     _parameter_constraints: dict[str, list[Any]] = {

@@ -298,6 +298,8 @@ class BilBOWA(LinxlingEstimator):
         rng = np.random.default_rng(self.random_state)
         dt = np.dtype(self.dtype)
         d = int(self.n_components)
+        if par:
+            _warn_little_parallel(par, d)
 
         words, index, counts = {}, {}, {}
         tok_lists = {}
@@ -560,6 +562,27 @@ def _epoch_loss(rec: dict[str, Any]) -> float:
     sg = rec["skipgram"]
     loss = float(np.mean(list(sg.values()))) if sg else 0.0
     return loss + (rec["alignment"] if rec["alignment"] is not None else 0.0)
+
+
+def _warn_little_parallel(par: Mapping[str, Sequence[str]], d: int) -> None:
+    """Warn when the parallel text cannot align the languages: fewer rows than ``n_components``
+    (the alignment of sentence means constrains at most that many of the ``d`` directions), or
+    a language whose rows are all one text (every row of the others is pulled to one point)."""
+    n = len(next(iter(par.values())))
+    if n < d:
+        one = "sentence" if n == 1 else "sentences"
+        warnings.warn(f"BilBOWA: only {n} parallel {one} for n_components={d}: the alignment constrains at "
+                      f"most {n} of the {d} dimensions, so the languages are left mostly unaligned "
+                      "(crosslingual similarities near chance); give more parallel sentences or lower "
+                      "n_components", UserWarning, stacklevel=find_stack_level())
+        return
+    for lang, rows in par.items():
+        if all(t == rows[0] for t in rows):
+            warnings.warn(f"BilBOWA: all {n} rows of parallel[{lang!r}] are one and the same text: every "
+                          "row of the other languages is aligned to it, so the languages are not aligned; "
+                          "give the row-aligned translations, not one text repeated", UserWarning,
+                          stacklevel=find_stack_level())
+            return
 
 
 def _warn_unaligned(model: str, enc: dict, pairs: list, vocabulary: str, remedy: str) -> None:

@@ -568,6 +568,13 @@ class BilDRL(LinxlingEstimator):
                           "with a known word (transform refuses definitions of those directions)",
                           UserWarning, stacklevel=find_stack_level())
         self.n_excluded_ = excluded
+        n_trained = len(kept) - excluded["no_known_word"]
+        if n_trained < self.n_components_:        # as the other models warn of fewer examples than dimensions
+            one = "row" if n_trained == 1 else "rows"
+            warnings.warn(f"BilDRL.fit: only {n_trained} dictionary {one} trained the encoder for a word space of "
+                          f"n_components={self.n_components_}: too few examples to learn a map into that many "
+                          "dimensions (held-out lookups near chance); give more dictionary rows",
+                          UserWarning, stacklevel=find_stack_level())
         if any(excluded.values()):
             warnings.warn(f"BilDRL.fit left out {excluded['target_oov']} of {len(rows)} rows whose target "
                           f"has no word vector and {excluded['no_known_word']} whose definition has "

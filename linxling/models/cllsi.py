@@ -33,6 +33,7 @@ from linxling.io import register_model
 from linxling.models._base import (
     ConceptEmbeddingMixin,
     check_shared_concepts,
+    check_small_concept_data,
     concept_groups,
     encode_concepts,
     rows_times_map,
@@ -299,6 +300,7 @@ class CLLSI(ConceptEmbeddingMixin):
         if r >= min(K, P):
             raise ValueError(f"n_components={r} must be < min(n_concepts, n_features) with "
                              f"n_concepts={K}, n_features={P} (over all languages)")
+        check_small_concept_data("CLLSI", r, mats, [labels[lang] for lang in langs], K)
         parts = []
         for lang in langs:
             X = mats[lang]

@@ -25,6 +25,7 @@ from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._estimator import (
     DEPRECATED,
+    NO_KNOWN_WORDS_MIN_TEXTS,
     NONNEG_INT,
     POSITIVE_INT,
     POSITIVE_REAL,
@@ -322,6 +323,18 @@ class CompressTree(LinxlingEstimator):
             texts = X
         texts = check_texts(texts, "X", allow_empty=False)
         warn_few_examples(self, len(texts), "training sentences")
+        d = int(self.n_components)
+        if len(texts) >= d:               # fewer: warn_few_examples spoke
+            seen: set[str] = set()
+            for t in texts:               # stops at n_components distinct texts
+                seen.add(t)
+                if len(seen) >= d:
+                    break
+            if len(seen) < d:
+                same = "are all one and the same text" if len(seen) == 1 else f"are only {len(seen)} distinct texts"
+                warnings.warn(f"CompressTree: the {len(texts)} training sentences {same}, fewer than "
+                              f"n_components={d}: the model learns those few sentences' words alone; give "
+                              "varied sentences or lower n_components", UserWarning, stacklevel=find_stack_level())
         # each sentence tokenized once: its word ids come with the vocabulary
         vocab, ids, indptr = vocabulary_and_sequences(texts, tokenizer=tokenize, min_df=int(self.min_df),
                                                       max_features=int(self.max_features) - 1,
@@ -410,6 +423,12 @@ class CompressTree(LinxlingEstimator):
         self._check_language(language)
         texts = check_texts(X, "X", allow_empty=False)
         indices, indptr = self._encode_ids(texts, "X", allow_empty=True)
+        if len(texts) >= NO_KNOWN_WORDS_MIN_TEXTS and not np.any(indices != self.vocabulary_index_[UNK]):
+            # as warn_no_known_words, but here unknown words are <unk>, not zero vectors
+            warnings.warn(f"CompressTree.transform: none of the {len(texts)} texts has a word of the model's "
+                          "vocabulary (every word reads as <unk>, an empty text embeds as zero), so the vectors "
+                          "say nothing of the texts; are the texts in the language the model was fitted on?",
+                          UserWarning, stacklevel=find_stack_level())
         lengths = np.diff(indptr)
         out = np.zeros((len(texts), self.embeddings_.shape[1]))      # an empty text: a zero vector
         full = np.flatnonzero(lengths > 0)

@@ -50,7 +50,7 @@ from linxling.kernels.dense import add_outer, gemm_acc, gram64, gram_tn
 from linxling.kernels.spmm import csr_column_sums, csr_column_sumsq, padded_width
 from linxling.models._base import (
     ConceptEmbeddingMixin,
-    check_shared_concepts,
+    check_small_concept_data,
     concept_groups,
     encode_concepts,
     rows_times_map,
@@ -102,24 +102,6 @@ def _flip_signs(components: dict) -> None:
     if np.any(flip):
         for W in components.values():
             W[flip] *= -1
-
-
-def _check_small_data(r: int, widths: Mapping[str, int], labels: list, n_classes: int) -> None:
-    """What small or badly linked data would make a bad model in silence: no concept shared by
-    two languages (an error: nothing ties the languages together), fewer shared concepts than
-    components, or more components than a language has words (warnings naming the remedy)."""
-    shared = check_shared_concepts(labels, n_classes)
-    if len(widths) > 1 and shared < r:
-        warnings.warn(f"only {shared} concepts have documents in more than one language, fewer than "
-                      f"n_components={r}: at most {shared} components can be crosslingual; lower "
-                      f"n_components or add aligned documents", UserWarning, stacklevel=find_stack_level())
-    small = {lang: p for lang, p in widths.items() if p < r}
-    if small:
-        lang, p = min(small.items(), key=lambda kv: kv[1])
-        warnings.warn(f"n_components={r} exceeds the vocabulary of {lang!r} ({p} features after the "
-                      f"filters): at most {p} components can reach its documents, the others embed them as "
-                      f"zero and the eigen-solve may not converge; use n_components <= {p} (or lower min_df)",
-                      UserWarning, stacklevel=find_stack_level())
 
 
 def _old_style_callback(callback: Any) -> bool:
@@ -778,7 +760,7 @@ class Cr5(ConceptEmbeddingMixin):
         n = sum(X.shape[0] for X in blocks.values())
         mean = np.concatenate([_column_sums(blocks[lang]) for lang in languages]) / n
         labs = [labels[lang] for lang in languages]
-        _check_small_data(r, {lang: blocks[lang].shape[1] for lang in languages}, labs, len(classes))
+        check_small_concept_data("Cr5", r, {lang: blocks[lang] for lang in languages}, labs, len(classes))
         one_doc = one_document_per_concept(labs, len(classes))
         return _Problem(blocks=blocks, languages=languages, classes=classes, labels=labs,
                         mean=mean.astype(dtype), n=n, r=r, dtype=dtype,
@@ -929,9 +911,14 @@ class Cr5(ConceptEmbeddingMixin):
                                     "block_size": _block_size(problem.r, K)}
                                    if subspace else {})
         with _timed(timings, "time_eig"):
-            res = eigsh(M, problem.r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=problem.eig_method,
-                        v0=v0, random_state=rng, callback=cb, show_progress=self.show_progress,
-                        **plan.eig_kwargs(problem), **tracked)
+            try:
+                res = eigsh(M, problem.r, tol=self.eig_tol, maxiter=self.eig_maxiter, method=problem.eig_method,
+                            v0=v0, random_state=rng, callback=cb, show_progress=self.show_progress,
+                            **plan.eig_kwargs(problem), **tracked)
+            except np.linalg.LinAlgError as exc:     # ARPACK's Krylov space ran out (identical documents)
+                raise np.linalg.LinAlgError(f"Cr5: the data support fewer than n_components={problem.r} "
+                                            "directions (the eigen-solve ran out of them, e.g. on identical "
+                                            "documents); lower n_components or give more varied documents") from exc
         if counters0 is not None:
             after = _dask_counters(problem)
             assert after is not None

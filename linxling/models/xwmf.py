@@ -15,6 +15,7 @@ from linxling._validation import check_sparse_matrix
 from linxling._warnings import find_stack_level
 from linxling.io import register_model
 from linxling.models._base import nested_state, stored_languages
+from linxling.models._estimator import warn_repeated_texts
 from linxling.models._wmf_base import (
     _check_languages,
     _check_vectorizers,
@@ -256,6 +257,8 @@ class CrossWMF(_WMFParams):
                 raise ValueError(f"parallel[{lang!r}]: the pivot side has {Q.shape[0]} rows but "
                                  f"the {lang!r} side has {Xl.shape[0]}; they must be row-aligned")
             self._check_k(Xl.shape[1], f"parallel[{lang!r}][1]", pivot.components_.shape[0])
+            if Xl.shape[0] >= pivot.components_.shape[0]:
+                warn_repeated_texts(self, pivot.components_.shape[0], Xl, f"parallel[{lang!r}][1]", "sentences")
             A = _solve_rows(Xl.T.tocsr(), Q, self.missing_weight, self.alpha_)  # eq. (5) A-step
             self.components_[lang] = A.T
         self.languages_ = [self.pivot_language, *langs]

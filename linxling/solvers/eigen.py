@@ -233,6 +233,14 @@ def _eig_arpack(op, k, tol, maxiter, v0, which, rng) -> EigResult:
         warnings.warn(f"ARPACK did not converge: {len(w)} of {k} eigenpairs converged "
                       f"(maxiter={maxiter}, tol={tol}); returning the converged ones",
                       ConvergenceWarning, stacklevel=find_stack_level())
+    except spla.ArpackError as exc:
+        if not str(exc).startswith("ARPACK error -9:"):      # the error keeps its code in its text only
+            raise
+        # "Starting vector is zero": the Krylov space ran out before k eigenvectors (the operator
+        # has fewer than k independent directions; a zero operator, or identical data)
+        raise np.linalg.LinAlgError(f"the operator has fewer than k={k} independent directions (ARPACK "
+                                    "error -9: the Krylov space is exhausted); ask for fewer "
+                                    "eigenpairs") from exc
     o = _order(np.asarray(w), which)
     theta, vecs = _finish(np.asarray(w)[o], np.asarray(V)[:, o])
     return EigResult(theta, vecs, converged, -1, 0, np.zeros(len(theta)), info)
