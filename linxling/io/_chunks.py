@@ -85,6 +85,10 @@ class ChunkedCSR:
             fh = h5py.File(self.path, "r")
         except PermissionError:
             raise
+        except BlockingIOError as exc:        # HDF5's file lock: another process has it open to write
+            raise BlockingIOError(exc.errno, f"{str(self.path)!r} is locked: another process has it open "
+                                  f"for writing (HDF5 file locking: {exc}); wait until that process "
+                                  "closes it (write_chunks closes the file when it returns)") from None
         except OSError as exc:
             raise ValueError(f"{str(self.path)!r} is not an HDF5 file ({exc}): a corpus is read from "
                              "a file written by linxling.io.write_chunks") from None
@@ -145,6 +149,8 @@ class ChunkedCSR:
         """The transpose's chunks (``group="XT"``), checked to be this matrix's transpose in shape
         and number of nonzeros."""
         other = ChunkedCSR(self.path, "XT" if self.group == "X" else "X")
+        if other.generation != self.generation:       # rewritten since this one was opened
+            _raise_rewritten(self.path)
         if other.shape != self.shape[::-1] or other.nnz != self.nnz:
             raise ValueError(f"{str(self.path)!r}: group {other.group!r} has shape {other.shape} and "
                              f"{other.nnz} nonzeros, but group {self.group!r}, shape {self.shape} and "
@@ -257,8 +263,13 @@ def _check_stamp(fh, generation: str, path: str | os.PathLike) -> None:
     """The open file must carry ``generation``: a corpus rewritten while a fit streams it would
     otherwise mix old and new chunks."""
     if _generation(fh) != generation:
-        raise RuntimeError(f"{os.fspath(path)!r} was rewritten since it was opened (its generation "
-                           "stamp changed): a streamed fit cannot mix two corpora; start the fit again")
+        _raise_rewritten(path)
+
+
+def _raise_rewritten(path: str | os.PathLike) -> None:
+    raise RuntimeError(f"{os.fspath(path)!r} was rewritten since it was opened (its generation "
+                       "stamp changed): a streamed fit cannot mix two corpora; open it again "
+                       "(ChunkedCSR(path)) and start the fit again")
 
 
 def _check_indices(indices: np.ndarray, n_cols: int, where: str) -> None:
