@@ -198,6 +198,38 @@ def test_no_client_and_bad_client(client):
     assert get_client(client) is client
 
 
+def test_workers_without_this_linxling_are_an_error_not_a_hang():
+    """A worker process that cannot import linxling failed to read the fit's first task (its comm
+    broke, its nanny restarted it) and the fit waited forever; a worker with another linxling ran
+    other code under the same names. Now an ImportError at once that names the workers (WMF and
+    Cr5)."""
+    from linxling import Cr5
+
+    def without():                    # nested: pickled by value, runs in the worker process
+        import sys
+        for key in [k for k in sys.modules if k == "linxling" or k.startswith("linxling.")]:
+            del sys.modules[key]
+        sys.modules["linxling"] = None        # import linxling: ModuleNotFoundError
+
+    def another():
+        import sys
+        import types
+        sys.modules["linxling"] = types.SimpleNamespace(__version__="0.0.1")
+    X = _corpus()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                  silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as c:
+        c.run(without)
+        with pytest.raises(ImportError, match=r"client: 1 of 1 dask workers cannot import linxling \(e.g. tcp://"):
+            WMF(**KW).fit(_dask(X), client=c)
+        with pytest.raises(ImportError, match="cannot import linxling"):
+            Cr5(n_components=3).fit_matrices({"a": _dask(X), "b": X}, {"a": np.arange(240), "b": np.arange(240)},
+                                             client=c)
+        c.run(another)
+        with pytest.raises(ImportError, match=r"1 of 1 dask workers run another linxling \(e.g. .*'0.0.1'\)"):
+            WMF(**KW).fit(_dask(X), client=c)
+
+
 def test_a_cluster_without_workers_is_an_error_not_a_hang():
     """A LocalCluster with no workers and no adapt(): the fit's tasks waited forever; now a
     ValueError at once (WMF and Cr5). A cluster that gets a worker later is waited on."""
