@@ -509,9 +509,15 @@ def test_disk_source_errors(client, tmp_path):
     write_chunks(path, 2 * X, chunk_rows=10, overwrite=True)            # a new generation
     with pytest.raises(RuntimeError, match="was rewritten since it was opened"):
         src.matmat(np.ones((10, 2)))
+    with pytest.raises(RuntimeError, match=r"was rewritten since it was opened .* open it again"):
+        DaskDiskSource(chunked, client=client, name="blocks['a']")      # its transpose, read here
+    rows_only = tmp_path / "rows.h5"                 # no transpose: the workers' check finds it
+    write_chunks(rows_only, X, chunk_rows=10, transpose=False)
+    opened = ChunkedCSR(rows_only)
+    write_chunks(rows_only, 2 * X, chunk_rows=10, transpose=False, overwrite=True)
     with pytest.raises(ValueError, match=r"blocks\['a'\]: every dask worker must read the corpus file .*"
                                          r"holds another version"):
-        DaskDiskSource(chunked, client=client, name="blocks['a']")
+        DaskDiskSource(opened, client=client, name="blocks['a']")
     # a file damaged after it was opened (h5py: a bare OSError) fails at once, not as a lost worker
     src = DaskDiskSource(ChunkedCSR(path), client=client)
     path.write_bytes(b"not an HDF5 file any more" * 100)
