@@ -53,6 +53,7 @@ def test_dask_fit_equals_in_memory_fit(client, tmp_path, block_method, source):
     data = _dask_blocks(blocks, rows=rows) if source == "array" else _disk_blocks(blocks, tmp_path, chunk_rows=rows)
     got = Cr5(**kw).fit_matrices(data, concepts, client=client)
     assert got.fit_info_["sources"] == {"a": "dask", "b": "dask"}
+    assert not [k for k in got.fit_info_ if k.startswith("_")]      # "_dask_eig", an internal count, was kept
     np.testing.assert_allclose(got.singular_values_, sv, rtol=1e-6)
     np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
     P, Q = _projectors(got), _projectors(ref)

@@ -703,11 +703,12 @@ class Cr5(ConceptEmbeddingMixin):
         components, sv = self._orthonormal_map(Phi_star_T, problem)
         del Phi_star_T
         self._set_fitted(problem, inverses, eig, components, sv, inverted=inverted)
+        dask_eig = timings.pop("_dask_eig", None)        # the eigen-solve's dask counters: not a timing
         self.fit_info_.update(timings, phi_source=phi_source, memory_plan=plan.as_dict(),
                               time_total=time.perf_counter() - t_start,
                               sources={lang: _source_kind(problem.blocks[lang]) for lang in problem.languages})
         if dask_sources:
-            record = _dask_record(dask_sources, timings.pop("_dask_eig", None), self.convergence_["eig"]["n_iter"])
+            record = _dask_record(dask_sources, dask_eig, self.convergence_["eig"]["n_iter"])
             record["placed_on"] = {lang: getattr(X, "home", None) for lang, X in problem.blocks.items()}
             self.fit_info_["dask"] = record
         return self
