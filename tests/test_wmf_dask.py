@@ -139,6 +139,28 @@ def test_chunked_corpus_on_the_cluster(client, tmp_path):
     _same(gotb.components_["it"], refb.components_["it"], 1e-10)
 
 
+def test_a_chunked_corpus_by_a_relative_path_is_read_by_the_workers(client, tmp_path, monkeypatch):
+    """The workers read a ChunkedCSR at the path the client held: a relative one was resolved
+    against each worker's own working directory (FileNotFoundError from h5py on a worker), and
+    a worker that cannot open the file was found by its first task; now the path is absolute and
+    every worker is asked once, before any task, as Cr5 does."""
+    X = _corpus(seed=4)
+    monkeypatch.chdir(tmp_path)                 # the workers started elsewhere (the module's cwd)
+    assert tmp_path.as_posix() not in set(client.run(os.getcwd).values())
+    cx = write_chunks("x.h5", X, chunk_rows=55)
+    assert not cx.path.is_absolute()
+    got = WMF(**KW).fit(cx, client=client)
+    _same(got.embedding_, WMF(**KW).fit(X).embedding_, 1e-10)
+    import linxling.operators._dask as odask
+
+    def unseen(path, generation):
+        return f"cannot open it (no {path} here)"
+    monkeypatch.setattr(odask, "_disk_check", unseen)
+    with pytest.raises(ValueError, match=r"X: every dask worker must read the corpus file '/.*x.h5' at "
+                                         r"that path .*: cannot open it"):
+        WMF(**KW).fit(cx, client=client)
+
+
 def test_callback_sees_current_factors_and_bytes(client):
     """Each half-step's fixed factor is assembled on each worker from the other side's solved
     blocks, so each block goes once to the worker that lacks it (2 workers: each factor once
