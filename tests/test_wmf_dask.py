@@ -252,6 +252,16 @@ def test_workers_without_this_linxling_are_an_error_not_a_hang():
             WMF(**KW).fit(_dask(X), client=c)
 
 
+def test_a_sparse_dask_array_given_to_transform_is_named():
+    """The fits take a dask array of CSR chunks; transform (and the other methods that take a
+    matrix) said "got an object array that does not convert to numbers"."""
+    X = _corpus()
+    model = WMF(**KW).fit(X)
+    with pytest.raises(TypeError, match=r"X is a dask array of scipy.sparse chunks, .* \(X.compute\(\)\)"):
+        model.transform(_dask(X))
+    np.testing.assert_array_equal(model.transform(_dask(X).compute()), model.transform(X))
+
+
 def test_a_cluster_without_workers_is_an_error_not_a_hang():
     """A LocalCluster with no workers and no adapt(): the fit's tasks waited forever; now a
     ValueError at once (WMF and Cr5). A cluster that gets a worker later is waited on."""
