@@ -268,3 +268,18 @@ def test_a_dense_matrix_of_non_numbers_is_named(entry, X, match):
     dtype <U1" named no argument; now a TypeError naming it (and a hint for texts)."""
     with pytest.raises(TypeError, match=r"(X|blocks\['en'\]) " + match):
         _matrix_entry_points()[entry](X)
+
+
+def test_concept_ids_given_as_a_dask_array_are_named():
+    """Concept ids as a dask array (natural beside dask blocks): list() made a dask scalar per id
+    and the error said "concepts['a'][0] = dask.array<...> is not hashable"."""
+    da = pytest.importorskip("dask.array")
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    blocks = {lang: sp.random(30, 12, density=0.3, random_state=rng, format="csr") for lang in "ab"}
+    concepts = {"a": da.arange(30, chunks=10), "b": np.arange(30)}
+    with pytest.raises(TypeError, match=r"concepts\['a'\] is a dask collection \(dask.array.*Array\); .*"
+                                        r"concepts\['a'\].compute\(\)"):
+        Cr5(n_components=2).fit_matrices(blocks, concepts)
+    concepts["a"] = concepts["a"].compute()
+    assert Cr5(n_components=2, show_progress=False).fit_matrices(blocks, concepts).fit_info_["n_concepts"] == 30
