@@ -413,6 +413,12 @@ class Cr5(ConceptEmbeddingMixin):
         "device": DEVICE,
     }
 
+    def _check_params(self) -> None:
+        # a memory_budget that is not a size is refused before any work: it was read only when
+        # the fit planned, after a pass over every block (of every streamed file: minutes on a
+        # large corpus) or the vectorising of every text
+        parse_budget(self.memory_budget, "memory_budget")
+
     # ------------------------------------------------------------------ fitting
     def fit(self, texts: Mapping[str, Sequence[str]] | Sequence[str], languages: Sequence[str] | None = None,
             concepts: Mapping[str, Sequence[Hashable]] | Sequence[Hashable] | None = None) -> "Cr5":
