@@ -518,3 +518,18 @@ def test_a_corpus_locked_by_its_writer_is_not_called_a_non_hdf5_file(tmp_path):
         writer.stdin.close()
         writer.wait(timeout=30)
     assert ChunkedCSR(path).shape == (30, 20)
+
+
+def test_a_dask_array_is_written_by_its_row_chunks(tmp_path):
+    """write_chunks takes "any iterable of sparse row blocks", but a dask array iterates by rows:
+    its first row failed as "X chunk 0 must be 2-D" (dense) or "an object array that does not
+    convert to numbers" (scipy.sparse chunks). Its row chunks are now computed one at a time."""
+    da = pytest.importorskip("dask.array")
+    X = _corpus(n=90, m=30)
+    sparse = write_chunks(tmp_path / "s.h5", da.from_array(X, chunks=(40, -1), asarray=False))
+    assert sparse.n_chunks == 3 and (sparse.to_csr() != X).nnz == 0
+    assert (sparse.T.to_csr() != X.T.tocsr()).nnz == 0
+    dense = write_chunks(tmp_path / "d.h5", da.from_array(X.toarray(), chunks=(40, -1)), chunk_rows=50)
+    assert dense.n_chunks == 2 and (dense.to_csr() != X).nnz == 0
+    with pytest.raises(ValueError, match=r"X is a dask array .* 2 column chunks; .* X.rechunk\(\{1: -1\}\)"):
+        write_chunks(tmp_path / "c.h5", da.from_array(X, chunks=(40, 20), asarray=False))

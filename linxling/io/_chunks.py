@@ -296,10 +296,11 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
     ----------
     path : str or Path
         The HDF5 file to create.
-    X : sparse matrix, iterable of sparse matrices (row blocks, all with the same columns), or ChunkedCSR
+    X : sparse matrix, iterable of sparse matrices (row blocks, all with the same columns), ChunkedCSR or dask array
         The corpus; an iterable is consumed block by block (never stacked in memory), so a
         corpus larger than memory can be written from a generator. A ChunkedCSR (another
-        corpus file) is read chunk by chunk, e.g. to store it with other ``chunk_rows``.
+        corpus file) is read chunk by chunk, e.g. to store it with other ``chunk_rows``; a dask
+        array (one chunk along the columns) by its row chunks, computed one at a time.
     chunk_rows : int, optional
         Rows per stored chunk (the last may be shorter; an iterable's blocks are gathered or
         split to this many rows, holding at most one chunk besides the block being read).
@@ -342,6 +343,15 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
         rechunk = None
     elif isinstance(X, ChunkedCSR):      # another corpus file, chunk by chunk (its iterator yields (row, chunk))
         blocks = (C for _, C in X.chunks())
+        rechunk = chunk_rows
+    elif type(X).__module__.startswith("dask.array") and hasattr(X, "to_delayed"):
+        # its row chunks, computed one at a time (iterating a dask array gives single rows: "X chunk
+        # 0 must be 2-D" or "an object array that does not convert to numbers")
+        if X.ndim != 2 or len(X.chunks[1]) != 1:
+            raise ValueError(f"X is a dask array of shape {X.shape} with {len(X.chunks[1]) if X.ndim == 2 else '?'} "
+                             "column chunks; write_chunks reads its row chunks: give a 2-D array with one chunk "
+                             "along the columns, X.rechunk({1: -1})")
+        blocks = (b.compute() for b in X.to_delayed()[:, 0])
         rechunk = chunk_rows
     else:
         try:
