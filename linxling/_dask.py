@@ -67,7 +67,32 @@ def get_client(client: Any = None, name: str = "client"):
                              "first, e.g. Client(LocalCluster(n_workers=2)) or Client('scheduler:8786') "
                              "(the latest one becomes the default)") from None
     _wait_for_a_worker(client, name)
+    _check_workers_run_linxling(client, name)
     return client
+
+
+def _check_workers_run_linxling(client, name: str) -> None:
+    """Every worker must import this linxling: the fit's tasks name its functions. A worker
+    without it failed to read the first task and the fit waited forever (the worker's comm broke,
+    its nanny restarted it, and it failed again)."""
+    from linxling import __version__
+
+    def probe():            # a nested function travels by value: it runs where linxling is missing
+        import linxling
+        return getattr(linxling, "__version__", None)
+    got = client.run(probe, on_error="return")
+    missing = {w: r for w, r in got.items() if isinstance(r, BaseException)}
+    if missing:
+        w, exc = next(iter(missing.items()))
+        raise ImportError(f"{name}: {len(missing)} of {len(got)} dask workers cannot import linxling (e.g. "
+                          f"{w}: {type(exc).__name__}: {exc}); install linxling {__version__} with its "
+                          "dask extra where the workers run") from None
+    other = {w: v for w, v in got.items() if v != __version__}
+    if other:
+        w, v = next(iter(other.items()))
+        raise ImportError(f"{name}: {len(other)} of {len(got)} dask workers run another linxling (e.g. {w}: "
+                          f"{v!r}) than this process ({__version__!r}); their tasks run this version's "
+                          "functions by name: install the same version on the workers")
 
 
 # how long a fit waits for the first worker of a cluster that has none before it says so (and

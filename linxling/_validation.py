@@ -48,6 +48,11 @@ def check_sparse_matrix_max(X: Any, name: str = "X", *, dtype: Any = None, nonne
     if type(X).__name__ == "ChunkedCSR" and type(X).__module__.startswith("linxling.io"):
         raise TypeError(f"{name} is a ChunkedCSR (a corpus on disk), which only WMF.fit, BilingualWMF.fit "
                         "and Cr5.fit_matrices stream; for this one read it into memory with .to_csr()")
+    if type(X).__module__.startswith("dask.array") and sp.issparse(getattr(X, "_meta", None)):
+        # np.asarray of its chunks made an object array: "does not convert to numbers"
+        raise TypeError(f"{name} is a dask array of scipy.sparse chunks, which only the fits on a Dask "
+                        "cluster take (WMF.fit, BilingualWMF.fit, Cr5.fit_matrices); here give it in "
+                        f"memory ({name}.compute()), or one row chunk at a time")
     ns = get_namespace(X)
     in_dtype = getattr(X, "dtype", None)
     if in_dtype is not None and np.dtype(in_dtype) == np.float16:

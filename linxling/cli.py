@@ -1023,6 +1023,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # OSError: a missing, read-only, full or unreadable file says so in one line too
         print(f"linxling: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:
+        # Cr5's --memory-budget below the leanest plan says what it needs (was a traceback)
+        print(f"linxling: error: {exc or 'out of memory (MemoryError)'}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("linxling: interrupted", file=sys.stderr)
         return 130

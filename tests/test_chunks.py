@@ -480,3 +480,56 @@ def test_a_budget_that_makes_the_transpose_read_the_corpus_many_times_warns(tmp_
         warnings.simplefilter("error")
         write_chunks(tmp_path / "b.h5", X)                      # the default budget: one pass
 
+
+
+def test_a_corpus_rewritten_since_it_was_opened_says_to_open_it_again(tmp_path):
+    """A ChunkedCSR kept from before its file was rewritten: the error said "start the fit again",
+    which failed the same way with the same object; and when the new corpus had another shape,
+    the transpose check called the file corrupt instead."""
+    path = tmp_path / "c.h5"
+    old = write_chunks(path, _corpus(n=60, m=45), chunk_rows=20)
+    write_chunks(path, _corpus(n=60, m=30, seed=2), chunk_rows=20, overwrite=True)
+    with pytest.raises(RuntimeError, match=r"was rewritten since it was opened .* open it again "
+                                           r"\(ChunkedCSR\(path\)\)"):
+        WMF(n_components=3, max_iter=1).fit(old)
+    with pytest.raises(RuntimeError, match="was rewritten since it was opened"):
+        _ = old.T
+    WMF(n_components=3, max_iter=1).fit(ChunkedCSR(path))         # opened again: it fits
+
+
+def test_a_corpus_locked_by_its_writer_is_not_called_a_non_hdf5_file(tmp_path):
+    """A corpus another process still holds open for writing (HDF5 file locking) was refused as
+    "not an HDF5 file"."""
+    import os
+    import subprocess
+    import sys
+    if os.environ.get("HDF5_USE_FILE_LOCKING", "").upper() == "FALSE":
+        pytest.skip("HDF5 file locking is off in this environment")
+    path = tmp_path / "c.h5"
+    write_chunks(path, _corpus(n=30, m=20), chunk_rows=10)
+    writer = subprocess.Popen([sys.executable, "-c", "import sys, h5py; f = h5py.File(sys.argv[1], 'a'); "
+                               "print('open', flush=True); sys.stdin.read()", str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "open"
+        with pytest.raises(BlockingIOError, match="is locked: another process has it open for writing"):
+            ChunkedCSR(path)
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=30)
+    assert ChunkedCSR(path).shape == (30, 20)
+
+
+def test_a_dask_array_is_written_by_its_row_chunks(tmp_path):
+    """write_chunks takes "any iterable of sparse row blocks", but a dask array iterates by rows:
+    its first row failed as "X chunk 0 must be 2-D" (dense) or "an object array that does not
+    convert to numbers" (scipy.sparse chunks). Its row chunks are now computed one at a time."""
+    da = pytest.importorskip("dask.array")
+    X = _corpus(n=90, m=30)
+    sparse = write_chunks(tmp_path / "s.h5", da.from_array(X, chunks=(40, -1), asarray=False))
+    assert sparse.n_chunks == 3 and (sparse.to_csr() != X).nnz == 0
+    assert (sparse.T.to_csr() != X.T.tocsr()).nnz == 0
+    dense = write_chunks(tmp_path / "d.h5", da.from_array(X.toarray(), chunks=(40, -1)), chunk_rows=50)
+    assert dense.n_chunks == 2 and (dense.to_csr() != X).nnz == 0
+    with pytest.raises(ValueError, match=r"X is a dask array .* 2 column chunks; .* X.rechunk\(\{1: -1\}\)"):
+        write_chunks(tmp_path / "c.h5", da.from_array(X, chunks=(40, 20), asarray=False))

@@ -97,6 +97,16 @@ def _run(line: str) -> int:
     return main(argv[1:])
 
 
+def test_a_memory_budget_too_small_is_a_one_line_error(corpus, capsys):
+    """linxling fit Cr5 --memory-budget below the leanest plan: Cr5's MemoryError (what the plan
+    needs, the smallest budget) came out as a traceback; bad budget values were one line already."""
+    assert _run("linxling fit Cr5 --input en=en.txt es=es.txt --output m.h5 --n-components 2 "
+                "--min-df 1 --memory-budget 1K") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("linxling: error: memory_budget=1,024 bytes is too small for this Cr5 fit")
+    assert "Traceback" not in err and not (corpus / "m.h5").exists()
+
+
 def test_every_subcommand_help_shows_its_example(capsys):
     from linxling.cli import EXAMPLES
     for name, example in EXAMPLES.items():

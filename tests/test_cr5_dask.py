@@ -53,6 +53,7 @@ def test_dask_fit_equals_in_memory_fit(client, tmp_path, block_method, source):
     data = _dask_blocks(blocks, rows=rows) if source == "array" else _disk_blocks(blocks, tmp_path, chunk_rows=rows)
     got = Cr5(**kw).fit_matrices(data, concepts, client=client)
     assert got.fit_info_["sources"] == {"a": "dask", "b": "dask"}
+    assert not [k for k in got.fit_info_ if k.startswith("_")]      # "_dask_eig", an internal count, was kept
     np.testing.assert_allclose(got.singular_values_, sv, rtol=1e-6)
     np.testing.assert_allclose(got.eigenvalues_, ref.eigenvalues_, rtol=1e-6)
     P, Q = _projectors(got), _projectors(ref)
@@ -509,9 +510,15 @@ def test_disk_source_errors(client, tmp_path):
     write_chunks(path, 2 * X, chunk_rows=10, overwrite=True)            # a new generation
     with pytest.raises(RuntimeError, match="was rewritten since it was opened"):
         src.matmat(np.ones((10, 2)))
+    with pytest.raises(RuntimeError, match=r"was rewritten since it was opened .* open it again"):
+        DaskDiskSource(chunked, client=client, name="blocks['a']")      # its transpose, read here
+    rows_only = tmp_path / "rows.h5"                 # no transpose: the workers' check finds it
+    write_chunks(rows_only, X, chunk_rows=10, transpose=False)
+    opened = ChunkedCSR(rows_only)
+    write_chunks(rows_only, 2 * X, chunk_rows=10, transpose=False, overwrite=True)
     with pytest.raises(ValueError, match=r"blocks\['a'\]: every dask worker must read the corpus file .*"
                                          r"holds another version"):
-        DaskDiskSource(chunked, client=client, name="blocks['a']")
+        DaskDiskSource(opened, client=client, name="blocks['a']")
     # a file damaged after it was opened (h5py: a bare OSError) fails at once, not as a lost worker
     src = DaskDiskSource(ChunkedCSR(path), client=client)
     path.write_bytes(b"not an HDF5 file any more" * 100)

@@ -316,3 +316,18 @@ def test_cllsi_says_what_cr5_says_of_small_or_unlinked_data():
     same = {"en": np.arange(40), "es": np.arange(40)}
     with pytest.warns(UserWarning, match=r"^CLLSI: n_components=28 exceeds the vocabulary of 'es' \(25 features"):
         CLLSI(n_components=28, random_state=0).fit_matrices(X, same)
+
+
+def test_concept_ids_given_as_a_dask_array_are_named():
+    """Concept ids as a dask array (natural beside dask blocks): list() made a dask scalar per id
+    and the error said "concepts['a'][0] = dask.array<...> is not hashable"."""
+    da = pytest.importorskip("dask.array")
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    blocks = {lang: sp.random(30, 12, density=0.3, random_state=rng, format="csr") for lang in "ab"}
+    concepts = {"a": da.arange(30, chunks=10), "b": np.arange(30)}
+    with pytest.raises(TypeError, match=r"concepts\['a'\] is a dask collection \(dask.array.*Array\); .*"
+                                        r"concepts\['a'\].compute\(\)"):
+        Cr5(n_components=2).fit_matrices(blocks, concepts)
+    concepts["a"] = concepts["a"].compute()
+    assert Cr5(n_components=2, show_progress=False).fit_matrices(blocks, concepts).fit_info_["n_concepts"] == 30

@@ -360,3 +360,23 @@ def test_pencil_lobpcg_takes_a_leaner_block_when_its_nine_blocks_do_not_fit(tmp_
     assert model.convergence_["eig"]["one_read_products"]
     _, sv, _ = dense_cr5_oracle(blocks, concepts, r, alpha)
     np.testing.assert_allclose(model.singular_values_, sv, rtol=1e-6)
+
+
+@pytest.mark.parametrize("budget", ["lots", "0.5", "12 G B"])
+def test_a_memory_budget_that_is_not_a_size_is_refused_before_any_read(tmp_path, monkeypatch, budget):
+    """A typo in memory_budget was read only when the fit planned: after a pass over every
+    streamed file (minutes on a large corpus), in fit_matrices and plan_memory alike."""
+    from linxling.io._chunks import ChunkedCSR
+    rng = np.random.default_rng(3)
+    blocks = {lang: sp.random(40, 15, density=0.3, random_state=rng, format="csr") for lang in "ab"}
+    concepts = {lang: np.arange(40) for lang in blocks}
+    files = {lang: write_chunks(tmp_path / f"{lang}.h5", X, chunk_rows=10) for lang, X in blocks.items()}
+    reads = []
+    read = ChunkedCSR._read
+    monkeypatch.setattr(ChunkedCSR, "_read", lambda self, *a, **k: reads.append(a) or read(self, *a, **k))
+    for run in (lambda m: m.fit_matrices(files, concepts), lambda m: m.plan_memory(files, concepts)):
+        with pytest.raises(ValueError, match="memory_budget must be"):
+            run(Cr5(n_components=2, memory_budget=budget))
+    assert reads == []
+    Cr5(n_components=2, memory_budget="1G", show_progress=False).fit_matrices(files, concepts)
+    assert reads                                   # the patch counts the fit's reads

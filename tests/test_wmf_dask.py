@@ -139,6 +139,28 @@ def test_chunked_corpus_on_the_cluster(client, tmp_path):
     _same(gotb.components_["it"], refb.components_["it"], 1e-10)
 
 
+def test_a_chunked_corpus_by_a_relative_path_is_read_by_the_workers(client, tmp_path, monkeypatch):
+    """The workers read a ChunkedCSR at the path the client held: a relative one was resolved
+    against each worker's own working directory (FileNotFoundError from h5py on a worker), and
+    a worker that cannot open the file was found by its first task; now the path is absolute and
+    every worker is asked once, before any task, as Cr5 does."""
+    X = _corpus(seed=4)
+    monkeypatch.chdir(tmp_path)                 # the workers started elsewhere (the module's cwd)
+    assert tmp_path.as_posix() not in set(client.run(os.getcwd).values())
+    cx = write_chunks("x.h5", X, chunk_rows=55)
+    assert not cx.path.is_absolute()
+    got = WMF(**KW).fit(cx, client=client)
+    _same(got.embedding_, WMF(**KW).fit(X).embedding_, 1e-10)
+    import linxling.operators._dask as odask
+
+    def unseen(path, generation):
+        return f"cannot open it (no {path} here)"
+    monkeypatch.setattr(odask, "_disk_check", unseen)
+    with pytest.raises(ValueError, match=r"X: every dask worker must read the corpus file '/.*x.h5' at "
+                                         r"that path .*: cannot open it"):
+        WMF(**KW).fit(cx, client=client)
+
+
 def test_callback_sees_current_factors_and_bytes(client):
     """Each half-step's fixed factor is assembled on each worker from the other side's solved
     blocks, so each block goes once to the worker that lacks it (2 workers: each factor once
@@ -196,6 +218,48 @@ def test_no_client_and_bad_client(client):
     with pytest.raises(ValueError, match="memory_budget applies"):
         WMF(**KW).fit(X, client=client, memory_budget="1G")
     assert get_client(client) is client
+
+
+def test_workers_without_this_linxling_are_an_error_not_a_hang():
+    """A worker process that cannot import linxling failed to read the fit's first task (its comm
+    broke, its nanny restarted it) and the fit waited forever; a worker with another linxling ran
+    other code under the same names. Now an ImportError at once that names the workers (WMF and
+    Cr5)."""
+    from linxling import Cr5
+
+    def without():                    # nested: pickled by value, runs in the worker process
+        import sys
+        for key in [k for k in sys.modules if k == "linxling" or k.startswith("linxling.")]:
+            del sys.modules[key]
+        sys.modules["linxling"] = None        # import linxling: ModuleNotFoundError
+
+    def another():
+        import sys
+        import types
+        sys.modules["linxling"] = types.SimpleNamespace(__version__="0.0.1")
+    X = _corpus()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                  silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as c:
+        c.run(without)
+        with pytest.raises(ImportError, match=r"client: 1 of 1 dask workers cannot import linxling \(e.g. tcp://"):
+            WMF(**KW).fit(_dask(X), client=c)
+        with pytest.raises(ImportError, match="cannot import linxling"):
+            Cr5(n_components=3).fit_matrices({"a": _dask(X), "b": X}, {"a": np.arange(240), "b": np.arange(240)},
+                                             client=c)
+        c.run(another)
+        with pytest.raises(ImportError, match=r"1 of 1 dask workers run another linxling \(e.g. .*'0.0.1'\)"):
+            WMF(**KW).fit(_dask(X), client=c)
+
+
+def test_a_sparse_dask_array_given_to_transform_is_named():
+    """The fits take a dask array of CSR chunks; transform (and the other methods that take a
+    matrix) said "got an object array that does not convert to numbers"."""
+    X = _corpus()
+    model = WMF(**KW).fit(X)
+    with pytest.raises(TypeError, match=r"X is a dask array of scipy.sparse chunks, .* \(X.compute\(\)\)"):
+        model.transform(_dask(X))
+    np.testing.assert_array_equal(model.transform(_dask(X).compute()), model.transform(X))
 
 
 def test_a_cluster_without_workers_is_an_error_not_a_hang():

@@ -85,6 +85,10 @@ class ChunkedCSR:
             fh = h5py.File(self.path, "r")
         except PermissionError:
             raise
+        except BlockingIOError as exc:        # HDF5's file lock: another process has it open to write
+            raise BlockingIOError(exc.errno, f"{str(self.path)!r} is locked: another process has it open "
+                                  f"for writing (HDF5 file locking: {exc}); wait until that process "
+                                  "closes it (write_chunks closes the file when it returns)") from None
         except OSError as exc:
             raise ValueError(f"{str(self.path)!r} is not an HDF5 file ({exc}): a corpus is read from "
                              "a file written by linxling.io.write_chunks") from None
@@ -145,6 +149,8 @@ class ChunkedCSR:
         """The transpose's chunks (``group="XT"``), checked to be this matrix's transpose in shape
         and number of nonzeros."""
         other = ChunkedCSR(self.path, "XT" if self.group == "X" else "X")
+        if other.generation != self.generation:       # rewritten since this one was opened
+            _raise_rewritten(self.path)
         if other.shape != self.shape[::-1] or other.nnz != self.nnz:
             raise ValueError(f"{str(self.path)!r}: group {other.group!r} has shape {other.shape} and "
                              f"{other.nnz} nonzeros, but group {self.group!r}, shape {self.shape} and "
@@ -257,8 +263,13 @@ def _check_stamp(fh, generation: str, path: str | os.PathLike) -> None:
     """The open file must carry ``generation``: a corpus rewritten while a fit streams it would
     otherwise mix old and new chunks."""
     if _generation(fh) != generation:
-        raise RuntimeError(f"{os.fspath(path)!r} was rewritten since it was opened (its generation "
-                           "stamp changed): a streamed fit cannot mix two corpora; start the fit again")
+        _raise_rewritten(path)
+
+
+def _raise_rewritten(path: str | os.PathLike) -> None:
+    raise RuntimeError(f"{os.fspath(path)!r} was rewritten since it was opened (its generation "
+                       "stamp changed): a streamed fit cannot mix two corpora; open it again "
+                       "(ChunkedCSR(path)) and start the fit again")
 
 
 def _check_indices(indices: np.ndarray, n_cols: int, where: str) -> None:
@@ -285,10 +296,11 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
     ----------
     path : str or Path
         The HDF5 file to create.
-    X : sparse matrix, iterable of sparse matrices (row blocks, all with the same columns), or ChunkedCSR
+    X : sparse matrix, iterable of sparse matrices (row blocks, all with the same columns), ChunkedCSR or dask array
         The corpus; an iterable is consumed block by block (never stacked in memory), so a
         corpus larger than memory can be written from a generator. A ChunkedCSR (another
-        corpus file) is read chunk by chunk, e.g. to store it with other ``chunk_rows``.
+        corpus file) is read chunk by chunk, e.g. to store it with other ``chunk_rows``; a dask
+        array (one chunk along the columns) by its row chunks, computed one at a time.
     chunk_rows : int, optional
         Rows per stored chunk (the last may be shorter; an iterable's blocks are gathered or
         split to this many rows, holding at most one chunk besides the block being read).
@@ -331,6 +343,15 @@ def write_chunks(path: str | os.PathLike, X: Any, *, chunk_rows: int | None = No
         rechunk = None
     elif isinstance(X, ChunkedCSR):      # another corpus file, chunk by chunk (its iterator yields (row, chunk))
         blocks = (C for _, C in X.chunks())
+        rechunk = chunk_rows
+    elif type(X).__module__.startswith("dask.array") and hasattr(X, "to_delayed"):
+        # its row chunks, computed one at a time (iterating a dask array gives single rows: "X chunk
+        # 0 must be 2-D" or "an object array that does not convert to numbers")
+        if X.ndim != 2 or len(X.chunks[1]) != 1:
+            raise ValueError(f"X is a dask array of shape {X.shape} with {len(X.chunks[1]) if X.ndim == 2 else '?'} "
+                             "column chunks; write_chunks reads its row chunks: give a 2-D array with one chunk "
+                             "along the columns, X.rechunk({1: -1})")
+        blocks = (b.compute() for b in X.to_delayed()[:, 0])
         rechunk = chunk_rows
     else:
         try:

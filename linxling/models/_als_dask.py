@@ -11,6 +11,7 @@ next) and gathers the solved blocks; the data stays put. The helpers of
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,8 +38,8 @@ def _dask_row_block(blocks, r0: int, r1: int, widths, dtype, names, h5: bool):
     """One row block of the (column-stacked) matrix as kernel parts."""
     mats = []
     for B, m, name in zip(blocks, widths, names, strict=True):
-        if h5:
-            B = read_rows(B, "X", r0, r1)
+        if h5:                     # (absolute path, generation): the file the client opened
+            B = read_rows(B[0], "X", r0, r1, generation=B[1])
         mats.append(_dask_check_chunk(B, name, (r1 - r0, m), dtype))
     M = mats[0] if len(mats) == 1 else sp.hstack(mats, format="csr")
     return _als()._csr_parts(M, dtype)
@@ -62,8 +63,8 @@ def _dask_assemble(dtype, *pieces):
     return _als()._csr_parts(M, dtype)
 
 
-def _dask_h5_col_block(path: str, c0: int, c1: int, n: int, dtype, name: str):
-    B = _dask_check_chunk(read_rows(path, "XT", c0, c1), name, (c1 - c0, n), dtype)
+def _dask_h5_col_block(path: str, c0: int, c1: int, n: int, dtype, name: str, generation: str | None = None):
+    B = _dask_check_chunk(read_rows(path, "XT", c0, c1, generation=generation), name, (c1 - c0, n), dtype)
     return _als()._csr_parts(B, dtype)
 
 
@@ -144,7 +145,9 @@ def dask_sources(X: Mapping, langs: list, names: Mapping, n: int | None = None):
                 raise ValueError(f"{names[lang]}: {e}") from None
         bounds = X[langs[0]].bounds
         ranges = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
-        return kind, {lang: [str(X[lang].path)] * len(ranges) for lang in langs}, ranges, widths
+        # absolute: a worker's working directory need not be this process's
+        return kind, {lang: [(os.path.abspath(X[lang].path), X[lang].generation)] * len(ranges)
+                      for lang in langs}, ranges, widths
     ranges = None
     for lang in langs:
         r = row_ranges[lang]
@@ -196,6 +199,15 @@ class DaskALS:
         n, M = ranges[-1][1], int(self.offsets[-1])
         self.shape = (n, M)
         workers = worker_list(client)
+        if kind == "h5":                 # said once, before any task: not a worker's bare h5py error
+            from linxling.operators._dask import _disk_check
+            for lang in langs:
+                path, generation = blocks[lang][0]
+                why = {w: msg for w, msg in client.run(_disk_check, path, generation).items() if msg}
+                if why:
+                    w, msg = sorted(why.items())[0]
+                    raise ValueError(f"{names[lang]}: every dask worker must read the corpus file {path!r} at "
+                                     f"that path (a filesystem they share); worker {w}: {msg}")
         row_tasks = []
         for b, (r0, r1) in enumerate(ranges):
             bl = [blocks[lang][b] for lang in langs]
@@ -220,8 +232,8 @@ class DaskALS:
                         col_ranges.append((int(o0 + c0), int(o0 + c1)))
                         with on_worker(workers, len(col_tasks)):
                             col_tasks.append(dask.delayed(_dask_h5_col_block, pure=False)(
-                                str(X[lang].path), int(c0), int(c1), n, dtype,
-                                f"{names[lang]}ᵀ rows {int(c0)}:{int(c1)}"))
+                                os.path.abspath(X[lang].path), int(c0), int(c1), n, dtype,
+                                f"{names[lang]}ᵀ rows {int(c0)}:{int(c1)}", X[lang].generation))
             cols = persist(client, col_tasks)
         else:
             per_lang = max(1, len(ranges))

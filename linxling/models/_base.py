@@ -44,6 +44,12 @@ def as_concept_list(ids: Any, name: str) -> list:
         if ids.ndim != 1:
             raise ValueError(f"{name} must be 1-D (one concept id per document), got shape {ids.shape}")
         return ids.tolist()
+    module = type(ids).__module__ or ""
+    if module == "dask" or module.startswith(("dask.", "dask_expr")):
+        # list() made one dask scalar per id (slow for many), then "... is not hashable"
+        raise TypeError(f"{name} is a dask collection ({module}.{type(ids).__qualname__}); the concept ids "
+                        f"are read on this machine even for a fit on a Dask cluster: give them in memory, "
+                        f"e.g. {name}.compute()")
     out = list(ids)
     for i, c in enumerate(out):
         if not isinstance(c, Hashable):

@@ -395,6 +395,12 @@ class Cr5(ConceptEmbeddingMixin):
         "device": DEVICE,
     }
 
+    def _check_params(self) -> None:
+        # a memory_budget that is not a size is refused before any work: it was read only when
+        # the fit planned, after a pass over every block (of every streamed file: minutes on a
+        # large corpus) or the vectorising of every text
+        parse_budget(self.memory_budget, "memory_budget")
+
     # ------------------------------------------------------------------ fitting
     def fit(self, texts: Mapping[str, Sequence[str]] | Sequence[str], languages: Sequence[str] | None = None,
             concepts: Mapping[str, Sequence[Hashable]] | Sequence[Hashable] | None = None) -> "Cr5":
@@ -685,11 +691,12 @@ class Cr5(ConceptEmbeddingMixin):
         components, sv = self._orthonormal_map(Phi_star_T, problem)
         del Phi_star_T
         self._set_fitted(problem, inverses, eig, components, sv, inverted=inverted)
+        dask_eig = timings.pop("_dask_eig", None)        # the eigen-solve's dask counters: not a timing
         self.fit_info_.update(timings, phi_source=phi_source, memory_plan=plan.as_dict(),
                               time_total=time.perf_counter() - t_start,
                               sources={lang: _source_kind(problem.blocks[lang]) for lang in problem.languages})
         if dask_sources:
-            record = _dask_record(dask_sources, timings.pop("_dask_eig", None), self.convergence_["eig"]["n_iter"])
+            record = _dask_record(dask_sources, dask_eig, self.convergence_["eig"]["n_iter"])
             record["placed_on"] = {lang: getattr(X, "home", None) for lang, X in problem.blocks.items()}
             self.fit_info_["dask"] = record
         return self
