@@ -345,26 +345,33 @@ def test_search_names_candidates_and_a_swapped_k():
         search(Q, 3)                                    # the candidates forgotten
 
 
-def test_an_index_file_loads_in_a_fresh_process_and_is_not_taken_for_a_model(tmp_path, capsys):
-    """`linxling info idx.h5` worked only in a process that had imported linxling.search (as the
-    test above): in a fresh one linxling.load said "unknown model 'SearchIndex' ... load it with
-    linxling.load(path)". linxling.load now registers the index; `embed` / `export` given an
-    index say it is one (and name its model) instead of 'got Index'."""
+def _in_a_fresh_process(code: str, path):
+    """Run ``code`` with ``sys.argv[1] = path`` in a new Python process (linxling from this
+    checkout, nothing imported before it); the CompletedProcess."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
     import linxling
+    env = dict(os.environ, PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]), LINXLING_NO_PROGRESS="1")
+    return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_an_index_file_loads_in_a_fresh_process_and_is_not_taken_for_a_model(tmp_path, capsys):
+    """`linxling info idx.h5` worked only in a process that had imported linxling.search (as the
+    test above): in a fresh one linxling.load said "unknown model 'SearchIndex' ... load it with
+    linxling.load(path)". linxling.load now registers the index; `embed` / `export` given an
+    index say it is one (and name its model) instead of 'got Index'."""
     from linxling.cli import main
     index = Index(np.random.default_rng(0).standard_normal((5, 3)), texts=list("abcde"))
     index.model_path = "/somewhere/model.h5"
     index.save(tmp_path / "idx.h5")
-    env = dict(os.environ, PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]), LINXLING_NO_PROGRESS="1")
-    code = ("import sys, linxling\nobj = linxling.load(sys.argv[1])\nprint(type(obj).__module__, len(obj))\n"
-            "from linxling.cli import main\nsys.exit(main(['info', sys.argv[1]]))")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "idx.h5")], capture_output=True,
-                         text=True, env=env, timeout=120)
+    out = _in_a_fresh_process("import sys, linxling\nobj = linxling.load(sys.argv[1])\n"
+                              "print(type(obj).__module__, len(obj))\n"
+                              "from linxling.cli import main\nsys.exit(main(['info', sys.argv[1]]))",
+                              tmp_path / "idx.h5")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["linxling.search 5",
                                        "search index of 5 documents, d = 3; model: /somewhere/model.h5"]
@@ -421,18 +428,9 @@ def test_index_load_refuses_a_model_file_from_its_header(tmp_path):
 def test_a_model_class_load_of_an_index_names_the_index_class_in_a_fresh_process(tmp_path):
     """The test above runs where linxling.search is imported; in a fresh process ``Cr5.load`` of
     an index file still advised "SearchIndex.load(path)", the store's tag and no class."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import linxling
     Index(np.eye(3)).save(tmp_path / "i.h5")
-    env = dict(os.environ, PYTHONPATH=str(Path(linxling.__file__).resolve().parents[1]), LINXLING_NO_PROGRESS="1")
-    code = ("import sys, linxling\ntry:\n    linxling.Cr5.load(sys.argv[1])\n"
-            "except linxling.io.ModelFormatError as exc:\n    print(exc)")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "i.h5")], capture_output=True,
-                         text=True, env=env, timeout=120)
+    out = _in_a_fresh_process("import sys, linxling\ntry:\n    linxling.Cr5.load(sys.argv[1])\n"
+                              "except linxling.io.ModelFormatError as exc:\n    print(exc)", tmp_path / "i.h5")
     assert out.returncode == 0, out.stderr
     assert "holds a linxling.search.Index, not a Cr5 model: load it with linxling.load(path) or " \
            "linxling.search.Index.load(path)" in out.stdout, out.stdout
