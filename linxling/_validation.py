@@ -385,3 +385,22 @@ def tsv_fields(line: str, n_fields: int, where: str, columns: str, *, maxsplit: 
     if len(fields) != n_fields:
         raise ValueError(f"{where}: expected {n_fields} tab-separated fields ({columns}), got {len(fields)}")
     return fields
+
+
+def n_distinct_rows(X: Any, at_most: int) -> int | None:
+    """The number of distinct rows of ``X`` (sparse or dense, in memory) when it is below
+    ``at_most``, else ``at_most`` (a first sample of ``4 * at_most`` rows decides most cases at
+    once); None for a block not in memory (ChunkedCSR, dask, a device array). Rows are compared
+    through two random projections, exact for rows stored alike (identical texts vectorised alike)."""
+    if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2 or at_most < 1:
+        return None
+    v = np.random.default_rng(0).standard_normal((X.shape[1], 2))
+
+    def count(rows: Any) -> int:
+        return int(np.unique(np.asarray(rows @ v), axis=0).shape[0]) if rows.shape[0] else 0
+
+    n = X.shape[0]
+    sample = min(n, 4 * at_most)
+    if count(X[:sample]) >= at_most:
+        return at_most
+    return min(count(X) if sample < n else count(X[:sample]), at_most)

@@ -9,7 +9,7 @@ import numpy as np
 from linxling._backend import get_namespace, to_numpy
 from linxling._progress import progress
 from linxling._threads import numba_one_thread, numba_serialised
-from linxling._validation import check_int, refuse_sparse, refuse_texts_as_vectors
+from linxling._validation import check_int, n_distinct_rows, refuse_sparse, refuse_texts_as_vectors
 from linxling._warnings import find_stack_level
 
 __all__ = ["retrieval"]
@@ -214,7 +214,6 @@ def _warn_tied_candidates(Cn: Any, xp, who: str = "retrieval", what: str = "cand
     another: ties count in the gold's favour, so vectors that collapsed to a few directions (a
     degenerate model, one text repeated) score as a good model would (all candidates one vector:
     P@1 1.0)."""
-    from linxling.models._estimator import n_distinct_rows
     if xp is not np:
         return
     C = Cn[np.any(Cn != 0, axis=1)]

@@ -37,6 +37,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
+from linxling._validation import n_distinct_rows
 from linxling._warnings import find_stack_level
 from linxling.xp import DEVICES, Device
 
@@ -55,26 +56,6 @@ def warn_few_examples(model: Any, n: int, what: str) -> None:
         warnings.warn(f"{type(model).__name__}: only {n} {one} for n_components={d}: more dimensions than "
                       "training examples give vectors that are mostly their random initialisation; give "
                       f"more {what} or lower n_components", UserWarning, stacklevel=find_stack_level())
-
-
-def n_distinct_rows(X: Any, at_most: int) -> int | None:
-    """The number of distinct rows of ``X`` (sparse or dense, in memory) when it is below
-    ``at_most``, else ``at_most`` (a first sample of ``4 * at_most`` rows decides most cases at
-    once); None for a block not in memory (ChunkedCSR, dask, a device array). Rows are compared
-    through two random projections, exact for rows stored alike (identical texts vectorised alike)."""
-    import scipy.sparse as sp
-    if not (sp.issparse(X) or isinstance(X, np.ndarray)) or X.ndim != 2 or at_most < 1:
-        return None
-    v = np.random.default_rng(0).standard_normal((X.shape[1], 2))
-
-    def count(rows: Any) -> int:
-        return int(np.unique(np.asarray(rows @ v), axis=0).shape[0]) if rows.shape[0] else 0
-
-    n = X.shape[0]
-    sample = min(n, 4 * at_most)
-    if count(X[:sample]) >= at_most:
-        return at_most
-    return min(count(X) if sample < n else count(X[:sample]), at_most)
 
 
 def warn_repeated_texts(model: Any, r: int, X: Any, where: str, what: str) -> bool:
