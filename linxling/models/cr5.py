@@ -717,8 +717,9 @@ class Cr5(ConceptEmbeddingMixin):
         Returns
         -------
         dict
-            The plan a fit records in ``fit_info_["memory_plan"]`` (``estimate``: the bytes the
-            fit adds to ``in_use``, the resident memory now; ``apply_columns``, ``basis_dtype``,
+            The plan a fit records in ``fit_info_["memory_plan"]`` (``estimate``: the most bytes
+            the fit may add to ``in_use``, the resident memory now, counting the whole allowance
+            ``record_bytes`` for recorded solves, which a short fit does not fill; ``apply_columns``, ``basis_dtype``,
             ``basis_factor``, ``record_bytes``, ``copies``, ``mixed_precision``, ``read_bytes``,
             ``budget``) and the problem's ``n_documents``, ``n_concepts``, ``n_features``, ``nnz``.
 
